@@ -1,0 +1,21 @@
+import { fileURLToPath } from "node:url"
+import { defineConfig } from "vitest/config"
+
+const src = fileURLToPath(new URL("./src/", import.meta.url))
+
+export default defineConfig({
+  resolve: {
+    // Tests import the package by its public name, as a host would; it resolves to the sources.
+    alias: [
+      { find: /^route-registry$/, replacement: `${src}index.ts` },
+      { find: /^route-registry\/(.*)$/, replacement: `${src}$1.ts` }
+    ]
+  },
+  test: {
+    include: ["test/**/*.test.ts"],
+    // Postgres-backed suites share one database per run; files run one after another to keep them apart.
+    fileParallelism: false,
+    testTimeout: 30_000,
+    hookTimeout: 60_000
+  }
+})
