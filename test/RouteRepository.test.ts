@@ -1,0 +1,7 @@
+import { describe, it } from "@effect/vitest"
+import * as RouteRepository from "route-registry/RouteRepository"
+import { repositoryContract } from "./utils/repositoryContract.js"
+
+describe("RouteRepository.layerMemory", () => {
+  repositoryContract(it, RouteRepository.layerMemory)
+})
