@@ -1,0 +1,49 @@
+/**
+ * The database the Postgres suites run against: the server named by DATABASE_URL, or, when it is unset, an
+ * embedded PGlite (real Postgres compiled to WASM) so `npm test` needs no server. Under CI the server is
+ * required: a missing DATABASE_URL fails the suites instead of quietly testing something else.
+ */
+import { PgClient } from "@effect/sql-pg"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { PGlite } from "@electric-sql/pglite"
+import { createPgConfig } from "@electric-sql/pglite/node-postgres"
+import { Effect, Layer, Redacted } from "effect"
+import Pg from "pg"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
+
+const url = process.env.DATABASE_URL
+export const usingServer = url !== undefined && url !== ""
+
+export type ClientOptions = Pick<PgClient.PgClientConfig, "transformResultNames" | "transformQueryNames">
+
+// One PGlite per test file: it is a single session, so every client shares its one pool.
+let embedded: Promise<Pg.Pool> | undefined
+const embeddedPool = () =>
+  embedded ??= PGlite.create().then((pglite) => new Pg.Pool(createPgConfig(pglite) as Pg.PoolConfig))
+
+/** A `SqlClient` on the test database; each call makes a new client (a new pool on the server). */
+export const layer = (options: ClientOptions = {}): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError> => {
+  if (usingServer) return PgClient.layer({ url: Redacted.make(url!), maxConnections: 20, ...options })
+  if (process.env.CI === "true") {
+    return Layer.die(new Error("CI must test against the PostgreSQL server: set DATABASE_URL (see .ci/run)"))
+  }
+  return PgClient.layerFromPool({ acquire: Effect.promise(embeddedPool), ...options })
+}
+
+let counter = 0
+
+/** A fresh table name, so tests never see each other's rows. */
+export const freshTable = () => `rr_test_${process.pid}_${Date.now().toString(36)}_${counter++}`
+
+/** The Postgres store on a table of its own, dropped (with its migrations table) when the layer is released. */
+export const storeLayer = (options: PgRouteRepository.Options = {}) =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const table = options.table ?? freshTable()
+    const qualified = options.schema === undefined ? table : `${options.schema}.${table}`
+    yield* Effect.addFinalizer(() =>
+      sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(`${qualified}_migrations`)}`.pipe(Effect.orDie)
+    )
+    return PgRouteRepository.layer({ ...options, table })
+  }))
