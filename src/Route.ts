@@ -545,12 +545,17 @@ export class Route extends Schema.Class<Route>("Route")({
  *
  * @since 0.1.0
  */
-export class CreateRoute extends Schema.Class<CreateRoute>("CreateRoute")({
+export const CreateRoute = Schema.Struct({
   method: HttpMethod,
   path: RoutePath,
   middleware: Schema.optionalWith(Middleware, { exact: true, default: () => [] }),
   handler: HandlerName
-}) {}
+}).annotations({ identifier: "CreateRoute" })
+
+/**
+ * @since 0.1.0
+ */
+export type CreateRoute = typeof CreateRoute.Type
 
 // ---------------------------------------------------------------------------------------------------------------
 // Create-body validation
@@ -654,14 +659,12 @@ export const validateCreate = (body: unknown): Either.Either<CreateRoute, Readon
   }
 
   if (issues.length > 0) return Either.left(issues)
-  return Either.right(
-    new CreateRoute({
-      method: method as HttpMethod,
-      path: path as RoutePath,
-      middleware: (middleware ?? []) as ReadonlyArray<MiddlewareName>,
-      handler: handler as HandlerName
-    }, true)
-  )
+  return Either.right({
+    method: method as HttpMethod,
+    path: path as RoutePath,
+    middleware: (middleware ?? []) as ReadonlyArray<MiddlewareName>,
+    handler: handler as HandlerName
+  })
 }
 
 /**

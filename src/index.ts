@@ -1,8 +1,21 @@
 /**
  * route-registry: store and serve route definitions from inside your Node host.
  *
+ * The Postgres store (`route-registry/PgRouteRepository`) and the Node listener (`route-registry/NodeListener`) are
+ * left out of this entry point, so a host that uses neither never loads them.
+ *
  * @since 0.1.0
  */
+
+/**
+ * @since 0.1.0
+ */
+export * as Authenticator from "./Authenticator.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as Problem from "./Problem.js"
 
 /**
  * @since 0.1.0
@@ -13,3 +26,23 @@ export * as Route from "./Route.js"
  * @since 0.1.0
  */
 export * as RouteRepository from "./RouteRepository.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as RoutingApi from "./RoutingApi.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as RoutingHandler from "./RoutingHandler.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as RoutingHttpApp from "./RoutingHttpApp.js"
+
+/**
+ * @since 0.1.0
+ */
+export * as WebHandler from "./WebHandler.js"

@@ -46,15 +46,6 @@ describe("Route.CreateRoute schema agrees with validateCreate", () => {
     const input = Either.getOrThrow(decode({ method: "GET", path: "/", handler: "h" }))
     assert.deepStrictEqual(input.middleware, [])
   })
-  it("the constructor validates", () => {
-    assert.throws(() =>
-      new Route.CreateRoute({
-        method: "get" as Route.HttpMethod,
-        path: "/" as Route.RoutePath,
-        handler: "h" as Route.HandlerName
-      })
-    )
-  })
 })
 
 describe("Route.parsePath", () => {

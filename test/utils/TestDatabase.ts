@@ -47,3 +47,11 @@ export const storeLayer = (options: PgRouteRepository.Options = {}) =>
     )
     return PgRouteRepository.layer({ ...options, table })
   }))
+
+/** A client whose every connection is refused: nothing listens on port 1. */
+export const unreachable: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError> = PgClient.layerFromPool({
+  acquire: Effect.acquireRelease(
+    Effect.sync(() => new Pg.Pool({ host: "127.0.0.1", port: 1, connectionTimeoutMillis: 2000 })),
+    (pool) => Effect.promise(() => pool.end())
+  )
+})

@@ -1,0 +1,98 @@
+/**
+ * Authentication is the host's choice: the library asks an `Authenticator` who holds a bearer token. It ships one
+ * implementation, a static list of tokens; hosts plug in their own (JWT, an identity provider, API keys in a
+ * database) without touching the HTTP code.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
+
+/**
+ * The permissions the routing API checks: `routes:read` to get, `routes:write` to create.
+ *
+ * @since 0.1.0
+ */
+export const Scope = Schema.Literal("routes:read", "routes:write")
+
+/**
+ * @since 0.1.0
+ */
+export type Scope = typeof Scope.Type
+
+/**
+ * Who made a request, and what it may do.
+ *
+ * @since 0.1.0
+ */
+export interface Principal {
+  readonly id: string
+  readonly scopes: ReadonlyArray<string>
+}
+
+/**
+ * The token is not one the authenticator accepts (unknown, expired, badly signed, …). `reason` is for logs and
+ * must never contain the token.
+ *
+ * @since 0.1.0
+ */
+export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", {
+  reason: Schema.String
+}) {}
+
+/**
+ * Turns a bearer token into a principal.
+ *
+ * @since 0.1.0
+ */
+export class Authenticator extends Context.Tag("route-registry/Authenticator")<Authenticator, {
+  readonly authenticate: (token: Redacted.Redacted<string>) => Effect.Effect<Principal, InvalidToken>
+}>() {}
+
+/**
+ * One accepted token of a static list.
+ *
+ * @since 0.1.0
+ */
+export interface StaticToken {
+  readonly token: Redacted.Redacted<string>
+  readonly scopes: ReadonlyArray<Scope>
+  /** Names the principal in logs; default `token-<n>` (its position in the list). */
+  readonly id?: string | undefined
+}
+
+const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
+
+/**
+ * An authenticator over a fixed list of tokens. The presented token is compared with every configured token, in
+ * constant time (SHA-256 digests of equal length through `timingSafeEqual`, no early exit), so the time taken
+ * reveals neither a token nor which one matched.
+ *
+ * @since 0.1.0
+ */
+export const makeStaticTokens = (tokens: ReadonlyArray<StaticToken>): Context.Tag.Service<Authenticator> => {
+  const entries = tokens.map((entry, i) => ({
+    digest: digest(Redacted.value(entry.token)),
+    principal: { id: entry.id ?? `token-${i + 1}`, scopes: entry.scopes } satisfies Principal
+  }))
+  const invalid = Effect.fail(new InvalidToken({ reason: "the token is not one of the configured tokens" }))
+  return Authenticator.of({
+    authenticate: (token) =>
+      Effect.suspend(() => {
+        const presented = digest(Redacted.value(token))
+        let found: Principal | undefined
+        for (const entry of entries) {
+          if (timingSafeEqual(presented, entry.digest) && found === undefined) found = entry.principal
+        }
+        return found === undefined ? invalid : Effect.succeed(found)
+      })
+  })
+}
+
+/**
+ * `makeStaticTokens` as a layer.
+ *
+ * @since 0.1.0
+ */
+export const layerStaticTokens = (tokens: ReadonlyArray<StaticToken>): Layer.Layer<Authenticator> =>
+  Layer.sync(Authenticator, () => makeStaticTokens(tokens))

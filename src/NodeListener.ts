@@ -1,0 +1,108 @@
+/**
+ * The routing API as a Node request listener `(req, res, next?)`, for `node:http`, Express and Fastify. It works on
+ * Node's `req` and `res` directly: no per-request platform machinery stands between the socket and the core.
+ *
+ * @since 0.1.0
+ */
+import type { Layer } from "effect"
+import { Effect, Exit, ManagedRuntime, Runtime } from "effect"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type * as Authenticator from "./Authenticator.js"
+import * as Body from "./internal/body.js"
+import type * as RouteRepository from "./RouteRepository.js"
+import * as RoutingHandler from "./RoutingHandler.js"
+
+/**
+ * A Node request listener. With `next` (Express, Connect), a request outside `/v1/routing` is passed on; without
+ * it (plain `node:http`), it is answered `404` with the problem code `not_found`.
+ *
+ * @since 0.1.0
+ */
+export interface Listener {
+  (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void
+}
+
+/**
+ * A listener that owns its services; `dispose` releases them (closing, for instance, a database pool).
+ *
+ * @since 0.1.0
+ */
+export interface DisposableListener extends Listener {
+  readonly dispose: () => Promise<void>
+}
+
+/**
+ * @since 0.1.0
+ */
+export type Options = RoutingHandler.Options
+
+class NodeRequest implements RoutingHandler.Request {
+  constructor(readonly req: IncomingMessage, readonly path: string) {}
+  get method() {
+    return this.req.method ?? "GET"
+  }
+  header(name: string) {
+    const value = this.req.headers[name]
+    return Array.isArray(value) ? value.join(", ") : value
+  }
+  body(maxBytes: number) {
+    return Body.fromIncomingMessage(this.req)(maxBytes)
+  }
+}
+
+const pathOf = (url: string): string => {
+  // Absolute-form targets ("http://host/path") are rare but legal (RFC 9112 §3.2.2).
+  const path = url.charCodeAt(0) === 47 ? url : new URL(url, "http://localhost").pathname
+  const query = path.indexOf("?")
+  return query === -1 ? path : path.slice(0, query)
+}
+
+const write = (res: ServerResponse, response: RoutingHandler.Response) => {
+  if (res.headersSent || res.destroyed) return
+  res.writeHead(response.status, response.headers)
+  res.end(response.body)
+}
+
+/**
+ * The listener over the services in context, run on the calling runtime (its logger, clock and tracer).
+ *
+ * @since 0.1.0
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<Listener, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
+  Effect.gen(function*() {
+    const handler = yield* RoutingHandler.make(options)
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    return (req, res, next) => {
+      const effect = handler.handle(new NodeRequest(req, pathOf(req.url ?? "/")))
+      if (effect === undefined) {
+        if (next !== undefined) return next()
+        return write(res, RoutingHandler.notFound)
+      }
+      runFork(effect).addObserver((exit) => {
+        if (Exit.isSuccess(exit)) write(res, exit.value)
+        else write(res, RoutingHandler.internalError)
+      })
+    }
+  })
+
+/**
+ * Builds the services of `layer` now (so a bad configuration or an unreachable database fails here, not on the
+ * first request) and returns the listener; `dispose` releases the services.
+ *
+ * @since 0.1.0
+ */
+export const fromLayer = async <E>(
+  layer: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, E>,
+  options: Options = {}
+): Promise<DisposableListener> => {
+  const runtime = ManagedRuntime.make(layer)
+  try {
+    const listener = await runtime.runPromise(make(options))
+    return Object.assign(listener, { dispose: () => runtime.dispose() })
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
+}

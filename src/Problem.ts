@@ -1,0 +1,107 @@
+/**
+ * RFC 9457 problem details: the body of every error the routing API answers, and the table of its codes.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * Every `code` the API can answer with, and its HTTP status. The codes are stable: clients may branch on them.
+ * `not_found` is answered only by an adapter that has no host to hand a path outside `/v1/routing` back to.
+ *
+ * @since 0.1.0
+ */
+export const codes = {
+  invalid_request: 400,
+  malformed_json: 400,
+  invalid_route: 400,
+  unauthenticated: 401,
+  invalid_token: 401,
+  insufficient_scope: 403,
+  route_not_found: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  route_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  internal_error: 500,
+  store_unavailable: 503
+} as const
+
+/**
+ * @since 0.1.0
+ */
+export type Code = keyof typeof codes
+
+/**
+ * What each code means, for the OpenAPI document and for people.
+ *
+ * @since 0.1.0
+ */
+export const descriptions: Readonly<Record<Code, string>> = {
+  invalid_request: "The Authorization header names the Bearer scheme but its credential is empty or malformed.",
+  malformed_json: "The body is not valid JSON (or is empty, or ended early).",
+  invalid_route: "The body is JSON but breaks the route rules; `errors` lists every problem, one entry each.",
+  unauthenticated: "No Authorization header, or a scheme other than Bearer.",
+  invalid_token: "The bearer token is not accepted (unknown, expired or revoked).",
+  insufficient_scope: "The token lacks the scope the request needs (routes:read to get, routes:write to create).",
+  route_not_found: "No route has that id (including ids that could never exist).",
+  not_found: "Nothing is served at that path (answered only by an adapter with no host to fall back on).",
+  method_not_allowed: "The path is served, but not with that method; `Allow` lists the methods that are.",
+  route_conflict: "A stored route has the same method and shape; `conflictingRouteId` names it.",
+  payload_too_large: "The body is larger than the configured limit (64 KiB by default).",
+  unsupported_media_type: "The body is not sent as `application/json` (a charset other than UTF-8 included).",
+  internal_error: "Something unexpected failed; the cause is logged, never sent.",
+  store_unavailable: "The store is unreachable or timed out; nothing was written. Retry after `Retry-After` seconds."
+}
+
+/**
+ * The reason phrase of each status the API answers with; with `type: "about:blank"` the title is the phrase.
+ *
+ * @since 0.1.0
+ */
+export const titles: Readonly<Record<number, string>> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  409: "Conflict",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  500: "Internal Server Error",
+  503: "Service Unavailable"
+}
+
+/**
+ * @since 0.1.0
+ */
+export const CONTENT_TYPE = "application/problem+json"
+
+/**
+ * A problem document. `errors` comes with `invalid_route`, `conflictingRouteId` with `route_conflict`.
+ *
+ * @since 0.1.0
+ */
+export interface Problem {
+  readonly type: string
+  readonly title: string
+  readonly status: number
+  readonly detail: string
+  readonly code: Code
+  readonly errors?: ReadonlyArray<{ readonly path: string; readonly message: string }>
+  readonly conflictingRouteId?: string
+}
+
+/**
+ * Builds the problem document for `code`.
+ *
+ * @since 0.1.0
+ */
+export const make = (
+  code: Code,
+  detail: string,
+  extensions?: Pick<Problem, "errors" | "conflictingRouteId">
+): Problem => {
+  const status = codes[code]
+  return { type: "about:blank", title: titles[status]!, status, detail, code, ...extensions }
+}

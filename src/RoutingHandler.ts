@@ -1,0 +1,362 @@
+/**
+ * The request core of the routing API, free of any HTTP framework. It takes a minimal view of a request and
+ * yields a response, implementing every rule of the contract's HTTP interface once; the adapters (`NodeListener`,
+ * `WebHandler`, `RoutingHttpApp`) only translate to and from their transport.
+ *
+ * @since 0.1.0
+ */
+import type { Context } from "effect"
+import { Cause, Effect, Either, Redacted } from "effect"
+import * as Authenticator from "./Authenticator.js"
+import * as Problem from "./Problem.js"
+import * as Route from "./Route.js"
+import * as RouteRepository from "./RouteRepository.js"
+
+/**
+ * Why a body could not be read in full.
+ *
+ * @since 0.1.0
+ */
+export type BodyFailure =
+  /** More bytes arrived than the limit allows. */
+  | "TooLarge"
+  /** The client stopped sending before the body was complete. */
+  | "Incomplete"
+
+/**
+ * What the core needs of a request.
+ *
+ * @since 0.1.0
+ */
+export interface Request {
+  readonly method: string
+  /** The path without the query string, as received (not decoded). */
+  readonly path: string
+  /** A header's value by lowercase name; `undefined` when absent. */
+  readonly header: (name: string) => string | undefined
+  /** Reads the whole body, failing with `"TooLarge"` as soon as more than `maxBytes` have arrived. */
+  readonly body: (maxBytes: number) => Effect.Effect<Uint8Array, BodyFailure>
+}
+
+/**
+ * What the core answers. `headers` holds lowercase names; `body` is JSON text (empty for none).
+ *
+ * @since 0.1.0
+ */
+export interface Response {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+  /** The request body may be left unread: the adapter should close the connection after answering. */
+  readonly close?: boolean
+}
+
+/**
+ * @since 0.1.0
+ */
+export interface Options {
+  /** Largest accepted request body in bytes. Default 65,536 (64 KiB). */
+  readonly maxBodyBytes?: number | undefined
+  /** Seconds a client is told to wait (`Retry-After`) when the store is unavailable. Default 1. */
+  readonly retryAfterSeconds?: number | undefined
+}
+
+/**
+ * @since 0.1.0
+ */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
+
+/**
+ * The collection path; a route lives at `${COLLECTION}/{id}`.
+ *
+ * @since 0.1.0
+ */
+export const COLLECTION = "/v1/routing"
+
+const ITEM_PREFIX = COLLECTION + "/"
+
+/**
+ * The core bound to its services. `handle` returns `undefined`, synchronously, for a path outside `/v1/routing`,
+ * so the adapter can hand the request back to the host.
+ *
+ * @since 0.1.0
+ */
+export interface RoutingHandler {
+  readonly handle: (request: Request) => Effect.Effect<Response> | undefined
+}
+
+/**
+ * The `Location` of a stored route, built from its id alone.
+ *
+ * @since 0.1.0
+ */
+export const location = (id: Route.RouteId): string => ITEM_PREFIX + id
+
+const REALM = "Bearer realm=\"routing\""
+const JSON_HEADERS = { "content-type": "application/json" } as const
+
+const problem = (
+  code: Problem.Code,
+  detail: string,
+  headers?: Record<string, string>,
+  extensions?: Pick<Problem.Problem, "errors" | "conflictingRouteId">
+): Response => ({
+  status: Problem.codes[code],
+  headers: { "content-type": Problem.CONTENT_TYPE, ...headers },
+  body: JSON.stringify(Problem.make(code, detail, extensions))
+})
+
+const challenge = (code: "invalid_request" | "invalid_token", detail: string) =>
+  problem(code, detail, { "www-authenticate": `${REALM}, error="${code}"` })
+
+const UNAUTHENTICATED = problem(
+  "unauthenticated",
+  "This request needs a bearer token: send the header \"Authorization: Bearer <token>\".",
+  { "www-authenticate": REALM }
+)
+const EMPTY_CREDENTIAL = challenge(
+  "invalid_request",
+  "The Authorization header names the Bearer scheme but carries no token: send \"Authorization: Bearer <token>\"."
+)
+const MALFORMED_CREDENTIAL = challenge(
+  "invalid_request",
+  "The bearer token is malformed: a token is letters, digits and - . _ ~ + / optionally followed by \"=\" padding."
+)
+const INVALID_TOKEN = challenge(
+  "invalid_token",
+  "The bearer token is not accepted: check that it is a configured token and has not expired or been revoked."
+)
+const insufficientScope = (scope: Authenticator.Scope, action: string) =>
+  problem(
+    "insufficient_scope",
+    `This token lacks the ${scope} scope needed to ${action}: use a token that has it.`,
+    { "www-authenticate": `${REALM}, error="insufficient_scope", scope="${scope}"` }
+  )
+const READ_SCOPE = insufficientScope("routes:read", "read routes")
+const WRITE_SCOPE = insufficientScope("routes:write", "create routes")
+
+/**
+ * The answer to anything unexpected: no cause, stack or SQL in it (the cause goes to the log).
+ *
+ * @since 0.1.0
+ */
+export const internalError: Response = problem(
+  "internal_error",
+  "An unexpected error occurred. It has been logged; please retry later."
+)
+
+/**
+ * What an adapter with no host to fall back on answers for a path outside `/v1/routing`.
+ *
+ * @since 0.1.0
+ */
+export const notFound: Response = problem(
+  "not_found",
+  "Nothing is served at this path: the routing API lives under /v1/routing."
+)
+
+// RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/
+
+type Credential = Redacted.Redacted<string> | Response
+
+// Reads the bearer token of an Authorization header, or the response that refuses it.
+const credential = (header: string | undefined): Credential => {
+  if (header === undefined) return UNAUTHENTICATED
+  const value = header.trim()
+  const space = value.indexOf(" ")
+  const scheme = space === -1 ? value : value.slice(0, space)
+  // The scheme name is case-insensitive (RFC 9110 §11.1).
+  if (scheme.length !== 6 || scheme.toLowerCase() !== "bearer") return UNAUTHENTICATED
+  const token = space === -1 ? "" : value.slice(space + 1).trimStart()
+  if (token === "") return EMPTY_CREDENTIAL
+  if (!TOKEN68.test(token)) return MALFORMED_CREDENTIAL
+  return Redacted.make(token)
+}
+
+const methodNotAllowed = (method: string, path: string, allow: string) =>
+  problem(
+    "method_not_allowed",
+    `${method} is not served on ${path}: use ${allow}.`,
+    { allow }
+  )
+
+// `application/json`, with any parameters; a charset other than UTF-8 is refused since the body is read as UTF-8.
+const isJson = (contentType: string | undefined): boolean => {
+  if (contentType === undefined) return false
+  const semicolon = contentType.indexOf(";")
+  const type = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase()
+  if (type !== "application/json") return false
+  if (semicolon === -1) return true
+  const charset = /(?:^|;)\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType.slice(semicolon))
+  return charset === null || /^utf-?8$/i.test(charset[1]!)
+}
+
+const decoder = new TextDecoder("utf-8", { fatal: true })
+
+const parseJson = (bytes: Uint8Array): Either.Either<unknown, string> => {
+  if (bytes.length === 0) return Either.left("The body is empty: send a JSON object describing the route.")
+  try {
+    return Either.right(JSON.parse(decoder.decode(bytes)))
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? error.message : "the body is not UTF-8 text"
+    return Either.left(`The body is not valid JSON (${reason}): send a JSON object describing the route.`)
+  }
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+/**
+ * Binds the core to the `RouteRepository` and `Authenticator` in context.
+ *
+ * @since 0.1.0
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<RoutingHandler, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
+  Effect.gen(function*() {
+    const repository = yield* RouteRepository.RouteRepository
+    const authenticator = yield* Authenticator.Authenticator
+    return makeWith(repository, authenticator, options)
+  })
+
+/**
+ * The core over explicit services (what `make` does with the ones in context).
+ *
+ * @since 0.1.0
+ */
+export const makeWith = (
+  repository: Context.Tag.Service<RouteRepository.RouteRepository>,
+  authenticator: Context.Tag.Service<Authenticator.Authenticator>,
+  options: Options = {}
+): RoutingHandler => {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const retryAfter = String(options.retryAfterSeconds ?? 1)
+
+  const TOO_LARGE: Response = {
+    ...problem(
+      "payload_too_large",
+      `The body is larger than the limit of ${maxBodyBytes} bytes: send a smaller route definition.`,
+      { connection: "close" }
+    ),
+    close: true
+  }
+  const INCOMPLETE = problem(
+    "malformed_json",
+    "The body ended before it was complete: send the whole JSON object."
+  )
+  const UNAVAILABLE = problem(
+    "store_unavailable",
+    `The route store is unavailable right now and nothing was written: retry after ${
+      plural(Number(retryAfter), "second")
+    }.`,
+    { "retry-after": retryAfter }
+  )
+
+  // Authentication and scope, before anything is read: an unauthenticated caller learns nothing more.
+  const authorize = (request: Request, scope: Authenticator.Scope, refusal: Response) => {
+    const token = credential(request.header("authorization"))
+    if (!Redacted.isRedacted(token)) return Effect.fail(token)
+    return Effect.flatMap(
+      Effect.mapError(authenticator.authenticate(token), () => INVALID_TOKEN),
+      (principal) => principal.scopes.includes(scope) ? Effect.void : Effect.fail(refusal)
+    )
+  }
+
+  const readBody = (request: Request): Effect.Effect<unknown, Response> => {
+    if (!isJson(request.header("content-type"))) {
+      const got = request.header("content-type")
+      return Effect.fail(problem(
+        "unsupported_media_type",
+        `Send the body as JSON with "Content-Type: application/json" (got ${
+          got === undefined ? "no Content-Type" : JSON.stringify(got)
+        }).`
+      ))
+    }
+    const declared = request.header("content-length")
+    if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.fail(TOO_LARGE)
+    return Effect.flatMap(
+      Effect.mapError(request.body(maxBodyBytes), (failure) => failure === "TooLarge" ? TOO_LARGE : INCOMPLETE),
+      (bytes) =>
+        Either.match(parseJson(bytes), {
+          onLeft: (detail) => Effect.fail(problem("malformed_json", detail)),
+          onRight: Effect.succeed
+        })
+    )
+  }
+
+  const created = (route: Route.Route): Response => ({
+    status: 201,
+    headers: { ...JSON_HEADERS, location: location(route.id) },
+    body: JSON.stringify(route)
+  })
+
+  const create = (request: Request): Effect.Effect<Response> =>
+    authorize(request, "routes:write", WRITE_SCOPE).pipe(
+      Effect.zipRight(Effect.suspend(() => readBody(request))),
+      Effect.flatMap((body) =>
+        Either.match(Route.validateCreate(body), {
+          onLeft: (
+            errors
+          ): Effect.Effect<Route.Route, Response | RouteRepository.RouteConflict | RouteRepository.StoreUnavailable> =>
+            Effect.fail(problem(
+              "invalid_route",
+              `The route definition breaks ${plural(errors.length, "rule")}: see "errors" for each one.`,
+              undefined,
+              { errors }
+            )),
+          onRight: (input) => repository.create(input)
+        })
+      ),
+      Effect.map(created),
+      Effect.catchTags({
+        RouteConflict: (e) =>
+          Effect.succeed(problem(
+            "route_conflict",
+            `${e.method} ${e.path} has the same method and shape as route ${e.conflictingRouteId}: a router could not tell them apart.`,
+            undefined,
+            { conflictingRouteId: e.conflictingRouteId }
+          )),
+        StoreUnavailable: () => Effect.succeed(UNAVAILABLE)
+      }),
+      Effect.merge
+    )
+
+  const get = (request: Request, id: string): Effect.Effect<Response> =>
+    authorize(request, "routes:read", READ_SCOPE).pipe(
+      Effect.zipRight(Effect.suspend(() => repository.findById(id))),
+      Effect.map((route): Response => ({ status: 200, headers: JSON_HEADERS, body: JSON.stringify(route) })),
+      Effect.catchTags({
+        RouteNotFound: () => Effect.succeed(problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`)),
+        StoreUnavailable: () => Effect.succeed(UNAVAILABLE)
+      }),
+      Effect.merge
+    )
+
+  // Anything unexpected is logged with its cause and answered without it.
+  const guard = (effect: Effect.Effect<Response>) =>
+    Effect.catchAllCause(effect, (cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.as(
+          Effect.logError("route-registry: unexpected error while answering a request", cause),
+          internalError
+        ))
+
+  return {
+    handle: (request) => {
+      const path = request.path
+      if (path === COLLECTION) {
+        return request.method === "POST"
+          ? guard(create(request))
+          : Effect.succeed(methodNotAllowed(request.method, path, "POST"))
+      }
+      if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
+        return request.method === "GET"
+          ? guard(get(request, path.slice(ITEM_PREFIX.length)))
+          : Effect.succeed(methodNotAllowed(request.method, path, "GET"))
+      }
+      return undefined
+    }
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * The routing API as an Effect `HttpApp`, to mount in an `HttpRouter` or serve with `HttpServer`.
+ *
+ * @since 0.1.0
+ */
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerError from "@effect/platform/HttpServerError"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Effect } from "effect"
+import type * as Authenticator from "./Authenticator.js"
+import * as Body from "./internal/body.js"
+import type * as RouteRepository from "./RouteRepository.js"
+import * as RoutingHandler from "./RoutingHandler.js"
+
+/**
+ * @since 0.1.0
+ */
+export type Options = RoutingHandler.Options
+
+/**
+ * The app: answers `/v1/routing` and `/v1/routing/{id}`, and fails with `RouteNotFound` for any other path so the
+ * router or server around it answers as it usually does.
+ *
+ * @since 0.1.0
+ */
+export type RoutingApp = Effect.Effect<
+  HttpServerResponse.HttpServerResponse,
+  HttpServerError.RouteNotFound,
+  HttpServerRequest.HttpServerRequest
+>
+
+// Read the transport underneath when it is known: interrupting the platform's Node stream would destroy the
+// socket before the 413 could be written.
+const bodyOf = (request: HttpServerRequest.HttpServerRequest) => {
+  const source = request.source
+  if (Body.isIncomingMessage(source)) return Body.fromIncomingMessage(source)
+  if (typeof Request !== "undefined" && source instanceof Request) return Body.fromWebRequest(source)
+  return Body.fromStream(request.stream)
+}
+
+const pathOf = (url: string) => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
+}
+
+/**
+ * Builds the app over the services in context.
+ *
+ * @since 0.1.0
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<RoutingApp, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
+  Effect.map(
+    RoutingHandler.make(options),
+    (handler) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const effect = handler.handle({
+          method: request.method,
+          path: pathOf(request.url),
+          header: (name) => request.headers[name],
+          body: bodyOf(request)
+        })
+        if (effect === undefined) return Effect.fail(new HttpServerError.RouteNotFound({ request }))
+        return Effect.map(effect, (response) =>
+          HttpServerResponse.text(response.body, {
+            status: response.status,
+            headers: response.headers,
+            contentType: response.headers["content-type"]
+          }))
+      })
+  )
+
+/**
+ * A router serving the app at `/v1/routing` and `/v1/routing/*`, to combine with the host's own router
+ * (`HttpRouter.concat`).
+ *
+ * @since 0.1.0
+ */
+export const router = (
+  options: Options = {}
+): Effect.Effect<
+  HttpRouter.HttpRouter<HttpServerError.RouteNotFound>,
+  never,
+  RouteRepository.RouteRepository | Authenticator.Authenticator
+> =>
+  Effect.map(make(options), (app) =>
+    HttpRouter.empty.pipe(
+      HttpRouter.all(RoutingHandler.COLLECTION, app),
+      HttpRouter.all(`${RoutingHandler.COLLECTION}/*`, app)
+    ))

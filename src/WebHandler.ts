@@ -1,0 +1,79 @@
+/**
+ * The routing API as a fetch-style handler `(Request) => Promise<Response>`, for Hono, Bun, Deno and any host
+ * built on the web `Request`/`Response` classes. A path outside `/v1/routing` is answered `404` with the problem
+ * code `not_found`: route only `/v1/routing` and `/v1/routing/*` to it to keep the rest for the host.
+ *
+ * @since 0.1.0
+ */
+import type { Layer } from "effect"
+import { Effect, ManagedRuntime, Runtime } from "effect"
+import type * as Authenticator from "./Authenticator.js"
+import * as Body from "./internal/body.js"
+import type * as RouteRepository from "./RouteRepository.js"
+import * as RoutingHandler from "./RoutingHandler.js"
+
+/**
+ * @since 0.1.0
+ */
+export interface Handler {
+  (request: Request): Promise<Response>
+}
+
+/**
+ * A handler that owns its services; `dispose` releases them.
+ *
+ * @since 0.1.0
+ */
+export interface DisposableHandler extends Handler {
+  readonly dispose: () => Promise<void>
+}
+
+/**
+ * @since 0.1.0
+ */
+export type Options = RoutingHandler.Options
+
+const toWeb = (response: RoutingHandler.Response): Response =>
+  new Response(response.body, { status: response.status, headers: response.headers })
+
+/**
+ * The handler over the services in context, run on the calling runtime.
+ *
+ * @since 0.1.0
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<Handler, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
+  Effect.gen(function*() {
+    const handler = yield* RoutingHandler.make(options)
+    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+    return (request) => {
+      const effect = handler.handle({
+        method: request.method,
+        path: new URL(request.url).pathname,
+        header: (name) => request.headers.get(name) ?? undefined,
+        body: Body.fromWebRequest(request)
+      })
+      if (effect === undefined) return Promise.resolve(toWeb(RoutingHandler.notFound))
+      return runPromise(effect).then(toWeb, () => toWeb(RoutingHandler.internalError))
+    }
+  })
+
+/**
+ * Builds the services of `layer` now and returns the handler; `dispose` releases the services.
+ *
+ * @since 0.1.0
+ */
+export const fromLayer = async <E>(
+  layer: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, E>,
+  options: Options = {}
+): Promise<DisposableHandler> => {
+  const runtime = ManagedRuntime.make(layer)
+  try {
+    const handler = await runtime.runPromise(make(options))
+    return Object.assign(handler, { dispose: () => runtime.dispose() })
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Bounded body readers, one per transport. Each stops at the first byte past the limit without buffering it, and
+ * leaves the connection open so the 413 can still be answered on it.
+ *
+ * @internal
+ */
+import { Chunk, Effect, Stream } from "effect"
+import type { IncomingMessage } from "node:http"
+import type { BodyFailure } from "../RoutingHandler.js"
+
+const concat = (chunks: Iterable<Uint8Array>, size: number): Uint8Array => {
+  const body = new Uint8Array(size)
+  let offset = 0
+  for (const chunk of chunks) {
+    body.set(chunk, offset)
+    offset += chunk.length
+  }
+  return body
+}
+
+/** `true` for a Node `IncomingMessage` (checked by shape, so no Node module is loaded to ask). */
+export const isIncomingMessage = (u: unknown): u is IncomingMessage =>
+  typeof u === "object" && u !== null && typeof (u as IncomingMessage).pause === "function" &&
+  typeof (u as IncomingMessage).on === "function" && "httpVersion" in u
+
+/** Reads a Node request. Past the limit it pauses the request rather than destroying it. */
+export const fromIncomingMessage = (req: IncomingMessage) => (maxBytes: number) =>
+  Effect.async<Uint8Array, BodyFailure>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      req.off("data", onData)
+      req.off("end", onEnd)
+      req.off("close", onClose)
+      req.off("error", onClose)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > maxBytes) {
+        cleanup()
+        req.pause()
+        resume(Effect.fail("TooLarge"))
+      } else {
+        chunks.push(chunk)
+      }
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)))
+    }
+    const onClose = () => {
+      cleanup()
+      resume(Effect.fail("Incomplete"))
+    }
+    req.on("data", onData)
+    req.on("end", onEnd)
+    req.on("close", onClose)
+    req.on("error", onClose)
+    return Effect.sync(cleanup)
+  })
+
+/** Reads a web `Request`. Past the limit it cancels the body stream. */
+export const fromWebRequest = (request: Request) => (maxBytes: number) =>
+  Effect.async<Uint8Array, BodyFailure>((resume, signal) => {
+    if (request.body === null) return resume(Effect.succeed(new Uint8Array(0)))
+    const reader = request.body.getReader()
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    signal.addEventListener("abort", () => void reader.cancel().catch(() => {}))
+    const pump = (): Promise<void> =>
+      reader.read().then(({ done, value }) => {
+        if (done) return resume(Effect.succeed(chunks.length === 1 ? chunks[0]! : concat(chunks, size)))
+        size += value.length
+        if (size > maxBytes) {
+          void reader.cancel().catch(() => {})
+          return resume(Effect.fail("TooLarge"))
+        }
+        chunks.push(value)
+        return pump()
+      })
+    pump().catch(() => resume(Effect.fail("Incomplete")))
+  })
+
+/** Reads any Effect byte stream; stopping it early is up to its producer. */
+export const fromStream = <E>(stream: Stream.Stream<Uint8Array, E>) => (maxBytes: number) =>
+  stream.pipe(
+    Stream.mapError((): BodyFailure => "Incomplete"),
+    Stream.runFoldEffect({ chunks: Chunk.empty<Uint8Array>(), size: 0 }, (acc, chunk) => {
+      const size = acc.size + chunk.length
+      return size > maxBytes
+        ? Effect.fail<BodyFailure>("TooLarge")
+        : Effect.succeed({ chunks: Chunk.append(acc.chunks, chunk), size })
+    }),
+    Effect.map(({ chunks, size }) => concat(chunks, size))
+  )

@@ -1,0 +1,87 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
+import * as Http from "node:http"
+import * as Net from "node:net"
+import * as NodeListener from "route-registry/NodeListener"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import * as RouteRepository from "route-registry/RouteRepository"
+import { closeServer, fetchFrom, listen, nodeListener } from "./utils/adapters.js"
+import { ADMIN, assertProblem, failureContract, get, httpContract, post, tokens } from "./utils/httpContract.js"
+import { stores } from "./utils/stores.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
+
+describe("NodeListener", () => {
+  for (const [name, store] of stores) describe(name, () => httpContract(nodeListener, store))
+  describe("failures", () => failureContract(nodeListener))
+  describe("a 1 KiB body limit", () => httpContract(nodeListener, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
+
+  it("hands paths outside /v1/routing to next(); without next answers 404 not_found", async () => {
+    const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    const server = Http.createServer((req, res) =>
+      req.url === "/no-next" ? listener(req, res) : listener(req, res, () => res.end("host"))
+    )
+    const send = fetchFrom(await listen(server))
+    try {
+      for (const path of ["/", "/health", "/v1/routings", "/v1/routing/a/b", "/v2/routing"]) {
+        const response = await send({ method: "GET", path })
+        assert.strictEqual(response.text, "host", path)
+      }
+      assertProblem(await send({ method: "GET", path: "/no-next" }), "not_found")
+    } finally {
+      await closeServer(server)
+      await listener.dispose()
+    }
+  })
+
+  it("answers 413 on the connection before the body is sent, then closes it", async () => {
+    const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    const server = Http.createServer(listener)
+    const port = Number(new URL(await listen(server)).port)
+    try {
+      // Announce a 10 MB body but send none of it: the answer must come anyway, and the socket must close.
+      const socket = Net.connect(port, "127.0.0.1")
+      socket.write(
+        `POST /v1/routing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN}\r\n` +
+          "Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
+      )
+      const answer = await new Promise<string>((resolve) => {
+        let text = ""
+        socket.on("data", (chunk) => (text += chunk))
+        socket.on("close", () => resolve(text))
+      })
+      assert.match(answer, /^HTTP\/1\.1 413 /)
+      assert.match(answer, /connection: close/i)
+      assert.include(answer, "\"code\":\"payload_too_large\"")
+    } finally {
+      await closeServer(server)
+      await listener.dispose()
+    }
+  })
+
+  it("a 201 is durable: a restarted host on the same database returns the same bytes (postgres)", async () => {
+    const table = TestDatabase.freshTable()
+    const first = await nodeListener.start(
+      Layer.merge(PgRouteRepository.layer({ table }).pipe(Layer.provide(TestDatabase.layer())), tokens)
+    )
+    const created = await first.send(post({ method: "GET", path: "/durable", handler: "h" }))
+    assert.strictEqual(created.status, 201)
+    await first.close()
+    // A new host: new client, new store; storeLayer drops the table when it closes.
+    const second = await nodeListener.start(
+      Layer.merge(TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer())), tokens)
+    )
+    try {
+      const found = await second.send(get(created.json.id))
+      assert.strictEqual(found.status, 200)
+      assert.strictEqual(found.text, created.text)
+    } finally {
+      await second.close()
+    }
+  })
+
+  it("fromLayer fails when the services cannot be built, and releases what it built", async () => {
+    const failing = Layer.merge(PgRouteRepository.layer().pipe(Layer.provide(TestDatabase.unreachable)), tokens)
+    const error = await NodeListener.fromLayer(failing).then(() => undefined, (e: unknown) => e)
+    assert.include(String(error), "StoreUnavailable")
+  })
+})

@@ -1,0 +1,94 @@
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, ManagedRuntime, Stream } from "effect"
+import * as Http from "node:http"
+import type * as Authenticator from "route-registry/Authenticator"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
+import { fetchFrom, httpApp } from "./utils/adapters.js"
+import { ADMIN, failureContract, httpContract, post, tokens } from "./utils/httpContract.js"
+import { stores } from "./utils/stores.js"
+
+describe("RoutingHttpApp", () => {
+  for (const [name, store] of stores) describe(name, () => httpContract(httpApp, store))
+  describe("failures", () => failureContract(httpApp))
+
+  it("router() combines with the host's own router; other paths get the host's 404", async () => {
+    const host = HttpRouter.empty.pipe(HttpRouter.get("/health", HttpServerResponse.text("ok")))
+    const serve = Layer.unwrapEffect(
+      Effect.map(RoutingHttpApp.router(), (routing) => HttpServer.serve(HttpRouter.concat(host, routing)))
+    )
+    const runtime = ManagedRuntime.make(
+      serve.pipe(
+        Layer.provide(Layer.merge(RouteRepository.layerMemory, tokens)),
+        Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), { port: 0, host: "127.0.0.1" }))
+      )
+    )
+    try {
+      const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+      const send = fetchFrom(`http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`)
+      assert.strictEqual((await send({ method: "GET", path: "/health" })).text, "ok")
+      const created = await send(post({ method: "GET", path: "/", handler: "h" }))
+      assert.strictEqual(created.status, 201)
+      const found = await send({
+        method: "GET",
+        path: `/v1/routing/${created.json.id}`,
+        headers: { authorization: `Bearer ${ADMIN}` }
+      })
+      assert.strictEqual(found.text, created.text)
+      assert.strictEqual((await send({ method: "GET", path: "/v1/routing/a/b" })).status, 404)
+      assert.strictEqual((await send({ method: "GET", path: "/elsewhere" })).status, 404)
+    } finally {
+      await runtime.dispose()
+    }
+  })
+
+  describe("body sources other than a Node request", () => {
+    const services = Layer.merge(RouteRepository.layerMemory, tokens)
+    const body = JSON.stringify({ method: "GET", path: "/from/:source", handler: "h" })
+    const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }
+    const run = <A>(effect: Effect.Effect<A, never, RouteRepository.RouteRepository | Authenticator.Authenticator>) =>
+      Effect.runPromise(Effect.provide(effect, services))
+
+    it("a web Request (fetch-style platforms): created, and 413 past the limit", () =>
+      run(Effect.gen(function*() {
+        const app = yield* RoutingHttpApp.make({ maxBodyBytes: 100 })
+        const handler = HttpApp.toWebHandlerRuntime(yield* Effect.runtime<never>())(app)
+        const created = yield* Effect.promise(() =>
+          handler(new Request("http://localhost/v1/routing", { method: "POST", headers, body }))
+        )
+        assert.strictEqual(created.status, 201)
+        const tooLarge = yield* Effect.promise(() =>
+          handler(new Request("http://localhost/v1/routing", { method: "POST", headers, body: body.padEnd(200) }))
+        )
+        assert.strictEqual(tooLarge.status, 413)
+      })))
+
+    it("any other source is read from the request's byte stream", () =>
+      run(Effect.gen(function*() {
+        const app = yield* RoutingHttpApp.make({ maxBodyBytes: 100 })
+        // Only what the app reads of a request, over a source it does not recognise.
+        const send = (text: string) => {
+          const bytes = new TextEncoder().encode(text)
+          const request = {
+            method: "POST",
+            url: "/v1/routing",
+            headers,
+            source: {},
+            stream: Stream.make(bytes.subarray(0, 10), bytes.subarray(10))
+          } as unknown as HttpServerRequest.HttpServerRequest
+          return Effect.map(
+            Effect.orDie(Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)),
+            (response) => response.status
+          )
+        }
+        assert.strictEqual(yield* send(body), 201)
+        assert.strictEqual(yield* send(body.padEnd(200)), 413)
+      })))
+  })
+})

@@ -1,0 +1,25 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as WebHandler from "route-registry/WebHandler"
+import { webHandler } from "./utils/adapters.js"
+import { assertProblem, failureContract, httpContract, tokens } from "./utils/httpContract.js"
+import { stores } from "./utils/stores.js"
+
+describe("WebHandler", () => {
+  for (const [name, store] of stores) describe(name, () => httpContract(webHandler, store))
+  describe("failures", () => failureContract(webHandler))
+
+  it("answers 404 not_found outside /v1/routing", async () => {
+    const handler = await WebHandler.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    try {
+      for (const path of ["/", "/v1/routing/a/b", "/v1/routings"]) {
+        const response = await handler(new Request(`http://localhost${path}`))
+        assert.strictEqual(response.status, 404)
+        assertProblem({ status: 404, headers: response.headers, text: "", json: await response.json() }, "not_found")
+      }
+    } finally {
+      await handler.dispose()
+    }
+  })
+})

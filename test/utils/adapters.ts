@@ -1,0 +1,121 @@
+/**
+ * Each adapter, started for real: the Node listener on a `node:http` server, the `HttpApp` on `NodeHttpServer`,
+ * and the web handler called with web `Request`s in process (its transport). Tests talk to them through `send`.
+ */
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import type * as Authenticator from "route-registry/Authenticator"
+import * as NodeListener from "route-registry/NodeListener"
+import type * as RouteRepository from "route-registry/RouteRepository"
+import type * as RoutingHandler from "route-registry/RoutingHandler"
+import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
+import * as WebHandler from "route-registry/WebHandler"
+
+export interface Sent {
+  readonly method: string
+  readonly path: string
+  readonly headers?: Record<string, string>
+  readonly body?: string | Uint8Array | ReadableStream<Uint8Array>
+}
+
+export interface Received {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  readonly json: any
+}
+
+export interface Served {
+  readonly send: (request: Sent) => Promise<Received>
+  /** The origin of a real server (absent for the in-process web handler). */
+  readonly origin?: string
+  readonly close: () => Promise<void>
+}
+
+export type Services = Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, unknown>
+
+export interface Adapter {
+  readonly name: string
+  readonly start: (services: Services, options?: RoutingHandler.Options) => Promise<Served>
+}
+
+const received = async (response: Response): Promise<Received> => {
+  const text = await response.text()
+  let json: unknown = undefined
+  try {
+    json = JSON.parse(text)
+  } catch {
+    // not JSON: tests look at `text`
+  }
+  return { status: response.status, headers: response.headers, text, json }
+}
+
+const init = (request: Sent): RequestInit & { duplex?: "half" } => ({
+  method: request.method,
+  headers: request.headers ?? {},
+  ...(request.body === undefined ? {} : { body: request.body as BodyInit, duplex: "half" })
+})
+
+/** Sends through a real socket with the platform's fetch. */
+export const fetchFrom = (origin: string) => (request: Sent) =>
+  fetch(origin + request.path, init(request)).then(received)
+
+export const listen = (server: Http.Server): Promise<string> =>
+  new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
+  )
+
+export const closeServer = (server: Http.Server): Promise<void> =>
+  new Promise((resolve) => {
+    server.closeAllConnections()
+    server.close(() => resolve())
+  })
+
+export const nodeListener: Adapter = {
+  name: "NodeListener on node:http",
+  start: async (services, options) => {
+    const listener = await NodeListener.fromLayer(services, options)
+    const server = Http.createServer(listener)
+    const origin = await listen(server)
+    return {
+      send: fetchFrom(origin),
+      origin,
+      close: async () => {
+        await closeServer(server)
+        await listener.dispose()
+      }
+    }
+  }
+}
+
+export const webHandler: Adapter = {
+  name: "WebHandler (fetch Request/Response)",
+  start: async (services, options) => {
+    const handler = await WebHandler.fromLayer(services, options)
+    return {
+      send: (request) => handler(new Request(`http://localhost${request.path}`, init(request))).then(received),
+      close: () => handler.dispose()
+    }
+  }
+}
+
+export const httpApp: Adapter = {
+  name: "RoutingHttpApp on NodeHttpServer",
+  start: async (services, options) => {
+    const serve = Layer.unwrapEffect(Effect.map(RoutingHttpApp.make(options), (app) => HttpServer.serve(app)))
+    const runtime = ManagedRuntime.make(
+      serve.pipe(
+        Layer.provide(services),
+        Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), { port: 0, host: "127.0.0.1" }))
+      )
+    )
+    const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+    const origin = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+    return { send: fetchFrom(origin), origin, close: () => runtime.dispose() }
+  }
+}
+
+export const adapters: ReadonlyArray<Adapter> = [nodeListener, webHandler, httpApp]
