@@ -59,7 +59,8 @@ const pathOf = (url: string): string => {
 
 const write = (res: ServerResponse, response: RoutingHandler.Response) => {
   if (res.headersSent || res.destroyed) return
-  res.writeHead(response.status, response.headers)
+  // An explicit length spares the chunked encoding writeHead would otherwise commit to.
+  res.writeHead(response.status, { ...response.headers, "content-length": Buffer.byteLength(response.body) })
   res.end(response.body)
 }
 

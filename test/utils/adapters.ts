@@ -30,8 +30,9 @@ export interface Received {
 
 export interface Served {
   readonly send: (request: Sent) => Promise<Received>
-  /** The origin of a real server (absent for the in-process web handler). */
-  readonly origin?: string
+  /** A fetch function reaching the server, with the origin to use (for clients such as the typed client). */
+  readonly fetch: typeof globalThis.fetch
+  readonly origin: string
   readonly close: () => Promise<void>
 }
 
@@ -82,6 +83,7 @@ export const nodeListener: Adapter = {
     const origin = await listen(server)
     return {
       send: fetchFrom(origin),
+      fetch: globalThis.fetch,
       origin,
       close: async () => {
         await closeServer(server)
@@ -97,6 +99,8 @@ export const webHandler: Adapter = {
     const handler = await WebHandler.fromLayer(services, options)
     return {
       send: (request) => handler(new Request(`http://localhost${request.path}`, init(request))).then(received),
+      fetch: (input, init) => handler(new Request(input, init)),
+      origin: "http://localhost",
       close: () => handler.dispose()
     }
   }
@@ -114,7 +118,7 @@ export const httpApp: Adapter = {
     )
     const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
     const origin = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
-    return { send: fetchFrom(origin), origin, close: () => runtime.dispose() }
+    return { send: fetchFrom(origin), fetch: globalThis.fetch, origin, close: () => runtime.dispose() }
   }
 }
 

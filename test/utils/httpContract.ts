@@ -373,13 +373,16 @@ export const failingStore = (failure: "unavailable" | "defect"): Store =>
       create: () =>
         failure === "unavailable"
           ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "test" }))
-          : Effect.die(new Error(`boom: INSERT INTO secret_table VALUES ('${ADMIN}')`)),
+          : Effect.die(new Error("boom: INSERT INTO secret_table VALUES ('x')")),
       findById: () =>
         failure === "unavailable"
           ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "test" }))
-          : Effect.die(new Error(`boom: SELECT * FROM secret_table WHERE token = '${ADMIN}'`))
+          : Effect.die(new Error("boom: SELECT * FROM secret_table WHERE id = 'x'"))
     })
   )
+
+/** Drops log output, for tests that provoke errors on purpose. */
+export const quiet = Logger.replace(Logger.defaultLogger, Logger.none)
 
 /** The 503 and 500 rows, through one adapter. */
 export const failureContract = (adapter: Adapter) => {
