@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import { Effect, Exit, ManagedRuntime, Runtime } from "effect"
+import { Effect, Exit, FiberRef, ManagedRuntime, Runtime, Scheduler } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type * as Authenticator from "./Authenticator.js"
 import * as Body from "./internal/body.js"
@@ -64,6 +64,8 @@ const write = (res: ServerResponse, response: RoutingHandler.Response) => {
   res.end(response.body)
 }
 
+const immediate = Scheduler.make((task) => task())
+
 /**
  * The listener over the services in context, run on the calling runtime (its logger, clock and tracer).
  *
@@ -74,7 +76,10 @@ export const make = (
 ): Effect.Effect<Listener, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
   Effect.gen(function*() {
     const handler = yield* RoutingHandler.make(options)
-    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    // Resumed fibers continue at once (an immediate scheduler), so a POST answers inside the body's "end" event,
+    // as a hand-written Node server does; answering from a later microtask halves Node's throughput.
+    const runtime = Runtime.setFiberRef(yield* Effect.runtime<never>(), FiberRef.currentScheduler, immediate)
+    const runFork = Runtime.runFork(runtime)
     return (req, res, next) => {
       const effect = handler.handle(new NodeRequest(req, pathOf(req.url ?? "/")))
       if (effect === undefined) {

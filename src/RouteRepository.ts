@@ -114,7 +114,7 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
           const existing = idByKey.get(key)
           if (existing !== undefined) {
             return Effect.fail(
-              new RouteConflict({ method: route.method, path: route.path, conflictingRouteId: existing })
+              new RouteConflict({ method: route.method, path: route.path, conflictingRouteId: existing }, true)
             )
           }
           idByKey.set(key, route.id)
@@ -124,7 +124,8 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
     findById: (id) =>
       Effect.suspend(() => {
         const route = byId.get(id)
-        return route === undefined ? Effect.fail(new RouteNotFound({ id })) : Effect.succeed(route)
+        // Validation off: the fields are plain strings already.
+        return route === undefined ? Effect.fail(new RouteNotFound({ id }, true)) : Effect.succeed(route)
       })
   })
 })

@@ -204,6 +204,14 @@ const parseJson = (bytes: Uint8Array): Either.Either<unknown, string> => {
   }
 }
 
+// What the steps of a request can fail with: an answer already decided, or a typed error of a service.
+type Failure =
+  | Response
+  | Authenticator.InvalidToken
+  | RouteRepository.RouteNotFound
+  | RouteRepository.RouteConflict
+  | RouteRepository.StoreUnavailable
+
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
 /**
@@ -253,107 +261,118 @@ export const makeWith = (
     { "retry-after": retryAfter }
   )
 
-  // Authentication and scope, before anything is read: an unauthenticated caller learns nothing more.
-  const authorize = (request: Request, scope: Authenticator.Scope, refusal: Response) => {
+  const conflict = (e: RouteRepository.RouteConflict) =>
+    problem(
+      "route_conflict",
+      `${e.method} ${e.path} has the same method and shape as route ${e.conflictingRouteId}: a router could not tell them apart.`,
+      undefined,
+      { conflictingRouteId: e.conflictingRouteId }
+    )
+
+  // A typed failure is an answer; anything else (a defect) is logged and answered without its cause. One match per
+  // request keeps the hot path short.
+  const answer = (effect: Effect.Effect<Response, Failure>, id?: string): Effect.Effect<Response> =>
+    Effect.matchCauseEffect(effect, {
+      onSuccess: Effect.succeed,
+      onFailure: (cause) => {
+        const failure = Cause.failureOption(cause)
+        if (failure._tag === "Some") {
+          const error = failure.value
+          if (!("_tag" in error)) return Effect.succeed(error)
+          switch (error._tag) {
+            case "InvalidToken":
+              return Effect.succeed(INVALID_TOKEN)
+            case "RouteNotFound":
+              return Effect.succeed(problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`))
+            case "RouteConflict":
+              return Effect.succeed(conflict(error))
+            case "StoreUnavailable":
+              return Effect.succeed(UNAVAILABLE)
+          }
+        }
+        // Interrupted only: no failure to answer, and no one waiting for the answer.
+        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+        return Effect.as(
+          Effect.logError("route-registry: unexpected error while answering a request", cause),
+          internalError
+        )
+      }
+    })
+
+  // Authentication and scope come first, before anything is read: an unauthenticated caller learns nothing more.
+  const authorized = (
+    request: Request,
+    scope: Authenticator.Scope,
+    refusal: Response,
+    then: () => Effect.Effect<Response, Failure>
+  ): Effect.Effect<Response, Failure> => {
     const token = credential(request.header("authorization"))
-    if (!Redacted.isRedacted(token)) return Effect.fail(token)
+    if (!Redacted.isRedacted(token)) return Effect.succeed(token)
     return Effect.flatMap(
-      Effect.mapError(authenticator.authenticate(token), () => INVALID_TOKEN),
-      (principal) => principal.scopes.includes(scope) ? Effect.void : Effect.fail(refusal)
+      authenticator.authenticate(token),
+      (principal) => principal.scopes.includes(scope) ? then() : Effect.succeed(refusal)
     )
   }
 
   const readBody = (request: Request): Effect.Effect<unknown, Response> => {
-    if (!isJson(request.header("content-type"))) {
-      const got = request.header("content-type")
+    const contentType = request.header("content-type")
+    if (!isJson(contentType)) {
       return Effect.fail(problem(
         "unsupported_media_type",
         `Send the body as JSON with "Content-Type: application/json" (got ${
-          got === undefined ? "no Content-Type" : JSON.stringify(got)
+          contentType === undefined ? "no Content-Type" : JSON.stringify(contentType)
         }).`
       ))
     }
     const declared = request.header("content-length")
     if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.fail(TOO_LARGE)
-    return Effect.flatMap(
-      Effect.mapError(request.body(maxBodyBytes), (failure) => failure === "TooLarge" ? TOO_LARGE : INCOMPLETE),
-      (bytes) =>
+    return Effect.matchEffect(request.body(maxBodyBytes), {
+      onFailure: (failure) => Effect.fail(failure === "TooLarge" ? TOO_LARGE : INCOMPLETE),
+      onSuccess: (bytes) =>
         Either.match(parseJson(bytes), {
           onLeft: (detail) => Effect.fail(problem("malformed_json", detail)),
           onRight: Effect.succeed
         })
-    )
+    })
   }
 
   const created = (route: Route.Route): Response => ({
     status: 201,
-    headers: { ...JSON_HEADERS, location: location(route.id) },
+    headers: { "content-type": "application/json", location: location(route.id) },
     body: JSON.stringify(route)
   })
 
+  const found = (route: Route.Route): Response => ({ status: 200, headers: JSON_HEADERS, body: JSON.stringify(route) })
+
+  const store = (body: unknown): Effect.Effect<Response, Failure> =>
+    Either.match(Route.validateCreate(body), {
+      onLeft: (errors) =>
+        Effect.succeed(problem(
+          "invalid_route",
+          `The route definition breaks ${plural(errors.length, "rule")}: see "errors" for each one.`,
+          undefined,
+          { errors }
+        )),
+      onRight: (input) => Effect.map(repository.create(input), created)
+    })
+
   const create = (request: Request): Effect.Effect<Response> =>
-    authorize(request, "routes:write", WRITE_SCOPE).pipe(
-      Effect.zipRight(Effect.suspend(() => readBody(request))),
-      Effect.flatMap((body) =>
-        Either.match(Route.validateCreate(body), {
-          onLeft: (
-            errors
-          ): Effect.Effect<Route.Route, Response | RouteRepository.RouteConflict | RouteRepository.StoreUnavailable> =>
-            Effect.fail(problem(
-              "invalid_route",
-              `The route definition breaks ${plural(errors.length, "rule")}: see "errors" for each one.`,
-              undefined,
-              { errors }
-            )),
-          onRight: (input) => repository.create(input)
-        })
-      ),
-      Effect.map(created),
-      Effect.catchTags({
-        RouteConflict: (e) =>
-          Effect.succeed(problem(
-            "route_conflict",
-            `${e.method} ${e.path} has the same method and shape as route ${e.conflictingRouteId}: a router could not tell them apart.`,
-            undefined,
-            { conflictingRouteId: e.conflictingRouteId }
-          )),
-        StoreUnavailable: () => Effect.succeed(UNAVAILABLE)
-      }),
-      Effect.merge
-    )
+    answer(authorized(request, "routes:write", WRITE_SCOPE, () => Effect.flatMap(readBody(request), store)))
 
   const get = (request: Request, id: string): Effect.Effect<Response> =>
-    authorize(request, "routes:read", READ_SCOPE).pipe(
-      Effect.zipRight(Effect.suspend(() => repository.findById(id))),
-      Effect.map((route): Response => ({ status: 200, headers: JSON_HEADERS, body: JSON.stringify(route) })),
-      Effect.catchTags({
-        RouteNotFound: () => Effect.succeed(problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`)),
-        StoreUnavailable: () => Effect.succeed(UNAVAILABLE)
-      }),
-      Effect.merge
-    )
-
-  // Anything unexpected is logged with its cause and answered without it.
-  const guard = (effect: Effect.Effect<Response>) =>
-    Effect.catchAllCause(effect, (cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Effect.failCause(cause)
-        : Effect.as(
-          Effect.logError("route-registry: unexpected error while answering a request", cause),
-          internalError
-        ))
+    answer(authorized(request, "routes:read", READ_SCOPE, () => Effect.map(repository.findById(id), found)), id)
 
   return {
     handle: (request) => {
       const path = request.path
       if (path === COLLECTION) {
         return request.method === "POST"
-          ? guard(create(request))
+          ? create(request)
           : Effect.succeed(methodNotAllowed(request.method, path, "POST"))
       }
       if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
         return request.method === "GET"
-          ? guard(get(request, path.slice(ITEM_PREFIX.length)))
+          ? get(request, path.slice(ITEM_PREFIX.length))
           : Effect.succeed(methodNotAllowed(request.method, path, "GET"))
       }
       return undefined
