@@ -7,9 +7,7 @@
 import type { Layer } from "effect"
 import { Effect, Exit, FiberRef, ManagedRuntime, Runtime, Scheduler } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type * as Authenticator from "./Authenticator.js"
 import * as Body from "./internal/body.js"
-import type * as RouteRepository from "./RouteRepository.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -73,7 +71,7 @@ const immediate = Scheduler.make((task) => task())
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<Listener, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
+): Effect.Effect<Listener, never, RoutingHandler.Services> =>
   Effect.gen(function*() {
     const handler = yield* RoutingHandler.make(options)
     // Resumed fibers continue at once (an immediate scheduler), so a POST answers inside the body's "end" event,
@@ -100,7 +98,7 @@ export const make = (
  * @since 0.1.0
  */
 export const fromLayer = async <E>(
-  layer: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, E>,
+  layer: Layer.Layer<RoutingHandler.Services, E>,
   options: Options = {}
 ): Promise<DisposableListener> => {
   const runtime = ManagedRuntime.make(layer)

@@ -76,6 +76,13 @@ export const COLLECTION = "/v1/routing"
 const ITEM_PREFIX = COLLECTION + "/"
 
 /**
+ * What the core needs from its host: a store and an authenticator.
+ *
+ * @since 0.1.0
+ */
+export type Services = RouteRepository.RouteRepository | Authenticator.Authenticator
+
+/**
  * The core bound to its services. `handle` returns `undefined`, synchronously, for a path outside `/v1/routing`,
  * so the adapter can hand the request back to the host.
  *
@@ -221,7 +228,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<RoutingHandler, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
+): Effect.Effect<RoutingHandler, never, Services> =>
   Effect.gen(function*() {
     const repository = yield* RouteRepository.RouteRepository
     const authenticator = yield* Authenticator.Authenticator
@@ -281,7 +288,8 @@ export const makeWith = (
           if (!("_tag" in error)) return Effect.succeed(error)
           switch (error._tag) {
             case "InvalidToken":
-              return Effect.succeed(INVALID_TOKEN)
+              // The reason is the authenticator's, never the token.
+              return Effect.as(Effect.logDebug("route-registry: token refused", error.reason), INVALID_TOKEN)
             case "RouteNotFound":
               return Effect.succeed(problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`))
             case "RouteConflict":

@@ -8,9 +8,7 @@ import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
-import type * as Authenticator from "./Authenticator.js"
 import * as Body from "./internal/body.js"
-import type * as RouteRepository from "./RouteRepository.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -51,7 +49,7 @@ const pathOf = (url: string) => {
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<RoutingApp, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
+): Effect.Effect<RoutingApp, never, RoutingHandler.Services> =>
   Effect.map(
     RoutingHandler.make(options),
     (handler) =>
@@ -83,7 +81,7 @@ export const router = (
 ): Effect.Effect<
   HttpRouter.HttpRouter<HttpServerError.RouteNotFound>,
   never,
-  RouteRepository.RouteRepository | Authenticator.Authenticator
+  RoutingHandler.Services
 > =>
   Effect.map(make(options), (app) =>
     HttpRouter.empty.pipe(

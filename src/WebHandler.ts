@@ -7,9 +7,7 @@
  */
 import type { Layer } from "effect"
 import { Effect, ManagedRuntime, Runtime } from "effect"
-import type * as Authenticator from "./Authenticator.js"
 import * as Body from "./internal/body.js"
-import type * as RouteRepository from "./RouteRepository.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -43,7 +41,7 @@ const toWeb = (response: RoutingHandler.Response): Response =>
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<Handler, never, RouteRepository.RouteRepository | Authenticator.Authenticator> =>
+): Effect.Effect<Handler, never, RoutingHandler.Services> =>
   Effect.gen(function*() {
     const handler = yield* RoutingHandler.make(options)
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
@@ -65,7 +63,7 @@ export const make = (
  * @since 0.1.0
  */
 export const fromLayer = async <E>(
-  layer: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, E>,
+  layer: Layer.Layer<RoutingHandler.Services, E>,
   options: Options = {}
 ): Promise<DisposableHandler> => {
   const runtime = ManagedRuntime.make(layer)

@@ -75,21 +75,26 @@ export const closeServer = (server: Http.Server): Promise<void> =>
     server.close(() => resolve())
   })
 
+/** Serves `listener` on a `node:http` server on a free port; `close` closes it, then calls `dispose`. */
+export const serveNode = async (listener: Http.RequestListener, dispose: () => Promise<void>): Promise<Served> => {
+  const server = Http.createServer(listener)
+  const origin = await listen(server)
+  return {
+    send: fetchFrom(origin),
+    fetch: globalThis.fetch,
+    origin,
+    close: async () => {
+      await closeServer(server)
+      await dispose()
+    }
+  }
+}
+
 export const nodeListener: Adapter = {
   name: "NodeListener on node:http",
   start: async (services, options) => {
     const listener = await NodeListener.fromLayer(services, options)
-    const server = Http.createServer(listener)
-    const origin = await listen(server)
-    return {
-      send: fetchFrom(origin),
-      fetch: globalThis.fetch,
-      origin,
-      close: async () => {
-        await closeServer(server)
-        await listener.dispose()
-      }
-    }
+    return serveNode(listener, listener.dispose)
   }
 }
 

@@ -1,0 +1,37 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
+import * as RouteRepository from "route-registry/RouteRepository"
+import { makeApp } from "../../examples/express.js"
+import { type Adapter, serveNode } from "../utils/adapters.js"
+import { ADMIN, failureContract, httpContract, post, tokens } from "../utils/httpContract.js"
+
+const express: Adapter = {
+  name: "examples/express",
+  start: async (services, options) => {
+    const { app, dispose } = await makeApp(services, options)
+    return serveNode(app, dispose)
+  }
+}
+
+describe("examples/express", () => {
+  describe("the routing API mounted in Express", () => httpContract(express, RouteRepository.layerMemory))
+  describe("failures", () => failureContract(express))
+
+  it("the host's own routes keep working, express.json() included, and other paths fall through to Express", async () => {
+    const server = await express.start(Layer.merge(RouteRepository.layerMemory, tokens))
+    try {
+      const health = await server.send({ method: "GET", path: "/health" })
+      assert.strictEqual(health.status, 200)
+      assert.deepStrictEqual(health.json, { status: "ok" })
+      const echo = await server.send({ ...post({ a: [1, 2] }), path: "/echo" })
+      assert.deepStrictEqual(echo.json, { a: [1, 2] })
+      for (const path of ["/nope", "/v1/routings", "/v1/routing/a/b"]) {
+        const response = await server.send({ method: "GET", path, headers: { authorization: `Bearer ${ADMIN}` } })
+        assert.strictEqual(response.status, 404, path)
+        assert.include(response.text, "Cannot GET", path) // Express's own 404 page
+      }
+    } finally {
+      await server.close()
+    }
+  })
+})

@@ -1,0 +1,54 @@
+/**
+ * An example run as a user runs it: `node --import tsx <file>` in a process of its own, configured by its
+ * environment alone (only PATH and HOME are inherited, so no DATABASE_URL or token leaks in from the test run).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+
+export interface Run {
+  readonly child: ChildProcess
+  /** Everything written to stdout and stderr so far. */
+  readonly output: () => string
+  /** The exit code, once the process has exited. */
+  readonly exited: Promise<number | null>
+}
+
+export interface Running extends Run {
+  /** The origin printed on the "listening on" line. */
+  readonly origin: string
+  /** Sends the signal and resolves with the exit code. */
+  readonly stop: (signal?: NodeJS.Signals) => Promise<number | null>
+}
+
+export const run = (file: string, env: Record<string, string> = {}): Run => {
+  const child = spawn(process.execPath, ["--import", "tsx", file], {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk) => (output += chunk))
+  child.stderr!.on("data", (chunk) => (output += chunk))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  return { child, output: () => output, exited }
+}
+
+/** Runs a server example on a free port (PORT=0) and resolves once it prints "listening on <origin>". */
+export const start = (file: string, env: Record<string, string> = {}): Promise<Running> => {
+  const spawned = run(file, { PORT: "0", ...env })
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no "listening on" line:\n${spawned.output()}`)), 20_000)
+    void spawned.exited.then(() => reject(new Error(`exited early:\n${spawned.output()}`)))
+    spawned.child.stdout!.on("data", () => {
+      const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/i.exec(spawned.output())
+      if (match === null) return
+      clearTimeout(timer)
+      resolve({
+        ...spawned,
+        origin: match[1]!,
+        stop: (signal = "SIGTERM") => {
+          spawned.child.kill(signal)
+          return spawned.exited
+        }
+      })
+    })
+  })
+}
