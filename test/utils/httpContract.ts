@@ -5,12 +5,14 @@
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Redacted } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 import { accepted, refused } from "../fixtures/samples.js"
 import type { Adapter, Received, Sent, Served } from "./adapters.js"
+import * as TestDatabase from "./TestDatabase.js"
 
 export const ADMIN = "admin-token"
 export const READER = "read-token"
@@ -393,6 +395,22 @@ export const failureContract = (adapter: Adapter) => {
         const response = await server.send(request)
         assertProblem(response, "store_unavailable")
         assert.strictEqual(response.headers.get("retry-after"), "3")
+      }
+    } finally {
+      await server.close()
+    }
+  })
+
+  it("the Postgres store cannot reach its database: 503 store_unavailable", async () => {
+    const store = Layer.effect(RouteRepository.RouteRepository, PgRouteRepository.make()).pipe(
+      Layer.provide(TestDatabase.unreachable)
+    )
+    const server = await adapter.start(Layer.merge(store, tokens))
+    try {
+      for (const request of [post(sample), get(Route.makeRouteId(0))]) {
+        const response = await server.send(request)
+        assertProblem(response, "store_unavailable")
+        assert.strictEqual(response.headers.get("retry-after"), "1")
       }
     } finally {
       await server.close()
