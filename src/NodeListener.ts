@@ -43,8 +43,8 @@ class NodeRequest implements RoutingHandler.Request {
     const value = this.req.headers[name]
     return Array.isArray(value) ? value.join(", ") : value
   }
-  body(maxBytes: number) {
-    return Body.fromIncomingMessage(this.req)(maxBytes)
+  body(maxBytes: number, timeoutMillis: number) {
+    return Body.fromIncomingMessage(this.req)(maxBytes, timeoutMillis)
   }
 }
 

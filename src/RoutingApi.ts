@@ -73,6 +73,10 @@ export const MethodNotAllowedProblem = problem("method_not_allowed")
 /**
  * @since 0.1.0
  */
+export const RequestTimeoutProblem = problem("request_timeout")
+/**
+ * @since 0.1.0
+ */
 export const RouteConflictProblem = problem("route_conflict", { conflictingRouteId: Route.RouteId })
 /**
  * @since 0.1.0
@@ -112,6 +116,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .addError(MalformedJsonProblem)
       .addError(InvalidRouteProblem)
       .addError(PayloadTooLargeProblem)
+      .addError(RequestTimeoutProblem)
       .addError(UnsupportedMediaTypeProblem)
       .addError(RouteConflictProblem)
       .annotate(OpenApi.Summary, "Create a route")
@@ -147,6 +152,7 @@ const responseHeaders: Record<string, Record<string, ReturnType<typeof header>>>
   },
   "403": { "WWW-Authenticate": header("Bearer challenge with error=\"insufficient_scope\" and the scope needed") },
   "405": { Allow: header("The methods served on this path") },
+  "408": { Connection: header("close: the rest of the body is not read") },
   "413": { Connection: header("close: the rest of the body is not read") },
   "503": { "Retry-After": header("Seconds to wait before retrying") }
 }

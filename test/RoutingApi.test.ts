@@ -9,7 +9,7 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingApi from "route-registry/RoutingApi"
 import { adapters, type Received, type Sent, type Served } from "./utils/adapters.js"
-import { ADMIN, failingStore, get, post, quiet, READER, tokens } from "./utils/httpContract.js"
+import { ADMIN, failingStore, get, post, quiet, READER, stalledBody, tokens } from "./utils/httpContract.js"
 
 const spec = RoutingApi.openApi as any
 const operations = { create: spec.paths["/v1/routing"].post, get: spec.paths["/v1/routing/{id}"].get }
@@ -46,7 +46,8 @@ const probes = async (served: Served): Promise<Record<Operation, Array<Received>
       await send({ method: "GET", path: "/v1/routing", headers: {} }),
       await send(post(sample)),
       await send(post("x".repeat(70_000))),
-      await send(post(sample, { authorization: `Bearer ${ADMIN}`, "content-type": "text/plain" }))
+      await send(post(sample, { authorization: `Bearer ${ADMIN}`, "content-type": "text/plain" })),
+      await send({ ...post(sample), body: stalledBody() })
     ],
     get: [
       await send(get(id)),
@@ -77,7 +78,7 @@ describe("RoutingApi", () => {
       it("documents exactly the statuses and codes the server answers", async () => {
         const seen: Record<Operation, Set<string>> = { create: new Set(), get: new Set() }
         for (const store of [RouteRepository.layerMemory, failingStore("unavailable"), failingStore("defect")]) {
-          const served = await adapter.start(Layer.mergeAll(store, tokens, quiet))
+          const served = await adapter.start(Layer.mergeAll(store, tokens, quiet), { bodyTimeoutMillis: 300 })
           try {
             if (store === RouteRepository.layerMemory) {
               const drawn = await probes(served)

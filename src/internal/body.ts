@@ -23,12 +23,18 @@ export const isIncomingMessage = (u: unknown): u is IncomingMessage =>
   typeof u === "object" && u !== null && typeof (u as IncomingMessage).pause === "function" &&
   typeof (u as IncomingMessage).on === "function" && "httpVersion" in u
 
-/** Reads a Node request. Past the limit it pauses the request rather than destroying it. */
-export const fromIncomingMessage = (req: IncomingMessage) => (maxBytes: number) =>
+/** Reads a Node request. Past the limit or the time allowed it pauses the request rather than destroying it. */
+export const fromIncomingMessage = (req: IncomingMessage) => (maxBytes: number, timeoutMillis: number) =>
   Effect.async<Uint8Array, BodyFailure>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
+    const timer = setTimeout(() => {
+      cleanup()
+      req.pause()
+      resume(Effect.fail("Timeout"))
+    }, timeoutMillis)
     const cleanup = () => {
+      clearTimeout(timer)
       req.off("data", onData)
       req.off("end", onEnd)
       req.off("close", onClose)
@@ -59,30 +65,37 @@ export const fromIncomingMessage = (req: IncomingMessage) => (maxBytes: number) 
     return Effect.sync(cleanup)
   })
 
-/** Reads a web `Request`. Past the limit it cancels the body stream. */
-export const fromWebRequest = (request: Request) => (maxBytes: number) =>
+/** Reads a web `Request`. Past the limit or the time allowed it cancels the body stream. */
+export const fromWebRequest = (request: Request) => (maxBytes: number, timeoutMillis: number) =>
   Effect.async<Uint8Array, BodyFailure>((resume, signal) => {
     if (request.body === null) return resume(Effect.succeed(new Uint8Array(0)))
     const reader = request.body.getReader()
     const chunks: Array<Uint8Array> = []
     let size = 0
-    signal.addEventListener("abort", () => void reader.cancel().catch(() => {}))
+    let settled = false
+    const settle = (outcome: Effect.Effect<Uint8Array, BodyFailure>, cancel: boolean) => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      if (cancel) void reader.cancel().catch(() => {})
+      resume(outcome)
+    }
+    const timer = setTimeout(() => settle(Effect.fail("Timeout"), true), timeoutMillis)
+    signal.addEventListener("abort", () => settle(Effect.fail("Incomplete"), true))
     const pump = (): Promise<void> =>
       reader.read().then(({ done, value }) => {
-        if (done) return resume(Effect.succeed(chunks.length === 1 ? chunks[0]! : concat(chunks, size)))
+        if (settled) return
+        if (done) return settle(Effect.succeed(chunks.length === 1 ? chunks[0]! : concat(chunks, size)), false)
         size += value.length
-        if (size > maxBytes) {
-          void reader.cancel().catch(() => {})
-          return resume(Effect.fail("TooLarge"))
-        }
+        if (size > maxBytes) return settle(Effect.fail("TooLarge"), true)
         chunks.push(value)
         return pump()
       })
-    pump().catch(() => resume(Effect.fail("Incomplete")))
+    pump().catch(() => settle(Effect.fail("Incomplete"), false))
   })
 
 /** Reads any Effect byte stream; stopping it early is up to its producer. */
-export const fromStream = <E>(stream: Stream.Stream<Uint8Array, E>) => (maxBytes: number) =>
+export const fromStream = <E>(stream: Stream.Stream<Uint8Array, E>) => (maxBytes: number, timeoutMillis: number) =>
   stream.pipe(
     Stream.mapError((): BodyFailure => "Incomplete"),
     Stream.runFoldEffect({ chunks: Chunk.empty<Uint8Array>(), size: 0 }, (acc, chunk) => {
@@ -91,5 +104,6 @@ export const fromStream = <E>(stream: Stream.Stream<Uint8Array, E>) => (maxBytes
         ? Effect.fail<BodyFailure>("TooLarge")
         : Effect.succeed({ chunks: Chunk.append(acc.chunks, chunk), size })
     }),
-    Effect.map(({ chunks, size }) => concat(chunks, size))
+    Effect.map(({ chunks, size }) => concat(chunks, size)),
+    Effect.timeoutFail({ duration: timeoutMillis, onTimeout: (): BodyFailure => "Timeout" })
   )

@@ -281,6 +281,20 @@ export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHa
     })
   })
 
+  describe("slow clients", () => {
+    it("a body that stalls past the body timeout: 408 request_timeout, answered and the connection closed", async () => {
+      const slow = await adapter.start(Layer.merge(store, tokens), { ...options, bodyTimeoutMillis: 300 })
+      try {
+        const response = await slow.send({ ...post(sample), body: stalledBody() })
+        assertProblem(response, "request_timeout")
+        assert.strictEqual(response.headers.get("connection"), "close")
+        assert.strictEqual((await slow.send(post(sample))).status, 201) // the server goes on serving
+      } finally {
+        await slow.close()
+      }
+    })
+  })
+
   describe("store outcomes", () => {
     it("unknown id: 404 route_not_found", async () => {
       assertProblem(await send(get(Route.makeRouteId(Date.now()))), "route_not_found")
@@ -382,6 +396,10 @@ export const failingStore = (failure: "unavailable" | "defect"): Store =>
           : Effect.die(new Error("boom: SELECT * FROM secret_table WHERE id = 'x'"))
     })
   )
+
+/** A body that sends its first bytes and then nothing, never finishing. */
+export const stalledBody = (): ReadableStream<Uint8Array> =>
+  new ReadableStream({ start: (controller) => controller.enqueue(new TextEncoder().encode("{\"method\": ")) })
 
 /** Drops log output, for tests that provoke errors on purpose. */
 export const quiet = Logger.replace(Logger.defaultLogger, Logger.none)
