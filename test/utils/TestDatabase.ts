@@ -55,3 +55,32 @@ export const unreachable: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, S
     (pool) => Effect.promise(() => pool.end())
   )
 })
+
+/**
+ * A database of its own on the server named by DATABASE_URL, for tests that run several host processes against one
+ * database; `drop` removes it (closing any connection left).
+ */
+export const freshDatabase = async (): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
+  const name = `rr_${freshTable()}`
+  const admin = new Pg.Client({ connectionString: url })
+  await admin.connect()
+  try {
+    await admin.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await admin.end()
+  }
+  const own = new URL(url!)
+  own.pathname = `/${name}`
+  return {
+    url: own.toString(),
+    drop: async () => {
+      const client = new Pg.Client({ connectionString: url })
+      await client.connect()
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      } finally {
+        await client.end()
+      }
+    }
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * Concurrent creates of one shape: exactly one wins, every other answer is a 409 naming the winner — in one
+ * process on the memory store, and across host processes sharing one Postgres database.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
+import Pg from "pg"
+import * as RouteRepository from "route-registry/RouteRepository"
+import { fetchFrom, nodeListener, type Received, type Sent } from "../utils/adapters.js"
+import { ADMIN, post, tokens } from "../utils/httpContract.js"
+import { start } from "../utils/spawned.js"
+import * as TestDatabase from "../utils/TestDatabase.js"
+
+const SHAPES = 100
+const VARIANTS = 10
+
+// 1,000 creates: each shape ten times, with renamed parameters (same shape), interleaved so the variants of a
+// shape go out together and to different servers.
+const creates = Array.from({ length: SHAPES * VARIANTS }, (_, i) => {
+  const shape = i % SHAPES
+  const variant = Math.floor(i / SHAPES)
+  return { shape, body: { method: "POST", path: `/race/s${shape}/:p${variant}/items`, handler: `h${variant}` } }
+})
+
+const fireAll = (senders: ReadonlyArray<(request: Sent) => Promise<Received>>) =>
+  Promise.all(creates.map(({ body }, i) => senders[i % senders.length]!(post(body))))
+
+const assertOneWinnerPerShape = (responses: ReadonlyArray<Received>) => {
+  const winners = new Map<number, string>()
+  responses.forEach((response, i) => {
+    if (response.status !== 201) return
+    const shape = creates[i]!.shape
+    assert.isFalse(winners.has(shape), `two 201s for shape ${shape}`)
+    winners.set(shape, response.json.id)
+  })
+  assert.strictEqual(winners.size, SHAPES)
+  responses.forEach((response, i) => {
+    if (response.status === 201) return
+    assert.strictEqual(response.status, 409, response.text)
+    assert.strictEqual(response.json.conflictingRouteId, winners.get(creates[i]!.shape))
+  })
+  return winners
+}
+
+describe("races", () => {
+  it("memory store, one process: 1,000 creates over 100 shapes give one 201 per shape", async () => {
+    const server = await nodeListener.start(Layer.merge(RouteRepository.layerMemory, tokens))
+    try {
+      assertOneWinnerPerShape(await fireAll([server.send]))
+    } finally {
+      await server.close()
+    }
+  })
+
+  if (TestDatabase.usingServer) {
+    it("4 host processes on one Postgres database: one 201 per shape, 100 rows", async () => {
+      const database = await TestDatabase.freshDatabase()
+      // The four hosts start together on an empty database, so their migrations race as well.
+      const servers = await Promise.all(
+        Array.from(
+          { length: 4 },
+          () => start("examples/server.ts", { DATABASE_URL: database.url, ROUTING_ADMIN_TOKENS: ADMIN })
+        )
+      )
+      try {
+        const senders = servers.map((server) => fetchFrom(server.origin))
+        const winners = assertOneWinnerPerShape(await fireAll(senders))
+        const client = new Pg.Client({ connectionString: database.url })
+        await client.connect()
+        try {
+          const rows = await client.query("SELECT id::text AS id FROM route_registry_routes")
+          assert.strictEqual(rows.rowCount, SHAPES)
+          assert.deepStrictEqual(rows.rows.map((row) => row.id).sort(), [...winners.values()].sort())
+        } finally {
+          await client.end()
+        }
+      } finally {
+        const codes = await Promise.all(servers.map((server) => server.stop()))
+        assert.deepStrictEqual(codes, [0, 0, 0, 0])
+        await database.drop()
+      }
+    })
+  } else {
+    it("across processes needs a Postgres server: it runs wherever DATABASE_URL is set, and CI always sets it", () => {
+      assert.notStrictEqual(process.env.CI, "true")
+    })
+  }
+})
