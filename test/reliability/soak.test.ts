@@ -1,0 +1,23 @@
+/**
+ * The soak of bench/soak.ts in a shorter form (`npm run soak` runs it for 60 s): memory flat after warm-up and every
+ * answer a success.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { HEAP_BOUND_BYTES, RSS_BOUND_BYTES, soak } from "../../bench/soak.js"
+import * as TestDatabase from "../utils/TestDatabase.js"
+
+describe("soak (short form)", () => {
+  if (TestDatabase.usingServer) {
+    it("15 s of mixed load on the Postgres store: memory flat after warm-up, only 200 and 201", async () => {
+      const result = await soak({ seconds: 15, databaseUrl: process.env.DATABASE_URL! })
+      assert.deepStrictEqual(Object.keys(result.statuses).sort(), ["200", "201"])
+      assert.isAbove(result.requests, 1_000)
+      assert.isAtMost(result.heap.max - result.heap.afterWarmUp, HEAP_BOUND_BYTES, JSON.stringify(result.heap))
+      assert.isAtMost(result.rss.max - result.rss.afterWarmUp, RSS_BOUND_BYTES, JSON.stringify(result.rss))
+    }, 60_000)
+  } else {
+    it("needs a Postgres server shared with its host process: it runs wherever DATABASE_URL is set, and CI always sets it", () => {
+      assert.notStrictEqual(process.env.CI, "true")
+    })
+  }
+})
