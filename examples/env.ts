@@ -12,7 +12,6 @@ import * as Authenticator from "route-registry/Authenticator"
 import * as RouteRepository from "route-registry/RouteRepository"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 
-const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/
 // Past this, connections still open are closed, so a stop stays within the 10 seconds the contract allows.
 const SHUTDOWN_GRACE_MS = 9_000
 
@@ -38,7 +37,7 @@ export const host = (): string => process.env.HOST || "127.0.0.1"
 const list = (name: string): Array<string> =>
   (process.env[name] ?? "").split(",").map((entry) => entry.trim()).filter((entry, i) => {
     if (entry === "") return false // empty entries are ignored
-    if (!TOKEN.test(entry)) {
+    if (!Authenticator.isWellFormedToken(entry)) {
       fail(`${name} entry ${i + 1} is not a valid bearer token: use letters, digits and - . _ ~ + / only`)
     }
     return true

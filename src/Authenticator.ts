@@ -19,6 +19,17 @@ export const Scope = Schema.Literal("routes:read", "routes:write")
  */
 export type Scope = typeof Scope.Type
 
+// RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/
+
+/**
+ * `true` when `token` has the form of a bearer credential (RFC 6750 §2.1): letters, digits and `- . _ ~ + /`,
+ * optionally followed by `=` padding. A token of any other form could never be presented in a header.
+ *
+ * @since 0.1.0
+ */
+export const isWellFormedToken = (token: string): boolean => TOKEN68.test(token)
+
 /**
  * Who made a request, and what it may do.
  *
@@ -69,13 +80,23 @@ const difference = (presented: string, configured: string): number => {
 }
 
 /**
- * An authenticator over a fixed list of tokens. The presented token is compared with every configured token in
+ * An authenticator over a fixed list of tokens; it throws if a token is not well formed (see `isWellFormedToken`),
+ * naming which. The presented token is compared with every configured token in
  * constant time (no early exit, within a token or across the list), so the time taken reveals neither a token nor
  * which one matched.
  *
  * @since 0.1.0
  */
 export const makeStaticTokens = (tokens: ReadonlyArray<StaticToken>): Context.Tag.Service<Authenticator> => {
+  tokens.forEach((entry, i) => {
+    // Such a token could never be presented: refuse the configuration rather than a caller, later.
+    if (!isWellFormedToken(Redacted.value(entry.token))) {
+      throw new Error(
+        `static token ${i + 1}${entry.id === undefined ? "" : ` (${entry.id})`} is not a well-formed bearer token: ` +
+          "use letters, digits and - . _ ~ + / only, optionally followed by = padding"
+      )
+    }
+  })
   const entries = tokens.map((entry, i) => ({
     token: Redacted.value(entry.token),
     principal: { id: entry.id ?? `token-${i + 1}`, scopes: entry.scopes } satisfies Principal

@@ -177,9 +177,6 @@ export const notFound: Response = problem(
   "Nothing is served at this path: the routing API lives under /v1/routing."
 )
 
-// RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
-const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/
-
 type Credential = Redacted.Redacted<string> | Response
 
 // Reads the bearer token of an Authorization header, or the response that refuses it.
@@ -192,7 +189,7 @@ const credential = (header: string | undefined): Credential => {
   if (scheme.length !== 6 || scheme.toLowerCase() !== "bearer") return UNAUTHENTICATED
   const token = space === -1 ? "" : value.slice(space + 1).trimStart()
   if (token === "") return EMPTY_CREDENTIAL
-  if (!TOKEN68.test(token)) return MALFORMED_CREDENTIAL
+  if (!Authenticator.isWellFormedToken(token)) return MALFORMED_CREDENTIAL
   return Redacted.make(token)
 }
 

@@ -41,9 +41,26 @@ describe("Authenticator.layerStaticTokens", () => {
       assert.strictEqual(error._tag, "InvalidToken")
     }).pipe(Effect.provide(Authenticator.layerStaticTokens([]))))
 
-  it("keeps tokens redacted when the configuration is printed", () => {
-    const entry = { token: Redacted.make("secret-value"), scopes: ["routes:read"] as const }
-    assert.notInclude(String(entry.token), "secret-value")
-    assert.notInclude(JSON.stringify(entry), "secret-value")
+  it("refuses a configured token that could never be presented, naming it but not its value", () => {
+    for (const bad of ["has space", "", "semi;colon", "é"]) {
+      assert.throws(
+        () =>
+          Authenticator.makeStaticTokens([{ token: Redacted.make("good"), scopes: [] }, {
+            token: Redacted.make(bad),
+            scopes: ["routes:read"],
+            id: "ops"
+          }]),
+        /static token 2 \(ops\) is not a well-formed bearer token/
+      )
+    }
+  })
+
+  it("isWellFormedToken follows RFC 6750 b64token", () => {
+    for (const token of ["abc", "A-b.c_d~e+f/g", "abc==", "a="]) {
+      assert.isTrue(Authenticator.isWellFormedToken(token), token)
+    }
+    for (const token of ["", "=abc", "a b", "a,b", "a=b", "ä", "a\tb"]) {
+      assert.isFalse(Authenticator.isWellFormedToken(token), token)
+    }
   })
 })
