@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import { Effect, Exit, FiberRef, ManagedRuntime, Runtime, Scheduler } from "effect"
+import { Cause, Effect, Exit, FiberRef, ManagedRuntime, Runtime, Scheduler } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Body from "./internal/body.js"
 import * as RoutingHandler from "./RoutingHandler.js"
@@ -85,8 +85,14 @@ export const make = (
         return write(res, RoutingHandler.notFound)
       }
       runFork(effect).addObserver((exit) => {
-        if (Exit.isSuccess(exit)) write(res, exit.value)
-        else write(res, RoutingHandler.internalError)
+        try {
+          write(res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
+        } catch (error) {
+          // Node refused the response (an invalid header value, say): answer 500 rather than throw into the host.
+          runFork(Effect.logError("route-registry: could not write a response", Cause.die(error)))
+          if (res.headersSent) res.destroy()
+          else write(res, RoutingHandler.internalError)
+        }
       })
     }
   })

@@ -339,7 +339,7 @@ const parseParam = (path: string, start: number, end: number, issues: Array<Path
         : paramCharMessage(path, nameStart)
     })
   }
-  for (let i = nameStart + 1; i < end; i += charWidth(path, i)) {
+  for (let i = nameStart + charWidth(path, nameStart); i < end; i += charWidth(path, i)) {
     const c = path.charCodeAt(i)
     if (!(isLetter(c) || isDigit(c) || c === 95)) {
       ok = false
@@ -379,7 +379,8 @@ const checkStatic = (path: string, start: number, end: number, issues: Array<Pat
         ok = false
         issues.push({ index: i, message: problem })
       }
-      i += 3
+      // A "%" that starts no escape covers itself only: what follows is checked on its own.
+      i += hasHexPair(path, i, end) ? 3 : 1
       continue
     }
     const problem = pathCharProblem(path, i)
@@ -392,10 +393,16 @@ const checkStatic = (path: string, start: number, end: number, issues: Array<Pat
   return ok
 }
 
+// Two hex digits, in either case, follow the "%" at `i`.
+const hasHexPair = (path: string, i: number, end: number): boolean =>
+  i + 2 < end && isAnyHex(path.charCodeAt(i + 1)) && isAnyHex(path.charCodeAt(i + 2))
+
+const isAnyHex = (c: number) => isHex(c) || isLowerHex(c)
+
 const percentProblem = (path: string, i: number, end: number): string | null => {
-  const h1 = i + 1 < end ? path.charCodeAt(i + 1) : -1
-  const h2 = i + 2 < end ? path.charCodeAt(i + 2) : -1
-  if ((isHex(h1) || isLowerHex(h1)) && (isHex(h2) || isLowerHex(h2))) {
+  if (hasHexPair(path, i, end)) {
+    const h1 = path.charCodeAt(i + 1)
+    const h2 = path.charCodeAt(i + 2)
     if (!isHex(h1) || !isHex(h2)) {
       return `percent-escape "${path.slice(i, i + 3)}" at index ${i}: write its hex digits in uppercase, as "${
         path.slice(i, i + 3).toUpperCase()

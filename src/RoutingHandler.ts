@@ -179,15 +179,30 @@ export const notFound: Response = problem(
 
 type Credential = Redacted.Redacted<string> | Response
 
+const isOws = (c: number) => c === 32 || c === 9
+
+// The header value without surrounding optional whitespace: spaces and tabs only (RFC 9110 §5.6.3), not every
+// Unicode space as String.prototype.trim would, so "\u00a0Bearer …" stays unauthenticated.
+const trimOws = (value: string): string => {
+  let start = 0
+  let end = value.length
+  while (start < end && isOws(value.charCodeAt(start))) start++
+  while (end > start && isOws(value.charCodeAt(end - 1))) end--
+  return start === 0 && end === value.length ? value : value.slice(start, end)
+}
+
 // Reads the bearer token of an Authorization header, or the response that refuses it.
 const credential = (header: string | undefined): Credential => {
   if (header === undefined) return UNAUTHENTICATED
-  const value = header.trim()
+  const value = trimOws(header)
   const space = value.indexOf(" ")
   const scheme = space === -1 ? value : value.slice(0, space)
   // The scheme name is case-insensitive (RFC 9110 §11.1).
   if (scheme.length !== 6 || scheme.toLowerCase() !== "bearer") return UNAUTHENTICATED
-  const token = space === -1 ? "" : value.slice(space + 1).trimStart()
+  // Spaces only between scheme and token (RFC 9110 §11.4: 1*SP).
+  let start = space + 1
+  while (space !== -1 && value.charCodeAt(start) === 32) start++
+  const token = space === -1 ? "" : value.slice(start)
   if (token === "") return EMPTY_CREDENTIAL
   if (!Authenticator.isWellFormedToken(token)) return MALFORMED_CREDENTIAL
   return Redacted.make(token)
@@ -224,8 +239,16 @@ const parseJson = (bytes: Uint8Array): Either.Either<unknown, string> => {
 }
 
 // What the steps of a request can fail with: an answer already decided, or a typed error of a service.
+/**
+ * A request refused before it reached the store, carrying its answer. A class of its own, so nothing a service
+ * fails with can be mistaken for an answer.
+ */
+class Refusal {
+  constructor(readonly response: Response) {}
+}
+
 type Failure =
-  | Response
+  | Refusal
   | Authenticator.InvalidToken
   | RouteRepository.RouteNotFound
   | RouteRepository.RouteConflict
@@ -261,26 +284,26 @@ export const makeWith = (
   const bodyTimeout = options.bodyTimeoutMillis ?? DEFAULT_BODY_TIMEOUT_MILLIS
   const retryAfter = String(options.retryAfterSeconds ?? 1)
 
-  const TOO_LARGE: Response = {
+  const TOO_LARGE = new Refusal({
     ...problem(
       "payload_too_large",
       `The body is larger than the limit of ${maxBodyBytes} bytes: send a smaller route definition.`,
       { connection: "close" }
     ),
     close: true
-  }
-  const TIMED_OUT: Response = {
+  })
+  const TIMED_OUT = new Refusal({
     ...problem(
       "request_timeout",
       `The body did not arrive within ${bodyTimeout} ms: send it in full, without pauses.`,
       { connection: "close" }
     ),
     close: true
-  }
-  const INCOMPLETE = problem(
+  })
+  const INCOMPLETE = new Refusal(problem(
     "malformed_json",
     "The body ended before it was complete: send the whole JSON object."
-  )
+  ))
   const UNAVAILABLE = problem(
     "store_unavailable",
     `The route store is unavailable right now and nothing was written: retry after ${
@@ -305,22 +328,27 @@ export const makeWith = (
       onFailure: (cause) => {
         const failure = Cause.failureOption(cause)
         if (failure._tag === "Some") {
-          const error = failure.value
-          if (!("_tag" in error)) return Effect.succeed(error)
-          switch (error._tag) {
+          const error: unknown = failure.value
+          if (error instanceof Refusal) return Effect.succeed(error.response)
+          // A service may fail with something outside its declared errors: that is a defect, answered below.
+          switch ((error as { _tag?: unknown } | null)?._tag) {
             case "InvalidToken":
               // The reason is the authenticator's, never the token.
-              return Effect.as(Effect.logDebug("route-registry: token refused", error.reason), INVALID_TOKEN)
+              return Effect.as(
+                Effect.logDebug("route-registry: token refused", (error as Authenticator.InvalidToken).reason),
+                INVALID_TOKEN
+              )
             case "RouteNotFound":
               return Effect.succeed(problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`))
             case "RouteConflict":
-              return Effect.succeed(conflict(error))
+              return Effect.succeed(conflict(error as RouteRepository.RouteConflict))
             case "StoreUnavailable":
               return Effect.succeed(UNAVAILABLE)
           }
+        } else if (Cause.isInterruptedOnly(cause)) {
+          // No failure to answer, and no one waiting for the answer.
+          return Effect.failCause(cause as Cause.Cause<never>)
         }
-        // Interrupted only: no failure to answer, and no one waiting for the answer.
-        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
         return Effect.as(
           Effect.logError("route-registry: unexpected error while answering a request", cause),
           internalError
@@ -343,15 +371,17 @@ export const makeWith = (
     )
   }
 
-  const readBody = (request: Request): Effect.Effect<unknown, Response> => {
+  const readBody = (request: Request): Effect.Effect<unknown, Refusal> => {
     const contentType = request.header("content-type")
     if (!isJson(contentType)) {
-      return Effect.fail(problem(
-        "unsupported_media_type",
-        `Send the body as JSON with "Content-Type: application/json" (got ${
-          contentType === undefined ? "no Content-Type" : JSON.stringify(contentType)
-        }).`
-      ))
+      return Effect.fail(
+        new Refusal(problem(
+          "unsupported_media_type",
+          `Send the body as JSON with "Content-Type: application/json" (got ${
+            contentType === undefined ? "no Content-Type" : JSON.stringify(contentType)
+          }).`
+        ))
+      )
     }
     const declared = request.header("content-length")
     if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.fail(TOO_LARGE)
@@ -360,7 +390,7 @@ export const makeWith = (
         Effect.fail(failure === "TooLarge" ? TOO_LARGE : failure === "Timeout" ? TIMED_OUT : INCOMPLETE),
       onSuccess: (bytes) =>
         Either.match(parseJson(bytes), {
-          onLeft: (detail) => Effect.fail(problem("malformed_json", detail)),
+          onLeft: (detail) => Effect.fail(new Refusal(problem("malformed_json", detail))),
           onRight: Effect.succeed
         })
     })
@@ -383,7 +413,13 @@ export const makeWith = (
           undefined,
           { errors }
         )),
-      onRight: (input) => Effect.map(repository.create(input), created)
+      onRight: (input) =>
+        Effect.flatMap(repository.create(input), (route) =>
+          // The Location header is built from the id alone; an id of any other form (a faulty store) is a defect,
+          // never a header.
+          Route.isRouteId(route.id)
+            ? Effect.succeed(created(route))
+            : Effect.dieMessage(`the store returned a route whose id is not a route id: ${JSON.stringify(route.id)}`))
     })
 
   const create = (request: Request): Effect.Effect<Response> =>
