@@ -84,7 +84,7 @@ export const make = (
         if (next !== undefined) return next()
         return write(res, RoutingHandler.notFound)
       }
-      runFork(effect).addObserver((exit) => {
+      const respond = (exit: Exit.Exit<RoutingHandler.Response>) => {
         try {
           write(res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
         } catch (error) {
@@ -93,7 +93,10 @@ export const make = (
           if (res.headersSent) res.destroy()
           else write(res, RoutingHandler.internalError)
         }
-      })
+      }
+      // Decided without waiting: answer now, inside this callback, with no fiber to run.
+      if (Exit.isExit(effect)) return respond(effect as Exit.Exit<RoutingHandler.Response>)
+      runFork(effect).addObserver(respond)
     }
   })
 

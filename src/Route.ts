@@ -548,6 +548,19 @@ export class Route extends Schema.Class<Route>("Route")({
 }) {}
 
 /**
+ * The JSON of a route, byte for byte what `JSON.stringify(route)` gives, built field by field: it spares
+ * `JSON.stringify` its slow path through `Date.prototype.toJSON`, the largest cost of answering a GET.
+ *
+ * @since 0.1.0
+ */
+export const toJson = (route: Route): string =>
+  `{"id":${JSON.stringify(route.id)},"method":${JSON.stringify(route.method)},"path":${
+    JSON.stringify(route.path)
+  },"middleware":${JSON.stringify(route.middleware)},"handler":${
+    JSON.stringify(route.handler)
+  },"createdAt":"${route.createdAt.toISOString()}"}`
+
+/**
  * The create input. `middleware` may be omitted and then means `[]`.
  *
  * @since 0.1.0

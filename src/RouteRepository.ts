@@ -58,6 +58,12 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
   readonly create: (input: Route.CreateRoute) => Effect.Effect<Route.Route, RouteConflict | StoreUnavailable>
   /** The route with that id; any string is accepted, and one that is not a route id is simply not found. */
   readonly findById: (id: string) => Effect.Effect<Route.Route, RouteNotFound | StoreUnavailable>
+  /**
+   * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when
+   * there is none). The HTTP core uses it to answer a lookup without starting a fiber; `findById` stays the way to
+   * read in an Effect.
+   */
+  readonly unsafeFindById?: (id: string) => Route.Route | undefined
 }>() {}
 
 /**
@@ -121,6 +127,7 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
           byId.set(route.id, route)
           return Effect.succeed(route)
         })),
+    unsafeFindById: (id) => byId.get(id),
     findById: (id) =>
       Effect.suspend(() => {
         const route = byId.get(id)

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import type { Context } from "effect"
-import { Cause, Effect, Either, Redacted } from "effect"
+import { Cause, Effect, Either, Exit, Redacted } from "effect"
 import * as Authenticator from "./Authenticator.js"
 import * as Problem from "./Problem.js"
 import * as Route from "./Route.js"
@@ -99,7 +99,9 @@ export type Services = RouteRepository.RouteRepository | Authenticator.Authentic
 
 /**
  * The core bound to its services. `handle` returns `undefined`, synchronously, for a path outside `/v1/routing`,
- * so the adapter can hand the request back to the host.
+ * so the adapter can hand the request back to the host. When the answer was decided without waiting (the services
+ * answered at once) the Effect is already completed, an `Exit`, and an adapter may take its value without running a
+ * fiber.
  *
  * @since 0.1.0
  */
@@ -254,6 +256,20 @@ type Failure =
   | RouteRepository.RouteConflict
   | RouteRepository.StoreUnavailable
 
+/**
+ * `Effect.flatMap`, folded at once when `self` has already completed (an `Exit`): `succeed(a)` then `f` is `f(a)`,
+ * `fail(e)` then `f` is `fail(e)`. The result is the same; only, when nothing on the way suspends, no fiber has to run
+ * it, which is most of the cost of a request (measured: bench/).
+ */
+const andThen = <A, E, B, E2>(
+  self: Effect.Effect<A, E>,
+  f: (a: A) => Effect.Effect<B, E2>
+): Effect.Effect<B, E | E2> => {
+  if (!Exit.isExit(self)) return Effect.flatMap(self, f)
+  const exit = self as Exit.Exit<A, E>
+  return Exit.isSuccess(exit) ? f(exit.value) : Exit.failCause(exit.cause)
+}
+
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
 /**
@@ -320,41 +336,46 @@ export const makeWith = (
       { conflictingRouteId: e.conflictingRouteId }
     )
 
-  // A typed failure is an answer; anything else (a defect) is logged and answered without its cause. One match per
-  // request keeps the hot path short.
-  const answer = (effect: Effect.Effect<Response, Failure>, id?: string): Effect.Effect<Response> =>
-    Effect.matchCauseEffect(effect, {
-      onSuccess: Effect.succeed,
-      onFailure: (cause) => {
-        const failure = Cause.failureOption(cause)
-        if (failure._tag === "Some") {
-          const error: unknown = failure.value
-          if (error instanceof Refusal) return Effect.succeed(error.response)
-          // A service may fail with something outside its declared errors: that is a defect, answered below.
-          switch ((error as { _tag?: unknown } | null)?._tag) {
-            case "InvalidToken":
-              // The reason is the authenticator's, never the token.
-              return Effect.as(
-                Effect.logDebug("route-registry: token refused", (error as Authenticator.InvalidToken).reason),
-                INVALID_TOKEN
-              )
-            case "RouteNotFound":
-              return Effect.succeed(problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`))
-            case "RouteConflict":
-              return Effect.succeed(conflict(error as RouteRepository.RouteConflict))
-            case "StoreUnavailable":
-              return Effect.succeed(UNAVAILABLE)
-          }
-        } else if (Cause.isInterruptedOnly(cause)) {
-          // No failure to answer, and no one waiting for the answer.
-          return Effect.failCause(cause as Cause.Cause<never>)
-        }
-        return Effect.as(
-          Effect.logError("route-registry: unexpected error while answering a request", cause),
-          internalError
-        )
+  const routeNotFound = (id: string) => problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`)
+
+  // A typed failure is an answer; anything else (a defect) is logged and answered without its cause.
+  const fromCause = (cause: Cause.Cause<Failure>, id: string | undefined): Effect.Effect<Response> => {
+    const failure = Cause.failureOption(cause)
+    if (failure._tag === "Some") {
+      const error: unknown = failure.value
+      if (error instanceof Refusal) return Exit.succeed(error.response)
+      // A service may fail with something outside its declared errors: that is a defect, answered below.
+      switch ((error as { _tag?: unknown } | null)?._tag) {
+        case "InvalidToken":
+          // The reason is the authenticator's, never the token.
+          return Effect.as(
+            Effect.logDebug("route-registry: token refused", (error as Authenticator.InvalidToken).reason),
+            INVALID_TOKEN
+          )
+        case "RouteNotFound":
+          return Exit.succeed(routeNotFound(id ?? ""))
+        case "RouteConflict":
+          return Exit.succeed(conflict(error as RouteRepository.RouteConflict))
+        case "StoreUnavailable":
+          return Exit.succeed(UNAVAILABLE)
       }
-    })
+    } else if (Cause.isInterruptedOnly(cause)) {
+      // No failure to answer, and no one waiting for the answer.
+      return Effect.failCause(cause as Cause.Cause<never>)
+    }
+    return Effect.as(
+      Effect.logError("route-registry: unexpected error while answering a request", cause),
+      internalError
+    )
+  }
+
+  const answer = (effect: Effect.Effect<Response, Failure>, id?: string): Effect.Effect<Response> => {
+    if (!Exit.isExit(effect)) {
+      return Effect.matchCauseEffect(effect, { onSuccess: Exit.succeed, onFailure: (cause) => fromCause(cause, id) })
+    }
+    const exit = effect as Exit.Exit<Response, Failure>
+    return Exit.isSuccess(exit) ? exit as Exit.Exit<Response> : fromCause(exit.cause, id)
+  }
 
   // Authentication and scope come first, before anything is read: an unauthenticated caller learns nothing more.
   const authorized = (
@@ -364,17 +385,17 @@ export const makeWith = (
     then: () => Effect.Effect<Response, Failure>
   ): Effect.Effect<Response, Failure> => {
     const token = credential(request.header("authorization"))
-    if (!Redacted.isRedacted(token)) return Effect.succeed(token)
-    return Effect.flatMap(
+    if (!Redacted.isRedacted(token)) return Exit.succeed(token)
+    return andThen(
       authenticator.authenticate(token),
-      (principal) => principal.scopes.includes(scope) ? then() : Effect.succeed(refusal)
+      (principal) => principal.scopes.includes(scope) ? then() : Exit.succeed(refusal)
     )
   }
 
   const readBody = (request: Request): Effect.Effect<unknown, Refusal> => {
     const contentType = request.header("content-type")
     if (!isJson(contentType)) {
-      return Effect.fail(
+      return Exit.fail(
         new Refusal(problem(
           "unsupported_media_type",
           `Send the body as JSON with "Content-Type: application/json" (got ${
@@ -384,14 +405,14 @@ export const makeWith = (
       )
     }
     const declared = request.header("content-length")
-    if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.fail(TOO_LARGE)
+    if (declared !== undefined && Number(declared) > maxBodyBytes) return Exit.fail(TOO_LARGE)
     return Effect.matchEffect(request.body(maxBodyBytes, bodyTimeout), {
       onFailure: (failure) =>
         Effect.fail(failure === "TooLarge" ? TOO_LARGE : failure === "Timeout" ? TIMED_OUT : INCOMPLETE),
       onSuccess: (bytes) =>
         Either.match(parseJson(bytes), {
-          onLeft: (detail) => Effect.fail(new Refusal(problem("malformed_json", detail))),
-          onRight: Effect.succeed
+          onLeft: (detail) => Exit.fail(new Refusal(problem("malformed_json", detail))),
+          onRight: Exit.succeed
         })
     })
   }
@@ -399,34 +420,41 @@ export const makeWith = (
   const created = (route: Route.Route): Response => ({
     status: 201,
     headers: { "content-type": "application/json", location: location(route.id) },
-    body: JSON.stringify(route)
+    body: Route.toJson(route)
   })
 
-  const found = (route: Route.Route): Response => ({ status: 200, headers: JSON_HEADERS, body: JSON.stringify(route) })
+  const found = (route: Route.Route): Response => ({ status: 200, headers: JSON_HEADERS, body: Route.toJson(route) })
 
   const store = (body: unknown): Effect.Effect<Response, Failure> =>
     Either.match(Route.validateCreate(body), {
       onLeft: (errors) =>
-        Effect.succeed(problem(
+        Exit.succeed(problem(
           "invalid_route",
           `The route definition breaks ${plural(errors.length, "rule")}: see "errors" for each one.`,
           undefined,
           { errors }
         )),
       onRight: (input) =>
-        Effect.flatMap(repository.create(input), (route) =>
+        andThen(repository.create(input), (route) =>
           // The Location header is built from the id alone; an id of any other form (a faulty store) is a defect,
           // never a header.
           Route.isRouteId(route.id)
-            ? Effect.succeed(created(route))
+            ? Exit.succeed(created(route))
             : Effect.dieMessage(`the store returned a route whose id is not a route id: ${JSON.stringify(route.id)}`))
     })
 
+  // A store that can answer from memory at once is read at once; any other store through its Effect.
+  const read = (id: string): Effect.Effect<Response, Failure> => {
+    if (repository.unsafeFindById === undefined) return Effect.map(repository.findById(id), found)
+    const route = repository.unsafeFindById(id)
+    return Exit.succeed(route === undefined ? routeNotFound(id) : found(route))
+  }
+
   const create = (request: Request): Effect.Effect<Response> =>
-    answer(authorized(request, "routes:write", WRITE_SCOPE, () => Effect.flatMap(readBody(request), store)))
+    answer(authorized(request, "routes:write", WRITE_SCOPE, () => andThen(readBody(request), store)))
 
   const get = (request: Request, id: string): Effect.Effect<Response> =>
-    answer(authorized(request, "routes:read", READ_SCOPE, () => Effect.map(repository.findById(id), found)), id)
+    answer(authorized(request, "routes:read", READ_SCOPE, () => read(id)), id)
 
   return {
     handle: (request) => {

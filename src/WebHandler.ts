@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import { Effect, ManagedRuntime, Runtime } from "effect"
+import { Effect, Exit, ManagedRuntime, Runtime } from "effect"
 import * as Body from "./internal/body.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
@@ -53,6 +53,10 @@ export const make = (
         body: Body.fromWebRequest(request)
       })
       if (effect === undefined) return Promise.resolve(toWeb(RoutingHandler.notFound))
+      if (Exit.isExit(effect)) {
+        const exit = effect as Exit.Exit<RoutingHandler.Response>
+        return Promise.resolve(toWeb(Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError))
+      }
       return runPromise(effect).then(toWeb, () => toWeb(RoutingHandler.internalError))
     }
   })

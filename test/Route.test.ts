@@ -119,6 +119,22 @@ describe("Route.Route", () => {
     assert.strictEqual(encoded.createdAt, "2026-11-21T09:30:12.345Z")
   })
 
+  it("toJson is byte for byte JSON.stringify, for every accepted sample and odd dates", () => {
+    for (const [i, sample] of accepted.entries()) {
+      const input = Either.getOrThrow(Route.validateCreate(sample.body))
+      for (
+        const createdAt of [
+          new Date(0),
+          new Date(Date.UTC(2026, 10, 21, 9, 30, 12, 345 + i)),
+          new Date(253402300799999)
+        ]
+      ) {
+        const stored = new Route.Route({ id: Route.makeRouteId(createdAt.getTime()), ...input, createdAt })
+        assert.strictEqual(Route.toJson(stored), JSON.stringify(stored))
+      }
+    }
+  })
+
   it("serialises exactly the six fields, in order", () => {
     assert.deepStrictEqual(Object.keys(JSON.parse(JSON.stringify(route))), [
       "id",
