@@ -3,7 +3,7 @@
  * live heap and RSS each second. After a warm-up third, memory must stay flat: the heap within HEAP_BOUND_BYTES
  * and RSS within RSS_BOUND_BYTES of their values at the end of warm-up. Latency percentiles are reported.
  *
- *   npm run soak                      # 60 s; DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres
+ *   npm run soak                      # builds, then 60 s; DATABASE_URL, default postgres://postgres@127.0.0.1:5432/postgres
  *   npm run soak -- --seconds 20
  *
  * CI runs a shorter form of the same code (test/reliability/soak.test.ts).
@@ -35,13 +35,22 @@ interface Memory {
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0
 
-export const soak = async (
-  options: { readonly seconds: number; readonly databaseUrl: string }
-): Promise<SoakResult> => {
+export const soak = async (options: {
+  readonly seconds: number
+  readonly databaseUrl: string
+  /** Run the host on the compiled library (dist/, built by `npm run build`) rather than the sources. */
+  readonly compiled?: boolean
+}): Promise<SoakResult> => {
   const table = `soak_${process.pid}_${Date.now().toString(36)}`
   const host = fork(new URL("./soak-host.ts", import.meta.url), [], {
     execArgv: ["--import", "tsx", "--expose-gc"],
-    env: { ...process.env, DATABASE_URL: options.databaseUrl, SOAK_TABLE: table },
+    env: {
+      ...process.env,
+      DATABASE_URL: options.databaseUrl,
+      SOAK_TABLE: table,
+      // The compiled library in dist/, as users run it (bench/tsconfig.json maps the package there).
+      ...(options.compiled ? { TSX_TSCONFIG_PATH: "bench/tsconfig.json" } : {})
+    },
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
   const next = <A>() => new Promise<A>((resolve) => host.once("message", (message) => resolve(message as A)))
@@ -129,7 +138,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   const seconds = at === -1 ? 60 : Number(process.argv[at + 1])
   const databaseUrl = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
   const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`
-  const result = await soak({ seconds, databaseUrl })
+  const result = await soak({ seconds, databaseUrl, compiled: true })
   console.log(`soak: ${result.seconds} s, ${result.requests} requests, statuses ${JSON.stringify(result.statuses)}`)
   console.log(`latency: p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`)
   console.log(

@@ -1,0 +1,42 @@
+/**
+ * The library's services for a benchmark entry: the memory store, or the Postgres store on the given pool (the
+ * same pool configuration the Postgres peer gets), and the static tokens; and the seeding, through the store's own
+ * `create`.
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Effect, Layer, Redacted } from "effect"
+import * as Authenticator from "route-registry/Authenticator"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import * as RouteRepository from "route-registry/RouteRepository"
+import type * as RoutingHandler from "route-registry/RoutingHandler"
+import type { Options } from "../peers/shared.js"
+import { seedInput } from "../peers/shared.js"
+
+export type Services = RouteRepository.RouteRepository | Authenticator.Authenticator
+
+export const layer = (options: Options): Layer.Layer<Services, unknown> => {
+  const tokens = Authenticator.layerStaticTokens(
+    options.tokens.map(({ scopes, token }) => ({ token: Redacted.make(token), scopes }))
+  )
+  const database = options.database
+  const store = database === undefined
+    ? RouteRepository.layerMemory
+    : PgRouteRepository.layer({ table: database.table }).pipe(
+      Layer.provide(PgClient.layerFromPool({ acquire: Effect.succeed(database.pool) }))
+    )
+  return Layer.merge(store, tokens)
+}
+
+/** The request core's options out of a benchmark server's. */
+export const routing = (options: Options): RoutingHandler.Options => ({
+  maxBodyBytes: options.maxBodyBytes,
+  bodyTimeoutMillis: options.bodyTimeoutMillis
+})
+
+/** Stores the seed routes one after another, as creates would; yields their ids. */
+export const seed = (count: number) =>
+  Effect.flatMap(RouteRepository.RouteRepository, (repository) =>
+    Effect.forEach(
+      Array.from({ length: count }, (_, i) => i),
+      (i) => Effect.map(repository.create(seedInput(i)), (route) => route.id)
+    )).pipe(Effect.orDie)

@@ -1,0 +1,600 @@
+/**
+ * The benchmark: `node --import tsx bench/run.ts [--quick] [--rounds N] [--duration SECONDS] [--only IDS]`, where IDS
+ * is a comma-separated list of scenarios (get, mix, post, pg-get, pg-mix, pg-post; memory is always measured).
+ *
+ * Every server (the library's three adapters and the peers in bench/peers) runs as a process of its own pinned to
+ * core 1; wrk, pinned to core 0, loads one server at a time over 127.0.0.1. Each server stores its seed routes
+ * through its own store code before it listens (SEED), and is checked through its API before any load. Each
+ * scenario warms every server up, then runs rounds; in each round every server is loaded once (the order rotates
+ * from round to round), so a ratio is taken within a round, pair by pair, and the median of those ratios reported.
+ * Results go to bench/results/<time>.json; a table is printed.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpus, tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+// Servers resolve the library to its compiled form in dist/, not to the TypeScript sources.
+const COMPILED = { TSX_TSCONFIG_PATH: "bench/tsconfig.json" }
+const ADMIN_TOKEN = "bench-admin-token"
+const READ_TOKEN = "bench-read-token"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Configuration
+// ---------------------------------------------------------------------------------------------------------------
+
+const argv = process.argv.slice(2)
+const flag = (name: string) => argv.includes(name)
+const numberOption = (name: string, fallback: number) => {
+  const i = argv.indexOf(name)
+  const value = i === -1 ? undefined : Number(argv[i + 1])
+  if (value !== undefined && !(value > 0)) throw new Error(`${name} needs a positive number`)
+  return value ?? fallback
+}
+
+const QUICK = flag("--quick")
+const config = {
+  quick: QUICK,
+  rounds: numberOption("--rounds", QUICK ? 3 : 5),
+  seconds: numberOption("--duration", QUICK ? 2 : 5),
+  warmupSeconds: QUICK ? 1 : 3,
+  connections: 50,
+  seed: 1_000,
+  scaleSeed: QUICK ? 200_000 : 1_000_000,
+  memoryRoutes: 200_000
+}
+if (config.rounds < 3) throw new Error("--rounds must be at least 3")
+const DATABASE_URL = process.env.DATABASE_URL === "" ? undefined : process.env.DATABASE_URL
+
+// ---------------------------------------------------------------------------------------------------------------
+// Servers and scenarios
+// ---------------------------------------------------------------------------------------------------------------
+
+interface ServerSpec {
+  readonly name: string
+  readonly file: string
+  readonly seed: number
+  readonly postgres?: boolean
+}
+
+const scaleName = `ours-node@${config.scaleSeed.toLocaleString("en-US")}`
+const servers: ReadonlyArray<ServerSpec> = [
+  { name: "ours-node", file: "bench/ours/node-listener.ts", seed: config.seed },
+  { name: "ours-httpapp", file: "bench/ours/http-app.ts", seed: config.seed },
+  { name: "ours-web", file: "bench/ours/web-handler.ts", seed: config.seed },
+  { name: "raw-node", file: "bench/peers/raw-node.ts", seed: config.seed },
+  { name: "fastify", file: "bench/peers/fastify.ts", seed: config.seed },
+  { name: "express", file: "bench/peers/express.ts", seed: config.seed },
+  { name: "hono", file: "bench/peers/hono.ts", seed: config.seed },
+  { name: "effect-httpapi", file: "bench/peers/effect-httpapi.ts", seed: config.seed },
+  { name: scaleName, file: "bench/ours/node-listener.ts", seed: config.scaleSeed },
+  { name: "ours-node-pg", file: "bench/ours/node-listener.ts", seed: config.seed, postgres: true },
+  { name: "fastify-pg", file: "bench/peers/fastify-pg.ts", seed: config.seed, postgres: true }
+]
+
+type Mode = "get" | "post" | "mix"
+
+interface Scenario {
+  readonly id: string
+  readonly title: string
+  readonly mode: Mode
+  readonly servers: ReadonlyArray<string>
+  /** What every server's ratio is shown against. */
+  readonly reference: string
+}
+
+// --quick keeps the servers the targets compare.
+const all = <A>(full: ReadonlyArray<A>, quick: ReadonlyArray<A>) => QUICK ? quick : full
+const memoryServers = all(
+  ["ours-node", "ours-httpapp", "ours-web", "raw-node", "fastify", "express", "hono", "effect-httpapi"],
+  ["ours-node", "ours-httpapp", "raw-node", "fastify", "effect-httpapi"]
+)
+const postServers = all(memoryServers, ["ours-node", "ours-httpapp", "fastify", "effect-httpapi"])
+const pgServers = ["ours-node-pg", "fastify-pg"]
+const allScenarios: ReadonlyArray<Scenario> = [
+  { id: "get", title: "GET by id (memory)", mode: "get", servers: [...memoryServers, scaleName], reference: "fastify" },
+  ...all<Scenario>([{
+    id: "mix",
+    title: "90/10 mix (memory)",
+    mode: "mix",
+    servers: memoryServers,
+    reference: "fastify"
+  }], []),
+  { id: "post", title: "POST create (memory)", mode: "post", servers: postServers, reference: "fastify" },
+  ...(DATABASE_URL === undefined ? [] : [
+    { id: "pg-get", title: "GET by id (postgres)", mode: "get", servers: pgServers, reference: "fastify-pg" },
+    ...all<Scenario>([{
+      id: "pg-mix",
+      title: "90/10 mix (postgres)",
+      mode: "mix",
+      servers: pgServers,
+      reference: "fastify-pg"
+    }], []),
+    { id: "pg-post", title: "POST create (postgres)", mode: "post", servers: pgServers, reference: "fastify-pg" }
+  ] satisfies ReadonlyArray<Scenario>)
+]
+const only = argv.includes("--only") ? argv[argv.indexOf("--only") + 1]?.split(",") ?? [] : undefined
+const scenarios = only === undefined ? allScenarios : allScenarios.filter((scenario) => only.includes(scenario.id))
+
+interface Target {
+  readonly scenario: string
+  readonly server: string
+  readonly reference: string
+  readonly min: number
+}
+
+const targets: ReadonlyArray<Target> = [
+  { scenario: "get", server: "ours-node", reference: "fastify", min: 1.0 },
+  { scenario: "get", server: "ours-node", reference: "raw-node", min: 0.85 },
+  { scenario: "post", server: "ours-node", reference: "fastify", min: 1.0 },
+  { scenario: "get", server: "ours-httpapp", reference: "effect-httpapi", min: 1.5 },
+  { scenario: "post", server: "ours-httpapp", reference: "effect-httpapi", min: 1.5 },
+  { scenario: "get", server: scaleName, reference: "ours-node", min: 0.9 },
+  { scenario: "pg-get", server: "ours-node-pg", reference: "fastify-pg", min: 0.9 },
+  { scenario: "pg-post", server: "ours-node-pg", reference: "fastify-pg", min: 0.9 }
+]
+const MEMORY_TARGET = 1.5
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tools
+// ---------------------------------------------------------------------------------------------------------------
+
+const has = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0
+
+const ensureTools = () => {
+  if (!has("taskset")) throw new Error("taskset is missing: install util-linux")
+  if (has("wrk")) return
+  console.log("wrk is missing: installing it from Debian's packages (apt-get install -y wrk)")
+  const install = () => spawnSync("apt-get", ["install", "-y", "wrk"], { stdio: "inherit" }).status === 0
+  if (!install()) {
+    spawnSync("apt-get", ["update"], { stdio: "inherit" })
+    if (!install()) throw new Error("could not install wrk: run `apt-get install -y wrk` as root")
+  }
+}
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Server processes
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Running {
+  readonly spec: ServerSpec
+  readonly process: ChildProcess
+  readonly origin: string
+  readonly idsFile: string
+  readonly output: () => string
+}
+
+const work = mkdtempSync(join(tmpdir(), "route-registry-bench-"))
+const running: Array<Running> = []
+const tables: Array<string> = []
+
+const startServer = (spec: ServerSpec): Promise<Running> => {
+  const idsFile = join(work, `${spec.name.replace(/[^a-z0-9-]/gi, "_")}.ids`)
+  const table = `bench_${process.pid}_${spec.name.replace(/[^a-z0-9]/gi, "_")}`
+  if (spec.postgres === true) tables.push(table)
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_ENV: "production",
+    PORT: "0",
+    HOST: "127.0.0.1",
+    ROUTING_ADMIN_TOKENS: ADMIN_TOKEN,
+    ROUTING_READ_TOKENS: READ_TOKEN,
+    SEED: String(spec.seed),
+    SEED_IDS: idsFile,
+    DATABASE_URL: spec.postgres === true ? DATABASE_URL : "",
+    TABLE: table
+  }
+  const child = spawn(process.execPath, ["--max-old-space-size=4096", "--import", "tsx", spec.file], {
+    cwd: ROOT,
+    env: { ...env, ...COMPILED },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout.on("data", (chunk) => (output += chunk))
+  child.stderr.on("data", (chunk) => (output += chunk))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`${spec.name} did not start within 180 s`)), 180_000)
+    const fail = (error: Error) => {
+      clearTimeout(timer)
+      child.kill("SIGKILL")
+      reject(new Error(`${error.message}\n${output}`))
+    }
+    child.once("exit", (code) => fail(new Error(`${spec.name} exited with ${code}`)))
+    const onData = () => {
+      const match = /listening on (http:\/\/\S+)/.exec(output)
+      if (match === null) return
+      clearTimeout(timer)
+      child.stdout.off("data", onData)
+      child.removeAllListeners("exit")
+      // Started on both cores (start-up is compilation, not measured); every thread is now pinned to core 1, and
+      // threads started later inherit it. The load generator owns core 0.
+      if (spawnSync("taskset", ["-a", "-p", "-c", "1", String(child.pid)]).status !== 0) {
+        return fail(new Error(`could not pin ${spec.name} to core 1`))
+      }
+      const server: Running = { spec, process: child, origin: match[1]!, idsFile, output: () => output }
+      running.push(server)
+      resolve(server)
+    }
+    child.stdout.on("data", onData)
+  })
+}
+
+const stopServer = (server: Running): Promise<void> =>
+  new Promise((resolve) => {
+    if (server.process.exitCode !== null) return resolve()
+    const timer = setTimeout(() => server.process.kill("SIGKILL"), 10_000)
+    server.process.once("exit", () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    server.process.kill("SIGTERM")
+  })
+
+const stopAll = async () => {
+  await Promise.all(running.map(stopServer))
+  running.length = 0
+}
+
+/** Through the API: a create answered 201 and got back byte for byte, and a seeded route found. */
+const check = async (server: Running) => {
+  const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
+  const created = await fetch(`${server.origin}/v1/routing`, {
+    method: "POST",
+    headers: { ...auth, "content-type": "application/json" },
+    body: JSON.stringify({ method: "GET", path: "/check/:id", middleware: ["auth"], handler: "Check#show" })
+  })
+  const text = await created.text()
+  if (created.status !== 201) throw new Error(`${server.spec.name}: create answered ${created.status}: ${text}`)
+  const found = await fetch(`${server.origin}${created.headers.get("location")}`, { headers: auth })
+  if (found.status !== 200 || (await found.text()) !== text) throw new Error(`${server.spec.name}: get differs`)
+  const seeded = readFileSync(server.idsFile, "utf8").split("\n").filter((line) => line !== "")
+  if (seeded.length !== server.spec.seed) throw new Error(`${server.spec.name}: ${seeded.length} seeded ids`)
+  const first = await fetch(`${server.origin}/v1/routing/${seeded[0]}`, { headers: auth })
+  if (first.status !== 200) throw new Error(`${server.spec.name}: a seeded route answered ${first.status}`)
+  await first.text()
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Load
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Measurement {
+  readonly rps: number
+  readonly requests: number
+  /** The server's CPU time (all its threads, GC included) per request: steadier than req/s on a busy machine. */
+  readonly cpuUs: number
+  readonly p50Ms: number
+  readonly p99Ms: number
+  /** Socket errors and responses with a status of 400 or more: any makes the measurement suspect. */
+  readonly errors: number
+}
+
+let runs = 0
+
+const TICKS_PER_SECOND = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100
+
+/** CPU seconds a process has used, user and system, from /proc. */
+const cpuSeconds = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+}
+
+const load = (server: Running, mode: Mode, seconds: number): Promise<Measurement> => {
+  const prefix = `b${++runs}`
+  const args = [
+    "-c",
+    "0",
+    "wrk",
+    "-t1",
+    `-c${config.connections}`,
+    `-d${seconds}s`,
+    "--timeout",
+    "5s",
+    "-s",
+    join(ROOT, "bench/load.lua"),
+    server.origin,
+    "--",
+    mode,
+    mode === "post" ? "-" : server.idsFile,
+    ADMIN_TOKEN,
+    prefix
+  ]
+  const cpuBefore = cpuSeconds(server.process.pid!)
+  return new Promise((resolve, reject) => {
+    const child = spawn("taskset", args, { stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    child.stdout.on("data", (chunk) => (output += chunk))
+    child.stderr.on("data", (chunk) => (output += chunk))
+    const timer = setTimeout(() => child.kill("SIGKILL"), (seconds + 60) * 1000)
+    child.once("exit", () => {
+      clearTimeout(timer)
+      const line = /^BENCH (.*)$/m.exec(output)
+      if (line === null) {
+        return reject(new Error(`wrk against ${server.spec.name} printed no result:\n${output}\n${server.output()}`))
+      }
+      const r = JSON.parse(line[1]!)
+      resolve({
+        rps: r.requests / (r.duration_us / 1e6),
+        requests: r.requests,
+        cpuUs: (cpuSeconds(server.process.pid!) - cpuBefore) * 1e6 / r.requests,
+        p50Ms: r.p50_us / 1000,
+        p99Ms: r.p99_us / 1000,
+        errors: r.connect + r.read + r.write + r.status + r.timeout
+      })
+    })
+  })
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Memory
+// ---------------------------------------------------------------------------------------------------------------
+
+// A heap reading needs no core of its own: the stores are measured side by side, each in a process of its own.
+const memory = (store: string): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [
+      "--expose-gc",
+      "--import",
+      "tsx",
+      "bench/memory.ts",
+      store,
+      String(config.memoryRoutes)
+    ], { cwd: ROOT, env: { ...process.env, ...COMPILED }, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    child.stdout.on("data", (chunk) => (output += chunk))
+    child.stderr.on("data", (chunk) => (output += chunk))
+    const timer = setTimeout(() => child.kill("SIGKILL"), 300_000)
+    child.once("exit", (code) => {
+      clearTimeout(timer)
+      const line = /^\{.*\}$/m.exec(output)
+      if (code !== 0 || line === null) return reject(new Error(`memory ${store} failed:\n${output}`))
+      resolve(JSON.parse(line[0]).bytesPerRoute)
+    })
+  })
+
+// ---------------------------------------------------------------------------------------------------------------
+// Main
+// ---------------------------------------------------------------------------------------------------------------
+
+interface ScenarioResult {
+  readonly scenario: Scenario
+  readonly rounds: Record<string, Array<Measurement>>
+}
+
+const ratio = (result: ScenarioResult, server: string, reference: string): number | undefined => {
+  const ours = result.rounds[server]
+  const theirs = result.rounds[reference]
+  if (ours === undefined || theirs === undefined) return undefined
+  return median(ours.map((m, i) => m.rps / theirs[i]!.rps))
+}
+
+const runScenario = async (scenario: Scenario, byName: Map<string, Running>): Promise<ScenarioResult> => {
+  const rounds: Record<string, Array<Measurement>> = {}
+  const list = scenario.servers.map((name) => byName.get(name)!)
+  process.stdout.write(`${scenario.title}: warm-up`)
+  for (const server of list) await load(server, scenario.mode, config.warmupSeconds)
+  for (let round = 0; round < config.rounds; round++) {
+    process.stdout.write(`, round ${round + 1}`)
+    // The order rotates so no server always follows the same one.
+    for (let i = 0; i < list.length; i++) {
+      const server = list[(i + round) % list.length]!
+      const measurement = await load(server, scenario.mode, config.seconds)
+      ;(rounds[server.spec.name] ??= []).push(measurement)
+    }
+  }
+  process.stdout.write(` (${elapsed()})\n`)
+  return { scenario, rounds }
+}
+
+const dropTables = async () => {
+  if (DATABASE_URL === undefined || tables.length === 0) return
+  const { default: Pg } = await import("pg")
+  const client = new Pg.Client({ connectionString: DATABASE_URL })
+  await client.connect()
+  try {
+    for (const table of tables) await client.query(`DROP TABLE IF EXISTS "${table}", "${table}_migrations"`)
+  } finally {
+    await client.end()
+  }
+}
+
+interface Row {
+  readonly scenario?: string
+  readonly server?: string
+  readonly rps?: string
+  readonly p99?: string
+  readonly cpu?: string
+  readonly vs?: string
+  readonly ratio?: string
+  readonly target?: string
+  readonly result?: string
+}
+
+const columns: ReadonlyArray<readonly [keyof Row, string, "left" | "right"]> = [
+  ["scenario", "scenario", "left"],
+  ["server", "server", "left"],
+  ["rps", "req/s (median)", "right"],
+  ["p99", "p99 ms", "right"],
+  ["cpu", "cpu us/req", "right"],
+  ["vs", "vs", "left"],
+  ["ratio", "ratio", "right"],
+  ["target", "target", "left"],
+  ["result", "result", "left"]
+]
+
+const printTable = (rows: ReadonlyArray<Row>) => {
+  const widths = columns.map(([key, title]) => Math.max(title.length, ...rows.map((row) => (row[key] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>) =>
+    cells.map((cell, i) => columns[i]![2] === "right" ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))
+      .join("  ").trimEnd()
+  console.log(line(columns.map(([, title]) => title)))
+  console.log(line(widths.map((width) => "-".repeat(width))))
+  for (const row of rows) console.log(line(columns.map(([key]) => row[key] ?? "")))
+}
+
+const started = Date.now()
+const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`
+
+const main = async () => {
+  ensureTools()
+  // What users run is the compiled library: build it, and resolve "route-registry" to dist/ (bench/tsconfig.json).
+  if (spawnSync("npm", ["run", "build"], { cwd: ROOT, stdio: "inherit" }).status !== 0) {
+    throw new Error("npm run build failed")
+  }
+  const wrkVersion = spawnSync("wrk", ["--version"], { encoding: "utf8" }).stdout.split("\n")[0]?.trim()
+  const notes: Array<string> = []
+  if (QUICK) {
+    notes.push(
+      `--quick: ${config.rounds} rounds of ${config.seconds} s after ${config.warmupSeconds} s of warm-up; ` +
+        `scale with ${config.scaleSeed.toLocaleString("en-US")} routes instead of 1,000,000; no 90/10 mix; ` +
+        "Express, Hono and the web handler left out"
+    )
+  }
+  if (DATABASE_URL === undefined) notes.push("Postgres scenarios skipped: DATABASE_URL is not set")
+  for (const note of notes) console.log(note)
+
+  const needed = new Set(scenarios.flatMap((scenario) => scenario.servers))
+  const specs = servers.filter((spec) => needed.has(spec.name))
+  console.log(
+    `starting ${specs.length} servers (seeding ${config.seed.toLocaleString("en-US")} routes each` +
+      (needed.has(scaleName) ? `, ${config.scaleSeed.toLocaleString("en-US")} for ${scaleName})` : ")")
+  )
+  // Settled all before going on, so a failed start leaves no server unaccounted for.
+  const starts = await Promise.allSettled(specs.map(startServer))
+  for (const start of starts) if (start.status === "rejected") throw start.reason
+  const byName = new Map(running.map((server) => [server.spec.name, server]))
+  for (const server of byName.values()) await check(server)
+  console.log(`started and checked in ${elapsed()}`)
+
+  const results: Array<ScenarioResult> = []
+  for (const scenario of scenarios) results.push(await runScenario(scenario, byName))
+  await stopAll()
+
+  const [library, map, peers] = await Promise.all([memory("library"), memory("map"), memory("peers")])
+  const heap = { library: library!, map: map!, peers: peers! }
+  console.log(`memory: heap per stored route, ${config.memoryRoutes.toLocaleString("en-US")} routes (${elapsed()})`)
+
+  // The table: a line per server and scenario, with its ratio to the scenario's reference and to every target's.
+  const rows: Array<Row> = []
+  const outcomes: Array<Record<string, unknown>> = []
+  for (const result of results) {
+    for (const name of result.scenario.servers) {
+      const measured = result.rounds[name]!
+      const failed = measured.some((m) => m.errors > 0)
+      const first: Row = {
+        scenario: result.scenario.title,
+        server: name,
+        rps: Math.round(median(measured.map((m) => m.rps))).toLocaleString("en-US") + (failed ? " !" : ""),
+        p99: median(measured.map((m) => m.p99Ms)).toFixed(1),
+        cpu: median(measured.map((m) => m.cpuUs)).toFixed(0)
+      }
+      const own = targets.filter((t) => t.scenario === result.scenario.id && t.server === name)
+      const references = [
+        ...own.map((t) => t.reference),
+        ...(name === result.scenario.reference || own.some((t) => t.reference === result.scenario.reference)
+          ? []
+          : [result.scenario.reference])
+      ]
+      if (references.length === 0) rows.push(first)
+      references.forEach((reference, i) => {
+        const value = ratio(result, name, reference)!
+        const target = own.find((t) => t.reference === reference)
+        // A third digit when two would round a miss up to the target.
+        const digits = target !== undefined && Math.abs(value - target.min) < 0.005 ? 3 : 2
+        rows.push({
+          ...(i === 0 ? first : {}),
+          vs: reference,
+          ratio: value.toFixed(digits) + "x",
+          ...(target === undefined ? {} : {
+            target: `>= ${target.min.toFixed(2)}`,
+            result: value >= target.min ? "met" : "MISSED"
+          })
+        })
+        if (target !== undefined) outcomes.push({ ...target, ratio: value, met: value >= target.min })
+      })
+    }
+  }
+  const heapRatio = heap.library / heap.map
+  rows.push({
+    scenario: "heap per route",
+    server: "ours (layerMemory)",
+    rps: `${Math.round(heap.library)} B`,
+    vs: "plain Map",
+    ratio: heapRatio.toFixed(2) + "x",
+    target: `<= ${MEMORY_TARGET.toFixed(2)}`,
+    result: heapRatio <= MEMORY_TARGET ? "met" : "MISSED"
+  })
+  rows.push({ server: "plain Map", rps: `${Math.round(heap.map)} B` })
+  rows.push({
+    server: "peers' two Maps",
+    rps: `${Math.round(heap.peers)} B`,
+    vs: "plain Map",
+    ratio: (heap.peers / heap.map).toFixed(2) + "x"
+  })
+  outcomes.push({
+    scenario: "memory",
+    server: "library",
+    reference: "map",
+    max: MEMORY_TARGET,
+    ratio: heapRatio,
+    met: heapRatio <= MEMORY_TARGET
+  })
+  console.log()
+  printTable(rows)
+  console.log()
+  console.log("ratio: the median over rounds of (server req/s / reference req/s), both measured in the same round.")
+  console.log("cpu: the server's CPU time per request (all its threads), steadier than req/s when the machine is busy.")
+  if (rows.some((row) => row.rps?.endsWith("!") === true)) {
+    console.log("!: some responses failed (status >= 400 or socket errors)")
+  }
+
+  const report = {
+    date: new Date(started).toISOString(),
+    seconds: Math.round((Date.now() - started) / 1000),
+    machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version, wrk: wrkVersion },
+    config,
+    notes,
+    scenarios: results.map((result) => ({
+      id: result.scenario.id,
+      title: result.scenario.title,
+      mode: result.scenario.mode,
+      reference: result.scenario.reference,
+      servers: Object.fromEntries(
+        Object.entries(result.rounds).map(([name, measured]) => [name, {
+          rps: median(measured.map((m) => m.rps)),
+          p99Ms: median(measured.map((m) => m.p99Ms)),
+          ratioToReference: ratio(result, name, result.scenario.reference),
+          rounds: measured
+        }])
+      )
+    })),
+    memory: { routes: config.memoryRoutes, bytesPerRoute: heap, ratioToMap: heapRatio },
+    targets: outcomes
+  }
+  const dir = join(ROOT, "bench/results")
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `${report.date.replace(/[:.]/g, "-")}.json`)
+  writeFileSync(file, JSON.stringify(report, null, 2) + "\n")
+  console.log(`written to ${file} (${report.seconds} s)`)
+}
+
+const cleanUp = async () => {
+  await stopAll()
+  await dropTables().catch((error) => console.error("could not drop the benchmark tables:", error))
+  rmSync(work, { recursive: true, force: true })
+}
+
+process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)))
+main().then(cleanUp, async (error) => {
+  console.error(error)
+  await cleanUp()
+  process.exit(1)
+})

@@ -1,0 +1,98 @@
+/**
+ * The benchmark's servers pass the same HTTP contract suite as the library, so the comparison is between servers
+ * that do the same work: the peers (each over its own store: the suite's store layer is ignored), the Postgres
+ * peer and the library's Node listener on the test database, and the entries that serve the library's adapters.
+ */
+import { afterAll, describe } from "@effect/vitest"
+import { PGlite } from "@electric-sql/pglite"
+import { createPgConfig } from "@electric-sql/pglite/node-postgres"
+import Pg from "pg"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as OursHttpApp from "../bench/ours/http-app.js"
+import * as OursNodeListener from "../bench/ours/node-listener.js"
+import * as OursWebHandler from "../bench/ours/web-handler.js"
+import * as EffectHttpApi from "../bench/peers/effect-httpapi.js"
+import * as Express from "../bench/peers/express.js"
+import * as FastifyPg from "../bench/peers/fastify-pg.js"
+import * as Fastify from "../bench/peers/fastify.js"
+import * as Hono from "../bench/peers/hono.js"
+import * as RawNode from "../bench/peers/raw-node.js"
+import type { Database, Options, Started } from "../bench/peers/shared.js"
+import type { Adapter } from "./utils/adapters.js"
+import { fetchFrom } from "./utils/adapters.js"
+import { ADMIN, httpContract, READER, WRITER } from "./utils/httpContract.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
+
+const tokens: Options["tokens"] = [
+  { token: ADMIN, scopes: ["routes:read", "routes:write"] },
+  { token: READER, scopes: ["routes:read"] },
+  { token: WRITER, scopes: ["routes:write"] }
+]
+
+const asAdapter = (
+  name: string,
+  start: (options: Options) => Promise<Started>,
+  database?: () => Database
+): Adapter => ({
+  name,
+  start: async (_services, options) => {
+    const server = await start({
+      tokens,
+      maxBodyBytes: options?.maxBodyBytes,
+      bodyTimeoutMillis: options?.bodyTimeoutMillis,
+      database: database?.()
+    })
+    const origin = `http://127.0.0.1:${server.port}`
+    return { send: fetchFrom(origin), fetch: globalThis.fetch, origin, close: server.close }
+  }
+})
+
+const memory: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
+  ["raw node:http", RawNode.start],
+  ["Fastify", Fastify.start],
+  ["Express", Express.start],
+  ["Hono", Hono.start],
+  ["stock Effect HttpApi", EffectHttpApi.start],
+  ["ours: NodeListener", OursNodeListener.start],
+  ["ours: RoutingHttpApp", OursHttpApp.start],
+  ["ours: WebHandler on @hono/node-server", OursWebHandler.start]
+]
+
+describe("benchmark servers", () => {
+  for (const [name, start] of memory) {
+    describe(name, () => httpContract(asAdapter(name, start), RouteRepository.layerMemory))
+  }
+  describe("Fastify, 1 KiB body limit", () =>
+    httpContract(asAdapter("Fastify", Fastify.start), RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
+
+  describe("on Postgres", () => {
+    if (process.env.CI === "true" && !TestDatabase.usingServer) {
+      throw new Error("CI must test against the PostgreSQL server: set DATABASE_URL (see .ci/run)")
+    }
+    // The test database: the server named by DATABASE_URL, else an embedded PGlite (one session, one connection).
+    let pool: Promise<Pg.Pool> | undefined
+    const database = () => {
+      pool ??= TestDatabase.usingServer
+        ? Promise.resolve(new Pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 }))
+        : PGlite.create().then((pglite) => new Pg.Pool(createPgConfig(pglite) as Pg.PoolConfig))
+      return pool
+    }
+    afterAll(() => pool?.then((pool) => pool.end()))
+    // A fresh table for each server, dropped with its migrations table when the server closes.
+    const onFreshTable = (start: (options: Options) => Promise<Started>) => async (options: Options) => {
+      const db = { pool: await database(), table: TestDatabase.freshTable() }
+      const server = await start({ ...options, database: db })
+      return {
+        ...server,
+        close: async () => {
+          await server.close()
+          await db.pool.query(`DROP TABLE IF EXISTS "${db.table}", "${db.table}_migrations"`)
+        }
+      }
+    }
+    describe("Fastify + pg.Pool", () =>
+      httpContract(asAdapter("Fastify + pg", onFreshTable(FastifyPg.start)), RouteRepository.layerMemory))
+    describe("ours: NodeListener", () =>
+      httpContract(asAdapter("NodeListener + pg", onFreshTable(OursNodeListener.start)), RouteRepository.layerMemory))
+  })
+})
