@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import * as Route from "./Route.js"
 
 /**
@@ -77,24 +77,24 @@ export class RouteIdGenerator extends Context.Reference<RouteIdGenerator>()("rou
 }) {}
 
 /**
- * Turns a create input into the route a store will keep, with an id from `ids` and `createdAt` from the `Clock`
- * (one reading, so the id's timestamp and `createdAt` agree).
+ * The route a store will keep for a create input: its id from `ids` stamped with `millis`, and `createdAt` the
+ * same instant. Stores read `millis` from Effect's `Clock` (`Effect.clockWith`), so `TestClock` controls it.
  *
  * @since 0.1.0
  */
 export const makeRoute = (
   ids: Context.Tag.Service<RouteIdGenerator>,
-  input: Route.CreateRoute
-): Effect.Effect<Route.Route> =>
-  Effect.map(Clock.currentTimeMillis, (millis) =>
-    new Route.Route({
-      id: ids.next(millis),
-      method: input.method,
-      path: input.path,
-      middleware: input.middleware,
-      handler: input.handler,
-      createdAt: new Date(millis)
-    }, true))
+  input: Route.CreateRoute,
+  millis: number
+): Route.Route =>
+  new Route.Route({
+    id: ids.next(millis),
+    method: input.method,
+    path: input.path,
+    middleware: input.middleware,
+    handler: input.handler,
+    createdAt: new Date(millis)
+  }, true)
 
 /**
  * The key under which two conflicting routes collide: method and shape.
@@ -114,19 +114,19 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
   const idByKey = new Map<string, string>()
   return RouteRepository.of({
     create: (input) =>
-      Effect.flatMap(makeRoute(ids, input), (route) =>
-        Effect.suspend(() => {
-          const key = conflictKey(route.method, route.path)
-          const existing = idByKey.get(key)
-          if (existing !== undefined) {
-            return Effect.fail(
-              new RouteConflict({ method: route.method, path: route.path, conflictingRouteId: existing }, true)
-            )
-          }
-          idByKey.set(key, route.id)
-          byId.set(route.id, route)
-          return Effect.succeed(route)
-        })),
+      Effect.clockWith((clock) => {
+        const key = conflictKey(input.method, input.path)
+        const existing = idByKey.get(key)
+        if (existing !== undefined) {
+          return Effect.fail(
+            new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: existing }, true)
+          )
+        }
+        const route = makeRoute(ids, input, clock.unsafeCurrentTimeMillis())
+        idByKey.set(key, route.id)
+        byId.set(route.id, route)
+        return Effect.succeed(route)
+      }),
     unsafeFindById: (id) => byId.get(id),
     findById: (id) =>
       Effect.suspend(() => {
