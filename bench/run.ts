@@ -38,7 +38,7 @@ const QUICK = flag("--quick")
 const config = {
   quick: QUICK,
   rounds: numberOption("--rounds", QUICK ? 3 : 5),
-  seconds: numberOption("--duration", QUICK ? 2 : 5),
+  seconds: numberOption("--duration", QUICK ? 1 : 5),
   warmupSeconds: QUICK ? 1 : 3,
   connections: 50,
   seed: 1_000,
