@@ -5,9 +5,10 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import { Cause, Effect, Exit, FiberRef, ManagedRuntime, Runtime, Scheduler } from "effect"
+import { Cause, Effect, Exit, FiberRef, Runtime, Scheduler } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Body from "./internal/body.js"
+import * as Disposable from "./internal/disposable.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -106,16 +107,7 @@ export const make = (
  *
  * @since 0.1.0
  */
-export const fromLayer = async <E>(
+export const fromLayer = <E>(
   layer: Layer.Layer<RoutingHandler.Services, E>,
   options: Options = {}
-): Promise<DisposableListener> => {
-  const runtime = ManagedRuntime.make(layer)
-  try {
-    const listener = await runtime.runPromise(make(options))
-    return Object.assign(listener, { dispose: () => runtime.dispose() })
-  } catch (error) {
-    await runtime.dispose()
-    throw error
-  }
-}
+): Promise<DisposableListener> => Disposable.fromLayer(layer, make(options))

@@ -6,8 +6,9 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import { Effect, Exit, ManagedRuntime, Runtime } from "effect"
+import { Effect, Exit, Runtime } from "effect"
 import * as Body from "./internal/body.js"
+import * as Disposable from "./internal/disposable.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -66,16 +67,7 @@ export const make = (
  *
  * @since 0.1.0
  */
-export const fromLayer = async <E>(
+export const fromLayer = <E>(
   layer: Layer.Layer<RoutingHandler.Services, E>,
   options: Options = {}
-): Promise<DisposableHandler> => {
-  const runtime = ManagedRuntime.make(layer)
-  try {
-    const handler = await runtime.runPromise(make(options))
-    return Object.assign(handler, { dispose: () => runtime.dispose() })
-  } catch (error) {
-    await runtime.dispose()
-    throw error
-  }
-}
+): Promise<DisposableHandler> => Disposable.fromLayer(layer, make(options))
