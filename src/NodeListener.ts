@@ -86,6 +86,10 @@ export const make = (
         return write(res, RoutingHandler.notFound)
       }
       const respond = (exit: Exit.Exit<RoutingHandler.Response>) => {
+        // The core answers every failure; a fiber that ends without an answer was interrupted from outside.
+        if (Exit.isFailure(exit)) {
+          runFork(Effect.logWarning("route-registry: a request ended without an answer", exit.cause))
+        }
         try {
           write(res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
         } catch (error) {

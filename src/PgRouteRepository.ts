@@ -8,7 +8,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { ConfigError } from "effect"
-import { Clock, Config, Context, Duration, Effect, FiberId, Layer, Runtime } from "effect"
+import { Cause, Clock, Config, Context, Duration, Effect, Exit, FiberId, Layer, Runtime } from "effect"
 import * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 
@@ -107,18 +107,22 @@ const toStoreError = (error: SqlError) =>
 const withDeadline = <A, E, E2>(
   effect: Effect.Effect<A, E>,
   millis: number,
-  onTimeout: () => E2
+  onTimeout: () => E2,
+  onInterrupted: () => E2
 ): Effect.Effect<A, E | E2> =>
   Effect.flatMap(Effect.runtime<never>(), (runtime) =>
     Effect.async<A, E | E2>((resume) => {
       const fiber = Runtime.runFork(runtime)(effect)
       const timer = setTimeout(() => {
-        fiber.unsafeInterruptAsFork(FiberId.none)
+        // Answer first: interrupting may complete the fiber at once (on an immediate scheduler), and only the
+        // first resume counts.
         resume(Effect.fail(onTimeout()))
+        fiber.unsafeInterruptAsFork(FiberId.none)
       }, millis)
       fiber.addObserver((exit) => {
         clearTimeout(timer)
-        resume(exit)
+        // Interrupted by anything but this caller (a pool or runtime shutting down): the store could not answer.
+        resume(Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? Effect.fail(onInterrupted()) : exit)
       })
       return Effect.sync(() => {
         clearTimeout(timer)
@@ -222,11 +226,14 @@ export const make = (
         reason: `the database did not answer within ${Duration.format(queryTimeout)}`
       })
 
+    const interrupted = () => new RouteRepository.StoreUnavailable({ reason: "the database operation was interrupted" })
+
     const guard = <A, E>(effect: Effect.Effect<A, E | SqlError>) =>
       withDeadline(
         Effect.catchIf(effect, (e): e is SqlError => (e as { _tag?: unknown })._tag === "SqlError", toStoreError),
         millis,
-        timedOut
+        timedOut,
+        interrupted
       )
 
     return RouteRepository.RouteRepository.of({

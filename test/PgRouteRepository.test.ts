@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, String as Str } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Scheduler, String as Str } from "effect"
 import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
@@ -106,29 +106,42 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
       yield* sql`DROP TABLE ${sql(table)}, ${sql(`${table}_migrations`)}`
     }))
 
-  it.effect("an operation past queryTimeout fails with StoreUnavailable", () => {
-    const table = TestDatabase.freshTable()
-    return Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const repo = yield* RouteRepository.RouteRepository
-      const created = yield* Effect.flatMap(body("/slow"), repo.create)
-      const locked = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      // Hold a lock on the table so the lookup cannot finish; the timeout must answer for it.
-      const holder = yield* sql.withTransaction(
-        Effect.zipRight(
-          sql`LOCK TABLE ${sql(table)} IN ACCESS EXCLUSIVE MODE`,
-          Effect.zipRight(Deferred.succeed(locked, undefined), Deferred.await(release))
+  describe("an operation past queryTimeout fails with StoreUnavailable", () => {
+    // A pool of one connection, held by another fiber: the next operation waits for it, and only the timeout can
+    // answer. Run on the default scheduler and on an immediate one (as the Node listener runs requests), where
+    // interrupting the waiting operation completes it at once: the caller must still get the timeout.
+    for (const scheduler of ["default", "immediate"] as const) {
+      it.effect(`on the ${scheduler} scheduler`, () => {
+        const table = TestDatabase.freshTable()
+        return Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const repo = yield* RouteRepository.RouteRepository
+          const created = yield* Effect.flatMap(body("/slow"), repo.create)
+          const held = yield* Deferred.make<void>()
+          const release = yield* Deferred.make<void>()
+          const holder = yield* sql.withTransaction(
+            Effect.zipRight(Deferred.succeed(held, undefined), Deferred.await(release))
+          ).pipe(Effect.fork)
+          yield* Deferred.await(held)
+          const lookup = repo.findById(created.id)
+          const exit = yield* Effect.exit(
+            scheduler === "immediate" ? Effect.withScheduler(lookup, Scheduler.make((task) => task())) : lookup
+          )
+          assert.isTrue(Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause), String(exit))
+          assert.include(String(exit), "StoreUnavailable")
+          assert.include(String(exit), "did not answer within 300ms")
+          yield* Deferred.succeed(release, undefined)
+          yield* Fiber.join(holder)
+          assert.strictEqual((yield* repo.findById(created.id)).id, created.id) // the store recovers
+        }).pipe(
+          Effect.provide(
+            TestDatabase.storeLayer({ table, queryTimeout: "300 millis" }).pipe(
+              Layer.provideMerge(TestDatabase.layer({ maxConnections: 1 }))
+            )
+          )
         )
-      ).pipe(Effect.fork)
-      yield* Deferred.await(locked)
-      const error = yield* Effect.flip(repo.findById(created.id))
-      assert.strictEqual(error._tag, "StoreUnavailable")
-      assert.include(error.message, "did not answer within 300ms")
-      yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(holder)
-      assert.strictEqual((yield* repo.findById(created.id)).id, created.id)
-    }).pipe(Effect.provide(TestDatabase.storeLayer({ table, queryTimeout: "300 millis" })))
+      })
+    }
   })
 
   it("refuses a table or schema name that is not a plain identifier when the layer is made", () => {

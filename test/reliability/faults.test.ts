@@ -8,13 +8,13 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
-import { Layer, Redacted } from "effect"
+import { Cause, Layer, Logger, Redacted } from "effect"
 import { execFileSync, spawnSync } from "node:child_process"
 import { readdirSync } from "node:fs"
 import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import { nodeListener, type Received } from "../utils/adapters.js"
-import { get, post, quiet, tokens } from "../utils/httpContract.js"
+import { get, post, tokens } from "../utils/httpContract.js"
 import * as TestDatabase from "../utils/TestDatabase.js"
 
 const APPLICATION = "rr-fault-test"
@@ -71,7 +71,13 @@ describe("database faults under load", () => {
       connectTimeout: "2 seconds"
     })
     const store = PgRouteRepository.layer({ queryTimeout: QUERY_TIMEOUT_MS }).pipe(Layer.provide(client))
-    const server = await nodeListener.start(Layer.mergeAll(store, tokens, quiet))
+    // The causes of any 500 are logged: keep them, to say what went wrong if one appears.
+    const logged: Array<string> = []
+    const capture = Logger.replace(
+      Logger.defaultLogger,
+      Logger.make(({ cause, message }) => logged.push(`${message} ${Cause.pretty(cause)}`))
+    )
+    const server = await nodeListener.start(Layer.mergeAll(store, tokens, capture))
     const outcomes: Array<Outcome> = []
     const created: Array<Received> = []
     let running = true
@@ -119,7 +125,9 @@ describe("database faults under load", () => {
       await Promise.all(workers)
 
       const statuses = new Set(outcomes.map((o) => o.status))
-      for (const status of statuses) assert.isTrue(ALLOWED.has(status as number), `answered ${status}`)
+      for (const status of statuses) {
+        assert.isTrue(ALLOWED.has(status as number), `answered ${status}; logged:\n${logged.join("\n").slice(0, 4000)}`)
+      }
       assert.isTrue(statuses.has(503), "the outage was never seen: the test did not test anything")
       const resumed = outcomes.find((o) => o.at >= back && o.status === 201)
       assert.isDefined(resumed, "no create succeeded after the database came back")

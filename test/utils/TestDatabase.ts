@@ -15,7 +15,10 @@ import * as PgRouteRepository from "route-registry/PgRouteRepository"
 const url = process.env.DATABASE_URL
 export const usingServer = url !== undefined && url !== ""
 
-export type ClientOptions = Pick<PgClient.PgClientConfig, "transformResultNames" | "transformQueryNames">
+export type ClientOptions = Pick<
+  PgClient.PgClientConfig,
+  "transformResultNames" | "transformQueryNames" | "maxConnections"
+>
 
 // One PGlite per test file: it is a single session, so every client shares its one pool.
 let embedded: Promise<Pg.Pool> | undefined
@@ -28,7 +31,9 @@ export const layer = (options: ClientOptions = {}): Layer.Layer<PgClient.PgClien
   if (process.env.CI === "true") {
     return Layer.die(new Error("CI must test against the PostgreSQL server: set DATABASE_URL (see .ci/run)"))
   }
-  return PgClient.layerFromPool({ acquire: Effect.promise(embeddedPool), ...options })
+  // The embedded database has one connection whatever is asked.
+  const { maxConnections: _, ...transforms } = options
+  return PgClient.layerFromPool({ acquire: Effect.promise(embeddedPool), ...transforms })
 }
 
 let counter = 0
