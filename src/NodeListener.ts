@@ -9,6 +9,7 @@ import { Cause, Effect, Exit, FiberRef, Runtime, Scheduler } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Body from "./internal/body.js"
 import * as Disposable from "./internal/disposable.js"
+import * as Target from "./internal/target.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -49,13 +50,6 @@ class NodeRequest implements RoutingHandler.Request {
   }
 }
 
-const pathOf = (url: string): string => {
-  // Absolute-form targets ("http://host/path") are rare but legal (RFC 9112 §3.2.2).
-  const path = url.charCodeAt(0) === 47 ? url : new URL(url, "http://localhost").pathname
-  const query = path.indexOf("?")
-  return query === -1 ? path : path.slice(0, query)
-}
-
 const write = (res: ServerResponse, response: RoutingHandler.Response) => {
   if (res.headersSent || res.destroyed) return
   // An explicit length spares the chunked encoding writeHead would otherwise commit to.
@@ -80,7 +74,7 @@ export const make = (
     const runtime = Runtime.setFiberRef(yield* Effect.runtime<never>(), FiberRef.currentScheduler, immediate)
     const runFork = Runtime.runFork(runtime)
     return (req, res, next) => {
-      const effect = handler.handle(new NodeRequest(req, pathOf(req.url ?? "/")))
+      const effect = handler.handle(new NodeRequest(req, Target.pathOf(req.url ?? "/")))
       if (effect === undefined) {
         if (next !== undefined) return next()
         return write(res, RoutingHandler.notFound)

@@ -52,8 +52,6 @@ export interface Response {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
-  /** The request body may be left unread: the adapter should close the connection after answering. */
-  readonly close?: boolean
 }
 
 /**
@@ -300,22 +298,17 @@ export const makeWith = (
   const bodyTimeout = options.bodyTimeoutMillis ?? DEFAULT_BODY_TIMEOUT_MILLIS
   const retryAfter = String(options.retryAfterSeconds ?? 1)
 
-  const TOO_LARGE = new Refusal({
-    ...problem(
-      "payload_too_large",
-      `The body is larger than the limit of ${maxBodyBytes} bytes: send a smaller route definition.`,
-      { connection: "close" }
-    ),
-    close: true
-  })
-  const TIMED_OUT = new Refusal({
-    ...problem(
-      "request_timeout",
-      `The body did not arrive within ${bodyTimeout} ms: send it in full, without pauses.`,
-      { connection: "close" }
-    ),
-    close: true
-  })
+  // Connection: close, because the rest of the body is left unread.
+  const TOO_LARGE = new Refusal(problem(
+    "payload_too_large",
+    `The body is larger than the limit of ${maxBodyBytes} bytes: send a smaller route definition.`,
+    { connection: "close" }
+  ))
+  const TIMED_OUT = new Refusal(problem(
+    "request_timeout",
+    `The body did not arrive within ${bodyTimeout} ms: send it in full, without pauses.`,
+    { connection: "close" }
+  ))
   const INCOMPLETE = new Refusal(problem(
     "malformed_json",
     "The body ended before it was complete: send the whole JSON object."

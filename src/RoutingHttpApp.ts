@@ -9,6 +9,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect } from "effect"
 import * as Body from "./internal/body.js"
+import * as Target from "./internal/target.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -37,11 +38,6 @@ const bodyOf = (request: HttpServerRequest.HttpServerRequest) => {
   return Body.fromStream(request.stream)
 }
 
-const pathOf = (url: string) => {
-  const query = url.indexOf("?")
-  return query === -1 ? url : url.slice(0, query)
-}
-
 /**
  * Builds the app over the services in context.
  *
@@ -56,7 +52,7 @@ export const make = (
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
         const effect = handler.handle({
           method: request.method,
-          path: pathOf(request.url),
+          path: Target.pathOf(request.url),
           header: (name) => request.headers[name],
           body: bodyOf(request)
         })
