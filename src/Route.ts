@@ -1,14 +1,17 @@
 /**
  * The route model: identifiers, field rules, the path-pattern grammar and the create input.
  *
- * Every rule of the contract (§1–§2) lives here once. The fast validators (`parsePath`, `validateCreate`) are
- * plain functions so the HTTP hot path pays no Schema overhead; the Schemas below reuse the same checks so the
- * OpenAPI document, the typed client and programmatic callers see exactly the same rules.
+ * Every rule of the contract (§1–§2) has one home: the grammar (`checkMethod`, `checkName`, `parsePath`) and the
+ * body validators (`validateCreate`, `validatePatch`) are plain functions, so the HTTP hot path pays no Schema
+ * overhead; the Schemas below are built on the same checks, so the OpenAPI document, the typed client and
+ * programmatic callers accept and refuse exactly what the HTTP API does.
  *
  * @since 0.1.0
  */
 import { Effect, Either, Schema } from "effect"
 import * as Uuid from "uuid"
+import * as Grammar from "./internal/grammar.js"
+import * as Validate from "./internal/validate.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Issues
@@ -75,349 +78,80 @@ export type RouteId = typeof RouteId.Type
 export const makeRouteId = (millis: number): RouteId => Uuid.v7({ msecs: millis }) as RouteId
 
 // ---------------------------------------------------------------------------------------------------------------
-// Field rules
+// Grammar
 // ---------------------------------------------------------------------------------------------------------------
-
-/** @internal */
-const METHOD_PATTERN = /^[A-Z]+(?:-[A-Z]+)*$/
-/** @internal */
-const NAME_PATTERN = /^[A-Za-z_$][A-Za-z0-9_$.:#/-]*$/
 
 /**
  * Largest number of middleware names a route may list.
  *
  * @since 0.1.0
  */
-export const MAX_MIDDLEWARE = 32
+export const MAX_MIDDLEWARE: number = Grammar.MAX_MIDDLEWARE
 /**
  * @since 0.1.0
  */
-export const MAX_NAME_LENGTH = 128
+export const MAX_NAME_LENGTH: number = Grammar.MAX_NAME_LENGTH
 /**
  * @since 0.1.0
  */
-export const MAX_METHOD_LENGTH = 32
+export const MAX_METHOD_LENGTH: number = Grammar.MAX_METHOD_LENGTH
 /**
  * @since 0.1.0
  */
-export const MAX_PATH_LENGTH = 2048
+export const MAX_PATH_LENGTH: number = Grammar.MAX_PATH_LENGTH
 /**
  * @since 0.1.0
  */
-export const MAX_PARAM_NAME_LENGTH = 64
+export const MAX_PARAM_NAME_LENGTH: number = Grammar.MAX_PARAM_NAME_LENGTH
 
 /**
  * Why `method` is refused, or `undefined` when it is a valid HTTP method token.
  *
  * @since 0.1.0
  */
-export const checkMethod = (s: string): string | undefined => {
-  if (s.length === 0) return "must not be empty: use an HTTP method such as \"GET\""
-  if (s.length > MAX_METHOD_LENGTH) return `must be at most ${MAX_METHOD_LENGTH} characters (got ${s.length})`
-  if (METHOD_PATTERN.test(s)) return undefined
-  const upper = s.toUpperCase()
-  if (METHOD_PATTERN.test(upper)) {
-    return `methods are case-sensitive and written in uppercase: use "${upper}" instead of ${JSON.stringify(s)}`
-  }
-  return `${
-    JSON.stringify(s)
-  } is not an HTTP method: use uppercase letters, with single hyphens between words (e.g. "GET", "M-SEARCH")`
-}
+export const checkMethod: (s: string) => string | undefined = Grammar.checkMethod
 
 /**
  * Why a middleware or handler name is refused, or `undefined` when it is valid.
  *
  * @since 0.1.0
  */
-export const checkName = (s: string): string | undefined => {
-  if (s.length === 0) return "must not be empty"
-  if (s.length > MAX_NAME_LENGTH) return `must be at most ${MAX_NAME_LENGTH} characters (got ${s.length})`
-  if (NAME_PATTERN.test(s)) return undefined
-  const first = s.charCodeAt(0)
-  if (!isNameStart(first)) {
-    return `${JSON.stringify(s)} must start with a letter, "_" or "$"`
-  }
-  for (let i = 1; i < s.length; i++) {
-    if (!isNameChar(s.charCodeAt(i))) {
-      return `${JSON.stringify(s)} has ${
-        describeChar(s, i)
-      } at index ${i}: names may contain only letters, digits and _ $ . : # / -`
-    }
-  }
-  return `${JSON.stringify(s)} is not a valid name`
-}
+export const checkName: (s: string) => string | undefined = Grammar.checkName
 
-const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122)
-const isDigit = (c: number) => c >= 48 && c <= 57
-const isNameStart = (c: number) => isLetter(c) || c === 95 /* _ */ || c === 36 /* $ */
-const isNameChar = (c: number) =>
-  isNameStart(c) || isDigit(c) || c === 46 /* . */ || c === 58 /* : */ || c === 35 /* # */ || c === 47 /* / */ ||
-  c === 45 /* - */
-
-// ---------------------------------------------------------------------------------------------------------------
-// Path patterns
-// ---------------------------------------------------------------------------------------------------------------
+/**
+ * Why a middleware list is refused for its length, or `undefined`.
+ *
+ * @since 0.1.0
+ */
+export const checkMiddlewareList: (names: ReadonlyArray<unknown>) => string | undefined = Grammar.checkMiddlewareList
 
 /**
  * One segment of a parsed path pattern.
  *
  * @since 0.1.0
  */
-export type PathSegment =
-  | { readonly _tag: "Static"; readonly value: string }
-  | { readonly _tag: "Param"; readonly name: string }
+export type PathSegment = Grammar.PathSegment
 
 /**
  * A path pattern that passed every rule.
  *
  * @since 0.1.0
  */
-export interface ParsedPath {
-  readonly path: RoutePath
-  readonly segments: ReadonlyArray<PathSegment>
-  readonly params: ReadonlyArray<string>
-  /** The path with every parameter name removed: `/users/:/posts/:`. */
-  readonly shape: string
-}
+export type ParsedPath = Grammar.ParsedPath
 
 /**
  * A problem in a path pattern: `index` is the 0-based offset in the path where it was found.
  *
  * @since 0.1.0
  */
-export interface PathIssue {
-  readonly index: number
-  readonly message: string
-}
-
-// Characters a static segment may contain as they are (RFC 3986 pchar without "%" and ":").
-const STATIC_CHAR = (() => {
-  const table = new Uint8Array(128)
-  for (let c = 0; c < 128; c++) if (isLetter(c) || isDigit(c)) table[c] = 1
-  for (const ch of "-._~!$&'+,;=@") table[ch.charCodeAt(0)] = 1
-  return table
-})()
-
-const isHex = (c: number) => isDigit(c) || (c >= 65 && c <= 70)
-const isLowerHex = (c: number) => c >= 97 && c <= 102
-
-const hexValue = (c: number) => (c <= 57 ? c - 48 : (c | 0x20) - 87)
-
-const isUnreserved = (c: number) =>
-  isLetter(c) || isDigit(c) || c === 45 /* - */ || c === 46 /* . */ || c === 95 /* _ */ || c === 126 /* ~ */
-
-const describeChar = (s: string, i: number): string => {
-  const c = s.codePointAt(i)!
-  if (c === 32) return "a space"
-  if (c < 32 || c === 127) return `the control character U+${c.toString(16).toUpperCase().padStart(4, "0")}`
-  return JSON.stringify(String.fromCodePoint(c))
-}
-
-const percentEncode = (ch: string): string =>
-  Array.from(new TextEncoder().encode(ch), (b) => "%" + b.toString(16).toUpperCase().padStart(2, "0")).join("")
-
-// Why one character of a path (outside a percent-escape) is refused; `null` for allowed static characters.
-const pathCharProblem = (s: string, i: number): string | null => {
-  const c = s.charCodeAt(i)
-  if (c < 128 && STATIC_CHAR[c] === 1) return null
-  switch (c) {
-    case 63: // ?
-      return `"?" at index ${i}: a path pattern has no query string; remove it and everything after it`
-    case 35: // #
-      return `"#" at index ${i}: a path pattern has no fragment; remove it and everything after it`
-    case 32:
-      return `a space at index ${i}: percent-encode it as %20`
-    case 42: // *
-      return `"*" at index ${i}: wildcards are not supported; use a parameter segment such as /:name`
-    case 40: // (
-    case 41: // )
-      return `${JSON.stringify(s[i])} at index ${i}: regular-expression groups are not supported`
-    case 58: // :
-      return `":" at index ${i}: a colon may only start a segment, as in /:name`
-  }
-  if (c >= 128) {
-    const ch = String.fromCodePoint(s.codePointAt(i)!)
-    return `the non-ASCII character ${JSON.stringify(ch)} at index ${i}: percent-encode its UTF-8 bytes as ${
-      percentEncode(ch)
-    }`
-  }
-  return `${describeChar(s, i)} at index ${i} is not allowed in a path: percent-encode it as %${
-    c.toString(16).toUpperCase().padStart(2, "0")
-  }`
-}
-
-// UTF-16 units taken by the character at `i`, so a surrogate pair is reported once.
-const charWidth = (s: string, i: number) => (s.codePointAt(i)! > 0xffff ? 2 : 1)
+export type PathIssue = Grammar.PathIssue
 
 /**
  * Parses a path pattern, returning the parsed pattern or every problem found, each with its position.
  *
  * @since 0.1.0
  */
-export const parsePath = (path: string): Either.Either<ParsedPath, ReadonlyArray<PathIssue>> => {
-  const issues: Array<PathIssue> = []
-  const length = path.length
-  if (length === 0) {
-    return Either.left([{ index: 0, message: "must not be empty: a path pattern starts with \"/\", as in /users/:id" }])
-  }
-  if (length > MAX_PATH_LENGTH) {
-    return Either.left([{
-      index: MAX_PATH_LENGTH,
-      message: `must be at most ${MAX_PATH_LENGTH} characters (got ${length})`
-    }])
-  }
-  if (path === "/") return Either.right({ path: path as RoutePath, segments: [], params: [], shape: "/" })
-
-  let start = 0
-  if (path.charCodeAt(0) !== 47) {
-    issues.push({ index: 0, message: `must start with "/" (found ${describeChar(path, 0)} at index 0)` })
-  } else {
-    start = 1
-  }
-
-  const segments: Array<PathSegment> = []
-  const params: Array<string> = []
-  const paramIndex = new Map<string, number>()
-
-  while (start <= length) {
-    let end = path.indexOf("/", start)
-    if (end === -1) end = length
-    if (end === start) {
-      if (end === length) {
-        issues.push({ index: start - 1, message: `trailing slash at index ${start - 1}: remove it` })
-      } else {
-        issues.push({ index: start - 1, message: `empty segment ("//") at index ${start - 1}: remove the extra "/"` })
-      }
-    } else if (path.charCodeAt(start) === 58 /* : */) {
-      const name = parseParam(path, start, end, issues)
-      if (name !== undefined) {
-        const seen = paramIndex.get(name)
-        if (seen !== undefined) {
-          issues.push({
-            index: start,
-            message: `parameter name "${name}" at index ${start} is already used at index ${seen}: rename one of them`
-          })
-        } else {
-          paramIndex.set(name, start)
-          params.push(name)
-          segments.push({ _tag: "Param", name })
-        }
-      }
-    } else {
-      const value = path.slice(start, end)
-      if (value === "." || value === "..") {
-        issues.push({
-          index: start,
-          message: `the dot segment "${value}" at index ${start} is not allowed: write the path without it`
-        })
-      } else if (checkStatic(path, start, end, issues)) {
-        segments.push({ _tag: "Static", value })
-      }
-    }
-    start = end + 1
-  }
-
-  if (issues.length > 0) return Either.left(issues)
-  return Either.right({ path: path as RoutePath, segments, params, shape: shapeOf(path as RoutePath) })
-}
-
-// Checks a parameter segment `path[start, end)` (starting with ":"); returns its name when valid.
-const parseParam = (path: string, start: number, end: number, issues: Array<PathIssue>): string | undefined => {
-  const nameStart = start + 1
-  if (nameStart === end) {
-    issues.push({ index: start, message: `empty parameter name at index ${start}: write a name after ":", as in /:id` })
-    return undefined
-  }
-  let ok = true
-  const first = path.charCodeAt(nameStart)
-  if (!(isLetter(first) || first === 95)) {
-    ok = false
-    issues.push({
-      index: nameStart,
-      message: isDigit(first)
-        ? `parameter name at index ${nameStart} starts with a digit: start it with a letter or "_"`
-        : paramCharMessage(path, nameStart)
-    })
-  }
-  for (let i = nameStart + charWidth(path, nameStart); i < end; i += charWidth(path, i)) {
-    const c = path.charCodeAt(i)
-    if (!(isLetter(c) || isDigit(c) || c === 95)) {
-      ok = false
-      issues.push({ index: i, message: paramCharMessage(path, i) })
-    }
-  }
-  if (end - nameStart > MAX_PARAM_NAME_LENGTH) {
-    ok = false
-    issues.push({
-      index: nameStart,
-      message: `parameter name at index ${nameStart} is ${
-        end - nameStart
-      } characters long: at most ${MAX_PARAM_NAME_LENGTH} are allowed`
-    })
-  }
-  return ok ? path.slice(nameStart, end) : undefined
-}
-
-const paramCharMessage = (path: string, i: number): string => {
-  const c = path.charCodeAt(i)
-  // Characters with a dedicated explanation (query, fragment, wildcard, …) keep it inside parameter names too.
-  if (c === 63 || c === 35 || c === 32 || c === 42 || c === 40 || c === 41 || c === 58 || c >= 128) {
-    return pathCharProblem(path, i)!
-  }
-  return `${describeChar(path, i)} at index ${i} is not allowed in a parameter name: use letters, digits and "_"`
-}
-
-// Checks a static segment `path[start, end)`; returns true when valid.
-const checkStatic = (path: string, start: number, end: number, issues: Array<PathIssue>): boolean => {
-  let ok = true
-  let i = start
-  while (i < end) {
-    const c = path.charCodeAt(i)
-    if (c === 37 /* % */) {
-      const problem = percentProblem(path, i, end)
-      if (problem !== null) {
-        ok = false
-        issues.push({ index: i, message: problem })
-      }
-      // A "%" that starts no escape covers itself only: what follows is checked on its own.
-      i += hasHexPair(path, i, end) ? 3 : 1
-      continue
-    }
-    const problem = pathCharProblem(path, i)
-    if (problem !== null) {
-      ok = false
-      issues.push({ index: i, message: problem })
-    }
-    i += charWidth(path, i)
-  }
-  return ok
-}
-
-// Two hex digits, in either case, follow the "%" at `i`.
-const hasHexPair = (path: string, i: number, end: number): boolean =>
-  i + 2 < end && isAnyHex(path.charCodeAt(i + 1)) && isAnyHex(path.charCodeAt(i + 2))
-
-const isAnyHex = (c: number) => isHex(c) || isLowerHex(c)
-
-const percentProblem = (path: string, i: number, end: number): string | null => {
-  if (hasHexPair(path, i, end)) {
-    const h1 = path.charCodeAt(i + 1)
-    const h2 = path.charCodeAt(i + 2)
-    if (!isHex(h1) || !isHex(h2)) {
-      return `percent-escape "${path.slice(i, i + 3)}" at index ${i}: write its hex digits in uppercase, as "${
-        path.slice(i, i + 3).toUpperCase()
-      }"`
-    }
-    const byte = hexValue(h1) * 16 + hexValue(h2)
-    if (isUnreserved(byte)) {
-      return `percent-escape "${path.slice(i, i + 3)}" at index ${i} encodes ${
-        JSON.stringify(String.fromCharCode(byte))
-      }: write that character plainly`
-    }
-    return null
-  }
-  return `"%" at index ${i} does not start a percent-escape: write "%" followed by two uppercase hex digits (a literal "%" is %25)`
-}
+export const parsePath: (path: string) => Either.Either<ParsedPath, ReadonlyArray<PathIssue>> = Grammar.parsePath
 
 /**
  * The shape of a valid path: every parameter name removed (`/users/:id` → `/users/:`). Two routes with the
@@ -425,13 +159,13 @@ const percentProblem = (path: string, i: number, end: number): string | null => 
  *
  * @since 0.1.0
  */
-export const shapeOf = (path: RoutePath): string => path.replace(/:[A-Za-z0-9_]+/g, ":")
+export const shapeOf: (path: RoutePath) => string = Grammar.shapeOf
 
 // ---------------------------------------------------------------------------------------------------------------
 // Schemas
 // ---------------------------------------------------------------------------------------------------------------
 
-const pathMessage = (issues: ReadonlyArray<PathIssue>) => issues.map((issue) => issue.message).join("; ")
+const pathMessage = (issues: ReadonlyArray<Grammar.PathIssue>) => issues.map((issue) => issue.message).join("; ")
 
 /**
  * An HTTP method token: 1–32 uppercase letters with single hyphens between words (`GET`, `M-SEARCH`).
@@ -439,10 +173,10 @@ const pathMessage = (issues: ReadonlyArray<PathIssue>) => issues.map((issue) => 
  * @since 0.1.0
  */
 export const HttpMethod = Schema.String.pipe(
-  Schema.filter((s) => checkMethod(s) ?? true, {
+  Schema.filter((s) => Grammar.checkMethod(s) ?? true, {
     identifier: "HttpMethod",
     description: "HTTP method, case-sensitive: 1–32 uppercase letters, words joined by single hyphens",
-    jsonSchema: { pattern: METHOD_PATTERN.source, minLength: 1, maxLength: MAX_METHOD_LENGTH },
+    jsonSchema: { pattern: Grammar.METHOD_PATTERN.source, minLength: 1, maxLength: Grammar.MAX_METHOD_LENGTH },
     examples: ["GET" as never, "M-SEARCH" as never]
   }),
   Schema.brand("HttpMethod")
@@ -458,10 +192,10 @@ export type HttpMethod = typeof HttpMethod.Type
  * @since 0.1.0
  */
 export const RoutePath = Schema.String.pipe(
-  Schema.filter((s) => Either.match(parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
+  Schema.filter((s) => Either.match(Grammar.parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
     identifier: "RoutePath",
     description: "Path pattern: \"/\" or one or more \"/segment\"; a segment is static or a parameter \":name\"",
-    jsonSchema: { minLength: 1, maxLength: MAX_PATH_LENGTH },
+    jsonSchema: { minLength: 1, maxLength: Grammar.MAX_PATH_LENGTH },
     examples: ["/users/:id" as never]
   }),
   Schema.brand("RoutePath")
@@ -473,10 +207,10 @@ export type RoutePath = typeof RoutePath.Type
 
 const nameSchema = <B extends string>(brand: B, description: string) =>
   Schema.String.pipe(
-    Schema.filter((s) => checkName(s) ?? true, {
+    Schema.filter((s) => Grammar.checkName(s) ?? true, {
       identifier: brand,
       description,
-      jsonSchema: { pattern: NAME_PATTERN.source, minLength: 1, maxLength: MAX_NAME_LENGTH }
+      jsonSchema: { pattern: Grammar.NAME_PATTERN.source, minLength: 1, maxLength: Grammar.MAX_NAME_LENGTH }
     }),
     Schema.brand(brand)
   )
@@ -500,37 +234,22 @@ export const HandlerName = nameSchema("HandlerName", "Name of the handler functi
 export type HandlerName = typeof HandlerName.Type
 
 /**
- * Why a middleware list is refused as a whole (too long, a name twice), or `undefined`.
- *
- * @since 0.1.0
- */
-export const checkMiddlewareList = (names: ReadonlyArray<string>): string | undefined => {
-  if (names.length > MAX_MIDDLEWARE) {
-    return `at most ${MAX_MIDDLEWARE} middleware names are allowed (got ${names.length})`
-  }
-  return undefined
-}
-
-/**
  * The ordered middleware names of a route: at most 32, no name twice.
  *
  * @since 0.1.0
  */
 export const Middleware = Schema.Array(MiddlewareName).pipe(
   Schema.filter((names) => {
-    const tooMany = checkMiddlewareList(names)
+    const tooMany = Grammar.checkMiddlewareList(names)
     if (tooMany !== undefined) return tooMany
     const seen = new Set<string>()
     for (let i = 0; i < names.length; i++) {
-      if (seen.has(names[i]!)) return duplicateMessage(names, i)
+      if (seen.has(names[i]!)) return Grammar.duplicateMessage(names, i)
       seen.add(names[i]!)
     }
     return true
-  }, { identifier: "Middleware", jsonSchema: { maxItems: MAX_MIDDLEWARE, uniqueItems: true } })
+  }, { identifier: "Middleware", jsonSchema: { maxItems: Grammar.MAX_MIDDLEWARE, uniqueItems: true } })
 )
-
-const duplicateMessage = (names: ReadonlyArray<string>, i: number) =>
-  `${JSON.stringify(names[i])} is already listed at middleware[${names.indexOf(names[i]!)}]: list each name once`
 
 /**
  * A stored route: exactly the six fields of the contract. `createdAt` encodes as `Date.prototype.toISOString`
@@ -544,7 +263,25 @@ export class Route extends Schema.Class<Route>("Route")({
   path: RoutePath,
   middleware: Middleware,
   handler: HandlerName,
-  createdAt: Schema.Date
+  createdAt: Schema.Date.annotations({
+    jsonSchema: {
+      type: "string",
+      format: "date-time",
+      pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$",
+      description: "RFC 3339 UTC with exactly three fraction digits, as Date.prototype.toISOString prints it"
+    }
+  })
+}) {}
+
+/**
+ * A route as a store holds it: the six fields and its revision. The revision grows with every change of the route
+ * (never on a change that leaves it equal) and is what the HTTP API's `ETag` carries; it is not part of the route's
+ * JSON. A `StoredRoute` is a `Route`, so code that reads routes needs no change.
+ *
+ * @since 0.2.0
+ */
+export class StoredRoute extends Route.extend<StoredRoute>("StoredRoute")({
+  revision: Schema.Int
 }) {}
 
 /**
@@ -560,6 +297,9 @@ export const toJson = (route: Route): string =>
     JSON.stringify(route.handler)
   },"createdAt":"${route.createdAt.toISOString()}"}`
 
+// A body's unknown fields are refused, as the HTTP API refuses them, and every problem is reported.
+const STRICT = { onExcessProperty: "error", errors: "all" } as const
+
 /**
  * The create input. `middleware` may be omitted and then means `[]`.
  *
@@ -570,130 +310,89 @@ export const CreateRoute = Schema.Struct({
   path: RoutePath,
   middleware: Schema.optionalWith(Middleware, { exact: true, default: () => [] }),
   handler: HandlerName
-}).annotations({ identifier: "CreateRoute" })
+}).annotations({ identifier: "CreateRoute", parseOptions: STRICT })
 
 /**
  * @since 0.1.0
  */
 export type CreateRoute = typeof CreateRoute.Type
 
-// ---------------------------------------------------------------------------------------------------------------
-// Create-body validation
-// ---------------------------------------------------------------------------------------------------------------
-
-const CREATE_FIELDS = new Set(["method", "path", "middleware", "handler"])
-
-const describeType = (u: unknown): string =>
-  u === null ? "null" : Array.isArray(u) ? "an array" : typeof u === "object" ? "an object" : `a ${typeof u}`
-
-const unknownFieldMessage = (key: string): string => {
-  if (key === "id" || key === "createdAt") return `"${key}" is assigned by the service: remove it from the body`
-  const lower = key.toLowerCase()
-  for (const field of CREATE_FIELDS) {
-    if (lower === field || lower === field + "s" || lower + "s" === field) {
-      return `unknown field "${key}": did you mean "${field}"?`
-    }
-  }
-  return `unknown field "${key}": a route has only method, path, handler and middleware`
+/**
+ * The fields an update replaces; at least one is given, each with the rules of a create.
+ *
+ * @since 0.2.0
+ */
+export interface RoutePatch {
+  readonly method?: HttpMethod | undefined
+  readonly path?: RoutePath | undefined
+  readonly middleware?: ReadonlyArray<MiddlewareName> | undefined
+  readonly handler?: HandlerName | undefined
 }
 
 /**
- * Validates a parsed JSON body as a create input, collecting every problem at once.
+ * The body of an update: at least one of the four fields, each with the rules of a create; unknown fields refused.
+ *
+ * @since 0.2.0
+ */
+export const PatchRoute = Schema.Struct({
+  method: Schema.optionalWith(HttpMethod, { exact: true }),
+  path: Schema.optionalWith(RoutePath, { exact: true }),
+  middleware: Schema.optionalWith(Middleware, { exact: true }),
+  handler: Schema.optionalWith(HandlerName, { exact: true })
+}).pipe(
+  Schema.filter((patch) => Object.keys(patch).length > 0 || Validate.NOTHING_TO_CHANGE, {
+    jsonSchema: { minProperties: 1 }
+  }),
+  (schema) => schema.annotations({ identifier: "PatchRoute", parseOptions: STRICT })
+)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Body validation
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The most problems reported for one body; past it the validators stop looking. When a list has this many
+ * entries, there may be more.
+ *
+ * @since 0.2.0
+ */
+export const MAX_ISSUES: number = Validate.MAX_ISSUES
+
+/**
+ * Validates a parsed JSON body as a create input, collecting every problem at once (up to `MAX_ISSUES`).
  *
  * @since 0.1.0
  */
-export const validateCreate = (body: unknown): Either.Either<CreateRoute, ReadonlyArray<FieldIssue>> => {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return Either.left([{
-      path: "",
-      message: `the body must be a JSON object with the fields method, path, handler and optionally middleware (got ${
-        describeType(body)
-      })`
-    }])
-  }
-  const record = body as Record<string, unknown>
-  const issues: Array<FieldIssue> = []
+export const validateCreate: (body: unknown) => Either.Either<CreateRoute, ReadonlyArray<FieldIssue>> =
+  Validate.validateCreate
 
-  const method = record.method
-  if (method === undefined) {
-    issues.push({ path: "method", message: "is required: an HTTP method such as \"GET\"" })
-  } else if (typeof method !== "string") {
-    issues.push({ path: "method", message: `must be a string such as "GET" (got ${describeType(method)})` })
-  } else {
-    const problem = checkMethod(method)
-    if (problem !== undefined) issues.push({ path: "method", message: problem })
-  }
+/**
+ * Validates a parsed JSON body as a patch: at least one field, each with the rules of a create, `null` refused for
+ * every field, unknown fields refused by name (up to `MAX_ISSUES` problems).
+ *
+ * @since 0.2.0
+ */
+export const validatePatch: (body: unknown) => Either.Either<RoutePatch, ReadonlyArray<FieldIssue>> =
+  Validate.validatePatch
 
-  const path = record.path
-  if (path === undefined) {
-    issues.push({ path: "path", message: "is required: a path pattern such as \"/users/:id\"" })
-  } else if (typeof path !== "string") {
-    issues.push({ path: "path", message: `must be a string such as "/users/:id" (got ${describeType(path)})` })
-  } else {
-    const parsed = parsePath(path)
-    if (Either.isLeft(parsed)) {
-      for (const issue of parsed.left) issues.push({ path: "path", message: issue.message })
-    }
-  }
-
-  const middleware = record.middleware
-  if (middleware !== undefined) {
-    if (!Array.isArray(middleware)) {
-      issues.push({
-        path: "middleware",
-        message: `must be an array of names, or left out for none (got ${describeType(middleware)})`
-      })
-    } else {
-      const tooMany = checkMiddlewareList(middleware)
-      if (tooMany !== undefined) issues.push({ path: "middleware", message: tooMany })
-      const seen = new Set<string>()
-      for (let i = 0; i < middleware.length; i++) {
-        const name: unknown = middleware[i]
-        const at = `middleware[${i}]`
-        if (typeof name !== "string") {
-          issues.push({ path: at, message: `must be a string (got ${describeType(name)})` })
-          continue
-        }
-        const problem = checkName(name)
-        if (problem !== undefined) issues.push({ path: at, message: problem })
-        else if (seen.has(name)) issues.push({ path: at, message: duplicateMessage(middleware, i) })
-        seen.add(name)
-      }
-    }
-  }
-
-  const handler = record.handler
-  if (handler === undefined) {
-    issues.push({ path: "handler", message: "is required: the name of the handler function" })
-  } else if (typeof handler !== "string") {
-    issues.push({ path: "handler", message: `must be a string (got ${describeType(handler)})` })
-  } else {
-    const problem = checkName(handler)
-    if (problem !== undefined) issues.push({ path: "handler", message: problem })
-  }
-
-  for (const key in record) {
-    if (!CREATE_FIELDS.has(key) && Object.prototype.hasOwnProperty.call(record, key)) {
-      issues.push({ path: key, message: unknownFieldMessage(key) })
-    }
-  }
-
-  if (issues.length > 0) return Either.left(issues)
-  return Either.right({
-    method: method as HttpMethod,
-    path: path as RoutePath,
-    middleware: (middleware ?? []) as ReadonlyArray<MiddlewareName>,
-    handler: handler as HandlerName
-  })
-}
+const decodeWith =
+  <A>(validate: (body: unknown) => Either.Either<A, ReadonlyArray<FieldIssue>>) =>
+  (body: unknown): Effect.Effect<A, InvalidRoute> =>
+    Either.match(validate(body), {
+      onLeft: (errors) => Effect.fail(new InvalidRoute({ errors })),
+      onRight: Effect.succeed
+    })
 
 /**
  * Validates an unknown value as a create input, failing with `InvalidRoute` that lists every problem.
  *
  * @since 0.1.0
  */
-export const decodeCreate = (body: unknown): Effect.Effect<CreateRoute, InvalidRoute> =>
-  Either.match(validateCreate(body), {
-    onLeft: (errors) => Effect.fail(new InvalidRoute({ errors })),
-    onRight: Effect.succeed
-  })
+export const decodeCreate: (body: unknown) => Effect.Effect<CreateRoute, InvalidRoute> = decodeWith(validateCreate)
+
+/**
+ * Validates an unknown value as a patch, failing with `InvalidRoute` that lists every problem.
+ *
+ * @since 0.2.0
+ */
+export const decodePatch: (body: unknown) => Effect.Effect<RoutePatch, InvalidRoute> = decodeWith(validatePatch)

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Route from "route-registry/Route"
 import { accepted, refused } from "./fixtures/samples.js"
 
@@ -34,16 +34,51 @@ describe("Route.validateCreate", () => {
   })
 })
 
+// The fields a Schema decode failure names, in the form of a FieldIssue path ("middleware[1]", "" for the body).
+const schemaPaths = (body: unknown, schema: Schema.Schema<any, any>): ReadonlyArray<string> | undefined => {
+  const result = Schema.decodeUnknownEither(schema)(body) // the schema's own parse options, as a caller gets them
+  if (Either.isRight(result)) return undefined
+  return ParseResult.ArrayFormatter.formatErrorSync(result.left).map(({ path }) =>
+    path.reduce<string>(
+      (at, key) => typeof key === "number" ? `${at}[${key}]` : at === "" ? String(key) : `${at}.${String(key)}`,
+      ""
+    )
+  )
+}
+
+// The fields named, without element indexes: the schema names a repeated middleware name at the list, the validator
+// at the element.
+const unique = (paths: ReadonlyArray<string>) => [...new Set(paths.map((path) => path.replace(/\[\d+\]$/, "")))].sort()
+
 describe("Route.CreateRoute schema agrees with validateCreate", () => {
-  const decode = Schema.decodeUnknownEither(Route.CreateRoute, { errors: "all", onExcessProperty: "error" })
   for (const sample of accepted) {
-    it(`accepts: ${sample.name}`, () => assert.isTrue(Either.isRight(decode(sample.body))))
+    it(`accepts: ${sample.name}`, () => assert.isUndefined(schemaPaths(sample.body, Route.CreateRoute)))
   }
   for (const sample of refused) {
-    it(`refuses: ${sample.name}`, () => assert.isTrue(Either.isLeft(decode(sample.body))))
+    it(`refuses, naming the same fields: ${sample.name}`, () => {
+      const paths = schemaPaths(sample.body, Route.CreateRoute)
+      assert.isDefined(paths, "the schema accepted a body validateCreate refuses")
+      // A body that is not an object is one problem with the whole body in both.
+      if (sample.errors.some(([path]) => path === "")) return
+      assert.deepStrictEqual(unique(paths!), unique(sample.errors.map(([path]) => path)))
+    })
   }
+  it("refuses unknown fields, id and createdAt included, without options (they used to be dropped)", () => {
+    for (
+      const extra of [{ middlewares: [] }, { id: Route.makeRouteId(0) }, { createdAt: "2026-11-21T09:30:12.345Z" }]
+    ) {
+      const body = { method: "GET", path: "/", handler: "h", ...extra }
+      assert.deepStrictEqual(schemaPaths(body, Route.CreateRoute), Object.keys(extra))
+      assert.deepStrictEqual(
+        Either.getOrThrow(Either.flip(Route.validateCreate(body))).map((issue) => issue.path),
+        Object.keys(extra)
+      )
+    }
+  })
   it("defaults middleware to []", () => {
-    const input = Either.getOrThrow(decode({ method: "GET", path: "/", handler: "h" }))
+    const input = Either.getOrThrow(
+      Schema.decodeUnknownEither(Route.CreateRoute)({ method: "GET", path: "/", handler: "h" })
+    )
     assert.deepStrictEqual(input.middleware, [])
   })
 })
@@ -145,5 +180,96 @@ describe("Route.Route", () => {
       "createdAt"
     ])
     assert.strictEqual(JSON.parse(JSON.stringify(route)).createdAt, "2026-11-21T09:30:12.345Z")
+  })
+})
+
+describe("Route.validatePatch", () => {
+  const issues = (body: unknown) => Either.getOrThrow(Either.flip(Route.validatePatch(body)))
+
+  it("accepts any non-empty subset of the fields, keeping only those given", () => {
+    assert.deepStrictEqual(Either.getOrThrow(Route.validatePatch({ handler: "h2" })), { handler: "h2" })
+    assert.deepStrictEqual(Either.getOrThrow(Route.validatePatch({ middleware: [] })), { middleware: [] })
+    const all = { method: "PUT", path: "/a/:b", middleware: ["m"], handler: "h" }
+    assert.deepStrictEqual(Either.getOrThrow(Route.validatePatch(all)), all)
+  })
+
+  it("refuses {} as nothing to change", () => {
+    assert.deepStrictEqual(issues({}).map((issue) => issue.path), [""])
+    assert.include(issues({})[0]!.message, "nothing to change")
+  })
+
+  it("refuses null for every field, saying how to keep or clear it", () => {
+    const found = issues({ method: null, path: null, middleware: null, handler: null })
+    assert.deepStrictEqual(found.map((issue) => issue.path), ["method", "path", "middleware", "handler"])
+    assert.include(found[2]!.message, "[]")
+  })
+
+  it("refuses id, createdAt and unknown fields by name", () => {
+    const found = issues({ handler: "h", id: "x", createdAt: "y", middlewares: [] })
+    assert.deepStrictEqual(found.map((issue) => issue.path), ["id", "createdAt", "middlewares"])
+    assert.include(found[0]!.message, "assigned by the service")
+    assert.include(found[2]!.message, "did you mean \"middleware\"")
+  })
+
+  it("applies the create rules to each given field, all problems at once", () => {
+    const found = issues({ method: "get", path: "/a//b/", middleware: ["ok", "ok", "1x"], handler: "" })
+    assert.deepStrictEqual(found.map((issue) => issue.path), [
+      "method",
+      "path",
+      "path",
+      "middleware[1]",
+      "middleware[2]",
+      "handler"
+    ])
+  })
+
+  it("refuses a body that is not an object", () => {
+    for (const body of [null, [], "x", 1, true]) assert.deepStrictEqual(issues(body).map((issue) => issue.path), [""])
+  })
+
+  it("agrees with the PatchRoute schema on which fields are wrong", () => {
+    const bodies: ReadonlyArray<unknown> = [
+      {},
+      { handler: "h" },
+      { method: "get" },
+      { middleware: ["a", "a"] },
+      { middleware: null },
+      { id: "x" },
+      { handler: "h", extra: 1 },
+      { path: "/a/:x/:x" }
+    ]
+    for (const body of bodies) {
+      const expected = Either.match(Route.validatePatch(body), {
+        onLeft: (found) => unique(found.map((issue) => issue.path)),
+        onRight: () => undefined
+      })
+      const actual = schemaPaths(body, Route.PatchRoute)
+      assert.deepStrictEqual(actual && unique(actual), expected)
+    }
+  })
+})
+
+describe("bounded problem lists", () => {
+  it("a body with thousands of problems reports the first MAX_ISSUES", () => {
+    const middleware = Array.from({ length: 17_905 }, (_, i) => `${i}bad`)
+    for (const validate of [Route.validateCreate, Route.validatePatch]) {
+      const found = Either.getOrThrow(Either.flip(validate({ method: "GET", path: "/", handler: "h", middleware })))
+      assert.strictEqual(found.length, Route.MAX_ISSUES)
+      assert.deepStrictEqual(found.slice(0, 2).map((issue) => issue.path), ["middleware", "middleware[0]"])
+    }
+  })
+
+  it("a path with thousands of problems and thousands of unknown fields is bounded too", () => {
+    const body: Record<string, unknown> = { method: "GET", path: "/" + "*/".repeat(1000) + "x", handler: "h" }
+    for (let i = 0; i < 5000; i++) body[`field${i}`] = i
+    assert.strictEqual(Either.getOrThrow(Either.flip(Route.validateCreate(body))).length, Route.MAX_ISSUES)
+  })
+
+  it("a body with exactly its problems under the bound lists them all", () => {
+    const middleware = Array.from({ length: 10 }, (_, i) => `${i}bad`)
+    const found = Either.getOrThrow(
+      Either.flip(Route.validateCreate({ method: "GET", path: "/", handler: "h", middleware }))
+    )
+    assert.strictEqual(found.length, 10)
   })
 })

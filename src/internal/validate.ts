@@ -1,0 +1,164 @@
+/**
+ * Validation of create and patch bodies: every problem at once, each with the field it concerns, up to
+ * `MAX_ISSUES` of them.
+ *
+ * @internal
+ */
+import { Either } from "effect"
+import type { CreateRoute, FieldIssue, RoutePatch } from "../Route.js"
+import * as Grammar from "./grammar.js"
+
+/** The most problems reported for one body: a huge invalid body costs no more to refuse than a small one. */
+export const MAX_ISSUES = 50
+
+// Collects issues until MAX_ISSUES; every check asks `full` before doing more work.
+class Issues {
+  readonly list: Array<FieldIssue> = []
+  get full(): boolean {
+    return this.list.length >= MAX_ISSUES
+  }
+  add(path: string, message: string): void {
+    if (!this.full) this.list.push({ path, message })
+  }
+}
+
+const FIELDS = ["method", "path", "middleware", "handler"] as const
+type Field = typeof FIELDS[number]
+const FIELD_NAMES: ReadonlySet<string> = new Set(FIELDS)
+
+const describeType = (u: unknown): string =>
+  u === null ? "null" : Array.isArray(u) ? "an array" : typeof u === "object" ? "an object" : `a ${typeof u}`
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const hasOwn = (record: object, key: string) => Object.prototype.hasOwnProperty.call(record, key)
+
+// The rules of one given field's value.
+const checkField: Record<Field, (value: unknown, issues: Issues) => void> = {
+  method: (value, issues) => {
+    if (typeof value !== "string") {
+      return issues.add("method", `must be a string such as "GET" (got ${describeType(value)})`)
+    }
+    const problem = Grammar.checkMethod(value)
+    if (problem !== undefined) issues.add("method", problem)
+  },
+  path: (value, issues) => {
+    if (typeof value !== "string") {
+      return issues.add("path", `must be a string such as "/users/:id" (got ${describeType(value)})`)
+    }
+    const parsed = Grammar.parsePath(value)
+    if (Either.isLeft(parsed)) { for (const issue of parsed.left) issues.add("path", issue.message) }
+  },
+  middleware: (value, issues) => {
+    if (!Array.isArray(value)) {
+      return issues.add("middleware", `must be an array of names such as ["auth"] (got ${describeType(value)})`)
+    }
+    const tooMany = Grammar.checkMiddlewareList(value)
+    if (tooMany !== undefined) issues.add("middleware", tooMany)
+    const seen = new Set<string>()
+    for (let i = 0; i < value.length && !issues.full; i++) {
+      const name: unknown = value[i]
+      const at = `middleware[${i}]`
+      if (typeof name !== "string") {
+        issues.add(at, `must be a string (got ${describeType(name)})`)
+        continue
+      }
+      const problem = Grammar.checkName(name)
+      if (problem !== undefined) issues.add(at, problem)
+      else if (seen.has(name)) issues.add(at, Grammar.duplicateMessage(value, i))
+      seen.add(name)
+    }
+  },
+  handler: (value, issues) => {
+    if (typeof value !== "string") return issues.add("handler", `must be a string (got ${describeType(value)})`)
+    const problem = Grammar.checkName(value)
+    if (problem !== undefined) issues.add("handler", problem)
+  }
+}
+
+const REQUIRED: Readonly<Record<Exclude<Field, "middleware">, string>> = {
+  method: "is required: an HTTP method such as \"GET\"",
+  path: "is required: a path pattern such as \"/users/:id\"",
+  handler: "is required: the name of the handler function"
+}
+
+const unknownFieldMessage = (key: string): string => {
+  if (key === "id" || key === "createdAt") return `"${key}" is assigned by the service: remove it from the body`
+  const lower = key.toLowerCase()
+  for (const field of FIELDS) {
+    if (lower === field || lower === field + "s" || lower + "s" === field) {
+      return `unknown field "${key}": did you mean "${field}"?`
+    }
+  }
+  return `unknown field "${key}": a route has only method, path, handler and middleware`
+}
+
+const checkUnknownFields = (record: Record<string, unknown>, issues: Issues): void => {
+  for (const key in record) {
+    if (issues.full) return
+    if (!FIELD_NAMES.has(key) && hasOwn(record, key)) issues.add(key, unknownFieldMessage(key))
+  }
+}
+
+/**
+ * Validates a parsed JSON body as a create input.
+ */
+export const validateCreate = (body: unknown): Either.Either<CreateRoute, ReadonlyArray<FieldIssue>> => {
+  if (!isRecord(body)) {
+    return Either.left([{
+      path: "",
+      message: `the body must be a JSON object with the fields method, path, handler and optionally middleware (got ${
+        describeType(body)
+      })`
+    }])
+  }
+  const issues = new Issues()
+  for (const field of FIELDS) {
+    const value = body[field]
+    if (value !== undefined) checkField[field](value, issues)
+    else if (field !== "middleware") issues.add(field, REQUIRED[field])
+  }
+  checkUnknownFields(body, issues)
+  if (issues.list.length > 0) return Either.left(issues.list)
+  return Either.right({
+    method: body.method,
+    path: body.path,
+    middleware: body.middleware ?? [],
+    handler: body.handler
+  } as CreateRoute)
+}
+
+const CLEAR_HINT: Partial<Record<Field, string>> = { middleware: ", or send [] to clear the list" }
+
+export const NOTHING_TO_CHANGE = "nothing to change: give at least one of method, path, middleware and handler"
+
+/**
+ * Validates a parsed JSON body as a patch: at least one field, each with the rules of a create; `null` is refused
+ * for every field (leave a field out to keep it).
+ */
+export const validatePatch = (body: unknown): Either.Either<RoutePatch, ReadonlyArray<FieldIssue>> => {
+  if (!isRecord(body)) {
+    return Either.left([{
+      path: "",
+      message: `the body must be a JSON object with at least one of method, path, middleware and handler (got ${
+        describeType(body)
+      })`
+    }])
+  }
+  const issues = new Issues()
+  const patch: Record<string, unknown> = {}
+  for (const field of FIELDS) {
+    const value = body[field]
+    if (value === undefined || !hasOwn(body, field)) continue
+    patch[field] = value
+    if (value === null) {
+      issues.add(field, `must not be null: leave "${field}" out to keep the stored value${CLEAR_HINT[field] ?? ""}`)
+    } else {
+      checkField[field](value, issues)
+    }
+  }
+  checkUnknownFields(body, issues)
+  // Said only of a body with nothing else wrong: `{"id": …}` needs the field removed, not a hint to add another.
+  if (issues.list.length === 0 && Object.keys(patch).length === 0) issues.add("", NOTHING_TO_CHANGE)
+  return issues.list.length > 0 ? Either.left(issues.list) : Either.right(patch as RoutePatch)
+}
