@@ -97,9 +97,15 @@ export const onShutdown = (stop: () => Promise<void>): void => {
 /**
  * Serves `listener` on a `node:http` server at HOST:PORT and prints `listening on http://HOST:PORT`. On SIGINT or
  * SIGTERM it stops accepting, finishes the requests in flight, then `dispose` releases the services.
+ *
+ * The listener also takes the requests that carry `Expect: 100-continue` ("checkContinue"), so Node does not send
+ * `100 Continue` before the listener runs: the routing API sends it only when it reads the body, and a request it
+ * refuses first (no token, too large a Content-Length…) gets its answer without the client sending the body. Whatever
+ * it passes on to `next` gets the 100 first, so the host's own handlers need not send it.
  */
 export const serve = (listener: Http.RequestListener, fallbackPort: number, dispose: () => Promise<void>): void => {
   const server = Http.createServer(listener)
+  server.on("checkContinue", listener)
   const at = host()
   server.on("error", (error) => fail(`cannot listen on ${at}:${port(fallbackPort)}: ${error.message}`))
   server.listen(port(fallbackPort), at, () => {

@@ -9,6 +9,7 @@ import { Cause, Effect, Exit, FiberRef, Runtime, Scheduler } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Body from "./internal/body.js"
 import * as Disposable from "./internal/disposable.js"
+import * as NodeTransport from "./internal/nodeTransport.js"
 import * as Target from "./internal/target.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
@@ -37,7 +38,7 @@ export interface DisposableListener extends Listener {
 export type Options = RoutingHandler.Options
 
 class NodeRequest implements RoutingHandler.Request {
-  constructor(readonly req: IncomingMessage, readonly path: string) {}
+  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly path: string) {}
   get method() {
     return this.req.method ?? "GET"
   }
@@ -46,15 +47,15 @@ class NodeRequest implements RoutingHandler.Request {
     return Array.isArray(value) ? value.join(", ") : value
   }
   body(maxBytes: number, timeoutMillis: number) {
-    return Body.fromIncomingMessage(this.req)(maxBytes, timeoutMillis)
+    return Body.fromIncomingMessage(this.req, this.res)(maxBytes, timeoutMillis)
   }
 }
 
-const write = (res: ServerResponse, response: RoutingHandler.Response) => {
+const write = (req: IncomingMessage, res: ServerResponse, response: RoutingHandler.Response) => {
   if (res.headersSent || res.destroyed) return
   // An explicit length spares the chunked encoding writeHead would otherwise commit to.
   res.writeHead(response.status, { ...response.headers, "content-length": Buffer.byteLength(response.body) })
-  res.end(response.body)
+  NodeTransport.end(req, res, response.headers, response.body)
 }
 
 const immediate = Scheduler.make((task) => task())
@@ -74,10 +75,12 @@ export const make = (
     const runtime = Runtime.setFiberRef(yield* Effect.runtime<never>(), FiberRef.currentScheduler, immediate)
     const runFork = Runtime.runFork(runtime)
     return (req, res, next) => {
-      const effect = handler.handle(new NodeRequest(req, Target.pathOf(req.url ?? "/")))
+      const effect = handler.handle(new NodeRequest(req, res, Target.pathOf(req.url ?? "/")))
       if (effect === undefined) {
-        if (next !== undefined) return next()
-        return write(res, RoutingHandler.notFound)
+        if (next === undefined) return write(req, res, RoutingHandler.notFound)
+        // The host answers as if Node had sent the 100 itself (as it does without a "checkContinue" listener).
+        NodeTransport.sendContinue(req, res)
+        return next()
       }
       const respond = (exit: Exit.Exit<RoutingHandler.Response>) => {
         // The core answers every failure; a fiber that ends without an answer was interrupted from outside.
@@ -85,12 +88,12 @@ export const make = (
           runFork(Effect.logWarning("route-registry: a request ended without an answer", exit.cause))
         }
         try {
-          write(res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
+          write(req, res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
         } catch (error) {
           // Node refused the response (an invalid header value, say): answer 500 rather than throw into the host.
           runFork(Effect.logError("route-registry: could not write a response", Cause.die(error)))
           if (res.headersSent) res.destroy()
-          else write(res, RoutingHandler.internalError)
+          else write(req, res, RoutingHandler.internalError)
         }
       }
       // Decided without waiting: answer now, inside this callback, with no fiber to run.

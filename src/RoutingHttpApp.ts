@@ -7,8 +7,9 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import * as Body from "./internal/body.js"
+import * as NodeTransport from "./internal/nodeTransport.js"
 import * as Target from "./internal/target.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
@@ -33,9 +34,27 @@ export type RoutingApp = Effect.Effect<
 // socket before the 413 could be written.
 const bodyOf = (request: HttpServerRequest.HttpServerRequest) => {
   const source = request.source
-  if (Body.isIncomingMessage(source)) return Body.fromIncomingMessage(source)
+  if (Body.isIncomingMessage(source)) return Body.fromIncomingMessage(source, NodeTransport.serverResponseOf(request))
   if (typeof Request !== "undefined" && source instanceof Request) return Body.fromWebRequest(source)
   return Body.fromStream(request.stream)
+}
+
+const encoder = new TextEncoder()
+
+// On Node, an answer that closes the connection while the body is still coming is a stream that holds the response
+// open while the rest is discarded: the platform ends the response, and so closes the connection, when it ends.
+const toServerResponse = (request: HttpServerRequest.HttpServerRequest, response: RoutingHandler.Response) => {
+  const options = { status: response.status, headers: response.headers, contentType: response.headers["content-type"] }
+  const source = request.source
+  if (
+    !Body.isIncomingMessage(source) ||
+    !NodeTransport.closesUnread(source, NodeTransport.serverResponseOf(request), response.headers)
+  ) return HttpServerResponse.text(response.body, options)
+  const body = encoder.encode(response.body)
+  return HttpServerResponse.stream(
+    Stream.concat(Stream.succeed(body), Stream.execute(NodeTransport.discarding(source))),
+    { ...options, contentLength: body.length }
+  )
 }
 
 /**
@@ -57,12 +76,7 @@ export const make = (
           body: bodyOf(request)
         })
         if (effect === undefined) return Effect.fail(new HttpServerError.RouteNotFound({ request }))
-        return Effect.map(effect, (response) =>
-          HttpServerResponse.text(response.body, {
-            status: response.status,
-            headers: response.headers,
-            contentType: response.headers["content-type"]
-          }))
+        return Effect.map(effect, (response) => toServerResponse(request, response))
       })
   )
 

@@ -698,11 +698,17 @@ describe("the 413 path never buffers more than the limit", () => {
       const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens), {
         maxBodyBytes: max
       })
-      let consumed = 0 // body bytes delivered to the request stream's readers
-      let socketBytes = -1 // bytes read from the socket (headers included) when the answer was sent
+      let delivered = 0 // body bytes delivered to the request stream's readers
+      let consumed = -1 // ... when the answer was written (the rest is read only to be discarded, CONTRACT §3)
+      let socketBytes = -1 // bytes read from the socket (headers included) when the answer was written
       const server = Http.createServer((req, res) => {
-        req.on("data", (chunk: Buffer) => void (consumed += chunk.length))
-        res.on("finish", () => void (socketBytes = req.socket.bytesRead))
+        req.on("data", (chunk: Buffer) => void (delivered += chunk.length))
+        const writeHead = res.writeHead.bind(res) as (...args: Array<unknown>) => Http.ServerResponse
+        res.writeHead = ((...args: Array<unknown>) => {
+          consumed = delivered
+          socketBytes = req.socket.bytesRead
+          return writeHead(...args)
+        }) as typeof res.writeHead
         listener(req, res)
       })
       const origin = await listen(server)

@@ -5,8 +5,9 @@
  * @internal
  */
 import { Chunk, Effect, Stream } from "effect"
-import type { IncomingMessage } from "node:http"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import type { BodyFailure } from "../RoutingHandler.js"
+import * as NodeTransport from "./nodeTransport.js"
 
 const concat = (chunks: Iterable<Uint8Array>, size: number): Uint8Array => {
   const body = new Uint8Array(size)
@@ -23,16 +24,21 @@ export const isIncomingMessage = (u: unknown): u is IncomingMessage =>
   typeof u === "object" && u !== null && typeof (u as IncomingMessage).pause === "function" &&
   typeof (u as IncomingMessage).on === "function" && "httpVersion" in u
 
-/** Reads a Node request. Past the limit or the time allowed it pauses the request rather than destroying it. */
-export const fromIncomingMessage = (req: IncomingMessage) => (maxBytes: number, timeoutMillis: number) =>
+/**
+ * Reads a Node request, first sending `100 Continue` on `res` if the client waits for it. Past the limit or the time
+ * allowed it pauses the request rather than destroying it: the adapter discards the rest after answering
+ * (`NodeTransport.end`).
+ */
+export const fromIncomingMessage = (req: IncomingMessage, res?: ServerResponse) => (maxBytes: number, ms: number) =>
   Effect.async<Uint8Array, BodyFailure>((resume) => {
+    if (res !== undefined) NodeTransport.sendContinue(req, res)
     const chunks: Array<Buffer> = []
     let size = 0
     const timer = setTimeout(() => {
       cleanup()
       req.pause()
       resume(Effect.fail("Timeout"))
-    }, timeoutMillis)
+    }, ms)
     const cleanup = () => {
       clearTimeout(timer)
       req.off("data", onData)
@@ -65,7 +71,11 @@ export const fromIncomingMessage = (req: IncomingMessage) => (maxBytes: number, 
     return Effect.sync(cleanup)
   })
 
-/** Reads a web `Request`. Past the limit or the time allowed it cancels the body stream. */
+/**
+ * Reads a web `Request`. Past the limit or the time allowed it cancels the body stream: with no socket of its own
+ * the library cannot discard the rest before the connection closes, so whether a client still sending receives the
+ * 413 or 408 depends on the host runtime's server.
+ */
 export const fromWebRequest = (request: Request) => (maxBytes: number, timeoutMillis: number) =>
   Effect.async<Uint8Array, BodyFailure>((resume, signal) => {
     if (request.body === null) return resume(Effect.succeed(new Uint8Array(0)))
