@@ -11,6 +11,7 @@
 import { Effect, Either, Schema } from "effect"
 import * as Uuid from "uuid"
 import * as Grammar from "./internal/grammar.js"
+import * as PathPattern from "./internal/pathPattern.js"
 import * as Validate from "./internal/validate.js"
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -70,12 +71,26 @@ export const RouteId = Schema.String.pipe(
  */
 export type RouteId = typeof RouteId.Type
 
+// The last id's time and counter (RFC 9562 §6.2, method 1): `uuid` keeps ids of one millisecond in order only when it
+// reads the clock itself, and here the time comes from Effect's Clock.
+const idState = { millis: Number.NaN, seq: 0 }
+
 /**
- * A new UUID version 7 stamped with `millis` (taken from Effect's `Clock` by the stores).
+ * A new UUID version 7 stamped with `millis` (taken from Effect's `Clock` by the stores). Ids made in the same
+ * millisecond sort in the order they were made, so listing by id is listing in creation order.
  *
  * @since 0.1.0
  */
-export const makeRouteId = (millis: number): RouteId => Uuid.v7({ msecs: millis }) as RouteId
+export const makeRouteId = (millis: number): RouteId => {
+  if (millis === idState.millis) {
+    idState.seq++
+  } else {
+    idState.millis = millis
+    // A random start leaves 2^30 ids of room in one millisecond.
+    idState.seq = Math.floor(Math.random() * 2 ** 30)
+  }
+  return Uuid.v7({ msecs: millis, seq: idState.seq }) as RouteId
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Grammar
@@ -194,8 +209,9 @@ export type HttpMethod = typeof HttpMethod.Type
 export const RoutePath = Schema.String.pipe(
   Schema.filter((s) => Either.match(Grammar.parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
     identifier: "RoutePath",
-    description: "Path pattern: \"/\" or one or more \"/segment\"; a segment is static or a parameter \":name\"",
-    jsonSchema: { minLength: 1, maxLength: Grammar.MAX_PATH_LENGTH },
+    description: "Path pattern: \"/\" or one or more \"/segment\"; a segment is static or a parameter \":name\". " +
+      "Beyond the pattern, a parameter name may be used only once in a path.",
+    jsonSchema: { pattern: PathPattern.PATH_PATTERN, minLength: 1, maxLength: Grammar.MAX_PATH_LENGTH },
     examples: ["/users/:id" as never]
   }),
   Schema.brand("RoutePath")
@@ -322,12 +338,7 @@ export type CreateRoute = typeof CreateRoute.Type
  *
  * @since 0.2.0
  */
-export interface RoutePatch {
-  readonly method?: HttpMethod | undefined
-  readonly path?: RoutePath | undefined
-  readonly middleware?: ReadonlyArray<MiddlewareName> | undefined
-  readonly handler?: HandlerName | undefined
-}
+export type RoutePatch = typeof PatchRoute.Type
 
 /**
  * The body of an update: at least one of the four fields, each with the rules of a create; unknown fields refused.

@@ -49,21 +49,91 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("St
 }
 
 /**
- * Where routes live.
+ * `If-Match` failed: the route's current revision is none of the ones the caller named. Nothing changed.
+ *
+ * @since 0.2.0
+ */
+export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", {
+  id: Schema.String,
+  revision: Schema.Number
+}) {
+  override get message(): string {
+    return `route ${this.id} is at revision ${this.revision}, which the precondition does not name`
+  }
+}
+
+/**
+ * A condition on the route's current revision, checked atomically with the change it guards. `ifMatch` lists the
+ * revisions the caller accepts (none matching fails with `PreconditionFailed`); absent, any revision will do.
+ *
+ * @since 0.2.0
+ */
+export interface Precondition {
+  readonly ifMatch?: ReadonlyArray<number> | undefined
+}
+
+/**
+ * One page of a listing: routes in ascending id order, the filters combined with AND.
+ *
+ * @since 0.2.0
+ */
+export interface ListQuery {
+  /** How many routes at most, 1–1000. */
+  readonly limit: number
+  /** Only routes whose id sorts after this one (the last id of the previous page). */
+  readonly after?: string | undefined
+  /** Only routes with exactly this method. */
+  readonly method?: string | undefined
+  /** Only routes whose path starts with this string, compared byte for byte. */
+  readonly pathPrefix?: string | undefined
+  /** Only routes with exactly this handler. */
+  readonly handler?: string | undefined
+  /** Only routes whose middleware list contains this name. */
+  readonly middleware?: string | undefined
+}
+
+/**
+ * @since 0.2.0
+ */
+export interface Page {
+  readonly items: ReadonlyArray<Route.StoredRoute>
+  /** `true` exactly when a route matching the filters sorts after the last item. */
+  readonly hasMore: boolean
+}
+
+/**
+ * Where routes live. Every change is atomic: it happens whole or not at all, and a precondition or a conflict is
+ * decided together with the write it guards.
  *
  * @since 0.1.0
  */
 export class RouteRepository extends Context.Tag("route-registry/RouteRepository")<RouteRepository, {
   /** Stores a new route with a fresh id and `createdAt`; fails if a route with the same method and shape exists. */
-  readonly create: (input: Route.CreateRoute) => Effect.Effect<Route.Route, RouteConflict | StoreUnavailable>
+  readonly create: (input: Route.CreateRoute) => Effect.Effect<Route.StoredRoute, RouteConflict | StoreUnavailable>
   /** The route with that id; any string is accepted, and one that is not a route id is simply not found. */
-  readonly findById: (id: string) => Effect.Effect<Route.Route, RouteNotFound | StoreUnavailable>
+  readonly findById: (id: string) => Effect.Effect<Route.StoredRoute, RouteNotFound | StoreUnavailable>
+  /** One page of routes in ascending id order (keyset pagination: one indexed range read). */
+  readonly list: (query: ListQuery) => Effect.Effect<Page, StoreUnavailable>
+  /**
+   * Replaces the fields `patch` gives, keeping `id` and `createdAt`. A patch that changes nothing leaves the route
+   * and its revision as they are. Decided in this order: not found, precondition, conflict.
+   */
+  readonly update: (
+    id: string,
+    patch: Route.RoutePatch,
+    precondition?: Precondition
+  ) => Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | RouteConflict | StoreUnavailable>
+  /** Removes the route; its method and shape are free again at once. Not found first, then the precondition. */
+  readonly remove: (
+    id: string,
+    precondition?: Precondition
+  ) => Effect.Effect<void, RouteNotFound | PreconditionFailed | StoreUnavailable>
   /**
    * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when
    * there is none). The HTTP core uses it to answer a lookup without starting a fiber; `findById` stays the way to
    * read in an Effect.
    */
-  readonly unsafeFindById?: (id: string) => Route.Route | undefined
+  readonly unsafeFindById?: (id: string) => Route.StoredRoute | undefined
 }>() {}
 
 /**
@@ -77,8 +147,9 @@ export class RouteIdGenerator extends Context.Reference<RouteIdGenerator>()("rou
 }) {}
 
 /**
- * The route a store will keep for a create input: its id from `ids` stamped with `millis`, and `createdAt` the
- * same instant. Stores read `millis` from Effect's `Clock` (`Effect.clockWith`), so `TestClock` controls it.
+ * The route a store will keep for a create input, before the store gives it its revision: its id from `ids` stamped
+ * with `millis`, and `createdAt` the same instant. Stores read `millis` from Effect's `Clock` (`Effect.clockWith`),
+ * so `TestClock` controls it.
  *
  * @since 0.1.0
  */
@@ -104,35 +175,233 @@ export const makeRoute = (
 export const conflictKey = (method: string, path: Route.RoutePath): string => `${method} ${Route.shapeOf(path)}`
 
 /**
- * The in-memory store: O(1) get and O(1) conflict check. Each create checks and inserts without yielding, so
- * exactly one of many concurrent same-shape creates wins.
+ * `true` when a route at `revision` meets the precondition: there is none, or it names that revision.
+ *
+ * @since 0.2.0
+ */
+export const meetsPrecondition = (precondition: Precondition | undefined, revision: number): boolean =>
+  precondition?.ifMatch === undefined || precondition.ifMatch.includes(revision)
+
+const sameNames = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
+  a.length === b.length && a.every((name, i) => name === b[i])
+
+/**
+ * `true` when `patch` gives some field a value other than the route's: applying it is a change. A patch that only
+ * repeats stored values changes nothing, so it keeps the route's revision.
+ *
+ * @since 0.2.0
+ */
+export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boolean =>
+  (patch.method !== undefined && patch.method !== route.method) ||
+  (patch.path !== undefined && patch.path !== route.path) ||
+  (patch.handler !== undefined && patch.handler !== route.handler) ||
+  (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware))
+
+// ---------------------------------------------------------------------------------------------------------------
+// The in-memory store
+// ---------------------------------------------------------------------------------------------------------------
+
+// Ids kept in ascending order (JavaScript string order: byte order for the ASCII ids stores make). Ids are UUIDv7,
+// so an insert is nearly always an append, but a replaced RouteIdGenerator may give any order.
+
+/** The position of the first id greater than `after` (0 without one): where a page after it starts. */
+const firstAfter = (ids: ReadonlyArray<string>, after: string | undefined): number => {
+  if (after === undefined) return 0
+  let low = 0
+  let high = ids.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (ids[middle]! <= after) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+const insertSorted = (ids: Array<string>, id: string): void => {
+  if (ids.length === 0 || ids[ids.length - 1]! < id) ids.push(id)
+  else ids.splice(firstAfter(ids, id), 0, id)
+}
+
+const removeSorted = (ids: Array<string>, id: string): void => {
+  const at = firstAfter(ids, id) - 1
+  if (ids[at] === id) ids.splice(at, 1)
+}
+
+/** Sorted ids under each value of one field: the routes a filter on that field can match, already in page order. */
+type Postings = Map<string, Array<string>>
+
+const post = (postings: Postings, key: string, id: string): void => {
+  const ids = postings.get(key)
+  if (ids === undefined) postings.set(key, [id])
+  else insertSorted(ids, id)
+}
+
+const unpost = (postings: Postings, key: string, id: string): void => {
+  const ids = postings.get(key)
+  if (ids === undefined) return
+  removeSorted(ids, id)
+  if (ids.length === 0) postings.delete(key)
+}
+
+const NONE: ReadonlyArray<string> = []
+
+/** Everything the memory store holds. Every change updates all of it synchronously, so readers never see it torn. */
+interface Memory {
+  readonly byId: Map<string, Route.StoredRoute>
+  readonly idByKey: Map<string, string>
+  /** Every id, ascending. */
+  readonly ids: Array<string>
+  readonly byMethod: Postings
+  readonly byHandler: Postings
+  readonly byMiddleware: Postings
+  /** The revision of the store's last change. */
+  revision: number
+}
+
+const addRoute = (memory: Memory, route: Route.StoredRoute): void => {
+  memory.byId.set(route.id, route)
+  memory.idByKey.set(conflictKey(route.method, route.path), route.id)
+  insertSorted(memory.ids, route.id)
+  post(memory.byMethod, route.method, route.id)
+  post(memory.byHandler, route.handler, route.id)
+  for (const name of route.middleware) post(memory.byMiddleware, name, route.id)
+}
+
+const dropRoute = (memory: Memory, route: Route.StoredRoute): void => {
+  memory.byId.delete(route.id)
+  memory.idByKey.delete(conflictKey(route.method, route.path))
+  removeSorted(memory.ids, route.id)
+  unpost(memory.byMethod, route.method, route.id)
+  unpost(memory.byHandler, route.handler, route.id)
+  for (const name of route.middleware) unpost(memory.byMiddleware, name, route.id)
+}
+
+/** Replaces a route by its updated form; the id stays, so only the entries of changed fields move. */
+const replaceRoute = (memory: Memory, before: Route.StoredRoute, after: Route.StoredRoute): void => {
+  const id = after.id
+  memory.byId.set(id, after)
+  memory.idByKey.delete(conflictKey(before.method, before.path))
+  memory.idByKey.set(conflictKey(after.method, after.path), id)
+  if (before.method !== after.method) {
+    unpost(memory.byMethod, before.method, id)
+    post(memory.byMethod, after.method, id)
+  }
+  if (before.handler !== after.handler) {
+    unpost(memory.byHandler, before.handler, id)
+    post(memory.byHandler, after.handler, id)
+  }
+  for (const name of before.middleware) if (!after.middleware.includes(name)) unpost(memory.byMiddleware, name, id)
+  for (const name of after.middleware) if (!before.middleware.includes(name)) post(memory.byMiddleware, name, id)
+}
+
+const matches = (route: Route.Route, query: ListQuery): boolean =>
+  (query.method === undefined || route.method === query.method) &&
+  (query.handler === undefined || route.handler === query.handler) &&
+  (query.middleware === undefined || route.middleware.includes(query.middleware as Route.MiddlewareName)) &&
+  // Paths are ASCII, so comparing UTF-16 code units is comparing bytes.
+  (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix))
+
+/** The shortest sorted id list that holds every route the query can match: all ids, or a filter's postings. */
+const candidates = (memory: Memory, query: ListQuery): ReadonlyArray<string> => {
+  let shortest: ReadonlyArray<string> = memory.ids
+  const narrow = (postings: Postings, key: string | undefined) => {
+    if (key === undefined) return
+    const ids = postings.get(key) ?? NONE
+    if (ids.length < shortest.length) shortest = ids
+  }
+  narrow(memory.byMethod, query.method)
+  narrow(memory.byHandler, query.handler)
+  narrow(memory.byMiddleware, query.middleware)
+  return shortest
+}
+
+const listMemory = (memory: Memory, query: ListQuery): Page => {
+  const ids = candidates(memory, query)
+  const items: Array<Route.StoredRoute> = []
+  for (let i = firstAfter(ids, query.after); i < ids.length; i++) {
+    const route = memory.byId.get(ids[i]!)!
+    if (!matches(route, query)) continue
+    if (items.length === query.limit) return { items, hasMore: true }
+    items.push(route)
+  }
+  return { items, hasMore: false }
+}
+
+const patched = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: number): Route.StoredRoute =>
+  new Route.StoredRoute({
+    id: route.id,
+    method: patch.method ?? route.method,
+    path: patch.path ?? route.path,
+    middleware: patch.middleware ?? route.middleware,
+    handler: patch.handler ?? route.handler,
+    createdAt: route.createdAt,
+    revision
+  }, true)
+
+const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
+
+const preconditionFailed = (route: Route.StoredRoute) =>
+  Effect.fail(new PreconditionFailed({ id: route.id, revision: route.revision }, true))
+
+/**
+ * The in-memory store: O(1) get and conflict check; a page is a binary search to the cursor, then a walk along the
+ * shortest of the sorted id lists its filters select (all ids, or those of one method, handler or middleware name).
+ * Every change decides its checks and writes without yielding, so of concurrent conflicting changes exactly one wins.
  *
  * @since 0.1.0
  */
 export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = Effect.map(RouteIdGenerator, (ids) => {
-  const byId = new Map<string, Route.Route>()
-  const idByKey = new Map<string, string>()
+  const memory: Memory = {
+    byId: new Map(),
+    idByKey: new Map(),
+    ids: [],
+    byMethod: new Map(),
+    byHandler: new Map(),
+    byMiddleware: new Map(),
+    revision: 0
+  }
+  const conflict = (method: string, path: string, conflictingRouteId: string) =>
+    Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))
   return RouteRepository.of({
     create: (input) =>
       Effect.clockWith((clock) => {
-        const key = conflictKey(input.method, input.path)
-        const existing = idByKey.get(key)
-        if (existing !== undefined) {
-          return Effect.fail(
-            new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: existing }, true)
-          )
-        }
+        const existing = memory.idByKey.get(conflictKey(input.method, input.path))
+        if (existing !== undefined) return conflict(input.method, input.path, existing)
         const route = makeRoute(ids, input, clock.unsafeCurrentTimeMillis())
-        idByKey.set(key, route.id)
-        byId.set(route.id, route)
-        return Effect.succeed(route)
+        const stored = new Route.StoredRoute({ ...route, revision: ++memory.revision }, true)
+        addRoute(memory, stored)
+        return Effect.succeed(stored)
       }),
-    unsafeFindById: (id) => byId.get(id),
+    unsafeFindById: (id) => memory.byId.get(id),
     findById: (id) =>
       Effect.suspend(() => {
-        const route = byId.get(id)
-        // Validation off: the fields are plain strings already.
-        return route === undefined ? Effect.fail(new RouteNotFound({ id }, true)) : Effect.succeed(route)
+        const route = memory.byId.get(id)
+        return route === undefined ? notFound(id) : Effect.succeed(route)
+      }),
+    list: (query) => Effect.sync(() => listMemory(memory, query)),
+    update: (id, patch, precondition) =>
+      Effect.suspend((): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | RouteConflict> => {
+        const current = memory.byId.get(id)
+        if (current === undefined) return notFound(id)
+        if (!meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+        if (!patchChanges(current, patch)) return Effect.succeed(current)
+        const method = patch.method ?? current.method
+        const path = patch.path ?? current.path
+        const holder = memory.idByKey.get(conflictKey(method, path))
+        if (holder !== undefined && holder !== id) return conflict(method, path, holder)
+        const updated = patched(current, patch, ++memory.revision)
+        replaceRoute(memory, current, updated)
+        return Effect.succeed(updated)
+      }),
+    remove: (id, precondition) =>
+      Effect.suspend((): Effect.Effect<void, RouteNotFound | PreconditionFailed> => {
+        const current = memory.byId.get(id)
+        if (current === undefined) return notFound(id)
+        if (!meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+        dropRoute(memory, current)
+        // A delete is a change too: it takes a revision, which a change feed can carry.
+        memory.revision++
+        return Effect.void
       })
   })
 })

@@ -1,5 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
+import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Statement from "@effect/sql/Statement"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, Scheduler, String as Str } from "effect"
 import Pg from "pg"
@@ -31,29 +33,89 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         "path_shape:text",
         "middleware:ARRAY",
         "handler:text",
-        "created_at:timestamp with time zone"
+        "created_at:timestamp with time zone",
+        "revision:bigint"
       ])
-      const indexes = yield* sql<{ indexdef: string }>`SELECT indexdef FROM pg_indexes WHERE tablename = ${table}`
-      assert.isTrue(indexes.some((index) => /UNIQUE INDEX .* \(method, path_shape\)/.test(index.indexdef)))
-      const rows = yield* sql<{ path_shape: string; middleware: Array<string> }>`
-        SELECT path_shape, middleware FROM ${sql(table)} WHERE id = ${route.id}`
-      assert.deepStrictEqual(rows, [{ path_shape: "/users/:", middleware: ["a", "b"] }])
+      const indexes = yield* sql<{ indexname: string; indexdef: string }>`
+        SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ${table} ORDER BY indexname`
+      const definitions = indexes.map((index) => index.indexdef.replace(/^.* USING /, "").replace(/ON .* USING /, ""))
+      assert.deepStrictEqual(indexes.map((index) => index.indexname), [
+        `${table}_handler_id_idx`,
+        `${table}_method_id_idx`,
+        `${table}_method_shape_key`,
+        `${table}_middleware_idx`,
+        `${table}_path_idx`,
+        `${table}_pkey`
+      ])
+      assert.deepStrictEqual(definitions, [
+        "btree (handler, id)",
+        "btree (method, id)",
+        "btree (method, path_shape)",
+        "gin (middleware)",
+        "btree (path COLLATE \"C\")",
+        "btree (id)"
+      ])
+      const rows = yield* sql<{ path_shape: string; middleware: Array<string>; revision: string }>`
+        SELECT path_shape, middleware, revision::text FROM ${sql(table)} WHERE id = ${route.id}`
+      assert.deepStrictEqual(rows, [{
+        path_shape: "/users/:",
+        middleware: ["a", "b"],
+        revision: String(route.revision)
+      }])
+      // The revisions come from a sequence of the store's own, dropped with its table.
+      const owned = yield* sql<{ owner: string }>`
+        SELECT pg_get_serial_sequence(${table}, 'revision') AS owner`
+      assert.match(owned[0]!.owner, new RegExp(`(^|\\.)${table}_revision_seq$`))
     }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
   })
 
-  it.effect("a route is durable: a new client (a restarted host) reads the same bytes", () =>
-    Effect.gen(function*() {
-      const table = TestDatabase.freshTable()
-      const created = yield* Effect.flatMap(RouteRepository.RouteRepository, (repo) =>
-        Effect.flatMap(body("/durable/:id"), repo.create)).pipe(
+  it.effect("a route is durable: a new client (a restarted host) reads the same bytes", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const created = yield* Effect.flatMap(
+        RouteRepository.RouteRepository,
+        (repo) => Effect.flatMap(body("/durable/:id"), repo.create)
+      ).pipe(
+        Effect.provide(PgRouteRepository.layer({ table }).pipe(Layer.provide(TestDatabase.layer())))
+      )
+      const found = yield* Effect.flatMap(RouteRepository.RouteRepository, (repo) => repo.findById(created.id)).pipe(
+        Effect.provide(TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer())))
+      )
+      assert.strictEqual(JSON.stringify(found), JSON.stringify(created))
+    }).pipe(
+      Effect.ensuring(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}, ${sql(`${table}_migrations`)}`.pipe(Effect.orDie)
+        )
+      )
+    )
+  })
+
+  it.effect("updates and removes are durable: a new client reads the updated route, then finds it gone", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const session = <A, E>(use: (repo: RouteRepository.RouteRepository["Type"]) => Effect.Effect<A, E>) =>
+        Effect.flatMap(RouteRepository.RouteRepository, use).pipe(
           Effect.provide(PgRouteRepository.layer({ table }).pipe(Layer.provide(TestDatabase.layer())))
         )
-      const found = yield* Effect.flatMap(RouteRepository.RouteRepository, (repo) =>
-        repo.findById(created.id)).pipe(
-          Effect.provide(TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer())))
+      const created = yield* session((repo) => Effect.flatMap(body("/durable/update"), repo.create))
+      const updated = yield* session((repo) =>
+        repo.update(created.id, { handler: "changed" as Route.HandlerName }, { ifMatch: [created.revision] })
+      )
+      assert.strictEqual(JSON.stringify(yield* session((repo) => repo.findById(created.id))), JSON.stringify(updated))
+      yield* session((repo) => repo.remove(created.id, { ifMatch: [updated.revision] }))
+      const gone = yield* session((repo) => Effect.flip(repo.findById(created.id)))
+      assert.strictEqual(gone._tag, "RouteNotFound")
+    }).pipe(
+      Effect.ensuring(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}, ${sql(`${table}_migrations`)}`.pipe(Effect.orDie)
         )
-      assert.strictEqual(JSON.stringify(found), JSON.stringify(created))
-    }))
+      )
+    )
+  })
 
   it.effect("works when the host's client transforms names", () =>
     Effect.gen(function*() {
@@ -102,9 +164,129 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         assert.isTrue(Exit.isSuccess(result), String(result))
       }
       const migrations = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql(`${table}_migrations`)}`
-      assert.strictEqual(migrations[0]!.n, "1")
+      assert.strictEqual(migrations[0]!.n, "2")
       yield* sql`DROP TABLE ${sql(table)}, ${sql(`${table}_migrations`)}`
     }))
+
+  it.effect("migration 2 upgrades a live table of release 0.1, with several hosts starting at once", () => {
+    const table = TestDatabase.freshTable()
+    const migrationsTable = `${table}_migrations`
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // Release 0.1: its migrations table holding migration 1 only, and routes inserted as it inserted them.
+      yield* Migrator.make({})({
+        loader: Migrator.fromRecord({ "1_create_routes": PgRouteRepository.migrations({ table })["1_create_routes"] }),
+        table: migrationsTable
+      })
+      const insertAsRelease01 = (id: string, method: string, path: string, middleware: Array<string>) =>
+        sql`INSERT INTO ${sql(table)} (id, method, path, path_shape, middleware, handler, created_at)
+            VALUES (${id}, ${method}, ${path}, ${Route.shapeOf(path as Route.RoutePath)}, ${middleware}, ${"old"},
+                    ${new Date("2026-01-02T03:04:05.678Z")})`
+      const old = [
+        [Route.makeRouteId(1000), "GET", "/users/:id", ["auth", "log"]],
+        [Route.makeRouteId(2000), "POST", "/users", []],
+        [Route.makeRouteId(3000), "M-SEARCH", "/", ["x"]]
+      ] as const
+      for (const [id, method, path, middleware] of old) yield* insertAsRelease01(id, method, path, [...middleware])
+
+      // Separate clients stand in for host processes of the new release starting together.
+      const results = yield* Effect.all(
+        Array.from(
+          { length: 4 },
+          () => Effect.exit(PgRouteRepository.migrate({ table }).pipe(Effect.provide(TestDatabase.layer())))
+        ),
+        { concurrency: "unbounded" }
+      )
+      for (const result of results) assert.isTrue(Exit.isSuccess(result), String(result))
+      const applied = yield* sql<{ name: string }>`SELECT name FROM ${sql(migrationsTable)} ORDER BY migration_id`
+      assert.deepStrictEqual(applied.map((row) => row.name), ["create_routes", "add_revisions_and_list_indexes"])
+
+      const repo = yield* PgRouteRepository.make({ table })
+      const revisions = new Set<number>()
+      for (const [id, method, path, middleware] of old) {
+        const found = yield* repo.findById(id)
+        assert.deepStrictEqual(JSON.parse(Route.toJson(found)), {
+          id,
+          method,
+          path,
+          middleware,
+          handler: "old",
+          createdAt: "2026-01-02T03:04:05.678Z"
+        })
+        assert.isTrue(Number.isSafeInteger(found.revision) && found.revision > 0)
+        revisions.add(found.revision)
+      }
+      assert.strictEqual(revisions.size, old.length)
+      const page = yield* repo.list({ limit: 10, middleware: "auth" })
+      assert.deepStrictEqual(page.items.map((route) => route.id), [old[0][0]])
+
+      // The new operations work on the old rows.
+      const conflict = yield* Effect.flip(Effect.flatMap(body("/users/:userId"), repo.create))
+      assert.strictEqual(conflict._tag, "RouteConflict")
+      const updated = yield* repo.update(old[1][0], { path: "/people" as Route.RoutePath })
+      assert.isAbove(updated.revision, Math.max(...revisions))
+      yield* repo.remove(old[2][0], { ifMatch: [(yield* repo.findById(old[2][0])).revision] })
+      // A host still on release 0.1, sharing the database during a rolling upgrade, keeps inserting.
+      const late = Route.makeRouteId(4000)
+      yield* insertAsRelease01(late, "GET", "/late", [])
+      assert.isAbove((yield* repo.findById(late)).revision, updated.revision)
+    }).pipe(
+      Effect.ensuring(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`DROP TABLE IF EXISTS ${sql(table)}, ${sql(migrationsTable)}`.pipe(Effect.orDie)
+        )
+      )
+    )
+  })
+
+  it.effect("every listing filter reads an index, never the whole table (EXPLAIN over 4,000 routes)", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* RouteRepository.RouteRepository
+      yield* sql`
+        INSERT INTO ${sql(table)} (id, method, path, path_shape, middleware, handler, created_at)
+        SELECT gen_random_uuid(), (ARRAY['GET', 'POST', 'PUT', 'DELETE', 'PATCH'])[1 + i % 5], '/r' || i % 97 || '/x' || i,
+               '/r' || i % 97 || '/x' || i,
+               CASE WHEN i % 1000 = 0 THEN ARRAY['auth', 'rare'] ELSE ARRAY['auth'] END, 'h' || i % 200, now()
+        FROM generate_series(1, 4000) AS i`
+      yield* sql`ANALYZE ${sql(table)}`
+      const middle = (yield* sql<{ id: string }>`SELECT id FROM ${sql(table)} ORDER BY id OFFSET 2000 LIMIT 1`)[0]!.id
+      // The statement the store sends for a listing, captured as it runs, then explained with the same values.
+      const planOf = (query: RouteRepository.ListQuery) =>
+        Effect.gen(function*() {
+          const sent: Array<readonly [string, ReadonlyArray<unknown>]> = []
+          yield* repo.list(query).pipe(
+            Statement.withTransformer((statement) => Effect.sync(() => (sent.push(statement.compile(true)), statement)))
+          )
+          assert.strictEqual(sent.length, 1, "one statement per page")
+          const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${sent[0]![0]}`, sent[0]![1])
+          return rows.map((row) => row["QUERY PLAN"]).join("\n")
+        })
+      const cases: ReadonlyArray<readonly [RouteRepository.ListQuery, indexes: ReadonlyArray<string>]> = [
+        [{ limit: 100 }, ["pkey"]],
+        [{ limit: 100, after: middle }, ["pkey"]],
+        [{ limit: 100, method: "GET" }, ["method_id_idx"]],
+        [{ limit: 100, method: "GET", after: middle }, ["method_id_idx"]],
+        [{ limit: 100, handler: "h5" }, ["handler_id_idx"]],
+        [{ limit: 100, handler: "h5", after: middle }, ["handler_id_idx"]],
+        [{ limit: 100, middleware: "rare" }, ["middleware_idx"]],
+        [{ limit: 100, pathPrefix: "/r5/x100" }, ["path_idx"]],
+        [{ limit: 100, pathPrefix: "/r5/x100", after: middle }, ["path_idx"]],
+        [{ limit: 100, method: "GET", handler: "h5" }, ["method_id_idx", "handler_id_idx"]],
+        // Filters every route passes: walking the ids in order ends with the page.
+        [{ limit: 100, middleware: "auth" }, ["pkey"]],
+        [{ limit: 100, pathPrefix: "/r" }, ["pkey"]]
+      ]
+      for (const [query, indexes] of cases) {
+        const plan = yield* planOf(query)
+        const label = `${JSON.stringify(query)}:\n${plan}`
+        assert.notInclude(plan, "Seq Scan", label)
+        assert.isTrue(indexes.some((index) => plan.includes(`${table}_${index}`)), label)
+      }
+    }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
+  })
 
   describe("an operation past queryTimeout fails with StoreUnavailable", () => {
     // A pool of one connection, held by another fiber: the next operation waits for it, and only the timeout can
@@ -123,13 +305,20 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
             Effect.zipRight(Deferred.succeed(held, undefined), Deferred.await(release))
           ).pipe(Effect.fork)
           yield* Deferred.await(held)
-          const lookup = repo.findById(created.id)
-          const exit = yield* Effect.exit(
-            scheduler === "immediate" ? Effect.withScheduler(lookup, Scheduler.make((task) => task())) : lookup
-          )
-          assert.isTrue(Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause), String(exit))
-          assert.include(String(exit), "StoreUnavailable")
-          assert.include(String(exit), "did not answer within 300ms")
+          const operations: ReadonlyArray<Effect.Effect<unknown, unknown>> = [
+            repo.findById(created.id),
+            repo.list({ limit: 10 }),
+            repo.update(created.id, { handler: "x" as Route.HandlerName }),
+            repo.remove(created.id)
+          ]
+          for (const operation of operations) {
+            const exit = yield* Effect.exit(
+              scheduler === "immediate" ? Effect.withScheduler(operation, Scheduler.make((task) => task())) : operation
+            )
+            assert.isTrue(Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause), String(exit))
+            assert.include(String(exit), "StoreUnavailable")
+            assert.include(String(exit), "did not answer within 300ms")
+          }
           yield* Deferred.succeed(release, undefined)
           yield* Fiber.join(holder)
           assert.strictEqual((yield* repo.findById(created.id)).id, created.id) // the store recovers
@@ -159,13 +348,18 @@ describe("PgRouteRepository without a database", () => {
     )
   })
 
-  it.effect("create and findById fail with StoreUnavailable, never a defect", () =>
+  it.effect("every operation fails with StoreUnavailable, never a defect", () =>
     Effect.gen(function*() {
       const repo = yield* PgRouteRepository.make()
-      const created = yield* Effect.flip(Effect.flatMap(body("/x"), repo.create))
-      assert.strictEqual(created._tag, "StoreUnavailable")
-      const found = yield* Effect.flip(repo.findById(Route.makeRouteId(0)))
-      assert.strictEqual(found._tag, "StoreUnavailable")
+      const id = Route.makeRouteId(0)
+      const failures = yield* Effect.all([
+        Effect.flip(Effect.flatMap(body("/x"), repo.create)),
+        Effect.flip(repo.findById(id)),
+        Effect.flip(repo.list({ limit: 10, method: "GET" })),
+        Effect.flip(repo.update(id, { handler: "x" as Route.HandlerName }, { ifMatch: [1] })),
+        Effect.flip(repo.remove(id))
+      ])
+      assert.deepStrictEqual(failures.map((failure) => failure._tag), Array(5).fill("StoreUnavailable"))
     }).pipe(Effect.provide(unreachable)))
 
   it.effect("the layer fails with StoreUnavailable when it cannot migrate", () =>

@@ -260,3 +260,133 @@ export const createBody = fc
   )
   // Through JSON text, as the HTTP core sees a body ("__proto__" becomes an own key, as JSON.parse makes it).
   .map(([fields, extra]) => JSON.parse(JSON.stringify({ ...extra, ...fields })) as unknown)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Store operations (the model-based suite)
+// ---------------------------------------------------------------------------------------------------------------
+
+// Small alphabets, so that conflicts (renamed parameters, same shape), no-op patches and filter hits are frequent.
+// The paths hold "_" and "%" (literal in a prefix) and a capital (byte order is case-sensitive).
+const OPERATION_METHODS = ["GET", "POST"] as const
+const OPERATION_PATHS = [
+  "/",
+  "/a",
+  "/A",
+  "/a/:id",
+  "/a/:key",
+  "/a/b",
+  "/a_b",
+  "/a%25",
+  "/ab/:x",
+  "/ab/:y",
+  "/b/:id/c",
+  "/b/:k/c"
+] as const
+const OPERATION_HANDLERS = ["h", "k"] as const
+const OPERATION_MIDDLEWARE = ["m", "n", "o"] as const
+
+/** How an update or remove names revisions: not at all, the current one, a stale one, none, or several. */
+export interface Preconditioned {
+  readonly precondition: "none" | "current" | "stale" | "empty" | "several"
+}
+
+export interface RoutePatchFields {
+  readonly method?: string
+  readonly path?: string
+  readonly middleware?: ReadonlyArray<string>
+  readonly handler?: string
+}
+
+/**
+ * One step of a model-based run. `target` picks a route by position among those created so far (removed ones
+ * included), or an id that never existed; `after` is such a position or a literal cursor.
+ */
+export type Operation =
+  | {
+    readonly kind: "create"
+    readonly method: string
+    readonly path: string
+    readonly middleware: ReadonlyArray<string>
+    readonly handler: string
+  }
+  | { readonly kind: "findById"; readonly target: number }
+  | { readonly kind: "update"; readonly target: number; readonly patch: RoutePatchFields } & Preconditioned
+  | { readonly kind: "remove"; readonly target: number } & Preconditioned
+  | {
+    readonly kind: "list"
+    readonly query: {
+      readonly limit: number
+      readonly after: number | string | undefined
+      readonly method: string | undefined
+      readonly pathPrefix: string | undefined
+      readonly handler: string | undefined
+      readonly middleware: string | undefined
+    }
+  }
+
+// A filter or cursor given in about a third of the listings, so that most listings have few and still match.
+const sometimes = <A>(arbitrary: fc.Arbitrary<A>) =>
+  fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary })
+
+const operationMiddleware = fc.uniqueArray(fc.constantFrom(...OPERATION_MIDDLEWARE), { maxLength: 3 })
+const precondition = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom<Preconditioned["precondition"]>("none", "current") },
+  { weight: 1, arbitrary: fc.constantFrom<Preconditioned["precondition"]>("stale", "empty", "several") }
+)
+
+const operation: fc.Arbitrary<Operation> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("create" as const),
+      method: fc.constantFrom(...OPERATION_METHODS),
+      path: fc.constantFrom(...OPERATION_PATHS),
+      middleware: operationMiddleware,
+      handler: fc.constantFrom(...OPERATION_HANDLERS)
+    })
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("findById" as const), target: fc.nat() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("update" as const),
+      target: fc.nat(),
+      patch: fc.record({
+        method: fc.constantFrom(...OPERATION_METHODS),
+        path: fc.constantFrom(...OPERATION_PATHS),
+        middleware: operationMiddleware,
+        handler: fc.constantFrom(...OPERATION_HANDLERS)
+      }, { requiredKeys: [] }),
+      precondition
+    })
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant("remove" as const), target: fc.nat(), precondition })
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("list" as const),
+      query: fc.record({
+        limit: fc.constantFrom(1, 2, 3, 1000),
+        after: sometimes(fc.oneof(
+          fc.nat(),
+          // Before and after every id, and strings that are no id at all.
+          fc.constantFrom("00000000-0000-7000-8000-000000000000", "ffffffff-ffff-7fff-bfff-ffffffffffff", "", "0", "g")
+        )),
+        method: sometimes(fc.constantFrom(...OPERATION_METHODS, "PUT")),
+        pathPrefix: sometimes(fc.constantFrom("/", "/a", "/a/", "/a_", "/a%", "/a%2", "/ab", "/b/:", "/A", "/c")),
+        handler: sometimes(fc.constantFrom(...OPERATION_HANDLERS, "z")),
+        middleware: sometimes(fc.constantFrom(...OPERATION_MIDDLEWARE, "p"))
+      })
+    })
+  }
+)
+
+/** Sequences of store operations for the model-based suite. */
+export const repositoryOperations: fc.Arbitrary<ReadonlyArray<Operation>> = fc.array(operation, {
+  minLength: 1,
+  maxLength: 60,
+  size: "max"
+})
