@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Exit, Layer, Redacted, Schema } from "effect"
+import { InvalidOption } from "./InvalidOption.js"
 
 /**
  * The permissions the routing API checks: `routes:read` to get, `routes:write` to create.
@@ -80,24 +81,57 @@ const difference = (presented: string, configured: string): number => {
   return diff
 }
 
+// The problem with one entry of a static list, or undefined. The value of a token is never part of the message.
+const checkEntry = (entry: StaticToken | null | undefined): string | undefined => {
+  if (typeof entry !== "object" || entry === null) return "is not an object: give { token, scopes }"
+  if (!Redacted.isRedacted(entry.token)) return "has a token that is not Redacted: wrap it with Redacted.make"
+  const token: unknown = Redacted.value(entry.token)
+  if (typeof token !== "string") {
+    return `has a token that is ${
+      token === undefined ? "undefined (an unset environment variable?)" : `a ${typeof token}`
+    }, not a string: set it to the token text`
+  }
+  if (token === "") return "has an empty token: set it to the token text, or leave the entry out"
+  if (!isWellFormedToken(token)) {
+    return "is not a well-formed bearer token: use letters, digits and - . _ ~ + / only, optionally followed by = padding"
+  }
+  if (!Array.isArray(entry.scopes)) return "has no scopes array: give scopes such as [\"routes:read\"]"
+  return undefined
+}
+
 /**
- * An authenticator over a fixed list of tokens; it throws if a token is not well formed (see `isWellFormedToken`),
- * naming which. The presented token is compared with every configured token in
- * constant time (no early exit, within a token or across the list), so the time taken reveals neither a token nor
- * which one matched.
+ * The first entry of `tokens` that could never authenticate anyone (a token that is not a non-empty, well-formed
+ * string in a `Redacted`, or no scopes array), as an `InvalidOption` naming it; `undefined` when all are usable.
+ *
+ * @since 0.2.0
+ */
+export const checkStaticTokens = (tokens: ReadonlyArray<StaticToken>): InvalidOption | undefined => {
+  if (!Array.isArray(tokens)) return new InvalidOption({ option: "tokens", message: "tokens must be an array" })
+  for (let i = 0; i < tokens.length; i++) {
+    const problem = checkEntry(tokens[i])
+    if (problem !== undefined) {
+      const id = tokens[i]?.id
+      return new InvalidOption({
+        option: `tokens[${i}]`,
+        message: `static token ${i + 1}${typeof id === "string" ? ` (${id})` : ""} ${problem}`
+      })
+    }
+  }
+  return undefined
+}
+
+/**
+ * An authenticator over a fixed list of tokens; it throws the `InvalidOption` of `checkStaticTokens` if an entry
+ * could never authenticate anyone. The presented token is compared with every configured token in constant time
+ * (no early exit, within a token or across the list), so the time taken reveals neither a token nor which one
+ * matched.
  *
  * @since 0.1.0
  */
 export const makeStaticTokens = (tokens: ReadonlyArray<StaticToken>): Context.Tag.Service<Authenticator> => {
-  tokens.forEach((entry, i) => {
-    // Such a token could never be presented: refuse the configuration rather than a caller, later.
-    if (!isWellFormedToken(Redacted.value(entry.token))) {
-      throw new Error(
-        `static token ${i + 1}${entry.id === undefined ? "" : ` (${entry.id})`} is not a well-formed bearer token: ` +
-          "use letters, digits and - . _ ~ + / only, optionally followed by = padding"
-      )
-    }
-  })
+  // Such a token could never be presented: refuse the configuration rather than a caller, later.
+  const unusable = checkStaticTokens(tokens)
+  if (unusable !== undefined) throw unusable
   const entries = tokens.map((entry, i) => ({
     token: Redacted.value(entry.token),
     principal: { id: entry.id ?? `token-${i + 1}`, scopes: entry.scopes } satisfies Principal
@@ -118,9 +152,11 @@ export const makeStaticTokens = (tokens: ReadonlyArray<StaticToken>): Context.Ta
 }
 
 /**
- * `makeStaticTokens` as a layer.
+ * `makeStaticTokens` as a layer, failing with `InvalidOption` when it is built if an entry is unusable.
  *
  * @since 0.1.0
  */
-export const layerStaticTokens = (tokens: ReadonlyArray<StaticToken>): Layer.Layer<Authenticator> =>
-  Layer.sync(Authenticator, () => makeStaticTokens(tokens))
+export const layerStaticTokens = (tokens: ReadonlyArray<StaticToken>): Layer.Layer<Authenticator, InvalidOption> => {
+  const invalid = checkStaticTokens(tokens)
+  return invalid === undefined ? Layer.succeed(Authenticator, makeStaticTokens(tokens)) : Layer.fail(invalid)
+}

@@ -7,10 +7,15 @@
 import type { Layer } from "effect"
 import { Cause, Effect, Exit, FiberRef, Runtime, Scheduler } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Answers from "./internal/answers.js"
 import * as Body from "./internal/body.js"
 import * as Disposable from "./internal/disposable.js"
+import * as ListQuery from "./internal/listQuery.js"
+import * as NodeHeaders from "./internal/nodeHeaders.js"
 import * as NodeTransport from "./internal/nodeTransport.js"
 import * as Target from "./internal/target.js"
+import type { InvalidOption } from "./InvalidOption.js"
+import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -42,9 +47,11 @@ class NodeRequest implements RoutingHandler.Request {
   get method() {
     return this.req.method ?? "GET"
   }
+  get query() {
+    return ListQuery.queryOf(this.req.url ?? "")
+  }
   header(name: string) {
-    const value = this.req.headers[name]
-    return Array.isArray(value) ? value.join(", ") : value
+    return NodeHeaders.header(this.req, name)
   }
   body(maxBytes: number, timeoutMillis: number) {
     return Body.fromIncomingMessage(this.req, this.res)(maxBytes, timeoutMillis)
@@ -53,8 +60,14 @@ class NodeRequest implements RoutingHandler.Request {
 
 const write = (req: IncomingMessage, res: ServerResponse, response: RoutingHandler.Response) => {
   if (res.headersSent || res.destroyed) return
-  // An explicit length spares the chunked encoding writeHead would otherwise commit to.
-  res.writeHead(response.status, { ...response.headers, "content-length": Buffer.byteLength(response.body) })
+  // An explicit length spares the chunked encoding writeHead would otherwise commit to; 204 and 304 have no body, and a
+  // 204 must not carry a length (RFC 9110 §8.6). A problem's status line says its title, as its body does.
+  const headers = Answers.hasNoBody(response.status)
+    ? response.headers
+    : { ...response.headers, "content-length": Buffer.byteLength(response.body) }
+  const phrase = Problem.titles[response.status]
+  if (phrase === undefined) res.writeHead(response.status, headers)
+  else res.writeHead(response.status, phrase, headers)
   NodeTransport.end(req, res, response.headers, response.body)
 }
 
@@ -67,7 +80,7 @@ const immediate = Scheduler.make((task) => task())
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<Listener, never, RoutingHandler.Services> =>
+): Effect.Effect<Listener, InvalidOption, RoutingHandler.Services> =>
   Effect.gen(function*() {
     const handler = yield* RoutingHandler.make(options)
     // Resumed fibers continue at once (an immediate scheduler), so a POST answers inside the body's "end" event,
@@ -104,11 +117,15 @@ export const make = (
 
 /**
  * Builds the services of `layer` now (so a bad configuration or an unreachable database fails here, not on the
- * first request) and returns the listener; `dispose` releases the services.
+ * first request) and returns the listener; `dispose` releases the services. Rejects with `InvalidOption`, before
+ * building anything, when an option is out of its range.
  *
  * @since 0.1.0
  */
 export const fromLayer = <E>(
   layer: Layer.Layer<RoutingHandler.Services, E>,
   options: Options = {}
-): Promise<DisposableListener> => Disposable.fromLayer(layer, make(options))
+): Promise<DisposableListener> => {
+  const invalid = RoutingHandler.checkOptions(options)
+  return invalid === undefined ? Disposable.fromLayer(layer, Effect.orDie(make(options))) : Promise.reject(invalid)
+}

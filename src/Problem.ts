@@ -3,10 +3,11 @@
  *
  * @since 0.1.0
  */
+import * as Limits from "./internal/limits.js"
 
 /**
  * Every `code` the API can answer with, and its HTTP status. The codes are stable: clients may branch on them.
- * `not_found` is answered only by an adapter that has no host to hand a path outside `/v1/routing` back to.
+ * `not_found` is answered only by an adapter (or the router) that has no host to hand a request back to.
  *
  * @since 0.1.0
  */
@@ -14,6 +15,8 @@ export const codes = {
   invalid_request: 400,
   malformed_json: 400,
   invalid_route: 400,
+  invalid_query: 400,
+  malformed_path: 400,
   unauthenticated: 401,
   invalid_token: 401,
   insufficient_scope: 403,
@@ -22,9 +25,11 @@ export const codes = {
   method_not_allowed: 405,
   request_timeout: 408,
   route_conflict: 409,
+  precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal_error: 500,
+  handler_unavailable: 503,
   store_unavailable: 503
 } as const
 
@@ -42,17 +47,28 @@ export const descriptions: Readonly<Record<Code, string>> = {
   invalid_request: "The Authorization header names the Bearer scheme but its credential is empty or malformed.",
   malformed_json: "The body is not valid JSON (or is empty, or ended early).",
   invalid_route: "The body is JSON but breaks the route rules; `errors` lists every problem, one entry each.",
+  invalid_query: "The listing query breaks its rules; `errors` lists every problem, `path` naming the parameter.",
+  malformed_path: "The router could not read the request path (a bad percent-escape, or one not decoding to UTF-8).",
   unauthenticated: "No Authorization header, or a scheme other than Bearer.",
   invalid_token: "The bearer token is not accepted (unknown, expired or revoked).",
-  insufficient_scope: "The token lacks the scope the request needs (routes:read to get, routes:write to create).",
+  insufficient_scope:
+    "The token lacks the scope the request needs (routes:read to get and list, routes:write to create, update and delete).",
   route_not_found: "No route has that id (including ids that could never exist).",
-  not_found: "Nothing is served at that path (answered only by an adapter with no host to fall back on).",
+  not_found: "Nothing is served at that path (answered only by an adapter or router with no host to fall back on).",
   method_not_allowed: "The path is served, but not with that method; `Allow` lists the methods that are.",
-  request_timeout: "The body did not arrive in full within the body timeout (10 s by default).",
+  request_timeout: `The body did not arrive in full within the body timeout (${
+    Limits.describeMillis(Limits.DEFAULT_BODY_TIMEOUT_MILLIS)
+  } by default).`,
   route_conflict: "A stored route has the same method and shape; `conflictingRouteId` names it.",
-  payload_too_large: "The body is larger than the configured limit (64 KiB by default).",
-  unsupported_media_type: "The body is not sent as `application/json` (a charset other than UTF-8 included).",
+  precondition_failed: "`If-Match` names no current tag of the route; nothing changed.",
+  payload_too_large: `The body is larger than the configured limit (${
+    Limits.describeBytes(Limits.DEFAULT_MAX_BODY_BYTES)
+  } by default).`,
+  unsupported_media_type:
+    "The body is not sent as `application/json` (PATCH also takes `application/merge-patch+json`; a charset other than UTF-8 is refused).",
   internal_error: "Something unexpected failed; the cause is logged, never sent.",
+  handler_unavailable:
+    "The route names a handler or middleware this process has not registered (another process may have it).",
   store_unavailable: "The store is unreachable or timed out; nothing was written. Retry after `Retry-After` seconds."
 }
 
@@ -69,6 +85,7 @@ export const titles: Readonly<Record<number, string>> = {
   405: "Method Not Allowed",
   408: "Request Timeout",
   409: "Conflict",
+  412: "Precondition Failed",
   413: "Content Too Large",
   415: "Unsupported Media Type",
   500: "Internal Server Error",
@@ -81,7 +98,8 @@ export const titles: Readonly<Record<number, string>> = {
 export const CONTENT_TYPE = "application/problem+json"
 
 /**
- * A problem document. `errors` comes with `invalid_route`, `conflictingRouteId` with `route_conflict`.
+ * A problem document. `errors` comes with `invalid_route` and `invalid_query`, `conflictingRouteId` with
+ * `route_conflict`.
  *
  * @since 0.1.0
  */

@@ -3,12 +3,25 @@
  * yields a response, implementing every rule of the contract's HTTP interface once; the adapters (`NodeListener`,
  * `WebHandler`, `RoutingHttpApp`) only translate to and from their transport.
  *
+ * Each operation below reads top to bottom in the contract's order of checks: authentication and scope, then the
+ * body or the query, then the store. Its steps are completed Effects (`Exit`s) whenever the services answer at once,
+ * and are then folded without a fiber.
+ *
  * @since 0.1.0
  */
 import type { Context } from "effect"
-import { Cause, Effect, Either, Exit, Redacted } from "effect"
+import { Effect, Either, Exit, pipe, Redacted } from "effect"
 import * as Authenticator from "./Authenticator.js"
-import * as Problem from "./Problem.js"
+import * as Catalog from "./Catalog.js"
+import * as Answers from "./internal/answers.js"
+import * as Conditional from "./internal/conditional.js"
+import * as Content from "./internal/content.js"
+import * as Credentials from "./internal/credentials.js"
+import { answer, call, callNow, flatMapNow, type Refusal, refuse } from "./internal/fold.js"
+import * as Limits from "./internal/limits.js"
+import * as ListQuery from "./internal/listQuery.js"
+import * as Options_ from "./internal/options.js"
+import type { InvalidOption } from "./InvalidOption.js"
 import * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 
@@ -34,7 +47,12 @@ export interface Request {
   readonly method: string
   /** The path without the query string, as received (not decoded). */
   readonly path: string
-  /** A header's value by lowercase name; `undefined` when absent. */
+  /** The query string, without the `?`, as received (empty when there is none). */
+  readonly query: string
+  /**
+   * A header's value by lowercase name; `undefined` when absent. Several lines of one header come joined by ", ",
+   * as the web `Headers` joins them (so two `Authorization` headers are seen, and refused).
+   */
   readonly header: (name: string) => string | undefined
   /**
    * Reads the whole body, failing with `"TooLarge"` as soon as more than `maxBytes` have arrived, and with
@@ -44,7 +62,7 @@ export interface Request {
 }
 
 /**
- * What the core answers. `headers` holds lowercase names; `body` is JSON text (empty for none).
+ * What the core answers. `headers` holds lowercase names; `body` is JSON text (empty for none: 204 and 304).
  *
  * @since 0.1.0
  */
@@ -55,6 +73,9 @@ export interface Response {
 }
 
 /**
+ * Each option is a whole number from 1 to `Number.MAX_SAFE_INTEGER`; any other value fails `make` with
+ * `InvalidOption` naming it.
+ *
  * @since 0.1.0
  */
 export interface Options {
@@ -72,12 +93,26 @@ export interface Options {
 /**
  * @since 0.1.0
  */
-export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
+export const DEFAULT_MAX_BODY_BYTES: number = Limits.DEFAULT_MAX_BODY_BYTES
 
 /**
  * @since 0.1.0
  */
-export const DEFAULT_BODY_TIMEOUT_MILLIS = 10_000
+export const DEFAULT_BODY_TIMEOUT_MILLIS: number = Limits.DEFAULT_BODY_TIMEOUT_MILLIS
+
+/**
+ * Routes in one page of a listing when the query gives no `limit`.
+ *
+ * @since 0.2.0
+ */
+export const DEFAULT_PAGE_SIZE: number = Limits.DEFAULT_PAGE_SIZE
+
+/**
+ * Most routes in one page of a listing (the largest `limit`).
+ *
+ * @since 0.2.0
+ */
+export const MAX_PAGE_SIZE: number = Limits.MAX_PAGE_SIZE
 
 /**
  * The collection path; a route lives at `${COLLECTION}/{id}`.
@@ -87,6 +122,20 @@ export const DEFAULT_BODY_TIMEOUT_MILLIS = 10_000
 export const COLLECTION = "/v1/routing"
 
 const ITEM_PREFIX = COLLECTION + "/"
+
+/**
+ * The `Allow` header of a 405 on the collection: the methods it serves.
+ *
+ * @since 0.2.0
+ */
+export const COLLECTION_ALLOW: string = Answers.COLLECTION_METHODS
+
+/**
+ * The `Allow` header of a 405 on one route: the methods it serves.
+ *
+ * @since 0.2.0
+ */
+export const ROUTE_ALLOW: string = Answers.ROUTE_METHODS
 
 /**
  * What the core needs from its host: a store and an authenticator.
@@ -99,7 +148,7 @@ export type Services = RouteRepository.RouteRepository | Authenticator.Authentic
  * The core bound to its services. `handle` returns `undefined`, synchronously, for a path outside `/v1/routing`,
  * so the adapter can hand the request back to the host. When the answer was decided without waiting (the services
  * answered at once) the Effect is already completed, an `Exit`, and an adapter may take its value without running a
- * fiber.
+ * fiber. `handle` never throws and its Effect never fails: whatever a service does is answered.
  *
  * @since 0.1.0
  */
@@ -114,355 +163,297 @@ export interface RoutingHandler {
  */
 export const location = (id: Route.RouteId): string => ITEM_PREFIX + id
 
-const REALM = "Bearer realm=\"routing\""
-const JSON_HEADERS = { "content-type": "application/json" } as const
-
-const problem = (
-  code: Problem.Code,
-  detail: string,
-  headers?: Record<string, string>,
-  extensions?: Pick<Problem.Problem, "errors" | "conflictingRouteId">
-): Response => ({
-  status: Problem.codes[code],
-  headers: { "content-type": Problem.CONTENT_TYPE, ...headers },
-  body: JSON.stringify(Problem.make(code, detail, extensions))
-})
-
-const challenge = (code: "invalid_request" | "invalid_token", detail: string) =>
-  problem(code, detail, { "www-authenticate": `${REALM}, error="${code}"` })
-
-const UNAUTHENTICATED = problem(
-  "unauthenticated",
-  "This request needs a bearer token: send the header \"Authorization: Bearer <token>\".",
-  { "www-authenticate": REALM }
-)
-const EMPTY_CREDENTIAL = challenge(
-  "invalid_request",
-  "The Authorization header names the Bearer scheme but carries no token: send \"Authorization: Bearer <token>\"."
-)
-const MALFORMED_CREDENTIAL = challenge(
-  "invalid_request",
-  "The bearer token is malformed: a token is letters, digits and - . _ ~ + / optionally followed by \"=\" padding."
-)
-const INVALID_TOKEN = challenge(
-  "invalid_token",
-  "The bearer token is not accepted: check that it is a configured token and has not expired or been revoked."
-)
-const insufficientScope = (scope: Authenticator.Scope, action: string) =>
-  problem(
-    "insufficient_scope",
-    `This token lacks the ${scope} scope needed to ${action}: use a token that has it.`,
-    { "www-authenticate": `${REALM}, error="insufficient_scope", scope="${scope}"` }
-  )
-const READ_SCOPE = insufficientScope("routes:read", "read routes")
-const WRITE_SCOPE = insufficientScope("routes:write", "create routes")
-
 /**
  * The answer to anything unexpected: no cause, stack or SQL in it (the cause goes to the log).
  *
  * @since 0.1.0
  */
-export const internalError: Response = problem(
-  "internal_error",
-  "An unexpected error occurred. It has been logged; please retry later."
-)
+export const internalError: Response = Answers.INTERNAL_ERROR
 
 /**
  * What an adapter with no host to fall back on answers for a path outside `/v1/routing`.
  *
  * @since 0.1.0
  */
-export const notFound: Response = problem(
-  "not_found",
-  "Nothing is served at this path: the routing API lives under /v1/routing."
-)
+export const notFound: Response = Answers.NOT_FOUND
 
-type Credential = Redacted.Redacted<string> | Response
+// ---------------------------------------------------------------------------------------------------------------
+// The steps the operations are made of
+// ---------------------------------------------------------------------------------------------------------------
 
-const isOws = (c: number) => c === 32 || c === 9
-
-// The header value without surrounding optional whitespace: spaces and tabs only (RFC 9110 §5.6.3), not every
-// Unicode space as String.prototype.trim would, so "\u00a0Bearer …" stays unauthenticated.
-const trimOws = (value: string): string => {
-  let start = 0
-  let end = value.length
-  while (start < end && isOws(value.charCodeAt(start))) start++
-  while (end > start && isOws(value.charCodeAt(end - 1))) end--
-  return start === 0 && end === value.length ? value : value.slice(start, end)
+interface Core {
+  readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
+  readonly authenticator: Context.Tag.Service<Authenticator.Authenticator>
+  readonly limits: Content.BodyLimits
+  readonly unavailable: Response
+  /** The host's function names, when it declared them (catalog checking, CONTRACT §11). */
+  readonly catalog: Catalog.Names | undefined
 }
 
-// Reads the bearer token of an Authorization header, or the response that refuses it.
-const credential = (header: string | undefined): Credential => {
-  if (header === undefined) return UNAUTHENTICATED
-  const value = trimOws(header)
-  const space = value.indexOf(" ")
-  const scheme = space === -1 ? value : value.slice(0, space)
-  // The scheme name is case-insensitive (RFC 9110 §11.1).
-  if (scheme.length !== 6 || scheme.toLowerCase() !== "bearer") return UNAUTHENTICATED
-  // Spaces only between scheme and token (RFC 9110 §11.4: 1*SP).
-  let start = space + 1
-  while (space !== -1 && value.charCodeAt(start) === 32) start++
-  const token = space === -1 ? "" : value.slice(start)
-  if (token === "") return EMPTY_CREDENTIAL
-  if (!Authenticator.isWellFormedToken(token)) return MALFORMED_CREDENTIAL
-  return Redacted.make(token)
-}
-
-const methodNotAllowed = (method: string, path: string, allow: string) =>
-  problem(
-    "method_not_allowed",
-    `${method} is not served on ${path}: use ${allow}.`,
-    { allow }
-  )
-
-// `application/json`, with any parameters; a charset other than UTF-8 is refused since the body is read as UTF-8.
-const isJson = (contentType: string | undefined): boolean => {
-  if (contentType === undefined) return false
-  const semicolon = contentType.indexOf(";")
-  const type = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase()
-  if (type !== "application/json") return false
-  if (semicolon === -1) return true
-  const charset = /(?:^|;)\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType.slice(semicolon))
-  return charset === null || /^utf-?8$/i.test(charset[1]!)
-}
-
-const decoder = new TextDecoder("utf-8", { fatal: true })
-
-const parseJson = (bytes: Uint8Array): Either.Either<unknown, string> => {
-  if (bytes.length === 0) return Either.left("The body is empty: send a JSON object describing the route.")
-  try {
-    return Either.right(JSON.parse(decoder.decode(bytes)))
-  } catch (error) {
-    const reason = error instanceof SyntaxError ? error.message : "the body is not UTF-8 text"
-    return Either.left(`The body is not valid JSON (${reason}): send a JSON object describing the route.`)
-  }
-}
-
-// What the steps of a request can fail with: an answer already decided, or a typed error of a service.
-/**
- * A request refused before it reached the store, carrying its answer. A class of its own, so nothing a service
- * fails with can be mistaken for an answer.
- */
-class Refusal {
-  constructor(readonly response: Response) {}
-}
-
-type Failure =
-  | Refusal
+// What the services fail with, as declared.
+type ServiceError =
   | Authenticator.InvalidToken
   | RouteRepository.RouteNotFound
   | RouteRepository.RouteConflict
+  | RouteRepository.PreconditionFailed
   | RouteRepository.StoreUnavailable
 
-/**
- * `Effect.flatMap`, folded at once when `self` has already completed (an `Exit`): `succeed(a)` then `f` is `f(a)`,
- * `fail(e)` then `f` is `fail(e)`. The result is the same; only, when nothing on the way suspends, no fiber has to run
- * it, which is most of the cost of a request (measured: bench/).
- */
-const andThen = <A, E, B, E2>(
-  self: Effect.Effect<A, E>,
-  f: (a: A) => Effect.Effect<B, E2>
-): Effect.Effect<B, E | E2> => {
-  if (!Exit.isExit(self)) return Effect.flatMap(self, f)
-  const exit = self as Exit.Exit<A, E>
-  return Exit.isSuccess(exit) ? f(exit.value) : Exit.failCause(exit.cause)
+// The answer to a declared error of a service; `undefined` for anything else, which is answered as a defect.
+const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Effect.Effect<Response> | undefined => {
+  switch ((error as { _tag?: unknown } | null)?._tag) {
+    case "InvalidToken":
+      // The reason is the authenticator's, never the token.
+      return Effect.as(
+        Effect.logDebug("route-registry: token refused", (error as Authenticator.InvalidToken).reason),
+        Answers.INVALID_TOKEN
+      )
+    case "RouteNotFound":
+      return Exit.succeed(Answers.routeNotFound(id))
+    case "PreconditionFailed":
+      return Exit.succeed(Answers.preconditionFailed(id))
+    case "RouteConflict": {
+      const conflict = error as RouteRepository.RouteConflict
+      return Exit.succeed(Answers.conflict(conflict.method, conflict.path, conflict.conflictingRouteId))
+    }
+    case "StoreUnavailable":
+      return Exit.succeed(core.unavailable)
+  }
+  return undefined
 }
 
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+const run = (core: Core, steps: Effect.Effect<Response, ServiceError | Refusal>, id = ""): Effect.Effect<Response> =>
+  answer(steps, serviceErrorAnswer(core, id), Answers.INTERNAL_ERROR)
+
+// Authentication and scope come first, before anything is read: an unauthenticated caller learns nothing more.
+const authorize = (
+  core: Core,
+  request: Request,
+  scope: Authenticator.Scope,
+  refusal: Response
+): Effect.Effect<void, Refusal | Authenticator.InvalidToken> => {
+  const token = Credentials.credential(request.header("authorization"))
+  if (!Redacted.isRedacted(token)) return refuse(token)
+  return flatMapNow(
+    call(() => core.authenticator.authenticate(token)),
+    (principal) => principal.scopes.includes(scope) ? Exit.void : refuse(refusal)
+  )
+}
+
+const validated = <A>(
+  result: Either.Either<A, ReadonlyArray<Route.FieldIssue>>,
+  refusal: (errors: ReadonlyArray<Route.FieldIssue>) => Response
+): Effect.Effect<A, Refusal> => Either.isRight(result) ? Exit.succeed(result.right) : refuse(refusal(result.left))
+
+// With catalog checking on, a route naming a function this process has not registered is refused (CONTRACT §11).
+const cataloged = <A extends Parameters<typeof Catalog.check>[1]>(core: Core, input: A): Effect.Effect<A, Refusal> => {
+  if (core.catalog === undefined) return Exit.succeed(input)
+  const issues = Catalog.check(core.catalog, input)
+  return issues.length === 0 ? Exit.succeed(input) : refuse(Answers.invalidRoute(issues))
+}
+
+// A store that can answer from memory at once is read at once; any other store through its Effect.
+const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, ServiceError> => {
+  const unsafeFindById = core.repository.unsafeFindById
+  if (unsafeFindById === undefined) return call(() => core.repository.findById(id))
+  return flatMapNow(
+    callNow(() => unsafeFindById(id)),
+    (route) => route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id }, true)) : Exit.succeed(route)
+  )
+}
+
+// A route's answer with its ETag. The Location and ETag headers are built from the id and revision alone: a route of
+// any other form (a faulty store) is a defect, never a header.
+const withRoute = (
+  status: number,
+  route: Route.StoredRoute,
+  headers?: Record<string, string>
+): Effect.Effect<Response> =>
+  Route.isRouteId(route.id) && Number.isSafeInteger(route.revision)
+    ? Exit.succeed(Answers.json(status, Route.toJson(route), { etag: Conditional.etagOf(route.revision), ...headers }))
+    : Effect.dieMessage(
+      `the store returned a malformed route: id ${JSON.stringify(route.id)}, revision ${String(route.revision)}`
+    )
+
+const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page): Response => {
+  const last = result.items[result.items.length - 1]
+  const next = result.hasMore && last !== undefined ? last.id : undefined
+  const items = result.items.map(Route.toJson).join(",")
+  return Answers.json(
+    200,
+    `{"items":[${items}],"nextCursor":${next === undefined ? "null" : `"${ListQuery.encodeCursor(next)}"`}}`,
+    next === undefined ? undefined : { link: ListQuery.nextLink(COLLECTION, query, next) }
+  )
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The operations
+// ---------------------------------------------------------------------------------------------------------------
+
+const create = (core: Core, request: Request): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
+      flatMapNow(() => Content.readJson(request, Content.CREATE_TYPES, core.limits)),
+      flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
+      flatMapNow((input) => cataloged(core, input)),
+      flatMapNow((input) => call(() => core.repository.create(input))),
+      flatMapNow((route) => withRoute(201, route, { location: location(route.id) }))
+    )
+  )
+
+const get = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:read", Answers.READ_SCOPE),
+      flatMapNow(() => find(core, id)),
+      flatMapNow((route) =>
+        Conditional.noneMatchHits(request.header("if-none-match"), route.revision)
+          ? Exit.succeed(Answers.empty(304, { etag: Conditional.etagOf(route.revision) }))
+          : withRoute(200, route)
+      )
+    ),
+    id
+  )
+
+const list = (core: Core, request: Request): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:read", Answers.READ_SCOPE),
+      flatMapNow(() => validated(ListQuery.parse(request.query), Answers.invalidQuery)),
+      flatMapNow((query) =>
+        flatMapNow(call(() => core.repository.list(query)), (result) => Exit.succeed(page(query, result)))
+      )
+    )
+  )
+
+const update = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
+      flatMapNow(() => Content.readJson(request, Content.PATCH_TYPES, core.limits)),
+      flatMapNow((body) => validated(Route.validatePatch(body), Answers.invalidRoute)),
+      flatMapNow((patch) => cataloged(core, patch)),
+      flatMapNow((patch) =>
+        call(() => core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match"))))
+      ),
+      flatMapNow((route) => withRoute(200, route))
+    ),
+    id
+  )
+
+const remove = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
+      flatMapNow(() => call(() => core.repository.remove(id, Conditional.ifMatch(request.header("if-match"))))),
+      flatMapNow(() => Exit.succeed(Answers.empty(204)))
+    ),
+    id
+  )
+
+// The path first (outside /v1/routing is the host's), then the method (405).
+const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
+  const path = request.path
+  if (path === COLLECTION) {
+    switch (request.method) {
+      case "GET":
+        return list(core, request)
+      case "POST":
+        return create(core, request)
+    }
+    return Exit.succeed(Answers.methodNotAllowed(request.method, path, Answers.COLLECTION_METHODS))
+  }
+  if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
+    const id = path.slice(ITEM_PREFIX.length)
+    switch (request.method) {
+      case "GET":
+        return get(core, request, id)
+      case "PATCH":
+        return update(core, request, id)
+      case "DELETE":
+        return remove(core, request, id)
+    }
+    return Exit.succeed(Answers.methodNotAllowed(request.method, path, Answers.ROUTE_METHODS))
+  }
+  return undefined
+}
+
+const makeCore = (
+  repository: Context.Tag.Service<RouteRepository.RouteRepository>,
+  authenticator: Context.Tag.Service<Authenticator.Authenticator>,
+  config: Options_.Config,
+  catalog: Catalog.Names | undefined
+): RoutingHandler => {
+  const core: Core = {
+    repository,
+    authenticator,
+    limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
+    unavailable: Answers.unavailable(config.retryAfterSeconds),
+    catalog
+  }
+  return {
+    handle: (request) => {
+      try {
+        return dispatch(core, request)
+      } catch (error) {
+        // A request view that throws (an adapter's fault): answered and logged, never thrown into the host.
+        return Effect.as(
+          Effect.logError("route-registry: unexpected error while answering a request", error),
+          Answers.INTERNAL_ERROR
+        )
+      }
+    }
+  }
+}
 
 /**
- * Binds the core to the `RouteRepository` and `Authenticator` in context.
+ * Binds the core to the `RouteRepository` and `Authenticator` in context, and to the `Catalog` when the host
+ * declared one; fails with `InvalidOption` naming the first option out of its range.
  *
  * @since 0.1.0
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<RoutingHandler, never, Services> =>
-  Effect.gen(function*() {
-    const repository = yield* RouteRepository.RouteRepository
-    const authenticator = yield* Authenticator.Authenticator
-    return makeWith(repository, authenticator, options)
+): Effect.Effect<RoutingHandler, InvalidOption, Services> =>
+  Either.match(Options_.resolve(options), {
+    onLeft: Effect.fail,
+    onRight: (config) =>
+      Effect.map(
+        Effect.all([RouteRepository.RouteRepository, Authenticator.Authenticator, Catalog.Catalog]),
+        ([repository, authenticator, catalog]) => makeCore(repository, authenticator, config, catalog)
+      )
   })
 
 /**
- * The core over explicit services (what `make` does with the ones in context).
+ * The core over explicit services (what `make` does with the ones in context). Throws `InvalidOption` naming the
+ * first option out of its range.
  *
  * @since 0.1.0
  */
 export const makeWith = (
   repository: Context.Tag.Service<RouteRepository.RouteRepository>,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
-  options: Options = {}
-): RoutingHandler => {
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
-  const bodyTimeout = options.bodyTimeoutMillis ?? DEFAULT_BODY_TIMEOUT_MILLIS
-  const retryAfter = String(options.retryAfterSeconds ?? 1)
-
-  // Connection: close, because the rest of the body is left unread.
-  const TOO_LARGE = new Refusal(problem(
-    "payload_too_large",
-    `The body is larger than the limit of ${maxBodyBytes} bytes: send a smaller route definition.`,
-    { connection: "close" }
-  ))
-  const TIMED_OUT = new Refusal(problem(
-    "request_timeout",
-    `The body did not arrive within ${bodyTimeout} ms: send it in full, without pauses.`,
-    { connection: "close" }
-  ))
-  const INCOMPLETE = new Refusal(problem(
-    "malformed_json",
-    "The body ended before it was complete: send the whole JSON object."
-  ))
-  const UNAVAILABLE = problem(
-    "store_unavailable",
-    `The route store is unavailable right now and nothing was written: retry after ${
-      plural(Number(retryAfter), "second")
-    }.`,
-    { "retry-after": retryAfter }
-  )
-
-  const conflict = (e: RouteRepository.RouteConflict) =>
-    problem(
-      "route_conflict",
-      `${e.method} ${e.path} has the same method and shape as route ${e.conflictingRouteId}: a router could not tell them apart.`,
-      undefined,
-      { conflictingRouteId: e.conflictingRouteId }
-    )
-
-  const routeNotFound = (id: string) => problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`)
-
-  // A typed failure is an answer; anything else (a defect) is logged and answered without its cause.
-  const fromCause = (cause: Cause.Cause<Failure>, id: string | undefined): Effect.Effect<Response> => {
-    const failure = Cause.failureOption(cause)
-    if (failure._tag === "Some") {
-      const error: unknown = failure.value
-      if (error instanceof Refusal) return Exit.succeed(error.response)
-      // A service may fail with something outside its declared errors: that is a defect, answered below.
-      switch ((error as { _tag?: unknown } | null)?._tag) {
-        case "InvalidToken":
-          // The reason is the authenticator's, never the token.
-          return Effect.as(
-            Effect.logDebug("route-registry: token refused", (error as Authenticator.InvalidToken).reason),
-            INVALID_TOKEN
-          )
-        case "RouteNotFound":
-          return Exit.succeed(routeNotFound(id ?? ""))
-        case "RouteConflict":
-          return Exit.succeed(conflict(error as RouteRepository.RouteConflict))
-        case "StoreUnavailable":
-          return Exit.succeed(UNAVAILABLE)
-      }
-    } else if (Cause.isInterruptedOnly(cause)) {
-      // No failure to answer, and no one waiting for the answer.
-      return Effect.failCause(cause as Cause.Cause<never>)
-    }
-    return Effect.as(
-      Effect.logError("route-registry: unexpected error while answering a request", cause),
-      internalError
-    )
-  }
-
-  const answer = (effect: Effect.Effect<Response, Failure>, id?: string): Effect.Effect<Response> => {
-    if (!Exit.isExit(effect)) {
-      return Effect.matchCauseEffect(effect, { onSuccess: Exit.succeed, onFailure: (cause) => fromCause(cause, id) })
-    }
-    const exit = effect as Exit.Exit<Response, Failure>
-    return Exit.isSuccess(exit) ? exit as Exit.Exit<Response> : fromCause(exit.cause, id)
-  }
-
-  // Authentication and scope come first, before anything is read: an unauthenticated caller learns nothing more.
-  const authorized = (
-    request: Request,
-    scope: Authenticator.Scope,
-    refusal: Response,
-    then: () => Effect.Effect<Response, Failure>
-  ): Effect.Effect<Response, Failure> => {
-    const token = credential(request.header("authorization"))
-    if (!Redacted.isRedacted(token)) return Exit.succeed(token)
-    return andThen(
-      authenticator.authenticate(token),
-      (principal) => principal.scopes.includes(scope) ? then() : Exit.succeed(refusal)
-    )
-  }
-
-  const readBody = (request: Request): Effect.Effect<unknown, Refusal> => {
-    const contentType = request.header("content-type")
-    if (!isJson(contentType)) {
-      return Exit.fail(
-        new Refusal(problem(
-          "unsupported_media_type",
-          `Send the body as JSON with "Content-Type: application/json" (got ${
-            contentType === undefined ? "no Content-Type" : JSON.stringify(contentType)
-          }).`
-        ))
-      )
-    }
-    const declared = request.header("content-length")
-    if (declared !== undefined && Number(declared) > maxBodyBytes) return Exit.fail(TOO_LARGE)
-    return Effect.matchEffect(request.body(maxBodyBytes, bodyTimeout), {
-      onFailure: (failure) =>
-        Effect.fail(failure === "TooLarge" ? TOO_LARGE : failure === "Timeout" ? TIMED_OUT : INCOMPLETE),
-      onSuccess: (bytes) =>
-        Either.match(parseJson(bytes), {
-          onLeft: (detail) => Exit.fail(new Refusal(problem("malformed_json", detail))),
-          onRight: Exit.succeed
-        })
-    })
-  }
-
-  const created = (route: Route.Route): Response => ({
-    status: 201,
-    headers: { "content-type": "application/json", location: location(route.id) },
-    body: Route.toJson(route)
+  options: Options = {},
+  catalog?: Catalog.Names
+): RoutingHandler =>
+  Either.match(Options_.resolve(options), {
+    onLeft: (invalid) => {
+      throw invalid
+    },
+    onRight: (config) => makeCore(repository, authenticator, config, catalog)
   })
 
-  const found = (route: Route.Route): Response => ({ status: 200, headers: JSON_HEADERS, body: Route.toJson(route) })
-
-  const store = (body: unknown): Effect.Effect<Response, Failure> =>
-    Either.match(Route.validateCreate(body), {
-      onLeft: (errors) =>
-        Exit.succeed(problem(
-          "invalid_route",
-          `The route definition breaks ${plural(errors.length, "rule")}: see "errors" for each one.`,
-          undefined,
-          { errors }
-        )),
-      onRight: (input) =>
-        andThen(repository.create(input), (route) =>
-          // The Location header is built from the id alone; an id of any other form (a faulty store) is a defect,
-          // never a header.
-          Route.isRouteId(route.id)
-            ? Exit.succeed(created(route))
-            : Effect.dieMessage(`the store returned a route whose id is not a route id: ${JSON.stringify(route.id)}`))
-    })
-
-  // A store that can answer from memory at once is read at once; any other store through its Effect.
-  const read = (id: string): Effect.Effect<Response, Failure> => {
-    if (repository.unsafeFindById === undefined) return Effect.map(repository.findById(id), found)
-    const route = repository.unsafeFindById(id)
-    return Exit.succeed(route === undefined ? routeNotFound(id) : found(route))
-  }
-
-  const create = (request: Request): Effect.Effect<Response> =>
-    answer(authorized(request, "routes:write", WRITE_SCOPE, () => andThen(readBody(request), store)))
-
-  const get = (request: Request, id: string): Effect.Effect<Response> =>
-    answer(authorized(request, "routes:read", READ_SCOPE, () => read(id)), id)
-
-  return {
-    handle: (request) => {
-      const path = request.path
-      if (path === COLLECTION) {
-        return request.method === "POST"
-          ? create(request)
-          : Effect.succeed(methodNotAllowed(request.method, path, "POST"))
-      }
-      if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
-        return request.method === "GET"
-          ? get(request, path.slice(ITEM_PREFIX.length))
-          : Effect.succeed(methodNotAllowed(request.method, path, "GET"))
-      }
-      return undefined
-    }
-  }
+/**
+ * Checks `options` as `make` does, for an adapter that wants to refuse them before building anything.
+ *
+ * @since 0.2.0
+ */
+export const checkOptions = (options: Options): InvalidOption | undefined => {
+  const resolved = Options_.resolve(options)
+  return Either.isLeft(resolved) ? resolved.left : undefined
 }

@@ -8,9 +8,14 @@ import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Stream } from "effect"
+import * as Answers from "./internal/answers.js"
 import * as Body from "./internal/body.js"
+import * as ListQuery from "./internal/listQuery.js"
+import * as NodeHeaders from "./internal/nodeHeaders.js"
 import * as NodeTransport from "./internal/nodeTransport.js"
 import * as Target from "./internal/target.js"
+import type { InvalidOption } from "./InvalidOption.js"
+import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -44,7 +49,20 @@ const encoder = new TextEncoder()
 // On Node, an answer that closes the connection while the body is still coming is a stream that holds the response
 // open while the rest is discarded: the platform ends the response, and so closes the connection, when it ends.
 const toServerResponse = (request: HttpServerRequest.HttpServerRequest, response: RoutingHandler.Response) => {
-  const options = { status: response.status, headers: response.headers, contentType: response.headers["content-type"] }
+  // A problem's status text is its title, as in its body.
+  const statusText = Problem.titles[response.status]
+  // The Node server of @effect/platform-node ignores statusText; Node keeps a status message set before writeHead.
+  const nodeResponse = NodeTransport.serverResponseOf(request)
+  if (statusText !== undefined && nodeResponse !== undefined) nodeResponse.statusMessage = statusText
+  if (Answers.hasNoBody(response.status)) {
+    return HttpServerResponse.empty({ status: response.status, headers: response.headers })
+  }
+  const options = {
+    status: response.status,
+    headers: response.headers,
+    contentType: response.headers["content-type"],
+    ...(statusText === undefined ? {} : { statusText })
+  }
   const source = request.source
   if (
     !Body.isIncomingMessage(source) ||
@@ -64,15 +82,20 @@ const toServerResponse = (request: HttpServerRequest.HttpServerRequest, response
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<RoutingApp, never, RoutingHandler.Services> =>
+): Effect.Effect<RoutingApp, InvalidOption, RoutingHandler.Services> =>
   Effect.map(
     RoutingHandler.make(options),
     (handler) =>
       Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const source = request.source
         const effect = handler.handle({
           method: request.method,
           path: Target.pathOf(request.url),
-          header: (name) => request.headers[name],
+          query: ListQuery.queryOf(request.url),
+          // On Node the platform's headers are Node's, which keep only the first Authorization line.
+          header: Body.isIncomingMessage(source)
+            ? (name) => NodeHeaders.header(source, name)
+            : (name) => request.headers[name],
           body: bodyOf(request)
         })
         if (effect === undefined) return Effect.fail(new HttpServerError.RouteNotFound({ request }))
@@ -90,7 +113,7 @@ export const router = (
   options: Options = {}
 ): Effect.Effect<
   HttpRouter.HttpRouter<HttpServerError.RouteNotFound>,
-  never,
+  InvalidOption,
   RoutingHandler.Services
 > =>
   Effect.map(make(options), (app) =>

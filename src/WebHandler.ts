@@ -7,8 +7,11 @@
  */
 import type { Layer } from "effect"
 import { Effect, Exit, Runtime } from "effect"
+import * as Answers from "./internal/answers.js"
 import * as Body from "./internal/body.js"
 import * as Disposable from "./internal/disposable.js"
+import type { InvalidOption } from "./InvalidOption.js"
+import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -32,8 +35,14 @@ export interface DisposableHandler extends Handler {
  */
 export type Options = RoutingHandler.Options
 
+// A 204 or 304 must be built with a null body (the Response constructor throws otherwise). A problem's status text is
+// its title, as in its body.
 const toWeb = (response: RoutingHandler.Response): Response =>
-  new Response(response.body, { status: response.status, headers: response.headers })
+  new Response(Answers.hasNoBody(response.status) ? null : response.body, {
+    status: response.status,
+    statusText: Problem.titles[response.status] ?? "",
+    headers: response.headers
+  })
 
 /**
  * The handler over the services in context, run on the calling runtime.
@@ -42,14 +51,16 @@ const toWeb = (response: RoutingHandler.Response): Response =>
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<Handler, never, RoutingHandler.Services> =>
+): Effect.Effect<Handler, InvalidOption, RoutingHandler.Services> =>
   Effect.gen(function*() {
     const handler = yield* RoutingHandler.make(options)
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     return (request) => {
+      const url = new URL(request.url)
       const effect = handler.handle({
         method: request.method,
-        path: new URL(request.url).pathname,
+        path: url.pathname,
+        query: url.search.slice(1),
         header: (name) => request.headers.get(name) ?? undefined,
         body: Body.fromWebRequest(request)
       })
@@ -63,11 +74,15 @@ export const make = (
   })
 
 /**
- * Builds the services of `layer` now and returns the handler; `dispose` releases the services.
+ * Builds the services of `layer` now and returns the handler; `dispose` releases the services. Rejects with
+ * `InvalidOption`, before building anything, when an option is out of its range.
  *
  * @since 0.1.0
  */
 export const fromLayer = <E>(
   layer: Layer.Layer<RoutingHandler.Services, E>,
   options: Options = {}
-): Promise<DisposableHandler> => Disposable.fromLayer(layer, make(options))
+): Promise<DisposableHandler> => {
+  const invalid = RoutingHandler.checkOptions(options)
+  return invalid === undefined ? Disposable.fromLayer(layer, Effect.orDie(make(options))) : Promise.reject(invalid)
+}

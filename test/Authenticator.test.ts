@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Redacted } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
+import * as InvalidOption from "route-registry/InvalidOption"
 
 const authenticate = (token: string) =>
   Effect.flatMap(Authenticator.Authenticator, (auth) => auth.authenticate(Redacted.make(token)))
@@ -50,7 +51,7 @@ describe("Authenticator.layerStaticTokens", () => {
             scopes: ["routes:read"],
             id: "ops"
           }]),
-        /static token 2 \(ops\) is not a well-formed bearer token/
+        /static token 2 \(ops\) (is not a well-formed bearer token|has an empty token)/
       )
     }
   })
@@ -63,4 +64,33 @@ describe("Authenticator.layerStaticTokens", () => {
       assert.isFalse(Authenticator.isWellFormedToken(token), token)
     }
   })
+})
+
+describe("Authenticator.layerStaticTokens refuses unusable entries when it is built", () => {
+  for (
+    const [name, entry, fragment] of [
+      [
+        "an unset variable",
+        { token: Redacted.make(process.env.ROUTE_REGISTRY_SURELY_UNSET!), scopes: [] },
+        "undefined"
+      ],
+      ["an empty token", { token: Redacted.make(""), scopes: [] }, "empty"],
+      ["a number", { token: Redacted.make(42 as unknown as string), scopes: [] }, "a number"],
+      ["a plain string", { token: "abc" as unknown as Redacted.Redacted<string>, scopes: [] }, "Redacted.make"],
+      ["a malformed token", { token: Redacted.make("a b"), scopes: [] }, "not a well-formed"],
+      ["no scopes", { token: Redacted.make("abc") } as unknown as Authenticator.StaticToken, "scopes"]
+    ] as const
+  ) {
+    it(`${name}: InvalidOption naming the entry and the fix`, async () => {
+      const tokens = [{ token: Redacted.make("fine"), scopes: ["routes:read"] as const }, entry]
+      const exit = await Effect.runPromiseExit(Layer.build(Authenticator.layerStaticTokens(tokens)).pipe(Effect.scoped))
+      const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+      assert.isTrue(Option.isSome(failure) && failure.value instanceof InvalidOption.InvalidOption)
+      const error = Option.getOrThrow(failure)
+      assert.strictEqual(error.option, "tokens[1]")
+      assert.include(error.message, "static token 2")
+      assert.include(error.message, fragment)
+      assert.throws(() => Authenticator.makeStaticTokens(tokens), /static token 2/)
+    })
+  }
 })

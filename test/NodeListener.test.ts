@@ -6,13 +6,23 @@ import * as NodeListener from "route-registry/NodeListener"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { closeServer, fetchFrom, listen, nodeListener } from "./utils/adapters.js"
-import { ADMIN, assertProblem, failureContract, get, httpContract, post, tokens } from "./utils/httpContract.js"
+import {
+  ADMIN,
+  assertProblem,
+  failureContract,
+  get,
+  httpContract,
+  nodeSocketContract,
+  post,
+  tokens
+} from "./utils/httpContract.js"
 import { stores } from "./utils/stores.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
 describe("NodeListener", () => {
   for (const [name, store] of stores) describe(name, () => httpContract(nodeListener, store))
   describe("failures", () => failureContract(nodeListener))
+  describe("on a Node socket", () => nodeSocketContract(nodeListener))
   describe("a 1 KiB body limit", () => httpContract(nodeListener, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
 
   it("hands paths outside /v1/routing to next(); without next answers 404 not_found", async () => {

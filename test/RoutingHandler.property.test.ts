@@ -350,6 +350,7 @@ describe("Authorization headers (property-based)", () => {
           const effect = handler.handle({
             method: "GET",
             path: `/v1/routing/${Route.makeRouteId(0)}`,
+            query: "",
             header: (name) => (name === "authorization" ? value : undefined),
             body: () => Effect.succeed(new Uint8Array(0))
           })!
@@ -390,4 +391,48 @@ describe("Authorization headers (property-based)", () => {
         assert.isAbove(authenticated, 0, "the accepted form was never generated")
       }))
   }
+})
+
+describe("the listing query (property-based)", () => {
+  const names = fc.constantFrom("limit", "cursor", "method", "pathPrefix", "handler", "middleware", "access_token", "x")
+  const values = fc.oneof(
+    fc.constantFrom("1", "1000", "1001", "0", "GET", "get", "/users", "users", "auth", "a b", "", "%2B", "+"),
+    fc.string({ maxLength: 12 })
+  )
+  const KNOWN = new Set(["limit", "cursor", "method", "pathPrefix", "handler", "middleware"])
+
+  it("any query is a page or 400 invalid_query naming only parameters it holds, and every repeated or unknown one", async () => {
+    const handler = Effect.runSync(
+      RoutingHandler.make().pipe(Effect.provide(Layer.merge(RouteRepository.layerMemory, tokens)))
+    )
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(names, values), { maxLength: 6 }), async (pairs) => {
+        const query = new URLSearchParams(pairs).toString()
+        const response = await Effect.runPromise(
+          handler.handle({
+            method: "GET",
+            path: "/v1/routing",
+            query,
+            header: (name) => (name === "authorization" ? `Bearer ${ADMIN}` : undefined),
+            body: () => Effect.succeed(new Uint8Array(0))
+          })!
+        )
+        const json = JSON.parse(response.body)
+        const given = pairs.map(([name]) => name)
+        const mustName = given.filter((name, i) => !KNOWN.has(name) || given.indexOf(name) !== i)
+        if (response.status === 200) {
+          assert.deepStrictEqual(mustName, [])
+          assert.deepStrictEqual(Object.keys(json), ["items", "nextCursor"])
+          return
+        }
+        assert.strictEqual(response.status, 400, response.body)
+        assert.strictEqual(json.code, "invalid_query")
+        const named = json.errors.map((e: { path: string }) => e.path)
+        for (const name of named) assert.include(given, name)
+        for (const name of mustName) assert.include(named, name)
+        assert.strictEqual(new Set(named).size, named.length, "each parameter named once")
+      }),
+      { numRuns: 2000 }
+    )
+  })
 })

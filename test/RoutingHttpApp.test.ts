@@ -11,12 +11,13 @@ import type * as Authenticator from "route-registry/Authenticator"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
 import { fetchFrom, httpApp } from "./utils/adapters.js"
-import { ADMIN, failureContract, httpContract, post, tokens } from "./utils/httpContract.js"
+import { ADMIN, failureContract, httpContract, nodeSocketContract, post, tokens } from "./utils/httpContract.js"
 import { stores } from "./utils/stores.js"
 
 describe("RoutingHttpApp", () => {
   for (const [name, store] of stores) describe(name, () => httpContract(httpApp, store))
   describe("failures", () => failureContract(httpApp))
+  describe("on a Node socket", () => nodeSocketContract(httpApp))
 
   it("router() combines with the host's own router; other paths get the host's 404", async () => {
     const host = HttpRouter.empty.pipe(HttpRouter.get("/health", HttpServerResponse.text("ok")))
@@ -52,7 +53,7 @@ describe("RoutingHttpApp", () => {
     const services = Layer.merge(RouteRepository.layerMemory, tokens)
     const body = JSON.stringify({ method: "GET", path: "/from/:source", handler: "h" })
     const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }
-    const run = <A>(effect: Effect.Effect<A, never, RouteRepository.RouteRepository | Authenticator.Authenticator>) =>
+    const run = <A, E>(effect: Effect.Effect<A, E, RouteRepository.RouteRepository | Authenticator.Authenticator>) =>
       Effect.runPromise(Effect.provide(effect, services))
 
     it("a web Request (fetch-style platforms): created, and 413 past the limit", () =>

@@ -490,7 +490,10 @@ const failWith = (f: Failure): Effect.Effect<never, RouteRepository.StoreUnavail
 const storeFailing = (current: () => Failure): Context.Tag.Service<RouteRepository.RouteRepository> =>
   RouteRepository.RouteRepository.of({
     create: () => Effect.suspend(() => failWith(current())),
-    findById: () => Effect.suspend(() => failWith(current()))
+    findById: () => Effect.suspend(() => failWith(current())),
+    list: () => Effect.suspend(() => failWith(current())),
+    update: () => Effect.suspend(() => failWith(current())),
+    remove: () => Effect.suspend(() => failWith(current()))
   })
 
 const staticTokens = Authenticator.makeStaticTokens([
@@ -500,6 +503,7 @@ const staticTokens = Authenticator.makeStaticTokens([
 const coreRequest = (method: "GET" | "POST"): RoutingHandler.Request => ({
   method,
   path: method === "POST" ? "/v1/routing" : `/v1/routing/${Route.makeRouteId(0)}`,
+  query: "",
   header: (name) =>
     name === "authorization" ? `Bearer ${ADMIN}` : name === "content-type" ? "application/json" : undefined,
   body: () => Effect.succeed(new TextEncoder().encode(JSON.stringify(sample)))
@@ -578,7 +582,10 @@ describe("no stack, SQL or driver text in any problem body", () => {
     for (const value of [new Error("SELECT * FROM secret_table"), "ECONNREFUSED 127.0.0.1:5432", { detail: "pg" }]) {
       const repository = RouteRepository.RouteRepository.of({
         create: () => Effect.fail(value as never),
-        findById: () => Effect.fail(value as never)
+        findById: () => Effect.fail(value as never),
+        list: () => Effect.fail(value as never),
+        update: () => Effect.fail(value as never),
+        remove: () => Effect.fail(value as never)
       })
       const handler = RoutingHandler.makeWith(repository, staticTokens)
       for (const method of ["GET", "POST"] as const) {
@@ -854,8 +861,13 @@ describe("no header injection", () => {
     for (const id of ["x\r\nSet-Cookie: a=b", "../../admin", "//evil.example/x", "a b"]) {
       const repository = RouteRepository.RouteRepository.of({
         create: (input) =>
-          Effect.succeed(new Route.Route({ ...input, id: id as Route.RouteId, createdAt: new Date(0) }, true)),
-        findById: (id) => Effect.fail(new RouteRepository.RouteNotFound({ id }))
+          Effect.succeed(
+            new Route.StoredRoute({ ...input, id: id as Route.RouteId, createdAt: new Date(0), revision: 1 }, true)
+          ),
+        findById: (id) => Effect.fail(new RouteRepository.RouteNotFound({ id })),
+        list: () => Effect.succeed({ items: [], hasMore: false }),
+        update: (id) => Effect.fail(new RouteRepository.RouteNotFound({ id })),
+        remove: (id) => Effect.fail(new RouteRepository.RouteNotFound({ id }))
       })
       const handler = RoutingHandler.makeWith(repository, staticTokens)
       const response = await runCore(handler, coreRequest("POST"))

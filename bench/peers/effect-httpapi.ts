@@ -30,6 +30,7 @@ import * as RoutingApi from "route-registry/RoutingApi"
 import type { Answer, Options, Started } from "./shared.js"
 import {
   COLLECTION,
+  COLLECTION_ALLOW,
   conflictDetail,
   DEFAULT_BODY_TIMEOUT_MILLIS,
   DEFAULT_MAX_BODY_BYTES,
@@ -44,6 +45,7 @@ import {
   methodNotAllowed,
   notFoundDetail,
   readBody,
+  ROUTE_ALLOW,
   routeNotFound,
   runMain,
   seedSync,
@@ -103,7 +105,15 @@ export const start = async (options: Options): Promise<Started> => {
             Problem.make("route_not_found", notFoundDetail(path.id)) as typeof RoutingApi.RouteNotFoundProblem.Type
           )
           : Effect.succeed(route)
-      }))
+      })
+      // The benchmark compares create and get; this peer does not implement the rest of the API.
+      // The router serves "/v1/routing/" (the empty id) with the list endpoint: look the empty id up, as the others do.
+      .handle("list", ({ request }) =>
+        pathOf(request.url) === ITEM_PREFIX
+          ? Effect.die(response(authorize(request.headers.authorization, "routes:read") ?? routeNotFound("")))
+          : Effect.dieMessage("list is not implemented by this peer"))
+      .handle("update", () => Effect.dieMessage("update is not implemented by this peer"))
+      .handle("delete", () => Effect.dieMessage("delete is not implemented by this peer")))
 
   const BearerAuthLive = Layer.succeed(
     RoutingApi.BearerAuth,
@@ -163,9 +173,9 @@ export const start = async (options: Options): Promise<Started> => {
     if (tag === "HttpApiDecodeError") return "json" in seen ? invalidBody(seen.json) : undefined
     if (tag !== "RouteNotFound") return undefined
     const path = pathOf(request.url)
-    if (path === COLLECTION) return methodNotAllowed(request.method, path, "POST")
+    if (path === COLLECTION) return methodNotAllowed(request.method, path, COLLECTION_ALLOW)
     if (!path.startsWith(ITEM_PREFIX) || path.indexOf("/", ITEM_PREFIX.length) !== -1) return undefined
-    if (request.method !== "GET") return methodNotAllowed(request.method, path, "GET")
+    if (request.method !== "GET") return methodNotAllowed(request.method, path, ROUTE_ALLOW)
     return authorize(request.headers.authorization, "routes:read") ?? routeNotFound(path.slice(ITEM_PREFIX.length))
   }
 

@@ -11,6 +11,7 @@ import type { Answer, Options, Started } from "./shared.js"
 import {
   closeServer,
   COLLECTION,
+  COLLECTION_ALLOW,
   DEFAULT_BODY_TIMEOUT_MILLIS,
   DEFAULT_MAX_BODY_BYTES,
   EMPTY_BODY,
@@ -25,6 +26,7 @@ import {
   memoryStore,
   methodNotAllowed,
   newRecord,
+  ROUTE_ALLOW,
   routeConflict,
   routeNotFound,
   runMain,
@@ -114,19 +116,19 @@ export const start = async (options: Options): Promise<Started> => {
       write(res, 201, { "content-type": JSON_TYPE, location }, JSON.stringify(result.created))
     }
   )
-  app.all(COLLECTION, notAllowed("POST"))
+  app.all(COLLECTION, notAllowed(COLLECTION_ALLOW))
 
   // `:id` needs at least one character; the empty id is looked up (and not found) like any other.
   const item = [`${ITEM_PREFIX}:id`, ITEM_PREFIX]
   // Express answers HEAD with the GET route; the library answers 405.
-  app.head(item, notAllowed("GET"))
+  app.head(item, notAllowed(ROUTE_ALLOW))
   app.get(item, authenticate("routes:read"), (req, res) => {
     const { id = "" } = req.params as { id?: string }
     const route = store.get(id)
     if (route === undefined) return send(res, routeNotFound(id))
     write(res, 200, { "content-type": JSON_TYPE }, JSON.stringify(route))
   })
-  app.all(item, notAllowed("GET"))
+  app.all(item, notAllowed(ROUTE_ALLOW))
 
   const errors: ErrorRequestHandler = (error, _req, res, _next) => {
     clearTimeout(res.locals.bodyTimer)

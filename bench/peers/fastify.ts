@@ -10,6 +10,7 @@ import * as Route from "route-registry/Route"
 import type { Answer, Created, Options, RouteRecord, Started } from "./shared.js"
 import {
   COLLECTION,
+  COLLECTION_ALLOW,
   DEFAULT_BODY_TIMEOUT_MILLIS,
   DEFAULT_MAX_BODY_BYTES,
   EMPTY_BODY,
@@ -23,6 +24,7 @@ import {
   memoryStore,
   methodNotAllowed,
   newRecord,
+  ROUTE_ALLOW,
   routeConflict,
   routeNotFound,
   runMain,
@@ -126,8 +128,8 @@ export const serve = async (
     return send(reply, storeFailure(error))
   })
 
-  const notAllowed = (allow: string) => ({
-    method: fastify.supportedMethods.filter((method) => method !== allow),
+  const notAllowed = (served: string, allow: string) => ({
+    method: fastify.supportedMethods.filter((method) => method !== served),
     handler: (request: FastifyRequest, reply: FastifyReply) =>
       send(reply, methodNotAllowed(request.method, request.url.split("?")[0]!, allow))
   })
@@ -160,7 +162,7 @@ export const serve = async (
     }
     return reply.code(201).header("location", ITEM_PREFIX + result.created.id).type(JSON_TYPE).send(result.created)
   })
-  fastify.route({ url: COLLECTION, ...notAllowed("POST") })
+  fastify.route({ url: COLLECTION, ...notAllowed("POST", COLLECTION_ALLOW) })
 
   fastify.get<{ Params: { id: string } }>(`${ITEM_PREFIX}:id`, {
     schema: {
@@ -173,7 +175,7 @@ export const serve = async (
     if (route === undefined) return send(reply, routeNotFound(request.params.id))
     return reply.type(JSON_TYPE).send(route)
   })
-  fastify.route({ url: `${ITEM_PREFIX}:id`, ...notAllowed("GET") })
+  fastify.route({ url: `${ITEM_PREFIX}:id`, ...notAllowed("GET", ROUTE_ALLOW) })
 
   await fastify.listen({ port: options.port ?? 0, host: options.host ?? "127.0.0.1" })
   const address = fastify.server.address()

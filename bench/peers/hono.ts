@@ -18,6 +18,7 @@ import type { Answer, Options, Started } from "./shared.js"
 import {
   closeServer,
   COLLECTION,
+  COLLECTION_ALLOW,
   DEFAULT_BODY_TIMEOUT_MILLIS,
   DEFAULT_MAX_BODY_BYTES,
   INTERNAL_ERROR,
@@ -29,6 +30,7 @@ import {
   memoryStore,
   methodNotAllowed,
   newRecord,
+  ROUTE_ALLOW,
   routeConflict,
   routeNotFound,
   runMain,
@@ -93,7 +95,7 @@ export const start = async (options: Options): Promise<Started> => {
       })
     }
   )
-  app.all(COLLECTION, notAllowed("POST"))
+  app.all(COLLECTION, notAllowed(COLLECTION_ALLOW))
 
   const get = (c: Context) => {
     const id = c.req.param("id") ?? ""
@@ -104,7 +106,7 @@ export const start = async (options: Options): Promise<Started> => {
   // `:id` needs at least one character; the empty id is looked up (and not found) like any other.
   for (const path of [`${ITEM_PREFIX}:id`, ITEM_PREFIX]) {
     app.get(path, authenticate("routes:read"), get)
-    app.all(path, notAllowed("GET"))
+    app.all(path, notAllowed(ROUTE_ALLOW))
   }
   app.onError((error, c) => {
     if (error instanceof HTTPException) return error.getResponse()

@@ -7,6 +7,7 @@ import type { Answer, Options, Started } from "./shared.js"
 import {
   closeServer,
   COLLECTION,
+  COLLECTION_ALLOW,
   DEFAULT_BODY_TIMEOUT_MILLIS,
   DEFAULT_MAX_BODY_BYTES,
   EMPTY_BODY,
@@ -21,6 +22,7 @@ import {
   methodNotAllowed,
   newRecord,
   readBody,
+  ROUTE_ALLOW,
   routeConflict,
   routeNotFound,
   runMain,
@@ -92,12 +94,14 @@ export const start = async (options: Options): Promise<Started> => {
     const query = url.indexOf("?")
     const path = query === -1 ? url : url.slice(0, query)
     if (path === COLLECTION) {
-      return req.method === "POST" ? create(req, res) : send(res, methodNotAllowed(req.method ?? "", path, "POST"))
+      return req.method === "POST"
+        ? create(req, res)
+        : send(res, methodNotAllowed(req.method ?? "", path, COLLECTION_ALLOW))
     }
     if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
       return req.method === "GET"
         ? get(req, res, path.slice(ITEM_PREFIX.length))
-        : send(res, methodNotAllowed(req.method ?? "", path, "GET"))
+        : send(res, methodNotAllowed(req.method ?? "", path, ROUTE_ALLOW))
     }
     write(res, 404, { "content-type": JSON_TYPE }, NOT_FOUND)
   })

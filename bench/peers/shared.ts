@@ -13,6 +13,7 @@ import type Pg from "pg"
 import type { Scope } from "route-registry/Authenticator"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
+import * as RoutingHandler from "route-registry/RoutingHandler"
 
 export interface Token {
   readonly token: string
@@ -47,10 +48,13 @@ export interface Started {
   readonly close: () => Promise<void>
 }
 
-export const COLLECTION = "/v1/routing"
+export const COLLECTION = RoutingHandler.COLLECTION
 export const ITEM_PREFIX = COLLECTION + "/"
-export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
-export const DEFAULT_BODY_TIMEOUT_MILLIS = 10_000
+export const DEFAULT_MAX_BODY_BYTES = RoutingHandler.DEFAULT_MAX_BODY_BYTES
+export const DEFAULT_BODY_TIMEOUT_MILLIS = RoutingHandler.DEFAULT_BODY_TIMEOUT_MILLIS
+/** The `Allow` lists of the library's 405s (the peers serve only POST and GET of them). */
+export const COLLECTION_ALLOW = RoutingHandler.COLLECTION_ALLOW
+export const ROUTE_ALLOW = RoutingHandler.ROUTE_ALLOW
 
 // ---------------------------------------------------------------------------------------------------------------
 // Answers: the same problem documents, headers and sentences as the library

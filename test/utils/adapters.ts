@@ -6,6 +6,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as Http from "node:http"
+import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
 import type * as Authenticator from "route-registry/Authenticator"
 import * as NodeListener from "route-registry/NodeListener"
@@ -128,3 +129,21 @@ export const httpApp: Adapter = {
 }
 
 export const adapters: ReadonlyArray<Adapter> = [nodeListener, webHandler, httpApp]
+
+/** Sends `head` (request line and header lines, CRLF-terminated, no body) on a fresh socket; resolves the raw answer. */
+export const rawRequest = (origin: string, head: string): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const url = new URL(origin)
+    const socket = Net.connect(Number(url.port), url.hostname)
+    let text = ""
+    socket.on("data", (chunk) => {
+      text += chunk
+      // One whole answer: headers and, with a Content-Length, the body.
+      const end = text.indexOf("\r\n\r\n")
+      const length = /content-length: (\d+)/i.exec(text)
+      if (end !== -1 && length !== null && Buffer.byteLength(text) >= end + 4 + Number(length[1])) socket.end()
+    })
+    socket.on("close", () => resolve(text))
+    socket.on("error", reject)
+    socket.write(head + "\r\n")
+  })

@@ -5,6 +5,7 @@
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Redacted } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
+import * as InvalidOption from "route-registry/InvalidOption"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
@@ -12,6 +13,7 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 import { accepted, refused } from "../fixtures/samples.js"
 import type { Adapter, Received, Sent, Served } from "./adapters.js"
+import { rawRequest } from "./adapters.js"
 import * as TestDatabase from "./TestDatabase.js"
 
 export const ADMIN = "admin-token"
@@ -61,13 +63,30 @@ const challenge = (response: Received) => response.headers.get("www-authenticate
 
 const sample = { method: "GET", path: "/users/:id", middleware: ["auth", "log"], handler: "UsersController#show" }
 
-export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+/** A fresh server over a fresh store for each test of the enclosing block; `send` talks to the current one. */
+const serving = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   let server: Served
   beforeEach(async () => {
     server = await adapter.start(Layer.merge(store, tokens), options)
   })
   afterEach(() => server.close())
-  const send = (request: Sent) => server.send(request)
+  return (request: Sent) => server.send(request)
+}
+
+/**
+ * The whole contract: what every adapter of the library passes on every store.
+ */
+export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+  createGetContract(adapter, store, options)
+  describe("list, update, delete, versions", () => changeContract(adapter, store, options))
+}
+
+/**
+ * The rows of create and get, and the rules they share with every request: what the benchmark peers, which serve
+ * only create and get, pass as well.
+ */
+export const createGetContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+  const send = serving(adapter, store, options)
   // Samples larger than a small configured limit would only test the limit.
   const fits = (body: unknown) => JSON.stringify(body).length < limitOf(options)
 
@@ -333,18 +352,18 @@ export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHa
   })
 
   describe("methods", () => {
-    for (const method of ["GET", "PUT", "PATCH", "DELETE", "OPTIONS"]) {
-      it(`${method} /v1/routing: 405 with Allow: POST`, async () => {
+    for (const method of ["PUT", "PATCH", "DELETE", "OPTIONS"]) {
+      it(`${method} /v1/routing: 405 with Allow: GET, POST`, async () => {
         const response = await send({ method, path: "/v1/routing", headers: auth(ADMIN) })
         assertProblem(response, "method_not_allowed")
-        assert.strictEqual(response.headers.get("allow"), "POST")
+        assert.strictEqual(response.headers.get("allow"), "GET, POST")
       })
     }
-    for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
-      it(`${method} /v1/routing/{id}: 405 with Allow: GET`, async () => {
+    for (const method of ["POST", "PUT", "OPTIONS"]) {
+      it(`${method} /v1/routing/{id}: 405 with Allow: GET, PATCH, DELETE`, async () => {
         const response = await send({ method, path: `/v1/routing/${Route.makeRouteId(0)}`, headers: auth(ADMIN) })
         assertProblem(response, "method_not_allowed")
-        assert.strictEqual(response.headers.get("allow"), "GET")
+        assert.strictEqual(response.headers.get("allow"), "GET, PATCH, DELETE")
       })
     }
   })
@@ -379,23 +398,511 @@ export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHa
   })
 }
 
+export const patch = (
+  id: string,
+  body: unknown,
+  headers: Record<string, string> = { ...auth(ADMIN), ...json }
+): Sent => ({
+  method: "PATCH",
+  path: `/v1/routing/${id}`,
+  headers,
+  body: typeof body === "string" ? body : JSON.stringify(body)
+})
+
+export const remove = (id: string, headers: Record<string, string> = auth(ADMIN)): Sent => ({
+  method: "DELETE",
+  path: `/v1/routing/${id}`,
+  headers
+})
+
+export const list = (query = "", headers: Record<string, string> = auth(ADMIN)): Sent => ({
+  method: "GET",
+  path: `/v1/routing${query === "" ? "" : `?${query}`}`,
+  headers
+})
+
+const paths = (response: Received): Array<string> => response.json.errors.map((e: { path: string }) => e.path)
+
+/** Listing, update, delete and versions (CONTRACT §6–§9), and the rows and rules of §3 they bring. */
+export const changeContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+  const send = serving(adapter, store, options)
+  const create = async (body: Record<string, unknown> = sample) => {
+    const response = await send(post(body))
+    assert.strictEqual(response.status, 201, response.text)
+    return response
+  }
+
+  it("a huge invalid body: at most Route.MAX_ISSUES problems, and the detail says there may be more", async () => {
+    const body = { ...sample, middleware: Array.from({ length: 400 }, () => "bad name") }
+    if (JSON.stringify(body).length >= limitOf(options)) return
+    const response = await send(post(body))
+    assertProblem(response, "invalid_route", ["errors"])
+    assert.strictEqual(response.json.errors.length, Route.MAX_ISSUES)
+    assert.include(response.json.detail, `at least ${Route.MAX_ISSUES}`)
+  })
+
+  describe("versions (ETag)", () => {
+    it("201, GET 200 and PATCH 200 carry a strong ETag that changes only when the route changes", async () => {
+      const created = await create()
+      const tag = created.headers.get("etag")!
+      assert.match(tag, /^"[^"]+"$/)
+      assert.strictEqual((await send(get(created.json.id))).headers.get("etag"), tag)
+      const same = await send(patch(created.json.id, { handler: sample.handler }))
+      assert.strictEqual(same.status, 200, same.text)
+      assert.strictEqual(same.headers.get("etag"), tag)
+      const changed = await send(patch(created.json.id, { handler: "other" }))
+      assert.strictEqual(changed.status, 200)
+      assert.notStrictEqual(changed.headers.get("etag"), tag)
+      assert.strictEqual((await send(get(created.json.id))).headers.get("etag"), changed.headers.get("etag"))
+    })
+
+    for (const form of ["current", "weak", "list", "*"] as const) {
+      it(`GET with If-None-Match (${form}) naming the route: 304 with the ETag and no body`, async () => {
+        const created = await create()
+        const tag = created.headers.get("etag")!
+        const header = form === "current" ? tag : form === "weak" ? `W/${tag}` : form === "list" ? `"x", ${tag}` : "*"
+        const response = await send(get(created.json.id, { ...auth(ADMIN), "if-none-match": header }))
+        assert.strictEqual(response.status, 304)
+        assert.strictEqual(response.headers.get("etag"), tag)
+        assert.strictEqual(response.text, "")
+      })
+    }
+
+    it("GET with If-None-Match naming another version: 200; an unknown id is still 404", async () => {
+      const created = await create()
+      const response = await send(get(created.json.id, { ...auth(ADMIN), "if-none-match": "\"nope\"" }))
+      assert.strictEqual(response.status, 200)
+      assertProblem(
+        await send(get(Route.makeRouteId(0), { ...auth(ADMIN), "if-none-match": "*" })),
+        "route_not_found"
+      )
+    })
+  })
+
+  describe("listing", () => {
+    const routes = [
+      { method: "GET", path: "/users/:id", middleware: ["auth"], handler: "show" },
+      { method: "POST", path: "/users", middleware: ["auth", "audit"], handler: "create" },
+      { method: "GET", path: "/orders/:id", middleware: [], handler: "show" },
+      { method: "DELETE", path: "/users/:id", middleware: ["audit"], handler: "destroy" },
+      { method: "GET", path: "/a b/x".replace(" ", "+"), middleware: [], handler: "plus" }
+    ]
+    const seed = async () => {
+      const ids: Array<string> = []
+      for (const route of routes) ids.push((await create(route)).json.id)
+      return ids
+    }
+    const idsOf = (response: Received): Array<string> => response.json.items.map((r: { id: string }) => r.id)
+
+    it("an empty store: 200 {items: [], nextCursor: null}, exactly", async () => {
+      const response = await send(list())
+      assert.strictEqual(response.status, 200)
+      assert.strictEqual(response.headers.get("content-type"), "application/json")
+      assert.strictEqual(response.text, "{\"items\":[],\"nextCursor\":null}")
+      assert.isNull(response.headers.get("link"))
+    })
+
+    it("every route in ascending id order, each as GET returns it", async () => {
+      const ids = await seed()
+      const response = await send(list())
+      assert.deepStrictEqual(Object.keys(response.json), ["items", "nextCursor"])
+      assert.deepStrictEqual(idsOf(response), [...ids].sort())
+      assert.isNull(response.json.nextCursor)
+      assert.strictEqual(JSON.stringify(response.json.items[0]), (await send(get([...ids].sort()[0]!))).text)
+    })
+
+    for (
+      const [query, expected] of [
+        ["method=GET", [0, 2, 4]],
+        ["pathPrefix=/users", [0, 1, 3]],
+        ["pathPrefix=/users/", [0, 3]],
+        ["handler=show", [0, 2]],
+        ["middleware=audit", [1, 3]],
+        ["method=GET&handler=show&pathPrefix=/orders", [2]],
+        ["method=GET&middleware=auth", [0]],
+        ["method=PUT", []],
+        ["pathPrefix=/a+b", []],
+        ["pathPrefix=/a%2Bb", [4]],
+        ["pathPrefix=%2Fusers%2F%3A", [0, 3]]
+      ] as const
+    ) {
+      it(`filters combine with AND: ${query}`, async () => {
+        const ids = await seed()
+        const response = await send(list(query))
+        assert.strictEqual(response.status, 200, response.text)
+        assert.deepStrictEqual(idsOf(response), expected.map((i) => ids[i]!).sort())
+      })
+    }
+
+    it("a walk with limit follows nextCursor and Link to the end, every route once", async () => {
+      const ids = await seed()
+      const seen: Array<string> = []
+      let target = "/v1/routing?limit=2&middleware=audit"
+      const filtered = [ids[1]!, ids[3]!].sort()
+      let pages = 0
+      for (;;) {
+        const response = await send({ method: "GET", path: target, headers: auth(ADMIN) })
+        assert.strictEqual(response.status, 200, response.text)
+        pages++
+        seen.push(...idsOf(response))
+        if (response.json.nextCursor === null) {
+          assert.isNull(response.headers.get("link"))
+          break
+        }
+        const link = /^<([^>]+)>; rel="next"$/.exec(response.headers.get("link") ?? "")
+        assert.isNotNull(link, response.headers.get("link") ?? "no Link")
+        const next = new URL(link![1]!, "http://x")
+        assert.strictEqual(next.pathname, "/v1/routing")
+        assert.strictEqual(next.searchParams.get("limit"), "2")
+        assert.strictEqual(next.searchParams.get("middleware"), "audit")
+        assert.strictEqual(next.searchParams.get("cursor"), response.json.nextCursor)
+        target = link![1]!
+      }
+      assert.deepStrictEqual(seen, filtered)
+      assert.strictEqual(pages, 1 + Number(filtered.length > 2))
+      const all: Array<string> = []
+      let cursor: string | null = null
+      do {
+        const response: Received = await send(list(`limit=1${cursor === null ? "" : `&cursor=${cursor}`}`))
+        assert.isAtMost(response.json.items.length, 1)
+        all.push(...idsOf(response))
+        cursor = response.json.nextCursor
+      } while (cursor !== null)
+      assert.deepStrictEqual(all, [...ids].sort())
+    })
+
+    it("nextCursor is null exactly when no route follows: a full last page ends the walk", async () => {
+      await create(routes[0])
+      await create(routes[1])
+      const page = await send(list("limit=2"))
+      assert.strictEqual(page.json.items.length, 2)
+      assert.isNull(page.json.nextCursor)
+    })
+
+    for (const limit of ["1", "1000", "0001"]) {
+      it(`limit=${limit} is accepted`, async () => {
+        assert.strictEqual((await send(list(`limit=${limit}`))).status, 200)
+      })
+    }
+
+    for (
+      const [query, expected] of [
+        ["limit=0", ["limit"]],
+        ["limit=1001", ["limit"]],
+        ["limit=-1", ["limit"]],
+        ["limit=1.5", ["limit"]],
+        ["limit=1e2", ["limit"]],
+        ["limit=+5", ["limit"]],
+        ["limit=", ["limit"]],
+        ["cursor=nope!", ["cursor"]],
+        ["cursor=", ["cursor"]],
+        ["method=get", ["method"]],
+        ["pathPrefix=users", ["pathPrefix"]],
+        ["handler=a%20b", ["handler"]],
+        ["middleware=", ["middleware"]],
+        ["limit=5&limit=6", ["limit"]],
+        ["access_token=admin-token", ["access_token"]],
+        ["sort=id", ["sort"]],
+        ["limit=0&method=get&pathPrefix=x&handler=&middleware=-&cursor=%%&foo=1", [
+          "foo",
+          "limit",
+          "cursor",
+          "method",
+          "pathPrefix",
+          "handler",
+          "middleware"
+        ]]
+      ] as const
+    ) {
+      it(`${query}: 400 invalid_query naming ${expected.join(", ")}`, async () => {
+        const response = await send(list(query))
+        assertProblem(response, "invalid_query", ["errors"])
+        assert.sameMembers(paths(response), [...expected])
+        for (const error of response.json.errors) assert.deepStrictEqual(Object.keys(error), ["path", "message"])
+      })
+    }
+
+    it("a cursor of another form, or naming no route id, is invalid_query", async () => {
+      const notAnId = Buffer.from("not-a-route-id").toString("base64url")
+      assertProblem(await send(list(`cursor=${notAnId}`)), "invalid_query", ["errors"])
+    })
+
+    it("a cursor from one filter works with another", async () => {
+      const ids = await seed()
+      const first = await send(list("limit=1"))
+      const rest = await send(list(`cursor=${first.json.nextCursor}&method=GET`))
+      assert.deepStrictEqual(idsOf(rest), [ids[0]!, ids[2]!, ids[4]!].sort().filter((id) => id > idsOf(first)[0]!))
+    })
+
+    it("the scope: routes:read lists, routes:write alone does not", async () => {
+      assert.strictEqual((await send(list("", auth(READER)))).status, 200)
+      assertProblem(await send(list("", auth(WRITER))), "insufficient_scope")
+    })
+
+    it("authentication and scope before the query", async () => {
+      assertProblem(await send(list("limit=0", {})), "unauthenticated")
+      assertProblem(await send(list("limit=0", auth(WRITER))), "insufficient_scope")
+      assertProblem(await send(list(`access_token=${ADMIN}`, {})), "unauthenticated")
+    })
+  })
+
+  describe("update (PATCH)", () => {
+    for (
+      const [field, value] of [
+        ["method", "PUT"],
+        ["path", "/members/:id"],
+        ["middleware", ["trace", "auth"]],
+        ["middleware", []],
+        ["handler", "Members#show"]
+      ] as const
+    ) {
+      it(`${field}: ${JSON.stringify(value)} replaces that field only`, async () => {
+        const created = await create()
+        const response = await send(patch(created.json.id, { [field]: value }))
+        assert.strictEqual(response.status, 200, response.text)
+        assert.strictEqual(response.headers.get("content-type"), "application/json")
+        assert.deepStrictEqual(response.json, { ...created.json, [field]: value })
+        assert.deepStrictEqual(Object.keys(response.json), Object.keys(created.json))
+        assert.strictEqual((await send(get(created.json.id))).text, response.text)
+      })
+    }
+
+    it("several fields at once, with application/merge-patch+json", async () => {
+      const created = await create()
+      const response = await send(
+        patch(created.json.id, { method: "POST", path: "/users", middleware: ["x"] }, {
+          ...auth(ADMIN),
+          "content-type": "application/merge-patch+json; charset=utf-8"
+        })
+      )
+      assert.strictEqual(response.status, 200, response.text)
+      assert.deepStrictEqual(response.json, { ...created.json, method: "POST", path: "/users", middleware: ["x"] })
+    })
+
+    for (
+      const [name, body, expected] of [
+        ["{}", {}, [""]],
+        ["null for a field", { handler: null }, ["handler"]],
+        ["null middleware", { middleware: null }, ["middleware"]],
+        ["id", { id: Route.makeRouteId(0) }, ["id"]],
+        ["createdAt", { createdAt: "2020-01-01T00:00:00.000Z" }, ["createdAt"]],
+        ["an unknown field", { middlewares: [] }, ["middlewares"]],
+        ["a bad method and path", { method: "get", path: "/a//b" }, ["method", "path"]]
+      ] as const
+    ) {
+      it(`${name}: 400 invalid_route naming ${expected.join(", ")}`, async () => {
+        const created = await create()
+        const response = await send(patch(created.json.id, body))
+        assertProblem(response, "invalid_route", ["errors"])
+        assert.deepStrictEqual(paths(response), [...expected])
+        assert.strictEqual((await send(get(created.json.id))).text, created.text)
+      })
+    }
+
+    for (const value of [null, [], "text", 1]) {
+      it(`JSON ${JSON.stringify(value)}: 400 invalid_route`, async () => {
+        const created = await create()
+        assertProblem(await send(patch(created.json.id, JSON.stringify(value))), "invalid_route", ["errors"])
+      })
+    }
+
+    it("text/plain: 415; application/merge-patch+json is refused on POST", async () => {
+      const created = await create()
+      assertProblem(
+        await send(patch(created.json.id, { handler: "x" }, { ...auth(ADMIN), "content-type": "text/plain" })),
+        "unsupported_media_type"
+      )
+      assertProblem(
+        await send(post(sample, { ...auth(ADMIN), "content-type": "application/merge-patch+json" })),
+        "unsupported_media_type"
+      )
+    })
+
+    it("an unknown id: 404 route_not_found", async () => {
+      assertProblem(await send(patch(Route.makeRouteId(0), { handler: "x" })), "route_not_found")
+      assertProblem(await send(patch("not-an-id", { handler: "x" })), "route_not_found")
+    })
+
+    it("onto another route's method and shape: 409 naming it, nothing changed", async () => {
+      const first = await create()
+      const second = await create({ ...sample, path: "/members/:id" })
+      const response = await send(patch(second.json.id, { path: "/users/:userId" }))
+      assertProblem(response, "route_conflict", ["conflictingRouteId"])
+      assert.strictEqual(response.json.conflictingRouteId, first.json.id)
+      assert.strictEqual((await send(get(second.json.id))).text, second.text)
+    })
+
+    it("If-Match: the current tag, *, or a list naming it succeeds", async () => {
+      const created = await create()
+      let tag = created.headers.get("etag")!
+      for (const header of [tag, "*", `"x", TAG`]) {
+        const response = await send(
+          patch(created.json.id, { handler: `h${header.length}` }, {
+            ...auth(ADMIN),
+            ...json,
+            "if-match": header.replace("TAG", tag)
+          })
+        )
+        assert.strictEqual(response.status, 200, `${header}: ${response.text}`)
+        tag = response.headers.get("etag")!
+      }
+    })
+
+    for (const form of ["stale", "weak", "garbage"] as const) {
+      it(`If-Match (${form}) naming no current tag: 412 precondition_failed, nothing changed`, async () => {
+        const created = await create()
+        const tag = created.headers.get("etag")!
+        if (form === "stale") await send(patch(created.json.id, { handler: "changed" }))
+        const before = await send(get(created.json.id))
+        const header = form === "stale" ? tag : form === "weak" ? `W/${tag}` : "not a tag"
+        const response = await send(
+          patch(created.json.id, { handler: "x" }, { ...auth(ADMIN), ...json, "if-match": header })
+        )
+        assertProblem(response, "precondition_failed")
+        assert.strictEqual((await send(get(created.json.id))).text, before.text)
+      })
+    }
+
+    it("the order: 404 before 412 before 409", async () => {
+      const first = await create()
+      const second = await create({ ...sample, path: "/members/:id" })
+      const stale = { ...auth(ADMIN), ...json, "if-match": "\"999999\"" }
+      assertProblem(await send(patch(Route.makeRouteId(0), { path: "/users/:x" }, stale)), "route_not_found")
+      assertProblem(await send(patch(second.json.id, { path: "/users/:x" }, stale)), "precondition_failed")
+      const conflict = await send(patch(second.json.id, { path: "/users/:x" }))
+      assertProblem(conflict, "route_conflict", ["conflictingRouteId"])
+      assert.strictEqual(conflict.json.conflictingRouteId, first.json.id)
+    })
+
+    it("the scope: routes:write updates, routes:read alone does not", async () => {
+      const created = await create()
+      assertProblem(
+        await send(patch(created.json.id, { handler: "x" }, { ...auth(READER), ...json })),
+        "insufficient_scope"
+      )
+      assert.strictEqual(
+        (await send(patch(created.json.id, { handler: "x" }, { ...auth(WRITER), ...json }))).status,
+        200
+      )
+    })
+
+    it("50 concurrent PATCHes onto one shape: exactly one 200, the others 409 naming it", async () => {
+      const ids: Array<string> = []
+      for (let i = 0; i < 50; i++) ids.push((await create({ ...sample, path: `/p${i}/:id` })).json.id)
+      const responses = await Promise.all(ids.map((id) => send(patch(id, { path: "/target/:id" }))))
+      const won = responses.filter((r) => r.status === 200)
+      assert.strictEqual(won.length, 1)
+      for (const r of responses.filter((r) => r.status !== 200)) {
+        assertProblem(r, "route_conflict", ["conflictingRouteId"])
+        assert.strictEqual(r.json.conflictingRouteId, won[0]!.json.id)
+      }
+    })
+
+    it("concurrent PATCHes with the same If-Match: exactly one 200, the others 412", async () => {
+      const created = await create()
+      const tag = created.headers.get("etag")!
+      const responses = await Promise.all(
+        Array.from(
+          { length: 20 },
+          (_, i) => send(patch(created.json.id, { handler: `h${i}` }, { ...auth(ADMIN), ...json, "if-match": tag }))
+        )
+      )
+      assert.strictEqual(responses.filter((r) => r.status === 200).length, 1)
+      for (const r of responses.filter((r) => r.status !== 200)) assertProblem(r, "precondition_failed")
+    })
+  })
+
+  describe("delete", () => {
+    it("204 with no body; a second delete is 404; the shape is free again", async () => {
+      const created = await create()
+      const response = await send(remove(created.json.id))
+      assert.strictEqual(response.status, 204)
+      assert.strictEqual(response.text, "")
+      assert.isNull(response.headers.get("content-type"))
+      assertProblem(await send(get(created.json.id)), "route_not_found")
+      assertProblem(await send(remove(created.json.id)), "route_not_found")
+      assert.strictEqual((await send(post({ ...sample, path: "/users/:other" }))).status, 201)
+    })
+
+    it("an id that never existed: 404", async () => {
+      assertProblem(await send(remove(Route.makeRouteId(0))), "route_not_found")
+      assertProblem(await send(remove("nope")), "route_not_found")
+    })
+
+    it("If-Match: a stale tag is 412 and the route stays; the current one deletes", async () => {
+      const created = await create()
+      const updated = await send(patch(created.json.id, { handler: "x" }))
+      const stale = await send(remove(created.json.id, { ...auth(ADMIN), "if-match": created.headers.get("etag")! }))
+      assertProblem(stale, "precondition_failed")
+      assert.strictEqual((await send(get(created.json.id))).status, 200)
+      const current = await send(remove(created.json.id, { ...auth(ADMIN), "if-match": updated.headers.get("etag")! }))
+      assert.strictEqual(current.status, 204)
+      assertProblem(
+        await send(remove(created.json.id, { ...auth(ADMIN), "if-match": "*" })),
+        "route_not_found"
+      )
+    })
+
+    it("the scope: routes:write deletes, routes:read alone does not", async () => {
+      const created = await create()
+      assertProblem(await send(remove(created.json.id, auth(READER))), "insufficient_scope")
+      assertProblem(await send(remove(created.json.id, {})), "unauthenticated")
+      assert.strictEqual((await send(remove(created.json.id, auth(WRITER)))).status, 204)
+    })
+  })
+
+  describe("the order of checks on PATCH", () => {
+    it("authentication before the body, scope before the content type", async () => {
+      const id = (await create()).json.id
+      assertProblem(await send(patch(id, "{not json", json)), "unauthenticated")
+      assertProblem(await send(patch(id, "x", { ...auth(READER), "content-type": "text/plain" })), "insufficient_scope")
+    })
+    it("415 before 413 before malformed_json before invalid_route before the store", async () => {
+      const id = (await create()).json.id
+      const big = "{".repeat(limitOf(options) + 10)
+      assertProblem(
+        await send(patch(id, big, { ...auth(ADMIN), "content-type": "text/plain" })),
+        "unsupported_media_type"
+      )
+      assertProblem(await send(patch(id, big)), "payload_too_large")
+      assertProblem(await send(patch(Route.makeRouteId(0), "{")), "malformed_json")
+      assertProblem(await send(patch(Route.makeRouteId(0), { id: "x" })), "invalid_route", ["errors"])
+    })
+  })
+
+  describe("two Authorization headers", () => {
+    it("400 invalid_request, whichever comes first", async () => {
+      for (const second of [`Bearer ${ADMIN}`, "Basic YTpi", "Bearer nope"]) {
+        // Two header lines reach the core joined, as the web Headers joins them (raw lines: the Node adapters' tests).
+        const response = await send(list("", { authorization: `Bearer ${ADMIN}, ${second}` }))
+        assertProblem(response, "invalid_request")
+        assert.strictEqual(challenge(response), "Bearer realm=\"routing\", error=\"invalid_request\"")
+      }
+    })
+  })
+}
+
 const limitOf = (options?: RoutingHandler.Options) => options?.maxBodyBytes ?? 64 * 1024
 
-/** A store that fails every call, for the 503 and 500 rows. */
-export const failingStore = (failure: "unavailable" | "defect"): Store =>
-  Layer.succeed(
+/** A store that fails every call, for the 503 and 500 rows: typed, with a defect, or by throwing. */
+export const failingStore = (failure: "unavailable" | "defect" | "throw"): Store => {
+  const fail = (sql: string): Effect.Effect<never, RouteRepository.StoreUnavailable> => {
+    if (failure === "throw") throw new Error(`boom: ${sql}`)
+    return failure === "unavailable"
+      ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "test" }))
+      : Effect.die(new Error(`boom: ${sql}`))
+  }
+  return Layer.succeed(
     RouteRepository.RouteRepository,
     RouteRepository.RouteRepository.of({
-      create: () =>
-        failure === "unavailable"
-          ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "test" }))
-          : Effect.die(new Error("boom: INSERT INTO secret_table VALUES ('x')")),
-      findById: () =>
-        failure === "unavailable"
-          ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "test" }))
-          : Effect.die(new Error("boom: SELECT * FROM secret_table WHERE id = 'x'"))
+      create: () => fail("INSERT INTO secret_table VALUES ('x')"),
+      findById: () => fail("SELECT * FROM secret_table WHERE id = 'x'"),
+      list: () => fail("SELECT * FROM secret_table ORDER BY id"),
+      update: () => fail("UPDATE secret_table SET x = 1"),
+      remove: () => fail("DELETE FROM secret_table")
     })
   )
+}
 
 /** A body that sends its first bytes and then nothing, never finishing. */
 export const stalledBody = (): ReadableStream<Uint8Array> =>
@@ -409,7 +916,7 @@ export const failureContract = (adapter: Adapter) => {
   it("the store is unavailable: 503 store_unavailable with Retry-After", async () => {
     const server = await adapter.start(Layer.merge(failingStore("unavailable"), tokens), { retryAfterSeconds: 3 })
     try {
-      for (const request of [post(sample), get(Route.makeRouteId(0))]) {
+      for (const request of everyOperation) {
         const response = await server.send(request)
         assertProblem(response, "store_unavailable")
         assert.strictEqual(response.headers.get("retry-after"), "3")
@@ -435,25 +942,142 @@ export const failureContract = (adapter: Adapter) => {
     }
   })
 
-  it("anything unexpected: 500 internal_error without stack, SQL or token; the cause is logged", async () => {
+  for (const failure of ["defect", "throw"] as const) {
+    it(`anything unexpected (a store that ${failure === "throw" ? "throws" : "dies"}): 500 internal_error without stack, SQL or token; the cause is logged`, async () => {
+      const logged: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ cause, message }) => logged.push(`${message} ${cause}`))
+      )
+      const server = await adapter.start(Layer.mergeAll(failingStore(failure), tokens, capture))
+      try {
+        for (const request of everyOperation) {
+          const response = await server.send(request)
+          assertProblem(response, "internal_error")
+          for (const leak of ["boom", "secret_table", "SELECT", "INSERT", ADMIN, "at ", ".ts"]) {
+            assert.notInclude(response.text, leak)
+          }
+        }
+        assert.strictEqual(logged.length, everyOperation.length)
+        assert.include(logged[0], "secret_table")
+      } finally {
+        await server.close()
+      }
+    })
+  }
+
+  for (
+    const [option, value] of [["retryAfterSeconds", 1.5], ["maxBodyBytes", 0], ["bodyTimeoutMillis", -1], [
+      "maxBodyBytes",
+      Number.NaN
+    ]] as const
+  ) {
+    it(`${option}: ${value} is refused when the adapter is made, naming the option and its range`, async () => {
+      const error = await adapter.start(Layer.merge(RouteRepository.layerMemory, tokens), { [option]: value }).then(
+        (server) => server.close().then(() => "started"),
+        (e: unknown) => e
+      )
+      assert.include(String(error), option)
+      assert.include(String(error), "from 1 to")
+      if (error instanceof InvalidOption.InvalidOption) assert.strictEqual(error.option, option)
+    })
+  }
+
+  it("an authenticator that throws: 500 internal_error, logged, and the server goes on serving", async () => {
     const logged: Array<string> = []
-    const capture = Logger.replace(
-      Logger.defaultLogger,
-      Logger.make(({ cause, message }) => logged.push(`${message} ${cause}`))
+    const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ cause }) => logged.push(String(cause))))
+    const throwing = Layer.succeed(
+      Authenticator.Authenticator,
+      Authenticator.Authenticator.of({
+        authenticate: () => {
+          throw new Error("boom: the identity provider")
+        }
+      })
     )
-    const server = await adapter.start(Layer.mergeAll(failingStore("defect"), tokens, capture))
+    const server = await adapter.start(Layer.mergeAll(RouteRepository.layerMemory, throwing, capture))
     try {
-      for (const request of [post(sample), get(Route.makeRouteId(0))]) {
+      for (const request of [...everyOperation, ...everyOperation]) {
         const response = await server.send(request)
         assertProblem(response, "internal_error")
-        for (const leak of ["boom", "secret_table", "SELECT", "INSERT", ADMIN, "at ", ".ts"]) {
-          assert.notInclude(response.text, leak)
-        }
+        assert.notInclude(response.text, "boom")
       }
-      assert.strictEqual(logged.length, 2)
-      assert.include(logged[0], "secret_table")
+      assert.strictEqual(logged.length, 2 * everyOperation.length)
+      assert.include(logged[0], "identity provider")
+    } finally {
+      await server.close()
+    }
+  })
+
+  it("a memory store whose unsafeFindById throws: 500 internal_error, logged", async () => {
+    const store = Layer.effect(
+      RouteRepository.RouteRepository,
+      Effect.map(RouteRepository.makeMemory, (memory) => ({
+        ...memory,
+        unsafeFindById: () => {
+          throw new Error("boom: unsafeFindById")
+        }
+      }))
+    )
+    const server = await adapter.start(Layer.mergeAll(store, tokens, quiet))
+    try {
+      assertProblem(await server.send(get(Route.makeRouteId(0))), "internal_error")
+      assertProblem(await server.send(get(Route.makeRouteId(0))), "internal_error")
     } finally {
       await server.close()
     }
   })
 }
+
+/**
+ * What only a real Node socket shows: two Authorization header lines (Node's `req.headers` keeps only the first), and
+ * the status line of a 413.
+ */
+export const nodeSocketContract = (adapter: Adapter) => {
+  let server: Served
+  beforeEach(async () => {
+    server = await adapter.start(Layer.merge(RouteRepository.layerMemory, tokens))
+  })
+  afterEach(() => server.close())
+  const head = (lines: ReadonlyArray<string>) => lines.map((line) => line + "\r\n").join("")
+
+  it("two Authorization header lines: 400 invalid_request, whichever comes first", async () => {
+    for (const [first, second] of [[ADMIN, ADMIN], [ADMIN, "nope"], ["nope", ADMIN]]) {
+      const answer = await rawRequest(
+        server.origin,
+        head([
+          "GET /v1/routing HTTP/1.1",
+          "Host: x",
+          `Authorization: Bearer ${first}`,
+          `Authorization: Bearer ${second}`,
+          "Connection: close"
+        ])
+      )
+      assert.match(answer, /^HTTP\/1\.1 400 /)
+      assert.include(answer, "\"code\":\"invalid_request\"")
+      assert.match(answer, /www-authenticate: Bearer realm="routing", error="invalid_request"/i)
+    }
+  })
+
+  it("a 413 says Content Too Large on its status line, as in its body", async () => {
+    const answer = await rawRequest(
+      server.origin,
+      head([
+        "POST /v1/routing HTTP/1.1",
+        "Host: x",
+        `Authorization: Bearer ${ADMIN}`,
+        "Content-Type: application/json",
+        "Content-Length: 10000000"
+      ])
+    )
+    assert.match(answer, /^HTTP\/1\.1 413 Content Too Large\r\n/)
+    assert.include(answer, "\"title\":\"Content Too Large\"")
+  })
+}
+
+const everyOperation: ReadonlyArray<Sent> = [
+  post(sample),
+  get(Route.makeRouteId(0)),
+  list("limit=5"),
+  patch(Route.makeRouteId(0), { handler: "x" }),
+  remove(Route.makeRouteId(0))
+]

@@ -1,0 +1,173 @@
+/**
+ * Every answer of the routing API, built in one place: the fixed ones once, the others from what they report.
+ *
+ * @internal
+ */
+import * as Problem from "../Problem.js"
+import type { FieldIssue } from "../Route.js"
+import type { Response } from "../RoutingHandler.js"
+import { MAX_ISSUES } from "./validate.js"
+
+const JSON_TYPE = "application/json"
+
+/** The Bearer challenge of every `WWW-Authenticate` header (RFC 6750 §3). */
+const REALM = "Bearer realm=\"routing\""
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+
+/** A problem document answer; `headers` are added to its content type. */
+export const problem = (
+  code: Problem.Code,
+  detail: string,
+  headers?: Record<string, string>,
+  extensions?: Pick<Problem.Problem, "errors" | "conflictingRouteId">
+): Response => ({
+  status: Problem.codes[code],
+  headers: { "content-type": Problem.CONTENT_TYPE, ...headers },
+  body: JSON.stringify(Problem.make(code, detail, extensions))
+})
+
+/** A JSON answer. */
+export const json = (status: number, body: string, headers?: Record<string, string>): Response => ({
+  status,
+  headers: { "content-type": JSON_TYPE, ...headers },
+  body
+})
+
+/** `true` for the statuses answered without a body, and so without `Content-Length` (RFC 9110 §8.6). */
+export const hasNoBody = (status: number): boolean => status === 204 || status === 304
+
+/** An answer without a body (204, 304). */
+export const empty = (status: number, headers: Record<string, string> = {}): Response => ({ status, headers, body: "" })
+
+// --- credentials ---------------------------------------------------------------------------------------------------
+
+const challenge = (code: "invalid_request" | "invalid_token", detail: string) =>
+  problem(code, detail, { "www-authenticate": `${REALM}, error="${code}"` })
+
+export const UNAUTHENTICATED = problem(
+  "unauthenticated",
+  "This request needs a bearer token: send the header \"Authorization: Bearer <token>\".",
+  { "www-authenticate": REALM }
+)
+
+export const EMPTY_CREDENTIAL = challenge(
+  "invalid_request",
+  "The Authorization header names the Bearer scheme but carries no token: send \"Authorization: Bearer <token>\"."
+)
+
+export const MALFORMED_CREDENTIAL = challenge(
+  "invalid_request",
+  "The bearer token is malformed: a token is letters, digits and - . _ ~ + / optionally followed by \"=\" padding."
+)
+
+export const SEVERAL_CREDENTIALS = challenge(
+  "invalid_request",
+  "The request carries more than one Authorization credential: send exactly one \"Authorization: Bearer <token>\"."
+)
+
+export const INVALID_TOKEN = challenge(
+  "invalid_token",
+  "The bearer token is not accepted: check that it is a configured token and has not expired or been revoked."
+)
+
+const insufficientScope = (scope: string, action: string) =>
+  problem(
+    "insufficient_scope",
+    `This token lacks the ${scope} scope needed to ${action}: use a token that has it.`,
+    { "www-authenticate": `${REALM}, error="insufficient_scope", scope="${scope}"` }
+  )
+
+export const READ_SCOPE = insufficientScope("routes:read", "read routes")
+
+export const WRITE_SCOPE = insufficientScope("routes:write", "create, update or delete routes")
+
+// --- paths and methods ---------------------------------------------------------------------------------------------
+
+/** The methods served on the collection and on one route, exactly as `Allow` lists them. */
+export const COLLECTION_METHODS = "GET, POST"
+export const ROUTE_METHODS = "GET, PATCH, DELETE"
+
+export const methodNotAllowed = (method: string, path: string, allow: string) =>
+  problem("method_not_allowed", `${method} is not served on ${path}: use ${allow}.`, { allow })
+
+export const NOT_FOUND = problem(
+  "not_found",
+  "Nothing is served at this path: the routing API lives under /v1/routing."
+)
+
+export const INTERNAL_ERROR = problem(
+  "internal_error",
+  "An unexpected error occurred. It has been logged; please retry later."
+)
+
+// --- bodies and queries --------------------------------------------------------------------------------------------
+
+export const unsupportedMediaType = (contentType: string | undefined, accepted: string) =>
+  problem(
+    "unsupported_media_type",
+    `Send the body as JSON with "Content-Type: ${accepted}" (got ${
+      contentType === undefined ? "no Content-Type" : JSON.stringify(contentType)
+    }).`
+  )
+
+// Connection: close, because the rest of the body is left unread.
+export const tooLarge = (maxBodyBytes: number) =>
+  problem(
+    "payload_too_large",
+    `The body is larger than the limit of ${maxBodyBytes} bytes: send a smaller route definition.`,
+    { connection: "close" }
+  )
+
+export const timedOut = (bodyTimeoutMillis: number) =>
+  problem(
+    "request_timeout",
+    `The body did not arrive within ${bodyTimeoutMillis} ms: send it in full, without pauses.`,
+    { connection: "close" }
+  )
+
+export const INCOMPLETE = problem(
+  "malformed_json",
+  "The body ended before it was complete: send the whole JSON object."
+)
+
+export const malformedJson = (detail: string) => problem("malformed_json", detail)
+
+// How many problems a list names; a full list may not be all of them (the validators stop at MAX_ISSUES).
+const countOf = (errors: ReadonlyArray<FieldIssue>, word: string) =>
+  errors.length >= MAX_ISSUES
+    ? `at least ${plural(MAX_ISSUES, word)}; the first ${MAX_ISSUES} are listed in "errors"`
+    : `${plural(errors.length, word)}: see "errors" for each one`
+
+export const invalidRoute = (errors: ReadonlyArray<FieldIssue>) =>
+  problem("invalid_route", `The route definition breaks ${countOf(errors, "rule")}.`, undefined, { errors })
+
+export const invalidQuery = (errors: ReadonlyArray<FieldIssue>) =>
+  problem("invalid_query", `The listing query has ${countOf(errors, "problem")}.`, undefined, { errors })
+
+// --- the store -----------------------------------------------------------------------------------------------------
+
+export const routeNotFound = (id: string) => problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`)
+
+export const conflict = (method: string, path: string, conflictingRouteId: string) =>
+  problem(
+    "route_conflict",
+    `${method} ${path} has the same method and shape as route ${conflictingRouteId}: a router could not tell them apart.`,
+    undefined,
+    { conflictingRouteId }
+  )
+
+export const preconditionFailed = (id: string) =>
+  problem(
+    "precondition_failed",
+    `Route ${id} has changed since the version If-Match names, and nothing was changed: get it again and retry with its current ETag.`
+  )
+
+export const unavailable = (retryAfterSeconds: number) =>
+  problem(
+    "store_unavailable",
+    `The route store is unavailable right now and nothing was written: retry after ${
+      plural(retryAfterSeconds, "second")
+    }.`,
+    { "retry-after": String(retryAfterSeconds) }
+  )

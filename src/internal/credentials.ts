@@ -1,0 +1,47 @@
+/**
+ * Reading the bearer credential of a request (RFC 6750 §2.1, RFC 9110 §11).
+ *
+ * @internal
+ */
+import { Redacted } from "effect"
+import { isWellFormedToken } from "../Authenticator.js"
+import type { Response } from "../RoutingHandler.js"
+import * as Answers from "./answers.js"
+
+const isOws = (c: number) => c === 32 || c === 9
+
+// The header value without surrounding optional whitespace: spaces and tabs only (RFC 9110 §5.6.3), not every
+// Unicode space as String.prototype.trim would, so "\u00a0Bearer …" stays unauthenticated.
+const trimOws = (value: string): string => {
+  let start = 0
+  let end = value.length
+  while (start < end && isOws(value.charCodeAt(start))) start++
+  while (end > start && isOws(value.charCodeAt(end - 1))) end--
+  return start === 0 && end === value.length ? value : value.slice(start, end)
+}
+
+// Two Authorization headers reach the core joined by ", " (as the web `Headers` joins them, and as the Node adapters
+// join `headersDistinct`). A comma followed by `scheme SP` starts a second credential; a comma inside one credential
+// is followed by an auth-param (`name=`), never by a scheme and a space.
+const SECOND_CREDENTIAL = /,[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+(?: |$)/
+
+/**
+ * The bearer token of an `Authorization` header, or the answer that refuses it. Several credentials are refused
+ * rather than one picked: which one the client meant is unknowable.
+ */
+export const credential = (header: string | undefined): Redacted.Redacted<string> | Response => {
+  if (header === undefined) return Answers.UNAUTHENTICATED
+  const value = trimOws(header)
+  if (SECOND_CREDENTIAL.test(value)) return Answers.SEVERAL_CREDENTIALS
+  const space = value.indexOf(" ")
+  const scheme = space === -1 ? value : value.slice(0, space)
+  // The scheme name is case-insensitive (RFC 9110 §11.1).
+  if (scheme.length !== 6 || scheme.toLowerCase() !== "bearer") return Answers.UNAUTHENTICATED
+  // Spaces only between scheme and token (RFC 9110 §11.4: 1*SP).
+  let start = space + 1
+  while (space !== -1 && value.charCodeAt(start) === 32) start++
+  const token = space === -1 ? "" : value.slice(start)
+  if (token === "") return Answers.EMPTY_CREDENTIAL
+  if (!isWellFormedToken(token)) return Answers.MALFORMED_CREDENTIAL
+  return Redacted.make(token)
+}

@@ -1,0 +1,32 @@
+/**
+ * The contract's default values, each in one place: the HTTP core, the problem descriptions and the OpenAPI
+ * document read them from here.
+ *
+ * @internal
+ */
+
+/** Largest accepted request body in bytes by default (64 KiB). */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
+
+/** Longest time a body may take to arrive by default, in milliseconds. */
+export const DEFAULT_BODY_TIMEOUT_MILLIS = 10_000
+
+/** Seconds a client is told to wait when the store is unavailable, by default. */
+export const DEFAULT_RETRY_AFTER_SECONDS = 1
+
+/** Routes in one page of a listing when the query gives no `limit`. */
+export const DEFAULT_PAGE_SIZE = 100
+
+/** Most routes in one page of a listing. */
+export const MAX_PAGE_SIZE = 1000
+
+/** `bytes` for people: "64 KiB", "1 MiB", "1000 bytes". */
+export const describeBytes = (bytes: number): string =>
+  bytes % (1024 * 1024) === 0
+    ? `${bytes / (1024 * 1024)} MiB`
+    : bytes % 1024 === 0
+    ? `${bytes / 1024} KiB`
+    : `${bytes} bytes`
+
+/** `millis` for people: "10 s", "1500 ms". */
+export const describeMillis = (millis: number): string => millis % 1000 === 0 ? `${millis / 1000} s` : `${millis} ms`

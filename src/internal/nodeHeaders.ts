@@ -1,0 +1,26 @@
+/**
+ * Reading request headers from Node's `IncomingMessage` for the core.
+ *
+ * @internal
+ */
+import type { IncomingMessage } from "node:http"
+
+/**
+ * A header as the core reads it: several lines joined by ", ". Node's `req.headers` keeps only the first
+ * `Authorization` line and drops the others, so that header is read from `rawHeaders`, where every line is kept.
+ */
+export const header = (req: IncomingMessage, name: string): string | undefined => {
+  if (name !== "authorization") {
+    const value = req.headers[name]
+    return Array.isArray(value) ? value.join(", ") : value
+  }
+  const raw = req.rawHeaders
+  let joined: string | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    const key = raw[i]!
+    if (key.length === 13 && key.toLowerCase() === "authorization") {
+      joined = joined === undefined ? raw[i + 1]! : `${joined}, ${raw[i + 1]!}`
+    }
+  }
+  return joined
+}
