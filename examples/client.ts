@@ -1,6 +1,7 @@
 /**
  * Calling the routing API with its typed client, derived from `RoutingApi`: payloads are encoded and checked by the
- * same Schemas as the server's, and every problem document arrives as a typed error.
+ * same Schemas as the server's, and every problem document arrives as a typed error. Each run works under a path
+ * prefix of its own and deletes what it created, so it can run again and again against the same server.
  *
  *   ROUTING_URL=http://127.0.0.1:3000 ROUTING_TOKEN=<admin token> npx tsx examples/client.ts
  */
@@ -15,7 +16,10 @@ import * as Route from "route-registry/Route"
 import * as RoutingApi from "route-registry/RoutingApi"
 import * as Env from "./env.js"
 
-/** Creates a route, reads it back, then creates one of the same method and shape to show the 409. */
+/**
+ * Creates a route, reads it back, creates one of the same method and shape to show the 409, lists the run's routes,
+ * adds a middleware to the route (only if nobody changed it meanwhile: `If-Match`), then deletes it.
+ */
 export const demo = (baseUrl: string, token: Redacted.Redacted<string>) =>
   Effect.gen(function*() {
     const client = yield* HttpApiClient.make(RoutingApi.RoutingApi, {
@@ -23,16 +27,27 @@ export const demo = (baseUrl: string, token: Redacted.Redacted<string>) =>
       // The bearer scheme is documented by the API but applied here: the token is the caller's to choose.
       transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
     })
+    const prefix = `/demo-${crypto.randomUUID().slice(0, 8)}/`
     // Decoding first gives every rule's message at once, before anything is sent.
-    const payload = yield* Route.decodeCreate({ method: "GET", path: "/users/:id", handler: "Users#show" })
-    const created = yield* client.routing.create({ payload })
-    const found = yield* client.routing.get({ path: { id: created.id } })
+    const payload = yield* Route.decodeCreate({ method: "GET", path: `${prefix}users/:id`, handler: "Users#show" })
+    // `withResponse` gives the HTTP response too, for its ETag: the version of the route to change.
+    const [created, response] = yield* client.routing.create({ payload, withResponse: true })
+    const found = yield* client.routing.get({ path: { id: created.id }, headers: {} })
     // The same method and shape again: the 409 arrives as a typed error, the problem document decoded by its schema
     // (one per code; RouteConflictProblem carries the id of the route in the way).
     const conflict = yield* client.routing.create({ payload }).pipe(
       Effect.catchIf(Schema.is(RoutingApi.RouteConflictProblem), Effect.succeed)
     )
-    return { created, found, conflict }
+    const page = yield* client.routing.list({ urlParams: { pathPrefix: prefix, limit: 10 } })
+    const patch = yield* Schema.decodeUnknown(Route.PatchRoute)({ middleware: ["auth"] })
+    const [updated, updatedResponse] = yield* client.routing.update({
+      path: { id: created.id },
+      headers: { "if-match": response.headers["etag"] },
+      payload: patch,
+      withResponse: true
+    })
+    yield* client.routing.delete({ path: { id: created.id }, headers: { "if-match": updatedResponse.headers["etag"] } })
+    return { created, found, conflict, page, updated }
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
 if (Env.isMain(import.meta.url)) {

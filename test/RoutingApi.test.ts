@@ -8,91 +8,257 @@ import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingApi from "route-registry/RoutingApi"
+import { PATH_PATTERN } from "../src/internal/pathPattern.js"
 import { adapters, type Received, type Sent, type Served } from "./utils/adapters.js"
-import { ADMIN, failingStore, get, post, quiet, READER, stalledBody, tokens } from "./utils/httpContract.js"
+import { ADMIN, get, post, quiet, READER, stalledBody, tokens, WRITER } from "./utils/httpContract.js"
 
 const spec = RoutingApi.openApi as any
-const operations = { create: spec.paths["/v1/routing"].post, get: spec.paths["/v1/routing/{id}"].get }
+const COLLECTION = "/v1/routing"
+const ITEM = "/v1/routing/{id}"
+const operations = {
+  list: spec.paths[COLLECTION].get,
+  create: spec.paths[COLLECTION].post,
+  get: spec.paths[ITEM].get,
+  update: spec.paths[ITEM].patch,
+  delete: spec.paths[ITEM].delete
+}
 type Operation = keyof typeof operations
+const names = Object.keys(operations) as ReadonlyArray<Operation>
 
-const documented = (operation: Operation): Set<string> => {
-  const entries = Object.entries<any>(operations[operation].responses).flatMap(([status, response]) => {
-    const schema = response.content?.[Problem.CONTENT_TYPE]?.schema
-    if (schema === undefined) return [`${status}`]
-    return (schema.anyOf ?? [schema]).map((s: { $ref: string }) => {
-      const name = s.$ref.split("/").pop()!
-      return `${status} ${spec.components.schemas[name].properties.code.enum[0]}`
-    })
-  })
-  return new Set(entries)
+const codesOf = (response: any): Array<string> => {
+  const schema = response.content?.[Problem.CONTENT_TYPE]?.schema
+  if (schema === undefined) return []
+  return (schema.anyOf ?? [schema]).map((s: { $ref: string }) =>
+    spec.components.schemas[s.$ref.split("/").pop()!].properties.code.enum[0]
+  )
 }
 
-const sample = { method: "GET", path: "/users/:id", handler: "show" }
+const documented = (operation: Operation): Set<string> =>
+  new Set(
+    Object.entries<any>(operations[operation].responses).flatMap(([status, response]) => {
+      const codes = codesOf(response)
+      return codes.length === 0 ? [status] : codes.map((code) => `${status} ${code}`)
+    })
+  )
 
-// Requests that, between them, draw every answer each operation can give.
+const sample = { method: "GET", path: "/users/:id", handler: "show" }
+const auth = (token: string) => ({ authorization: `Bearer ${token}` })
+const json = { "content-type": "application/json" }
+const item = (id: string) => `${COLLECTION}/${id}`
+const list = (query = "", headers: Record<string, string> = auth(ADMIN)): Sent => ({
+  method: "GET",
+  path: `${COLLECTION}${query}`,
+  headers
+})
+const patch = (id: string, body: unknown, headers: Record<string, string> = { ...auth(ADMIN), ...json }): Sent => ({
+  method: "PATCH",
+  path: item(id),
+  headers,
+  body: typeof body === "string" ? body : JSON.stringify(body)
+})
+const del = (id: string, headers: Record<string, string> = auth(ADMIN)): Sent => ({
+  method: "DELETE",
+  path: item(id),
+  headers
+})
+
+// Requests that, between them, draw every answer each operation can give from a working store. A 405 belongs to
+// every operation of its path.
 const probes = async (served: Served): Promise<Record<Operation, Array<Received>>> => {
   const send = (request: Sent) => served.send(request)
   const created = await send(post(sample))
   const id = created.json.id as string
+  const other = (await send(post({ ...sample, path: "/other" }))).json.id as string
+  const etag = created.headers.get("etag")!
+  const collection405 = await send({ method: "PUT", path: COLLECTION, headers: auth(ADMIN) })
+  const item405 = await send({ method: "PUT", path: item(id), headers: auth(ADMIN) })
+  const missing = Route.makeRouteId(0)
+  const authentication = async (request: (headers: Record<string, string>) => Sent, denied: string) => [
+    await send(request({ authorization: "Bearer" })),
+    await send(request({})),
+    await send(request(auth("nope"))),
+    await send(request(auth(denied)))
+  ]
   return {
+    list: [
+      await send(list()),
+      await send(list("?limit=0")),
+      ...await authentication((headers) => list("", headers), WRITER),
+      collection405
+    ],
     create: [
       created,
-      await send(post(sample, { authorization: "Bearer", "content-type": "application/json" })),
-      await send(post("{", { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" })),
+      await send(post("{")),
       await send(post({ method: "get" })),
-      await send(post(sample, { "content-type": "application/json" })),
-      await send(post(sample, { authorization: "Bearer nope", "content-type": "application/json" })),
-      await send(post(sample, { authorization: `Bearer ${READER}`, "content-type": "application/json" })),
-      await send({ method: "GET", path: "/v1/routing", headers: {} }),
       await send(post(sample)),
       await send(post("x".repeat(70_000))),
-      await send(post(sample, { authorization: `Bearer ${ADMIN}`, "content-type": "text/plain" })),
-      await send({ ...post(sample), body: stalledBody() })
+      await send(post(sample, { ...auth(ADMIN), "content-type": "text/plain" })),
+      await send({ ...post(sample), body: stalledBody() }),
+      ...await authentication((headers) => post(sample, { ...headers, ...json }), READER),
+      collection405
     ],
     get: [
       await send(get(id)),
-      await send(get(id, { authorization: "Bearer" })),
-      await send(get(id, {})),
-      await send(get(id, { authorization: "Bearer nope" })),
-      await send(get(id, { authorization: "Bearer write-token" })),
-      await send(get(Route.makeRouteId(0))),
-      await send({ method: "DELETE", path: `/v1/routing/${id}`, headers: {} })
+      await send(get(id, { ...auth(ADMIN), "if-none-match": etag })),
+      await send(get(missing)),
+      ...await authentication((headers) => get(id, headers), WRITER),
+      item405
+    ],
+    update: [
+      await send(patch(id, { handler: "edit" })),
+      await send(patch(id, "{")),
+      await send(patch(id, {})),
+      await send(patch(missing, { handler: "edit" })),
+      await send(patch(other, { path: "/users/:userId" })),
+      await send(patch(id, { handler: "again" }, { ...auth(ADMIN), ...json, "if-match": etag })),
+      await send(patch(id, "x".repeat(70_000))),
+      await send(patch(id, { handler: "edit" }, { ...auth(ADMIN), "content-type": "text/plain" })),
+      await send({ ...patch(id, {}), body: stalledBody() }),
+      ...await authentication((headers) => patch(id, { handler: "edit" }, { ...headers, ...json }), READER),
+      item405
+    ],
+    delete: [
+      await send(del(id, { ...auth(ADMIN), "if-match": etag })),
+      await send(del(other)),
+      await send(del(other)),
+      ...await authentication((headers) => del(id, headers), READER),
+      item405
     ]
   }
 }
 
-const answers = (responses: ReadonlyArray<Received>) =>
-  responses.map((r) => r.status < 400 ? `${r.status}` : `${r.status} ${r.json.code}`)
+// One request per operation that reaches the store, for the stores that fail.
+const storeProbes = async (served: Served): Promise<Record<Operation, Array<Received>>> => {
+  const id = Route.makeRouteId(0)
+  return {
+    list: [await served.send(list())],
+    create: [await served.send(post(sample))],
+    get: [await served.send(get(id))],
+    update: [await served.send(patch(id, { handler: "edit" }))],
+    delete: [await served.send(del(id))]
+  }
+}
+
+const failingStore = (failure: "unavailable" | "defect") => {
+  const fail = () =>
+    failure === "unavailable"
+      ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "test" }))
+      : Effect.die(new Error("boom"))
+  return Layer.succeed(
+    RouteRepository.RouteRepository,
+    RouteRepository.RouteRepository.of({ create: fail, findById: fail, list: fail, update: fail, remove: fail })
+  )
+}
+
+const answer = (r: Received) => r.status < 400 ? `${r.status}` : `${r.status} ${r.json.code}`
+
+// Every header the document marks required for this answer is there, with a value its schema allows.
+const assertHeaders = (operation: Operation, response: Received) => {
+  const documentedResponse = operations[operation].responses[response.status]
+  for (const [name, header] of Object.entries<any>(documentedResponse?.headers ?? {})) {
+    const value = response.headers.get(name)
+    if (header.required === true) assert.isNotNull(value, `${operation} ${response.status}: ${name}`)
+    if (value !== null && header.schema.enum !== undefined) assert.include(header.schema.enum, value)
+  }
+  if (response.status >= 400) assert.strictEqual(response.headers.get("content-type"), Problem.CONTENT_TYPE)
+}
 
 describe("RoutingApi", () => {
-  it("is an OpenAPI 3.1 document with bearer security on both operations", () => {
+  it("is an OpenAPI 3.1 document with bearer security on every operation", () => {
     assert.strictEqual(spec.openapi, "3.1.0")
     assert.deepStrictEqual(spec.components.securitySchemes, { bearer: { type: "http", scheme: "bearer" } })
     for (const operation of Object.values(operations)) assert.deepStrictEqual(operation.security, [{ bearer: [] }])
-    assert.deepStrictEqual(Object.keys(spec.paths), ["/v1/routing", "/v1/routing/{id}"])
-    assert.strictEqual(operations.create.responses["201"].headers.Location.schema.type, "string")
+    assert.deepStrictEqual(Object.keys(spec.paths), [COLLECTION, ITEM])
+    assert.deepStrictEqual(Object.keys(spec.paths[COLLECTION]), ["get", "post"])
+    assert.deepStrictEqual(Object.keys(spec.paths[ITEM]), ["get", "patch", "delete"])
+    assert.deepStrictEqual(spec.info.license, { name: "MIT", identifier: "MIT" })
+    assert.deepStrictEqual(spec.servers.map((s: { url: string }) => s.url), ["/"])
+  })
+
+  it("describes the listing query with its rules as schema constraints", () => {
+    const parameters = Object.fromEntries(operations.list.parameters.map((p: any) => [p.name, p]))
+    assert.deepStrictEqual(Object.keys(parameters), [
+      "limit",
+      "cursor",
+      "method",
+      "pathPrefix",
+      "handler",
+      "middleware"
+    ])
+    for (const parameter of Object.values<any>(parameters)) {
+      assert.strictEqual(parameter.in, "query")
+      assert.isFalse(parameter.required)
+    }
+    assert.deepInclude(parameters.limit.schema, { type: "integer", minimum: 1, maximum: 1000, default: 100 })
+    assert.strictEqual(parameters.method.schema.pattern, "^[A-Z]+(?:-[A-Z]+)*$")
+    assert.strictEqual(parameters.pathPrefix.schema.pattern, "^/")
+    assert.strictEqual(parameters.handler.schema.pattern, parameters.middleware.schema.pattern)
+  })
+
+  it("describes the page exactly, and the conditional headers of get, update and delete", () => {
+    assert.deepStrictEqual(spec.components.schemas.RoutePage, {
+      type: "object",
+      required: ["items", "nextCursor"],
+      properties: {
+        items: { type: "array", items: { $ref: "#/components/schemas/Route" } },
+        nextCursor: {
+          anyOf: [{ type: "string" }, { type: "null" }],
+          description: spec.components.schemas.RoutePage.properties.nextCursor.description
+        }
+      },
+      additionalProperties: false
+    })
+    const headerNames = (operation: Operation) =>
+      operations[operation].parameters.filter((p: any) => p.in === "header").map((p: any) => p.name)
+    assert.deepStrictEqual(headerNames("get"), ["if-none-match"])
+    assert.deepStrictEqual(headerNames("update"), ["if-match"])
+    assert.deepStrictEqual(headerNames("delete"), ["if-match"])
+    assert.deepStrictEqual(Object.keys(operations.update.requestBody.content), [
+      "application/json",
+      "application/merge-patch+json"
+    ])
+    assert.isUndefined(operations.get.responses["304"].content)
+    assert.isUndefined(operations.delete.responses["204"].content)
+  })
+
+  it("describes createdAt as date-time, paths by the grammar's pattern, and statuses as integers", () => {
+    const route = spec.components.schemas.Route.properties
+    assert.strictEqual(route.createdAt.format, "date-time")
+    const path = route.path.$ref === undefined ? route.path : spec.components.schemas[route.path.$ref.split("/").pop()]
+    assert.strictEqual(path.pattern, PATH_PATTERN)
+    assert.match(path.description, /parameter name .*(once|twice)/) // the rule the pattern cannot say
+    for (const [name, schema] of Object.entries<any>(spec.components.schemas)) {
+      if (name.endsWith("Problem")) assert.strictEqual(schema.properties.status.type, "integer", name)
+    }
   })
 
   for (const adapter of adapters) {
     describe(adapter.name, () => {
-      it("documents exactly the statuses and codes the server answers", async () => {
-        const seen: Record<Operation, Set<string>> = { create: new Set(), get: new Set() }
-        for (const store of [RouteRepository.layerMemory, failingStore("unavailable"), failingStore("defect")]) {
+      it("documents exactly the statuses and codes the server answers, with their headers", async () => {
+        const seen = Object.fromEntries(names.map((name) => [name, new Set<string>()])) as Record<
+          Operation,
+          Set<string>
+        >
+        const stores = [
+          [RouteRepository.layerMemory, probes],
+          [failingStore("unavailable"), storeProbes],
+          [failingStore("defect"), storeProbes]
+        ] as const
+        for (const [store, draw] of stores) {
           const served = await adapter.start(Layer.mergeAll(store, tokens, quiet), { bodyTimeoutMillis: 300 })
           try {
-            if (store === RouteRepository.layerMemory) {
-              const drawn = await probes(served)
-              answers(drawn.create).forEach((a) => seen.create.add(a))
-              answers(drawn.get).forEach((a) => seen.get.add(a))
-            } else {
-              answers([await served.send(post(sample))]).forEach((a) => seen.create.add(a))
-              answers([await served.send(get(Route.makeRouteId(0)))]).forEach((a) => seen.get.add(a))
+            const drawn = await draw(served)
+            for (const operation of names) {
+              for (const response of drawn[operation]) {
+                seen[operation].add(answer(response))
+                assertHeaders(operation, response)
+              }
             }
           } finally {
             await served.close()
           }
         }
-        for (const operation of ["create", "get"] as const) {
+        for (const operation of names) {
           assert.deepStrictEqual([...seen[operation]].sort(), [...documented(operation)].sort(), operation)
         }
       })
@@ -112,7 +278,7 @@ describe("RoutingApi", () => {
           Effect.provideService(FetchHttpClient.Fetch, served.fetch)
         )
 
-      it.effect("the typed client creates and gets, decoding Route", () =>
+      it.effect("the typed client creates, gets, lists, updates and deletes, decoding Route", () =>
         Effect.gen(function*() {
           const api = yield* client(ADMIN)
           const payload = Route.CreateRoute.make({
@@ -121,11 +287,68 @@ describe("RoutingApi", () => {
             middleware: ["auth" as Route.MiddlewareName],
             handler: "update" as Route.HandlerName
           })
-          const created = yield* api.routing.create({ payload })
+          const [created, createdResponse] = yield* api.routing.create({ payload, withResponse: true })
           assert.instanceOf(created, Route.Route)
           assert.instanceOf(created.createdAt, Date)
-          const found = yield* api.routing.get({ path: { id: created.id } })
+          const etag = createdResponse.headers["etag"]!
+          const [found, foundResponse] = yield* api.routing.get({
+            path: { id: created.id },
+            headers: {},
+            withResponse: true
+          })
           assert.deepStrictEqual(found, created)
+          assert.strictEqual(foundResponse.headers["etag"], etag)
+          const notModified = yield* Effect.flip(
+            api.routing.get({ path: { id: created.id }, headers: { "if-none-match": etag } })
+          )
+          assert.instanceOf(notModified, RoutingApi.NotModified)
+
+          const page = yield* api.routing.list({
+            urlParams: {
+              limit: 10,
+              method: "PUT" as Route.HttpMethod,
+              pathPrefix: "/typed/",
+              handler: "update" as Route.HandlerName,
+              middleware: "auth" as Route.MiddlewareName
+            }
+          })
+          assert.deepStrictEqual(page, { items: [created], nextCursor: null })
+          yield* api.routing.create({ payload: { ...payload, path: "/typed/:id/more" as Route.RoutePath } })
+          const [first, firstResponse] = yield* api.routing.list({
+            urlParams: { limit: 1, pathPrefix: "/typed/" },
+            withResponse: true
+          })
+          assert.deepStrictEqual(first.items, [created])
+          assert.isString(first.nextCursor)
+          const link = /^<(\/v1\/routing\?[^>]*)>; rel="next"$/.exec(firstResponse.headers["link"]!)
+          assert.isNotNull(link, firstResponse.headers["link"])
+          const next = new URL(link![1]!, "http://host").searchParams
+          assert.deepStrictEqual(Object.fromEntries(next), {
+            limit: "1",
+            pathPrefix: "/typed/",
+            cursor: first.nextCursor!
+          })
+          const second = yield* api.routing.list({ urlParams: { limit: 1, cursor: first.nextCursor! } })
+          assert.strictEqual(second.items[0]!.path, "/typed/:id/more")
+
+          const [updated, updatedResponse] = yield* api.routing.update({
+            path: { id: created.id },
+            headers: { "if-match": etag },
+            payload: { handler: "replace" as Route.HandlerName },
+            withResponse: true
+          })
+          assert.deepStrictEqual(updated, new Route.Route({ ...created, handler: "replace" as Route.HandlerName }))
+          assert.notStrictEqual(updatedResponse.headers["etag"], etag)
+          const stale = yield* Effect.flip(
+            api.routing.delete({ path: { id: created.id }, headers: { "if-match": etag } })
+          )
+          assert.deepInclude(stale, { code: "precondition_failed", status: 412 })
+          yield* api.routing.delete({
+            path: { id: created.id },
+            headers: { "if-match": updatedResponse.headers["etag"] }
+          })
+          const gone = yield* Effect.flip(api.routing.get({ path: { id: created.id }, headers: {} }))
+          assert.deepInclude(gone, { code: "route_not_found", status: 404 })
         }))
 
       it.effect("the typed client receives problems as typed errors, by code", () =>
@@ -139,14 +362,14 @@ describe("RoutingApi", () => {
           const first = yield* api.routing.create({ payload })
           const conflict = yield* Effect.flip(api.routing.create({ payload }))
           assert.deepInclude(conflict, { code: "route_conflict", status: 409, conflictingRouteId: first.id })
-          const missing = yield* Effect.flip(api.routing.get({ path: { id: "nope" } }))
+          const missing = yield* Effect.flip(api.routing.get({ path: { id: "nope" }, headers: {} }))
           assert.deepInclude(missing, { code: "route_not_found", status: 404 })
           const denied = yield* Effect.flip(
             Effect.flatMap(client(READER), (reader) => reader.routing.create({ payload }))
           )
           assert.deepInclude(denied, { code: "insufficient_scope", status: 403 })
           const unknown = yield* Effect.flip(
-            Effect.flatMap(client("nope"), (other) => other.routing.get({ path: { id: first.id } }))
+            Effect.flatMap(client("nope"), (other) => other.routing.get({ path: { id: first.id }, headers: {} }))
           )
           assert.deepInclude(unknown, { code: "invalid_token", status: 401 })
         }))

@@ -4,17 +4,35 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { demo } from "../../examples/client.js"
 import { nodeListener } from "../utils/adapters.js"
-import { ADMIN, READER, tokens } from "../utils/httpContract.js"
+import { ADMIN, get, READER, tokens } from "../utils/httpContract.js"
 
 describe("examples/client", () => {
-  it("creates and gets a route, and receives the 409 as a typed route_conflict problem", async () => {
+  it("creates, gets, lists, updates and deletes a route, and receives the 409 as a typed problem", async () => {
     const server = await nodeListener.start(Layer.merge(RouteRepository.layerMemory, tokens))
     try {
-      const { conflict, created, found } = await Effect.runPromise(demo(server.origin, Redacted.make(ADMIN)))
+      const { conflict, created, found, page, updated } = await Effect.runPromise(
+        demo(server.origin, Redacted.make(ADMIN))
+      )
       assert.instanceOf(created, Route.Route)
-      assert.strictEqual(created.path, "/users/:id")
+      assert.match(created.path, /^\/demo-[0-9a-f]{8}\/users\/:id$/)
       assert.deepStrictEqual(found, created)
       assert.deepInclude(conflict, { status: 409, code: "route_conflict", conflictingRouteId: created.id })
+      assert.deepStrictEqual(page, { items: [created], nextCursor: null })
+      assert.deepStrictEqual(updated.middleware, ["auth" as Route.MiddlewareName])
+      assert.strictEqual(updated.id, created.id)
+      assert.strictEqual((await server.send(get(created.id))).status, 404) // deleted at the end
+    } finally {
+      await server.close()
+    }
+  })
+
+  it("runs again against the same server", async () => {
+    const server = await nodeListener.start(Layer.merge(RouteRepository.layerMemory, tokens))
+    try {
+      const first = await Effect.runPromise(demo(server.origin, Redacted.make(ADMIN)))
+      const second = await Effect.runPromise(demo(server.origin, Redacted.make(ADMIN)))
+      assert.notStrictEqual(second.created.id, first.created.id)
+      assert.deepInclude(second.conflict, { code: "route_conflict", conflictingRouteId: second.created.id })
     } finally {
       await server.close()
     }
