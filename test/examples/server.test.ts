@@ -66,7 +66,9 @@ describe("examples/server.ts (npm start)", () => {
       assert.deepStrictEqual(await (await fetch(`${server.origin}/openapi.json`)).json(), RoutingApi.openApi)
       const docs = await fetch(`${server.origin}/docs`)
       assert.strictEqual(docs.headers.get("content-type"), "text/html; charset=utf-8")
-      assert.include(await docs.text(), "POST /v1/routing")
+      const page = await docs.text()
+      assert.include(page, RoutingApi.openApi.info.title)
+      assert.include(page, "/v1/routing")
       assert.strictEqual((await fetch(`${server.origin}/nowhere`)).status, 404)
     } finally {
       await server.stop()
@@ -117,31 +119,46 @@ describe("examples/server.ts (npm start)", () => {
     assert.include(port.output, "PORT must be")
   })
 
-  it("with an unreachable DATABASE_URL, exits 1 saying the store could not start", async () => {
+  it("with an unreachable DATABASE_URL, exits 1 saying why the store could not start", async () => {
     const result = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "postgres://postgres@127.0.0.1:1/x" })
     assert.strictEqual(result.code, 1)
     assert.include(result.output, "could not start the route store")
+    assert.include(result.output, "ECONNREFUSED 127.0.0.1:1")
   })
 
-  if (TestDatabase.usingServer) {
-    it("with DATABASE_URL, stores in Postgres: a route survives a restart byte for byte", async () => {
-      const env = { ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: process.env.DATABASE_URL! }
-      const first = await start(env)
-      const created = await create(first.origin, "t", { method: "GET", path: `/restart/${Date.now()}`, handler: "h" })
-      const text = await created.text()
-      assert.strictEqual(created.status, 201)
-      assert.strictEqual(await first.stop(), 0)
-      const second = await start(env)
-      try {
-        const found = await fetch(`${second.origin}${created.headers.get("location")}`, { headers: bearer("t") })
-        assert.strictEqual(await found.text(), text)
-      } finally {
-        await second.stop()
-      }
-    })
-  } else {
-    it("the Postgres mode needs a server: it runs wherever DATABASE_URL is set, and CI always sets it", () => {
-      assert.notStrictEqual(process.env.CI, "true")
-    })
-  }
+  it("refuses a DATABASE_URL that is not a postgres:// URL, without echoing it", async () => {
+    const garbled = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "postgres://u:secret@h:port/db" })
+    assert.strictEqual(garbled.code, 1)
+    assert.include(garbled.output, "DATABASE_URL is not a valid URL")
+    assert.notInclude(garbled.output, "secret")
+    const other = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "mysql://u@127.0.0.1/db" })
+    assert.strictEqual(other.code, 1)
+    assert.include(other.output, "DATABASE_URL must be a postgres:// or postgresql:// URL")
+  })
+
+  it("with a DATABASE_URL naming a database that does not exist, exits 1 naming it", async (ctx) => {
+    TestDatabase.requireServer(ctx, "it needs a PostgreSQL server to refuse the database")
+    const url = new URL(process.env.DATABASE_URL!)
+    url.pathname = `/rr_missing_${Date.now()}`
+    const result = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: url.toString() })
+    assert.strictEqual(result.code, 1)
+    assert.include(result.output, `database "${url.pathname.slice(1)}" does not exist`)
+  })
+
+  it("with DATABASE_URL, stores in Postgres: a route survives a restart byte for byte", async (ctx) => {
+    TestDatabase.requireServer(ctx, "the server process needs a PostgreSQL server it can reach by URL")
+    const env = { ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: process.env.DATABASE_URL! }
+    const first = await start(env)
+    const created = await create(first.origin, "t", { method: "GET", path: `/restart/${Date.now()}`, handler: "h" })
+    const text = await created.text()
+    assert.strictEqual(created.status, 201)
+    assert.strictEqual(await first.stop(), 0)
+    const second = await start(env)
+    try {
+      const found = await fetch(`${second.origin}${created.headers.get("location")}`, { headers: bearer("t") })
+      assert.strictEqual(await found.text(), text)
+    } finally {
+      await second.stop()
+    }
+  })
 })

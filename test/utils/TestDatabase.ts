@@ -15,6 +15,15 @@ import * as PgRouteRepository from "route-registry/PgRouteRepository"
 const url = process.env.DATABASE_URL
 export const usingServer = url !== undefined && url !== ""
 
+/**
+ * For a test that needs a PostgreSQL server (not the embedded one): reported skipped, with `reason`, where none is
+ * configured; under CI, where one always is, a missing server fails the test instead.
+ */
+export const requireServer = (ctx: { readonly skip: (condition: boolean, note?: string) => void }, reason: string) => {
+  ctx.skip(!usingServer && process.env.CI !== "true", `${reason}: set DATABASE_URL to run it`)
+  if (!usingServer) throw new Error("CI must test against the PostgreSQL server: set DATABASE_URL (see .ci/run)")
+}
+
 export type ClientOptions = Pick<
   PgClient.PgClientConfig,
   "transformResultNames" | "transformQueryNames" | "maxConnections"

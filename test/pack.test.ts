@@ -1,0 +1,94 @@
+/**
+ * The package as a host receives it: `npm pack` (which builds dist/ through `prepare`), the tarball installed into a
+ * fresh application beside the Effect peers, and its entry points imported and served from there, not from src/.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { execFile } from "node:child_process"
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+const exec = promisify(execFile)
+
+const npm = (cwd: string, args: ReadonlyArray<string>) =>
+  exec("npm", [...args, "--no-audit", "--no-fund"], { cwd, maxBuffer: 16 * 1024 * 1024 })
+
+// The application: imports every integration by its public name, serves one create, and prints what it saw.
+const APP = `
+import * as Http from "node:http"
+import { Layer, Redacted } from "effect"
+import { Authenticator, RouteRepository } from "route-registry"
+import * as NodeListener from "route-registry/NodeListener"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
+
+const services = Layer.merge(
+  RouteRepository.layerMemory,
+  Authenticator.layerStaticTokens([{ token: Redacted.make("t"), scopes: ["routes:read", "routes:write"], id: "a" }])
+)
+const listener = await NodeListener.fromLayer(services)
+const server = Http.createServer(listener)
+await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
+const response = await fetch(\`http://127.0.0.1:\${server.address().port}/v1/routing\`, {
+  method: "POST",
+  headers: { authorization: "Bearer t", "content-type": "application/json" },
+  body: JSON.stringify({ method: "GET", path: "/packed", handler: "h" })
+})
+console.log(JSON.stringify({
+  status: response.status,
+  route: await response.json(),
+  pgLayer: typeof PgRouteRepository.layer,
+  resolved: import.meta.resolve("route-registry")
+}))
+server.close()
+await listener.dispose()
+`
+
+// The targets of every `exports` entry ("types" and "default"), relative to the package.
+const exportTargets = (exports: Record<string, string | Record<string, string>>): Array<string> =>
+  Object.values(exports).flatMap((target) => typeof target === "string" ? [target] : Object.values(target))
+
+// The peers come from this repository's node_modules, linked: the test needs the npm registry for the package's
+// own dependencies at most, and the application holds one copy of `effect`.
+const linkPeers = (app: string, peers: Record<string, string>) =>
+  Promise.all(
+    Object.keys(peers).map(async (name) => {
+      const link = join(app, "node_modules", name)
+      await mkdir(dirname(link), { recursive: true })
+      await symlink(join(ROOT, "node_modules", name), link, "dir")
+    })
+  )
+
+describe("the packed package", () => {
+  it("installs from its tarball and serves from dist/ in a fresh application", async () => {
+    const temp = await mkdtemp(join(tmpdir(), "route-registry-pack-"))
+    try {
+      const packed = await npm(ROOT, ["pack", "--json", "--pack-destination", temp])
+      const tarball = join(temp, JSON.parse(packed.stdout)[0].filename)
+      const app = join(temp, "app")
+      await mkdir(app)
+      await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }))
+      // Peers are linked below rather than installed, so npm must not try to install them.
+      await npm(app, ["install", "--prefer-offline", "--legacy-peer-deps", "--ignore-scripts", tarball])
+      const installed = join(app, "node_modules", "route-registry")
+      const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8"))
+      await linkPeers(app, manifest.peerDependencies)
+
+      for (const target of exportTargets(manifest.exports)) {
+        await readFile(join(installed, target)).catch(() => assert.fail(`the package lacks ${target}`))
+      }
+      await readFile(join(installed, "LICENSE")).catch(() => assert.fail("the package lacks its LICENSE"))
+
+      await writeFile(join(app, "main.mjs"), APP)
+      const ran = JSON.parse((await exec(process.execPath, ["main.mjs"], { cwd: app })).stdout)
+      assert.strictEqual(ran.status, 201)
+      assert.strictEqual(ran.route.path, "/packed")
+      assert.strictEqual(ran.pgLayer, "function")
+      assert.strictEqual(fileURLToPath(ran.resolved), join(installed, "dist", "index.js"))
+    } finally {
+      await rm(temp, { recursive: true, force: true })
+    }
+  }, 90_000)
+})

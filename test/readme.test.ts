@@ -1,0 +1,333 @@
+/**
+ * Every code block of README.md is checked or run, so the README cannot drift from the code. The convention, by the
+ * first word of a block's info string:
+ *
+ * - `ts`: type-checked as a module of its own against the package (the `route-registry` paths and compiler options
+ *   of tsconfig.json, less the unused-name checks). A block continues the ones before it: it may use the top-level
+ *   declarations of earlier `ts` blocks (`services`), which it gets as imports from them. Imports do not carry over:
+ *   each block imports what it uses, as a reader copying it needs. The environment variables a block reads
+ *   (`process.env.NAME`, `Config.…("NAME")`) must be ones a README table documents (the `npm start` variables), so
+ *   a snippet never names a variable the runnable host calls otherwise.
+ * - `json`: parsed.
+ * - `sh`: parsed by `bash -n`. Every `npm start`, `npm test` and `npm run <script>` names a script of package.json;
+ *   every `npm install` names this package (by name, as its `<name>-<version>.tgz` tarball or as
+ *   `"git+$REPOSITORY_URL"`) or one of its peers at exactly the range package.json gives.
+ *   A block that calls `curl` also runs, in README order, in `bash -euo pipefail`, against the example host of
+ *   `npm start` (examples/server.ts on a free port, in-memory store, its generated admin token), with
+ *   `http://127.0.0.1:3000` replaced by the host's origin. Placeholders are shell variables bound from what came
+ *   before: TOKEN (the generated admin token), ID (the id of the last route answered, from `Location` or the body),
+ *   ETAG (the last `ETag`) and CURSOR (the last non-null `nextCursor`). A line assigning one of them a value with `…`
+ *   in it (`TOKEN=3q2-Xv…   # the token printed above`) tells the reader where the value comes from and is left
+ *   out. Every answer must be below 400, unless its `curl` line ends with a comment `# expect <status>` (a README
+ *   showing, say, that a deleted route answers 404).
+ * - no language: output, left as text.
+ *
+ * Any other language fails until this convention says what to do with it.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { execFile, spawnSync } from "node:child_process"
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+import ts from "typescript"
+import { type Running, start } from "./utils/spawned.js"
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+const README = "README.md"
+const README_ORIGIN = "http://127.0.0.1:3000"
+const BOUND = ["TOKEN", "ID", "ETAG", "CURSOR"] as const
+type Bound = typeof BOUND[number]
+
+const manifest = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8"))
+
+interface Block {
+  readonly language: string
+  /** The README line of the block's first line of code. */
+  readonly line: number
+  readonly code: string
+}
+
+const blocks = (markdown: string): Array<Block> => {
+  const found: Array<Block> = []
+  let open: { language: string; line: number; lines: Array<string> } | undefined
+  markdown.split("\n").forEach((text, i) => {
+    if (open === undefined) {
+      const fence = /^```\s*(\S*)/.exec(text)
+      if (fence !== null) open = { language: fence[1]!, line: i + 2, lines: [] }
+    } else if (text.startsWith("```")) {
+      found.push({ language: open.language, line: open.line, code: open.lines.join("\n") })
+      open = undefined
+    } else {
+      open.lines.push(text)
+    }
+  })
+  return found
+}
+
+const markdown = await readFile(join(ROOT, README), "utf8")
+const all = blocks(markdown)
+const at = (block: Block) => `${README}:${block.line}`
+const ofLanguage = (language: string) => all.filter((block) => block.language === language)
+
+interface Declared {
+  readonly name: string
+  readonly type: boolean
+}
+
+// The names a block declares at its top level; types are imported by later blocks with `import type`.
+const declaredIn = (code: string): Array<Declared> =>
+  ts.createSourceFile("block.ts", code, ts.ScriptTarget.Latest).statements.flatMap((statement): Array<Declared> => {
+    if (ts.isVariableStatement(statement)) {
+      return statement.declarationList.declarations.flatMap((d) =>
+        ts.isIdentifier(d.name) ? [{ name: d.name.text, type: false }] : []
+      )
+    }
+    if ((ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement)) && statement.name !== undefined) {
+      return [{ name: statement.name.text, type: false }]
+    }
+    if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) {
+      return [{ name: statement.name.text, type: true }]
+    }
+    return []
+  })
+
+const uses = (code: string, name: string) => new RegExp(`(?<![\\w$])${name.replace(/\$/g, "\\$")}(?![\\w$])`).test(code)
+
+// Each block as a module: one line importing what it uses from earlier blocks, its code, then an export of what
+// it declares for the blocks after it.
+const modules = (tsBlocks: ReadonlyArray<Block>): Map<string, { readonly block: Block; readonly text: string }> => {
+  const result = new Map<string, { block: Block; text: string }>()
+  const earlier = new Map<string, { readonly module: string; readonly type: boolean }>()
+  for (const block of tsBlocks) {
+    const module = `readme-line-${block.line}`
+    const own = declaredIn(block.code)
+    const imports = [...earlier].filter(([name]) => !own.some((d) => d.name === name) && uses(block.code, name))
+      .map(([name, from]) => `import ${from.type ? "type " : ""}{ ${name} } from "./${from.module}.js";`)
+    const text = `${imports.join(" ")}\n${block.code}\nexport { ${own.map((d) => d.name).join(", ")} }\n`
+    result.set(join(ROOT, `${module}.ts`), { block, text })
+    for (const d of own) earlier.set(d.name, { module, type: d.type })
+  }
+  return result
+}
+
+// The problems of every `ts` block, by README line, from one program holding them all.
+const typeCheck = (tsBlocks: ReadonlyArray<Block>): Map<Block, Array<string>> => {
+  const files = modules(tsBlocks)
+  const config = ts.getParsedCommandLineOfConfigFile(
+    join(ROOT, "tsconfig.json"),
+    { noUnusedLocals: false, noUnusedParameters: false, noEmit: true },
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => assert.fail(ts.flattenDiagnosticMessageText(d.messageText, "\n"))
+    }
+  )!
+  const host = ts.createCompilerHost(config.options)
+  const getSourceFile = host.getSourceFile.bind(host)
+  host.getSourceFile = (name, language, ...rest) => {
+    const file = files.get(name)
+    return file === undefined ? getSourceFile(name, language, ...rest) : ts.createSourceFile(name, file.text, language)
+  }
+  host.fileExists = (name) => files.has(name) || ts.sys.fileExists(name)
+  host.readFile = (name) => files.get(name)?.text ?? ts.sys.readFile(name)
+  const program = ts.createProgram({ rootNames: [...files.keys()], options: config.options, host })
+  const problems = new Map<Block, Array<string>>()
+  for (const [name, { block }] of files) {
+    const source = program.getSourceFile(name)!
+    const diagnostics = [...program.getSyntacticDiagnostics(source), ...program.getSemanticDiagnostics(source)]
+    problems.set(
+      block,
+      diagnostics.map((d) => {
+        const { line } = source.getLineAndCharacterOfPosition(d.start ?? 0)
+        return `${README}:${block.line + line - 1}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`
+      })
+    )
+  }
+  return problems
+}
+
+// The variables in the first column of README's tables: `| \`PORT\` | …`.
+const documented = new Set([...markdown.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1]!))
+
+const environmentRead = (code: string): Array<string> =>
+  [...code.matchAll(/process\.env\.([A-Z][A-Z0-9_]*)|Config\.\w+\((?:[^()]|\([^()]*\))*?"([A-Z][A-Z0-9_]*)"/g)]
+    .map((m) => m[1] ?? m[2]!)
+
+// The shell's logical lines (continuations joined, comments dropped), then the arguments of each `npm` command.
+const npmCommands = (code: string): Array<Array<string>> =>
+  code.replace(/\\\n/g, " ").split("\n").map((line) => line.replace(/(^|\s)#.*$/, ""))
+    .flatMap((line) => [...line.matchAll(/(?:^|[;&|(]|\s)npm\s+([^;&|)]*)/g)].map((m) => m[1]!.trim().split(/\s+/)))
+
+const npmProblems = (args: ReadonlyArray<string>): Array<string> => {
+  const [command, ...rest] = args
+  const operands = rest.filter((arg) => !arg.startsWith("-"))
+  const script = command === "run" ? operands[0] : command === "start" || command === "test" ? command : undefined
+  if (script !== undefined) return script in manifest.scripts ? [] : [`npm ${args.join(" ")}: no script "${script}"`]
+  if (command !== "install" && command !== "i") return []
+  return operands.flatMap((spec) => {
+    // The package from git: the URL the reader cloned from (the README cannot know it).
+    if (spec === manifest.name || spec === "\"git+$REPOSITORY_URL\"") return []
+    if (spec.endsWith(".tgz")) {
+      const tarball = `${manifest.name}-${manifest.version}.tgz`
+      return spec.endsWith(`/${tarball}`) || spec === tarball ? [] : [`${spec}: the tarball is ${tarball}`]
+    }
+    const [, name, range] = /^(@?[^@]+)@?(.*)$/.exec(spec)!
+    const peer = manifest.peerDependencies[name!]
+    if (peer === undefined) return [`${spec}: neither this package nor one of its peers`]
+    return range === peer ? [] : [`${spec}: package.json asks for ${name}@${peer}`]
+  })
+}
+
+const PLACEHOLDER = /^\s*([A-Za-z_][A-Za-z0-9_]*)=\S*…\S*\s*(#.*)?$/
+
+// The block as it runs: placeholder lines left out, the README's origin replaced by the host's.
+const runnable = (block: Block, origin: string): string =>
+  block.code.split("\n").filter((line) => {
+    const name = PLACEHOLDER.exec(line)?.[1]
+    if (name === undefined) return true
+    assert.include(BOUND, name, `${at(block)}: ${name} is a placeholder this test does not bind`)
+    return false
+  }).map((line) => line.replace(EXPECTED, "$1EXPECT=$3 $2")).join("\n").replaceAll(README_ORIGIN, origin)
+
+// Records every answer: the headers in <n>.head, the output (what the reader sees) in <n>.body, and the status the
+// README says to expect, if any, in <n>.expect.
+const SHELL_PRELUDE = `set -euo pipefail
+curl() {
+  local at="$RESPONSES/\${EPOCHREALTIME/./}"
+  [[ -n "\${EXPECT:-}" ]] && echo "$EXPECT" > "$at.expect"
+  command curl -sS --dump-header "$at.head" "$@" | tee "$at.body"
+}
+`
+
+// `curl … # expect 404: why` says the answer is meant to be that status: the line runs with EXPECT set.
+const EXPECTED = /^(\s*)(curl\s.*?)\s+#\s*expect\s+(\d{3})\b.*$/
+
+interface Answer {
+  readonly status: number
+  readonly headers: Record<string, string>
+  readonly body: string
+  readonly expected: number | undefined
+}
+
+const answer = (head: string, output: string, expected: string | undefined): Answer => {
+  const final = head.split("\r\n\r\n").filter((section) => section.startsWith("HTTP/")).at(-1) ?? ""
+  const [statusLine = "", ...lines] = final.split("\r\n")
+  const headers = Object.fromEntries(
+    lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()])
+  )
+  let body = output
+  // `curl -i` puts the headers before the body in the output too.
+  while (body.startsWith("HTTP/") && body.includes("\r\n\r\n")) body = body.slice(body.indexOf("\r\n\r\n") + 4)
+  return {
+    status: Number(statusLine.split(" ")[1]),
+    headers,
+    body,
+    expected: expected === undefined ? undefined : Number(expected)
+  }
+}
+
+const answersIn = async (dir: string): Promise<Array<Answer>> => {
+  const heads = (await readdir(dir)).filter((name) => name.endsWith(".head")).sort()
+  return Promise.all(heads.map(async (name) => {
+    const base = join(dir, name.slice(0, -".head".length))
+    return answer(
+      await readFile(`${base}.head`, "utf8"),
+      await readFile(`${base}.body`, "utf8").catch(() => ""),
+      await readFile(`${base}.expect`, "utf8").catch(() => undefined)
+    )
+  }))
+}
+
+const parsed = (body: string): Record<string, unknown> | undefined => {
+  try {
+    const value = JSON.parse(body)
+    return typeof value === "object" && value !== null ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const bind = (bindings: Partial<Record<Bound, string>>, { body, headers }: Answer) => {
+  if (headers.etag !== undefined) bindings.ETAG = headers.etag
+  if (headers.location !== undefined) bindings.ID = headers.location.split("/").at(-1)!
+  const json = parsed(body)
+  if (typeof json?.id === "string") bindings.ID = json.id
+  if (typeof json?.nextCursor === "string") bindings.CURSOR = json.nextCursor
+}
+
+const exec = promisify(execFile)
+
+describe("README.md", () => {
+  it("has only code blocks whose language this test knows", () => {
+    for (const block of all) assert.include(["ts", "json", "sh", ""], block.language, `${at(block)}: no convention`)
+  })
+
+  describe("json blocks parse", () => {
+    for (const block of ofLanguage("json")) {
+      it(at(block), () => {
+        JSON.parse(block.code)
+      })
+    }
+  })
+
+  describe("ts blocks type-check against the package", () => {
+    let problems: Map<Block, Array<string>>
+    beforeAll(() => {
+      problems = typeCheck(ofLanguage("ts"))
+    })
+    for (const block of ofLanguage("ts")) {
+      it(at(block), () => {
+        assert.deepStrictEqual(problems.get(block), [])
+        for (const name of environmentRead(block.code)) {
+          assert.isTrue(documented.has(name), `${at(block)}: reads ${name}, which no README table documents`)
+        }
+      })
+    }
+  })
+
+  describe("sh blocks parse, and name scripts, this package and its peers as package.json does", () => {
+    for (const block of ofLanguage("sh")) {
+      it(at(block), () => {
+        const syntax = spawnSync("bash", ["-n"], { input: block.code, encoding: "utf8" })
+        assert.strictEqual(syntax.status, 0, `${at(block)}: ${syntax.stderr}`)
+        assert.deepStrictEqual(npmCommands(block.code).flatMap(npmProblems), [])
+      })
+    }
+  })
+
+  describe("sh blocks calling the server run against the example host", () => {
+    let server: Running
+    const bindings: Partial<Record<Bound, string>> = {}
+    beforeAll(async () => {
+      server = await start("examples/server.ts")
+      bindings.TOKEN = /generated admin token (\S+)/.exec(server.output())![1]!
+    })
+    afterAll(() => server?.stop())
+
+    for (const block of ofLanguage("sh").filter((b) => /(^|[\s;&|(])curl\s/m.test(b.code))) {
+      it(at(block), async () => {
+        const responses = await mkdtemp(join(tmpdir(), "readme-"))
+        try {
+          const script = SHELL_PRELUDE + runnable(block, server.origin)
+          const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", RESPONSES: responses, ...bindings }
+          await exec("bash", ["-c", script], { cwd: responses, env }).catch((error) =>
+            assert.fail(`${at(block)}: ${error.stderr || error.message}`)
+          )
+          const answers = await answersIn(responses)
+          assert.isNotEmpty(answers, `${at(block)}: no answer was recorded`)
+          for (const answer of answers) {
+            if (answer.expected === undefined) {
+              assert.isBelow(answer.status, 400, `${at(block)}: answered ${answer.status} ${answer.body}`)
+            } else {
+              assert.strictEqual(answer.status, answer.expected, `${at(block)}: answered ${answer.body}`)
+            }
+            bind(bindings, answer)
+          }
+        } finally {
+          await rm(responses, { recursive: true, force: true })
+        }
+      })
+    }
+  })
+})
