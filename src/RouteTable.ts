@@ -1,0 +1,262 @@
+/**
+ * The route table (CONTRACT §10): the stored routes in memory, changed in place one route at a time, resolving a
+ * request (method, request target) to the route that serves it and its parameters, to the methods the path would be
+ * served with (405), to nothing (404) or to a malformed path (400).
+ *
+ * A lookup is a plain synchronous function: it never reads a store, never builds an `Effect`, never starts a fiber.
+ * Inserting or removing a route costs the length of its path, whatever the size of the table.
+ *
+ * @example
+ * ```ts
+ * import * as RouteTable from "route-registry/RouteTable"
+ *
+ * const table = RouteTable.fromIterable(routes)
+ * const resolution = RouteTable.lookup(table, "GET", "/users/42?fields=name")
+ * if (resolution._tag === "Found") console.log(resolution.route.handler, resolution.params.id)
+ * RouteTable.insert(table, created) // or an updated route: it replaces the route with its id
+ * RouteTable.remove(table, deleted.id)
+ * ```
+ *
+ * @since 0.2.0
+ */
+import { Context, Effect, Layer } from "effect"
+import { dual } from "effect/Function"
+import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
+import { type Pipeable, pipeArguments } from "effect/Pipeable"
+import * as LiveTable from "./internal/liveTable.js"
+import * as Tree from "./internal/routeTree.js"
+import type * as Route from "./Route.js"
+import * as RouteRepository from "./RouteRepository.js"
+
+const TypeId: unique symbol = Symbol.for("route-registry/RouteTable")
+
+/**
+ * @since 0.2.0
+ * @category symbol
+ */
+export type TypeId = typeof TypeId
+
+/**
+ * A live table of routes. It is mutable: `insert` and `remove` change it in place, and the next lookup sees the
+ * change. Iterating it gives its routes, in no particular order.
+ *
+ * A route is known by its id: inserting a route whose id is in the table replaces that route (an update). Two routes
+ * of one method never share a shape (the stores refuse it); should it happen anyway, the table keeps both and the
+ * one inserted last serves, until it is removed and the other serves again. The table never ends in a state that
+ * depends on the order of the changes, only on the routes it holds.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Table<in out R extends Route.Route = Route.Route> extends Iterable<R>, Pipeable, Inspectable {
+  readonly [TypeId]: TypeId
+  /** @internal */
+  readonly tree: Tree.Tree<R>
+}
+
+/**
+ * The route that serves the request, with its parameters: name → value, percent-decoded as UTF-8.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Found<R extends Route.Route = Route.Route> = Tree.Found<R>
+
+/**
+ * No route of the request's method serves its path, but routes of these methods do: sorted in byte order, with
+ * `HEAD` wherever `GET` is (the value of an `Allow` header).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type MethodNotAllowed = Tree.MethodNotAllowed
+
+/**
+ * No route serves the request's path, whatever the method.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type NotFound = Tree.NotFound
+
+/**
+ * The request's path is malformed: a `%` not followed by two hex digits, or a parameter value that is not UTF-8
+ * once percent-decoded. `reason` says which, as a phrase (`"%" at index 7 is not followed by two hex digits`).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type BadPath = Tree.BadPath
+
+/**
+ * What a lookup resolves a request to.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Resolution<R extends Route.Route = Route.Route> = Tree.Resolution<R>
+
+function* routesOf<R extends Route.Route>(tree: Tree.Tree<R>): Generator<R> {
+  for (const leaf of tree.byId.values()) yield leaf.route
+}
+
+class TableImpl<R extends Route.Route> implements Table<R> {
+  readonly [TypeId]: TypeId = TypeId
+  readonly tree: Tree.Tree<R>
+  constructor() {
+    this.tree = new Tree.Tree()
+  }
+  [Symbol.iterator](): Iterator<R> {
+    return routesOf(this.tree)
+  }
+  pipe() {
+    // As Effect's own data types do: `pipeArguments` reads the arguments object.
+    // eslint-disable-next-line prefer-rest-params
+    return pipeArguments(this, arguments)
+  }
+  toJSON() {
+    return { _id: "RouteTable", routes: Array.from(this, (route) => `${route.method} ${route.path} (${route.id})`) }
+  }
+  toString() {
+    return format(this.toJSON())
+  }
+  [NodeInspectSymbol]() {
+    return this.toJSON()
+  }
+}
+
+/**
+ * `true` for a route table.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isTable = (u: unknown): u is Table<Route.Route> => typeof u === "object" && u !== null && TypeId in u
+
+/**
+ * A new table without routes.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const empty = <R extends Route.Route = Route.Route>(): Table<R> => new TableImpl<R>()
+
+/**
+ * A new table holding `routes` (a later route replaces an earlier one with the same id).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const fromIterable = <R extends Route.Route>(routes: Iterable<R>): Table<R> => {
+  const table = new TableImpl<R>()
+  for (const route of routes) Tree.insert(table.tree, route)
+  return table
+}
+
+/**
+ * Adds a route to the table in place, replacing the route with the same id if the table has one (so an update is
+ * an `insert` of the new version). Throws a `TypeError` when the route's path is not a valid pattern, which a route
+ * decoded by the `Route` schema never has; the table is then unchanged.
+ *
+ * @since 0.2.0
+ * @category mutations
+ */
+export const insert: {
+  <R extends Route.Route>(route: NoInfer<R>): (self: Table<R>) => Table<R>
+  <R extends Route.Route>(self: Table<R>, route: NoInfer<R>): Table<R>
+} = dual(2, <R extends Route.Route>(self: Table<R>, route: R): Table<R> => {
+  Tree.insert(self.tree, route)
+  return self
+})
+
+/**
+ * Removes the route with this id from the table in place; nothing happens when the table has none.
+ *
+ * @since 0.2.0
+ * @category mutations
+ */
+export const remove: {
+  (id: string): <R extends Route.Route>(self: Table<R>) => Table<R>
+  <R extends Route.Route>(self: Table<R>, id: string): Table<R>
+} = dual(2, <R extends Route.Route>(self: Table<R>, id: string): Table<R> => {
+  Tree.remove(self.tree, id)
+  return self
+})
+
+/**
+ * The route with this id, or `undefined`.
+ *
+ * @since 0.2.0
+ * @category getters
+ */
+export const get: {
+  (id: string): <R extends Route.Route>(self: Table<R>) => R | undefined
+  <R extends Route.Route>(self: Table<R>, id: string): R | undefined
+} = dual(2, <R extends Route.Route>(self: Table<R>, id: string): R | undefined => self.tree.byId.get(id)?.route)
+
+/**
+ * The number of routes in the table.
+ *
+ * @since 0.2.0
+ * @category getters
+ */
+export const size = <R extends Route.Route>(self: Table<R>): number => self.tree.byId.size
+
+/**
+ * Resolves a request by its method and request target (`req.url`: origin form `/a/b?q`, or absolute form
+ * `http://host/a/b?q`) as CONTRACT §10 says:
+ * - the path is the target up to its first `?`, normalised as RFC 3986 §6.2.2 says and no further (hex digits of
+ *   escapes in uppercase, escapes of letters, digits and `- . _ ~` decoded; no dot segments removed, no case
+ *   folded, no `//` merged, no trailing slash stripped); a `%` not followed by two hex digits is a `BadPath`;
+ * - segments are compared one by one and their numbers must be equal; a static segment matches the same bytes, a
+ *   parameter any non-empty segment; `/` matches only `/`;
+ * - methods compare exactly, and a `HEAD` request is served by a `HEAD` route for its path, else by the `GET` route;
+ * - of the routes that match, the most specific serves: at the first segment where two patterns differ, the static
+ *   segment wins;
+ * - parameter values are percent-decoded as UTF-8; one that is not UTF-8 is a `BadPath`.
+ *
+ * A target of another form (`*`, `host:port`) has no path: `NotFound`.
+ *
+ * @since 0.2.0
+ * @category lookups
+ */
+export const lookup: {
+  (method: string, target: string): <R extends Route.Route>(self: Table<R>) => Resolution<R>
+  <R extends Route.Route>(self: Table<R>, method: string, target: string): Resolution<R>
+} = dual(
+  3,
+  <R extends Route.Route>(self: Table<R>, method: string, target: string): Resolution<R> =>
+    Tree.lookup(self.tree, method, target)
+)
+
+/**
+ * The process's table of stored routes, as the routers read it (`NodeRouter`, `RouterHttpApp`). Provided by
+ * `layer`, which keeps it equal to the store.
+ *
+ * @since 0.2.0
+ * @category tags
+ */
+export class RouteTable extends Context.Tag("route-registry/RouteTable")<RouteTable, Table<Route.StoredRoute>>() {}
+
+/**
+ * The live table over the `RouteRepository` in context. Building the layer loads every stored route (a process
+ * routes only once its table is loaded); it then provides the table and the same store, through which every change
+ * is in the table before it is acknowledged, so a route created through the API serves at once and stops when it is
+ * deleted. Provide the routing API the store from this layer, not the one underneath, so both share the table.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer: Layer.Layer<
+  RouteTable | RouteRepository.RouteRepository,
+  RouteRepository.StoreUnavailable,
+  RouteRepository.RouteRepository
+> = Layer.effectContext(Effect.gen(function*() {
+  const table = empty<Route.StoredRoute>()
+  const store = yield* LiveTable.make(yield* RouteRepository.RouteRepository, {
+    get: (id) => get(table, id),
+    insert: (route) => insert(table, route),
+    remove: (id) => remove(table, id)
+  })
+  return Context.make(RouteTable, table).pipe(Context.add(RouteRepository.RouteRepository, store))
+}))

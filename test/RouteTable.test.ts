@@ -1,0 +1,331 @@
+/**
+ * The route table, rule by rule (CONTRACT §10): request paths and their normalisation, malformed paths, segment
+ * matching, HEAD, the 405 method lists, precedence with backtracking, parameter decoding, and live changes.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Route from "route-registry/Route"
+import * as RouteTable from "route-registry/RouteTable"
+
+let clock = Date.UTC(2026, 10, 23)
+
+const route = (method: string, path: string): Route.Route =>
+  new Route.Route({
+    id: Route.makeRouteId(clock++),
+    method: method as Route.HttpMethod,
+    path: path as Route.RoutePath,
+    middleware: [],
+    handler: "h" as Route.HandlerName,
+    createdAt: new Date(clock)
+  })
+
+// "METHOD /path" for each route.
+const tableOf = (...specs: ReadonlyArray<string>) =>
+  RouteTable.fromIterable(specs.map((spec) => {
+    const [method, path] = spec.split(" ") as [string, string]
+    return route(method, path)
+  }))
+
+// A resolution as text: "GET /users/:id {"id":"42"}", "405 GET, HEAD", "404", "400 <reason>".
+const show = (resolution: RouteTable.Resolution): string => {
+  switch (resolution._tag) {
+    case "Found":
+      return `${resolution.route.method} ${resolution.route.path} ${JSON.stringify(resolution.params)}`
+    case "MethodNotAllowed":
+      return `405 ${resolution.allow.join(", ")}`
+    case "NotFound":
+      return "404"
+    case "BadPath":
+      return `400 ${resolution.reason}`
+  }
+}
+
+type Case = readonly [request: string, expected: string]
+
+const check = (table: RouteTable.Table, cases: ReadonlyArray<Case>) => {
+  for (const [request, expected] of cases) {
+    const space = request.indexOf(" ")
+    const resolution = RouteTable.lookup(table, request.slice(0, space), request.slice(space + 1))
+    assert.strictEqual(show(resolution), expected, request)
+  }
+}
+
+describe("RouteTable.lookup", () => {
+  it("takes the path up to the first ?, from origin-form and absolute-form targets", () => {
+    check(tableOf("GET /", "GET /users", "GET /users/:id"), [
+      ["GET /users?x=1", "GET /users {}"],
+      ["GET /users/42?x=/a/b?c", "GET /users/:id {\"id\":\"42\"}"],
+      ["GET /?", "GET / {}"],
+      ["GET /users#frag", "404"],
+      ["GET http://example.com/users?x", "GET /users {}"],
+      ["GET https://example.com:8443/users/7", "GET /users/:id {\"id\":\"7\"}"],
+      ["GET http://example.com", "GET / {}"],
+      ["GET http://example.com?x=1", "GET / {}"],
+      ["OPTIONS *", "404"],
+      ["CONNECT example.com:443", "404"],
+      ["GET ", "404"]
+    ])
+  })
+
+  it("normalises as RFC 3986 §6.2.2 says: uppercase hex, unreserved escapes decoded, nothing else", () => {
+    const table = tableOf(
+      "GET /A",
+      "GET /a-b.c_d~e",
+      "GET /a%2Cb",
+      "GET /a,b",
+      "GET /x/%25",
+      "GET /caf%C3%A9",
+      "GET /Users",
+      "GET /u/:id"
+    )
+    check(table, [
+      ["GET /%41", "GET /A {}"],
+      ["GET /%61-b.c_d~e", "GET /a-b.c_d~e {}"],
+      ["GET /%41-b.c_d~e", "404"],
+      ["GET /%2D", "404"],
+      ["GET /a%2db%2Ec%5fd%7Ee", "GET /a-b.c_d~e {}"],
+      ["GET /a%2Cb", "GET /a%2Cb {}"],
+      ["GET /a%2cb", "GET /a%2Cb {}"],
+      ["GET /a,b", "GET /a,b {}"],
+      ["GET /x/%25", "GET /x/%25 {}"],
+      ["GET /x/%", "400 \"%\" at index 3 is not followed by two hex digits"],
+      ["GET /caf%c3%a9", "GET /caf%C3%A9 {}"],
+      ["GET /café", "404"],
+      ["GET /users", "404"],
+      ["GET /USERS", "404"],
+      ["GET /u/%2E%2E", "GET /u/:id {\"id\":\"..\"}"],
+      ["GET /u/..", "GET /u/:id {\"id\":\"..\"}"],
+      ["GET /u/.", "GET /u/:id {\"id\":\".\"}"]
+    ])
+  })
+
+  it("answers a bad path for a % not followed by two hex digits, whether or not a route could match", () => {
+    check(tableOf("GET /files/:name", "GET /a"), [
+      ["GET /files/%zz", "400 \"%\" at index 7 is not followed by two hex digits"],
+      ["GET /files/%4", "400 \"%\" at index 7 is not followed by two hex digits"],
+      ["GET /files/a%", "400 \"%\" at index 8 is not followed by two hex digits"],
+      ["GET /nothing/here/%G0", "400 \"%\" at index 14 is not followed by two hex digits"],
+      ["POST /a%", "400 \"%\" at index 2 is not followed by two hex digits"],
+      ["GET /a?%zz", "GET /a {}"],
+      ["GET http://h/%x", "400 \"%\" at index 1 is not followed by two hex digits"]
+    ])
+  })
+
+  it("compares segments one by one, with equal counts: no trailing slash, no //, / only for /", () => {
+    check(tableOf("GET /", "GET /users", "GET /users/:id", "GET /a/:x/:y"), [
+      ["GET /", "GET / {}"],
+      ["GET //", "404"],
+      ["GET /users/", "404"],
+      ["GET /users//", "404"],
+      ["GET /users//42", "404"],
+      ["GET //users", "404"],
+      ["GET /users/42/", "404"],
+      ["GET /users/42/x", "404"],
+      ["GET /a/1/2", "GET /a/:x/:y {\"x\":\"1\",\"y\":\"2\"}"],
+      ["GET /a/1", "404"],
+      ["GET /a//2", "404"],
+      ["GET /a/1/", "404"]
+    ])
+  })
+
+  it("serves HEAD with a HEAD route for the path, else with the GET route", () => {
+    const table = tableOf("GET /a", "HEAD /b", "GET /b", "GET /c/:id", "HEAD /c/:id/x", "HEAD /d/:id", "GET /d/me")
+    check(table, [
+      ["HEAD /a", "GET /a {}"],
+      ["HEAD /b", "HEAD /b {}"],
+      ["HEAD /c/1", "GET /c/:id {\"id\":\"1\"}"],
+      ["HEAD /c/1/x", "HEAD /c/:id/x {\"id\":\"1\"}"],
+      ["GET /c/1/x", "405 HEAD"],
+      // A HEAD route for the path serves before the GET route, even a more specific one.
+      ["HEAD /d/me", "HEAD /d/:id {\"id\":\"me\"}"],
+      ["GET /d/me", "GET /d/me {}"],
+      ["HEAD /nothing", "404"]
+    ])
+  })
+
+  it("lists the methods that match the path, sorted in byte order, with HEAD wherever GET is", () => {
+    const table = tableOf(
+      "POST /r",
+      "GET /r",
+      "MKCOL /r",
+      "M-SEARCH /r",
+      "DELETE /r",
+      "PUT /s/:id",
+      "PATCH /s/me",
+      "OPTIONS /t",
+      "HEAD /t"
+    )
+    check(table, [
+      ["PUT /r", "405 DELETE, GET, HEAD, M-SEARCH, MKCOL, POST"],
+      ["get /r", "405 DELETE, GET, HEAD, M-SEARCH, MKCOL, POST"],
+      ["M-SEARCH /r", "M-SEARCH /r {}"],
+      ["GET /s/me", "405 PATCH, PUT"],
+      ["GET /s/other", "405 PUT"],
+      ["PATCH /s/other", "405 PUT"],
+      ["PUT /s/me", "PUT /s/:id {\"id\":\"me\"}"],
+      ["GET /t", "405 HEAD, OPTIONS"],
+      ["DELETE /t/x", "404"],
+      // The same answer twice: the list a node caches stays right.
+      ["PUT /r", "405 DELETE, GET, HEAD, M-SEARCH, MKCOL, POST"]
+    ])
+  })
+
+  it("serves the most specific route: at the first differing segment, static beats parameter", () => {
+    const table = tableOf(
+      "GET /users/me",
+      "GET /users/:id",
+      "GET /a/b/:y",
+      "GET /a/:x/c",
+      "GET /p/:x/q/:z",
+      "GET /p/:x/:y/r",
+      "GET /k/:x/l/m",
+      "GET /k/l/:y/n",
+      "POST /users/me"
+    )
+    check(table, [
+      ["GET /users/me", "GET /users/me {}"],
+      ["GET /users/you", "GET /users/:id {\"id\":\"you\"}"],
+      ["GET /a/b/c", "GET /a/b/:y {\"y\":\"c\"}"],
+      ["GET /a/z/c", "GET /a/:x/c {\"x\":\"z\"}"],
+      ["GET /a/b/z", "GET /a/b/:y {\"y\":\"z\"}"],
+      ["GET /p/1/q/r", "GET /p/:x/q/:z {\"x\":\"1\",\"z\":\"r\"}"],
+      // Backtracking: the static branch (/k/l/…) fails at its last segment, the parameter branch matches.
+      ["GET /k/l/l/m", "GET /k/:x/l/m {\"x\":\"l\"}"],
+      ["GET /k/l/x/n", "GET /k/l/:y/n {\"y\":\"x\"}"],
+      // Methods first: a less specific route of the method serves before a more specific one of another.
+      ["DELETE /users/me", "405 GET, HEAD, POST"],
+      ["POST /users/you", "405 GET, HEAD"]
+    ])
+  })
+
+  it("falls back to the less specific route when the more specific one goes", () => {
+    const specific = route("GET", "/a/b/:y")
+    const table = RouteTable.fromIterable([specific, route("GET", "/a/:x/c")])
+    check(table, [["GET /a/b/c", "GET /a/b/:y {\"y\":\"c\"}"]])
+    RouteTable.remove(table, specific.id)
+    check(table, [["GET /a/b/c", "GET /a/:x/c {\"x\":\"b\"}"], ["GET /a/b/d", "404"]])
+  })
+
+  it("decodes parameter values as UTF-8, %2F included, and refuses values that are not UTF-8", () => {
+    const table = tableOf("GET /f/:name", "GET /g/:a/:b", "GET /bytes/%FF")
+    check(table, [
+      ["GET /f/a%2Fb", "GET /f/:name {\"name\":\"a/b\"}"],
+      ["GET /f/a%2fb", "GET /f/:name {\"name\":\"a/b\"}"],
+      ["GET /f/%E2%82%AC", "GET /f/:name {\"name\":\"€\"}"],
+      ["GET /f/%F0%9F%98%80", "GET /f/:name {\"name\":\"😀\"}"],
+      ["GET /f/a%20b", "GET /f/:name {\"name\":\"a b\"}"],
+      ["GET /f/a+b", "GET /f/:name {\"name\":\"a+b\"}"],
+      ["GET /f/%25", "GET /f/:name {\"name\":\"%\"}"],
+      ["GET /f/%3F", "GET /f/:name {\"name\":\"?\"}"],
+      ["GET /f/%FF", "400 segment 2 is not UTF-8 once percent-decoded"],
+      ["GET /f/%C3", "400 segment 2 is not UTF-8 once percent-decoded"],
+      ["GET /f/%C0%80", "400 segment 2 is not UTF-8 once percent-decoded"],
+      ["GET /f/%ED%A0%80", "400 segment 2 is not UTF-8 once percent-decoded"],
+      ["GET /g/ok/%E2%82", "400 segment 3 is not UTF-8 once percent-decoded"],
+      // A static segment is compared as written, never decoded.
+      ["GET /bytes/%ff", "GET /bytes/%FF {}"],
+      // Values of a route of another method are not decoded.
+      ["POST /f/%FF", "405 GET, HEAD"]
+    ])
+  })
+
+  it("keeps a parameter named __proto__ as a value", () => {
+    const resolution = RouteTable.lookup(tableOf("GET /p/:__proto__"), "GET", "/p/x")
+    assert.strictEqual(resolution._tag, "Found")
+    if (resolution._tag !== "Found") return
+    assert.deepStrictEqual(Object.keys(resolution.params), ["__proto__"])
+    assert.strictEqual(Object.getOwnPropertyDescriptor(resolution.params, "__proto__")?.value, "x")
+    assert.strictEqual(Object.getPrototypeOf(resolution.params), Object.prototype)
+  })
+
+  it("compares methods exactly, open-ended ones included", () => {
+    check(tableOf("M-SEARCH /ssdp", "PURGE /cache/:key", "QUERY /q"), [
+      ["M-SEARCH /ssdp", "M-SEARCH /ssdp {}"],
+      ["m-search /ssdp", "405 M-SEARCH"],
+      ["PURGE /cache/k", "PURGE /cache/:key {\"key\":\"k\"}"],
+      ["QUERY /q", "QUERY /q {}"],
+      ["GET /q", "405 QUERY"]
+    ])
+  })
+})
+
+describe("RouteTable changes", () => {
+  it("serves an inserted route at once and stops serving a removed one", () => {
+    const table = RouteTable.empty()
+    check(table, [["GET /users/1", "404"]])
+    const byId = route("GET", "/users/:id")
+    RouteTable.insert(table, byId)
+    check(table, [["GET /users/1", "GET /users/:id {\"id\":\"1\"}"]])
+    const me = route("GET", "/users/me")
+    table.pipe(RouteTable.insert(me))
+    check(table, [["GET /users/me", "GET /users/me {}"], ["GET /users/1", "GET /users/:id {\"id\":\"1\"}"]])
+    RouteTable.remove(table, me.id)
+    check(table, [["GET /users/me", "GET /users/:id {\"id\":\"me\"}"]])
+    RouteTable.remove(table, byId.id)
+    check(table, [["GET /users/1", "404"], ["GET /users/me", "404"]])
+    assert.strictEqual(RouteTable.size(table), 0)
+    assert.strictEqual(table.tree.root.statics, undefined, "the empty table keeps no nodes")
+  })
+
+  it("replaces the route with the same id on insert (an update), method and path included", () => {
+    const original = route("GET", "/a/:id")
+    const table = RouteTable.fromIterable([original, route("POST", "/b")])
+    const updated = new Route.Route({ ...original, method: "PUT" as Route.HttpMethod, path: "/b" as Route.RoutePath })
+    RouteTable.insert(table, updated)
+    check(table, [["GET /a/1", "404"], ["PUT /b", "PUT /b {}"], ["GET /b", "405 POST, PUT"]])
+    assert.strictEqual(RouteTable.size(table), 2)
+    assert.strictEqual(RouteTable.get(table, original.id), updated)
+    const handlerOnly = new Route.Route({ ...updated, handler: "other" as Route.HandlerName })
+    RouteTable.insert(table, handlerOnly)
+    const resolution = RouteTable.lookup(table, "PUT", "/b")
+    assert.strictEqual(resolution._tag === "Found" ? resolution.route : undefined, handlerOnly)
+  })
+
+  it("updates the 405 list when routes come and go", () => {
+    const post = route("POST", "/r")
+    const table = RouteTable.fromIterable([route("GET", "/r"), post])
+    check(table, [["PUT /r", "405 GET, HEAD, POST"]])
+    RouteTable.remove(table, post.id)
+    check(table, [["PUT /r", "405 GET, HEAD"]])
+    RouteTable.insert(table, route("DELETE", "/r"))
+    check(table, [["PUT /r", "405 DELETE, GET, HEAD"]])
+  })
+
+  it("removing an id it does not hold changes nothing", () => {
+    const table = tableOf("GET /a")
+    RouteTable.remove(table, "0193a000-0000-7000-8000-000000000000")
+    check(table, [["GET /a", "GET /a {}"]])
+    assert.strictEqual(RouteTable.size(table), 1)
+  })
+
+  it("with two routes of one method and shape (which stores refuse), the last inserted serves until removed", () => {
+    const first = route("GET", "/u/:id")
+    const second = route("GET", "/u/:name")
+    const third = route("GET", "/u/:key")
+    const table = RouteTable.fromIterable([first, second, third])
+    check(table, [["GET /u/1", "GET /u/:key {\"key\":\"1\"}"]])
+    RouteTable.remove(table, second.id)
+    check(table, [["GET /u/1", "GET /u/:key {\"key\":\"1\"}"]])
+    RouteTable.remove(table, third.id)
+    check(table, [["GET /u/1", "GET /u/:id {\"id\":\"1\"}"]])
+    RouteTable.remove(table, first.id)
+    check(table, [["GET /u/1", "404"]])
+    assert.strictEqual(RouteTable.size(table), 0)
+  })
+
+  it("refuses a route whose path is not a pattern, and stays unchanged", () => {
+    const table = tableOf("GET /a")
+    const bad = { ...route("GET", "/b"), path: "/b/" } as unknown as Route.Route
+    assert.throws(() => RouteTable.insert(table, bad), /invalid path/)
+    assert.strictEqual(RouteTable.size(table), 1)
+    check(table, [["GET /a", "GET /a {}"], ["GET /b", "404"]])
+  })
+
+  it("iterates over its routes and prints them", () => {
+    const routes = [route("GET", "/a"), route("POST", "/b/:id")]
+    const table = RouteTable.fromIterable(routes)
+    assert.deepStrictEqual(new Set(table), new Set(routes))
+    assert.isTrue(RouteTable.isTable(table))
+    assert.isFalse(RouteTable.isTable({}))
+    assert.include(String(table), "POST /b/:id")
+  })
+})
