@@ -1,10 +1,13 @@
--- wrk load for the routing API. Arguments after `--`: the mode (get, post or mix: 90% get, 10% post), a file of
--- route ids to get (one a line; "-" for none), the bearer token, and a prefix that makes the paths this run creates
--- unique (a created path is "/<prefix>/<n>/:id", a shape of its own). `done` prints one line, "BENCH {json}".
+-- wrk load for the routing API. Arguments after `--`: the mode (get, post or mix: 90% get, 10% post; router: the
+-- router scenario's requests), a file of route ids to get (one a line; "-" for none) or, for router, of requests
+-- ("METHOD path", one a line), the bearer token, and a prefix that makes the paths this run creates unique (a
+-- created path is "/<prefix>/<n>/:id", a shape of its own). `done` prints one line, "BENCH {json}".
 
 local mode, token, prefix
 local ids = {}
 local count = 0
+-- The router scenario's requests, formatted once.
+local routed = {}
 local created = 0
 local get_headers, post_headers
 
@@ -16,6 +19,12 @@ function init(args)
     end
   end
   count = #ids
+  if mode == "router" then
+    for i, line in ipairs(ids) do
+      local method, path = line:match("^(%S+) (%S+)$")
+      routed[i] = wrk.format(method, path)
+    end
+  end
   get_headers = { ["Authorization"] = "Bearer " .. token }
   post_headers = { ["Authorization"] = "Bearer " .. token, ["Content-Type"] = "application/json" }
   math.randomseed(os.time())
@@ -33,6 +42,7 @@ local function post()
 end
 
 function request()
+  if mode == "router" then return routed[math.random(count)] end
   if mode == "get" or (mode == "mix" and math.random() < 0.9) then return get() end
   return post()
 end

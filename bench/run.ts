@@ -1,6 +1,7 @@
 /**
  * The benchmark: `node --import tsx bench/run.ts [--quick] [--rounds N] [--duration SECONDS] [--only IDS]`, where IDS
- * is a comma-separated list of scenarios (get, mix, post, pg-get, pg-mix, pg-post; memory is always measured).
+ * is a comma-separated list of parts to run (get, mix, post, pg-get, pg-mix, pg-post, router; memory, the heap per
+ * stored route; table, the route table against radix routers by bench/table.ts); all of them without `--only`.
  *
  * Every server (the library's three adapters and the peers in bench/peers) runs as a process of its own pinned to
  * core 1; wrk, pinned to core 0, loads one server at a time over 127.0.0.1. Each server stores its seed routes
@@ -14,6 +15,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import * as Router from "./router.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 // Servers resolve the library to its compiled form in dist/, not to the TypeScript sources.
@@ -57,6 +59,8 @@ interface ServerSpec {
   readonly file: string
   readonly seed: number
   readonly postgres?: boolean
+  /** A server of the router scenario: it serves `bench/router.ts`'s routes rather than the API alone. */
+  readonly router?: boolean
 }
 
 const scaleName = `ours-node@${config.scaleSeed.toLocaleString("en-US")}`
@@ -71,10 +75,12 @@ const servers: ReadonlyArray<ServerSpec> = [
   { name: "effect-httpapi", file: "bench/peers/effect-httpapi.ts", seed: config.seed },
   { name: scaleName, file: "bench/ours/node-listener.ts", seed: config.scaleSeed },
   { name: "ours-node-pg", file: "bench/ours/node-listener.ts", seed: config.seed, postgres: true },
-  { name: "fastify-pg", file: "bench/peers/fastify-pg.ts", seed: config.seed, postgres: true }
+  { name: "fastify-pg", file: "bench/peers/fastify-pg.ts", seed: config.seed, postgres: true },
+  { name: "ours-router", file: "bench/ours/router.ts", seed: config.seed, router: true },
+  { name: "fastify-router", file: "bench/peers/fastify-router.ts", seed: config.seed, router: true }
 ]
 
-type Mode = "get" | "post" | "mix"
+type Mode = "get" | "post" | "mix" | "router"
 
 interface Scenario {
   readonly id: string
@@ -113,10 +119,18 @@ const allScenarios: ReadonlyArray<Scenario> = [
       reference: "fastify-pg"
     }], []),
     { id: "pg-post", title: "POST create (postgres)", mode: "post", servers: pgServers, reference: "fastify-pg" }
-  ] satisfies ReadonlyArray<Scenario>)
+  ] satisfies ReadonlyArray<Scenario>),
+  {
+    id: "router",
+    title: `router: ${config.seed.toLocaleString("en-US")} stored routes (memory)`,
+    mode: "router",
+    servers: ["ours-router", "fastify-router"],
+    reference: "fastify-router"
+  }
 ]
 const only = argv.includes("--only") ? argv[argv.indexOf("--only") + 1]?.split(",") ?? [] : undefined
 const scenarios = only === undefined ? allScenarios : allScenarios.filter((scenario) => only.includes(scenario.id))
+const selected = (part: "memory" | "table") => only === undefined || only.includes(part)
 
 interface Target {
   readonly scenario: string
@@ -133,7 +147,8 @@ const targets: ReadonlyArray<Target> = [
   { scenario: "post", server: "ours-httpapp", reference: "effect-httpapi", min: 1.5 },
   { scenario: "get", server: scaleName, reference: "ours-node", min: 0.9 },
   { scenario: "pg-get", server: "ours-node-pg", reference: "fastify-pg", min: 0.9 },
-  { scenario: "pg-post", server: "ours-node-pg", reference: "fastify-pg", min: 0.9 }
+  { scenario: "pg-post", server: "ours-node-pg", reference: "fastify-pg", min: 0.9 },
+  { scenario: "router", server: "ours-router", reference: "fastify-router", min: 0.9 }
 ]
 const MEMORY_TARGET = 1.5
 
@@ -173,6 +188,8 @@ interface Running {
 }
 
 const work = mkdtempSync(join(tmpdir(), "route-registry-bench-"))
+// The router scenario's requests, a line each, for wrk's script.
+const routerRequests = join(work, "router.requests")
 const running: Array<Running> = []
 const tables: Array<string> = []
 
@@ -243,8 +260,12 @@ const stopAll = async () => {
   running.length = 0
 }
 
-/** Through the API: a create answered 201 and got back byte for byte, and a seeded route found. */
+/**
+ * Through the API: a create answered 201 and got back byte for byte, and a seeded route found. A router server: every
+ * request of the scenario answered as `bench/router.ts` says.
+ */
 const check = async (server: Running) => {
+  if (server.spec.router === true) return Router.check(server.spec.name, server.origin, server.spec.seed)
   const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
   const created = await fetch(`${server.origin}/v1/routing`, {
     method: "POST",
@@ -303,7 +324,7 @@ const load = (server: Running, mode: Mode, seconds: number): Promise<Measurement
     server.origin,
     "--",
     mode,
-    mode === "post" ? "-" : server.idsFile,
+    mode === "post" ? "-" : mode === "router" ? routerRequests : server.idsFile,
     ADMIN_TOKEN,
     prefix
   ]
@@ -367,6 +388,35 @@ const memory = (store: string): Promise<number> =>
 interface ScenarioResult {
   readonly scenario: Scenario
   readonly rounds: Record<string, Array<Measurement>>
+}
+
+const measureMemory = async () => {
+  const [library, map, peers] = await Promise.all([memory("library"), memory("map"), memory("peers")])
+  console.log(`memory: heap per stored route, ${config.memoryRoutes.toLocaleString("en-US")} routes (${elapsed()})`)
+  return { library: library!, map: map!, peers: peers! }
+}
+
+/**
+ * bench/table.ts, pinned to core 1 as the servers are (nothing else runs by then): it prints its own table and
+ * writes its own results; the report names that file.
+ */
+const runTable = (): { readonly file: string } => {
+  console.log(`route table vs radix routers (bench/table.ts${QUICK ? " --quick" : ""})`)
+  const child = spawnSync(
+    "taskset",
+    ["-c", "1", process.execPath, "--import", "tsx", "bench/table.ts", ...(QUICK ? ["--quick"] : [])],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...COMPILED },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+      maxBuffer: 64 * 1024 * 1024
+    }
+  )
+  process.stdout.write(child.stdout)
+  const file = /written to (\S+\.json)/.exec(child.stdout)?.[1]
+  if (child.status !== 0 || file === undefined) throw new Error(`bench/table.ts failed (exit ${child.status})`)
+  return { file }
 }
 
 const ratio = (result: ScenarioResult, server: string, reference: string): number | undefined => {
@@ -461,6 +511,7 @@ const main = async () => {
   if (DATABASE_URL === undefined) notes.push("Postgres scenarios skipped: DATABASE_URL is not set")
   for (const note of notes) console.log(note)
 
+  writeFileSync(routerRequests, Router.requestLines(config.seed))
   const needed = new Set(scenarios.flatMap((scenario) => scenario.servers))
   const specs = servers.filter((spec) => needed.has(spec.name))
   console.log(
@@ -478,9 +529,8 @@ const main = async () => {
   for (const scenario of scenarios) results.push(await runScenario(scenario, byName))
   await stopAll()
 
-  const [library, map, peers] = await Promise.all([memory("library"), memory("map"), memory("peers")])
-  const heap = { library: library!, map: map!, peers: peers! }
-  console.log(`memory: heap per stored route, ${config.memoryRoutes.toLocaleString("en-US")} routes (${elapsed()})`)
+  const heap = selected("memory") ? await measureMemory() : undefined
+  const table = selected("table") ? runTable() : undefined
 
   // The table: a line per server and scenario, with its ratio to the scenario's reference and to every target's.
   const rows: Array<Row> = []
@@ -522,31 +572,33 @@ const main = async () => {
       })
     }
   }
-  const heapRatio = heap.library / heap.map
-  rows.push({
-    scenario: "heap per route",
-    server: "ours (layerMemory)",
-    rps: `${Math.round(heap.library)} B`,
-    vs: "plain Map",
-    ratio: heapRatio.toFixed(2) + "x",
-    target: `<= ${MEMORY_TARGET.toFixed(2)}`,
-    result: heapRatio <= MEMORY_TARGET ? "met" : "MISSED"
-  })
-  rows.push({ server: "plain Map", rps: `${Math.round(heap.map)} B` })
-  rows.push({
-    server: "peers' two Maps",
-    rps: `${Math.round(heap.peers)} B`,
-    vs: "plain Map",
-    ratio: (heap.peers / heap.map).toFixed(2) + "x"
-  })
-  outcomes.push({
-    scenario: "memory",
-    server: "library",
-    reference: "map",
-    max: MEMORY_TARGET,
-    ratio: heapRatio,
-    met: heapRatio <= MEMORY_TARGET
-  })
+  if (heap !== undefined) {
+    const heapRatio = heap.library / heap.map
+    rows.push({
+      scenario: "heap per route",
+      server: "ours (layerMemory)",
+      rps: `${Math.round(heap.library)} B`,
+      vs: "plain Map",
+      ratio: heapRatio.toFixed(2) + "x",
+      target: `<= ${MEMORY_TARGET.toFixed(2)}`,
+      result: heapRatio <= MEMORY_TARGET ? "met" : "MISSED"
+    })
+    rows.push({ server: "plain Map", rps: `${Math.round(heap.map)} B` })
+    rows.push({
+      server: "peers' two Maps",
+      rps: `${Math.round(heap.peers)} B`,
+      vs: "plain Map",
+      ratio: (heap.peers / heap.map).toFixed(2) + "x"
+    })
+    outcomes.push({
+      scenario: "memory",
+      server: "library",
+      reference: "map",
+      max: MEMORY_TARGET,
+      ratio: heapRatio,
+      met: heapRatio <= MEMORY_TARGET
+    })
+  }
   console.log()
   printTable(rows)
   console.log()
@@ -576,7 +628,12 @@ const main = async () => {
         }])
       )
     })),
-    memory: { routes: config.memoryRoutes, bytesPerRoute: heap, ratioToMap: heapRatio },
+    memory: heap === undefined ? undefined : {
+      routes: config.memoryRoutes,
+      bytesPerRoute: heap,
+      ratioToMap: heap.library / heap.map
+    },
+    table,
     targets: outcomes
   }
   const dir = join(ROOT, "bench/results")

@@ -9,8 +9,8 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { pathToFileURL } from "node:url"
 import * as Authenticator from "route-registry/Authenticator"
+import type * as InvalidOption from "route-registry/InvalidOption"
 import * as RouteRepository from "route-registry/RouteRepository"
-import type * as RoutingHandler from "route-registry/RoutingHandler"
 
 // Past this, connections still open are closed, so a stop stays within the 10 seconds the contract allows.
 const SHUTDOWN_GRACE_MS = 9_000
@@ -71,9 +71,10 @@ export const tokens = (): ReadonlyArray<Authenticator.StaticToken> => {
 }
 
 /** `store` (the in-memory store by default) and the configured tokens. */
-export const services = <E>(
-  store: Layer.Layer<RouteRepository.RouteRepository, E> = RouteRepository.layerMemory
-): Layer.Layer<RoutingHandler.Services, E> => Layer.merge(store, Authenticator.layerStaticTokens(tokens()))
+export const services = <A, E>(
+  store: Layer.Layer<A, E> = RouteRepository.layerMemory as Layer.Layer<A, E>
+): Layer.Layer<A | Authenticator.Authenticator, E | InvalidOption.InvalidOption> =>
+  Layer.merge(store, Authenticator.layerStaticTokens(tokens()))
 
 /** Runs `stop` once on SIGINT or SIGTERM, then exits: 0 when it stopped cleanly, 1 otherwise. */
 export const onShutdown = (stop: () => Promise<void>): void => {

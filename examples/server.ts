@@ -6,62 +6,83 @@
  * ROUTING_READ_TOKENS (comma-separated), DATABASE_URL (Postgres store when set, otherwise in memory).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Layer, Redacted } from "effect"
+import { Cause, Effect, Layer, ManagedRuntime, Redacted, Runtime } from "effect"
+import type * as Http from "node:http"
+import * as Catalog from "route-registry/Catalog"
 import * as NodeListener from "route-registry/NodeListener"
+import * as NodeRouter from "route-registry/NodeRouter"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingApi from "route-registry/RoutingApi"
+import * as Demo from "./catalog.js"
+import { docsPage } from "./docs.js"
 import * as Env from "./env.js"
+
+// Checked here because the driver reads anything: "not a url" becomes a lookup of the host "base". The value is not
+// echoed, since it may hold a password.
+const databaseUrl = (raw: string): string => {
+  if (!URL.canParse(raw)) {
+    return Env.fail("DATABASE_URL is not a valid URL: expected postgres://user:password@host:port/database")
+  }
+  const { protocol } = new URL(raw)
+  return protocol === "postgres:" || protocol === "postgresql:"
+    ? raw
+    : Env.fail(`DATABASE_URL must be a postgres:// or postgresql:// URL (got ${protocol}//…)`)
+}
 
 const store = (): Layer.Layer<RouteRepository.RouteRepository, unknown> => {
   const url = process.env.DATABASE_URL
   if (url === undefined || url === "") return RouteRepository.layerMemory
-  return PgRouteRepository.layer().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(url) })))
+  return PgRouteRepository.layer().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl(url)) })))
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)
-
-// A self-contained reference page (no CDN): each operation with its responses, then the schemas.
-const docsPage = (spec: typeof RoutingApi.openApi): string => {
-  const operations = Object.entries(spec.paths).flatMap(([path, item]) =>
-    Object.entries(item as Record<string, any>).map(([method, op]) =>
-      `<h2>${method.toUpperCase()} ${escapeHtml(path)}</h2><p>${escapeHtml(op.summary ?? "")}. ${
-        escapeHtml(op.description ?? "")
-      }</p><table>${
-        Object.entries(op.responses as Record<string, { description: string }>).map(([status, response]) =>
-          `<tr><td>${status}</td><td>${escapeHtml(response.description).replace(/\n/g, "<br>")}</td></tr>`
-        ).join("")
-      }</table>`
-    )
-  ).join("")
-  return `<!doctype html><html><head><meta charset="utf-8"><title>${escapeHtml(spec.info.title)}</title><style>
-body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}td{padding:.2rem .6rem;
-vertical-align:top;border-bottom:1px solid #ddd}pre{background:#f6f6f6;padding:1rem;overflow:auto}</style></head>
-<body><h1>${escapeHtml(spec.info.title)}</h1><p>${escapeHtml(spec.info.description ?? "")}</p>
-<p>Every request needs <code>Authorization: Bearer &lt;token&gt;</code>. Machine-readable:
-<a href="/openapi.json">/openapi.json</a>.</p>${operations}<h2>Schemas</h2><pre>${
-    escapeHtml(JSON.stringify(spec.components.schemas, null, 2))
-  }</pre></body></html>`
+// The messages along an error's chain of causes, outermost first. The store's own error only says "PgClient: Failed
+// to connect"; the driver's error underneath says why (the server is down, the database or role does not exist).
+const reasons = (error: unknown): Array<string> => {
+  if (Runtime.isFiberFailure(error)) return reasons(error[Runtime.FiberFailureCauseId])
+  if (Cause.isCause(error)) return [...Cause.failures(error), ...Cause.defects(error)].flatMap(reasons)
+  if (error instanceof AggregateError) return [error.message, ...error.errors.flatMap(reasons)]
+  if (error instanceof Error) return [error.message, ...(error.cause === undefined ? [] : reasons(error.cause))]
+  return [String(error)]
 }
 
-const listener = await NodeListener.fromLayer(Env.services(store())).catch((error: unknown) =>
-  Env.fail(`could not start the route store: ${error instanceof Error ? error.message : String(error)}`)
+const explain = (error: unknown): string => [...new Set(reasons(error).filter((reason) => reason !== ""))].join(": ")
+
+// One runtime, so the routing API and the router share one store and one table: a route created through the API
+// serves before its 201 is sent, and stops when it is deleted.
+const services = Env.services(RouteTable.layer.pipe(Layer.provide(store())))
+const runtime = ManagedRuntime.make(
+  process.env.ROUTER_STRICT === "1" ? Layer.merge(services, Catalog.layer(Demo.names)) : services
 )
+const [api, router] = await runtime.runPromise(Effect.all([NodeListener.make(), NodeRouter.make(Demo.functions)]))
+  .catch(async (error: unknown) => {
+    await runtime.dispose()
+    return Env.fail(`could not start the route store: ${explain(error)}`)
+  })
 const openApi = JSON.stringify(RoutingApi.openApi)
 const docs = docsPage(RoutingApi.openApi)
 
+// The host's own answer for what neither the API nor a stored route serves.
+const notFound = (res: Http.ServerResponse) =>
+  res.writeHead(404, { "content-type": "text/plain" }).end("Not Found: no stored route serves this path (see /docs)\n")
+
 Env.serve(
   (req, res) =>
-    listener(req, res, () => {
+    api(req, res, () => {
       const path = (req.url ?? "/").split("?")[0]
       if (req.method === "GET" && path === "/openapi.json") {
         res.writeHead(200, { "content-type": "application/json" }).end(openApi)
-      } else if (req.method === "GET" && (path === "/docs" || path === "/")) {
+      } else if (req.method === "GET" && path === "/docs") {
         res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(docs)
       } else {
-        res.writeHead(404, { "content-type": "text/plain" }).end("Not Found: see /docs\n")
+        router(req, res, (error) => {
+          if (error === undefined) return notFound(res)
+          console.error("a route function failed:", error)
+          if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end("Internal Server Error\n")
+        })
       }
     }),
   3000,
-  listener.dispose
+  () => runtime.dispose()
 )

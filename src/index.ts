@@ -1,8 +1,8 @@
 /**
  * route-registry: store and serve route definitions from inside your Node host.
  *
- * The Postgres store (`route-registry/PgRouteRepository`) and the Node listener (`route-registry/NodeListener`) are
- * left out of this entry point, so a host that uses neither never loads them.
+ * The Postgres store (`route-registry/PgRouteRepository`) and the Node forms (`route-registry/NodeListener`,
+ * `route-registry/NodeRouter`) are left out of this entry point, so a host that uses none of them never loads them.
  *
  * @since 0.1.0
  */
@@ -11,6 +11,16 @@
  * @since 0.1.0
  */
 export * as Authenticator from "./Authenticator.js"
+
+/**
+ * @since 0.2.0
+ */
+export * as Catalog from "./Catalog.js"
+
+/**
+ * @since 0.2.0
+ */
+export * as InvalidOption from "./InvalidOption.js"
 
 /**
  * @since 0.1.0
@@ -26,6 +36,16 @@ export * as Route from "./Route.js"
  * @since 0.1.0
  */
 export * as RouteRepository from "./RouteRepository.js"
+
+/**
+ * @since 0.2.0
+ */
+export * as RouteTable from "./RouteTable.js"
+
+/**
+ * @since 0.2.0
+ */
+export * as RouterHttpApp from "./RouterHttpApp.js"
 
 /**
  * @since 0.1.0

@@ -3,24 +3,27 @@
  * that do the same work: the peers (each over its own store: the suite's store layer is ignored), the Postgres
  * peer and the library's Node listener on the test database, and the entries that serve the library's adapters.
  */
-import { afterAll, describe } from "@effect/vitest"
+import { afterAll, describe, it } from "@effect/vitest"
 import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import Pg from "pg"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as OursHttpApp from "../bench/ours/http-app.js"
 import * as OursNodeListener from "../bench/ours/node-listener.js"
+import * as OursRouter from "../bench/ours/router.js"
 import * as OursWebHandler from "../bench/ours/web-handler.js"
 import * as EffectHttpApi from "../bench/peers/effect-httpapi.js"
 import * as Express from "../bench/peers/express.js"
 import * as FastifyPg from "../bench/peers/fastify-pg.js"
+import * as FastifyRouter from "../bench/peers/fastify-router.js"
 import * as Fastify from "../bench/peers/fastify.js"
 import * as Hono from "../bench/peers/hono.js"
 import * as RawNode from "../bench/peers/raw-node.js"
 import type { Database, Options, Started } from "../bench/peers/shared.js"
+import * as RouterScenario from "../bench/router.js"
 import type { Adapter } from "./utils/adapters.js"
 import { fetchFrom } from "./utils/adapters.js"
-import { ADMIN, httpContract, READER, WRITER } from "./utils/httpContract.js"
+import { ADMIN, createGetContract, httpContract, READER, WRITER } from "./utils/httpContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
 const tokens: Options["tokens"] = [
@@ -47,23 +50,29 @@ const asAdapter = (
   }
 })
 
-const memory: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
+// The peers serve create and get only, so they run that part of the suite; the library's entries run all of it.
+const peers: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
   ["raw node:http", RawNode.start],
   ["Fastify", Fastify.start],
   ["Express", Express.start],
   ["Hono", Hono.start],
-  ["stock Effect HttpApi", EffectHttpApi.start],
+  ["stock Effect HttpApi", EffectHttpApi.start]
+]
+const ours: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
   ["ours: NodeListener", OursNodeListener.start],
   ["ours: RoutingHttpApp", OursHttpApp.start],
   ["ours: WebHandler on @hono/node-server", OursWebHandler.start]
 ]
 
 describe("benchmark servers", () => {
-  for (const [name, start] of memory) {
+  for (const [name, start] of peers) {
+    describe(name, () => createGetContract(asAdapter(name, start), RouteRepository.layerMemory))
+  }
+  for (const [name, start] of ours) {
     describe(name, () => httpContract(asAdapter(name, start), RouteRepository.layerMemory))
   }
   describe("Fastify, 1 KiB body limit", () =>
-    httpContract(asAdapter("Fastify", Fastify.start), RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
+    createGetContract(asAdapter("Fastify", Fastify.start), RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
 
   describe("on Postgres", () => {
     if (process.env.CI === "true" && !TestDatabase.usingServer) {
@@ -91,8 +100,21 @@ describe("benchmark servers", () => {
       }
     }
     describe("Fastify + pg.Pool", () =>
-      httpContract(asAdapter("Fastify + pg", onFreshTable(FastifyPg.start)), RouteRepository.layerMemory))
+      createGetContract(asAdapter("Fastify + pg", onFreshTable(FastifyPg.start)), RouteRepository.layerMemory))
     describe("ours: NodeListener", () =>
       httpContract(asAdapter("NodeListener + pg", onFreshTable(OursNodeListener.start)), RouteRepository.layerMemory))
   })
+})
+
+describe("the router scenario's servers answer alike", () => {
+  for (const [name, start] of [["ours: NodeRouter", OursRouter.start], ["Fastify", FastifyRouter.start]] as const) {
+    it(name, async () => {
+      const server = await start({ tokens, seed: 1000 })
+      try {
+        await RouterScenario.check(name, `http://127.0.0.1:${server.port}`, 1000)
+      } finally {
+        await server.close()
+      }
+    })
+  }
 })

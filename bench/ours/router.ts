@@ -1,0 +1,60 @@
+/**
+ * The library's Node router on a plain `node:http` server, behind the routing API as a host mounts them (one
+ * runtime, one store, one table), serving the router scenario's routes, stored through the API's store before it
+ * listens, with a trivial JSON handler.
+ */
+import { Effect, Layer, ManagedRuntime, Schema } from "effect"
+import * as Http from "node:http"
+import * as NodeListener from "route-registry/NodeListener"
+import * as NodeRouter from "route-registry/NodeRouter"
+import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouteTable from "route-registry/RouteTable"
+import type { Options, Started } from "../peers/shared.js"
+import { closeServer, listen, runMain } from "../peers/shared.js"
+import * as Scenario from "../router.js"
+import * as Services from "./services.js"
+
+const handler: NodeRouter.RouteFunction = (req, res) => {
+  const { params, route } = NodeRouter.matchOf(req)!
+  const body = Scenario.answer(route.handler, params)
+  res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+  res.end(body)
+}
+
+const seed = (count: number) =>
+  Effect.flatMap(RouteRepository.RouteRepository, (repository) =>
+    Effect.forEach(
+      Scenario.routes(count),
+      (route) =>
+        Effect.map(repository.create(Schema.decodeUnknownSync(Route.CreateRoute)(route)), (stored) => stored.id)
+    )).pipe(Effect.orDie)
+
+export const start = async (options: Options): Promise<Started> => {
+  const runtime = ManagedRuntime.make(RouteTable.layer.pipe(Layer.provideMerge(Services.layer(options))))
+  try {
+    const routes = Scenario.routes(options.seed ?? 0)
+    const functions: NodeRouter.Functions = {
+      handlers: Object.fromEntries(routes.map((route) => [route.handler, handler]))
+    }
+    const seeded = await runtime.runPromise(seed(routes.length))
+    const [api, router] = await runtime.runPromise(
+      Effect.all([Effect.orDie(NodeListener.make(Services.routing(options))), NodeRouter.make(functions)])
+    )
+    const server = Http.createServer((req, res) => api(req, res, () => router(req, res)))
+    const port = await listen(server, options)
+    return {
+      port,
+      seeded,
+      close: async () => {
+        await closeServer(server)
+        await runtime.dispose()
+      }
+    }
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
+}
+
+runMain(import.meta.url, start)

@@ -1,0 +1,70 @@
+/**
+ * The router scenario: a REST-shaped set of stored routes, one request for each, and what every server must answer.
+ * The library's Node router serves them from its table; the peer registers the same routes with Fastify at start-up.
+ * Both answer with the same trivial JSON handler: the route's handler name and the request's parameters.
+ */
+
+export interface RouterRoute {
+  readonly method: string
+  readonly path: string
+  readonly handler: string
+}
+
+export interface RouterRequest {
+  readonly method: string
+  readonly path: string
+  /** The body every server answers with (status 200). */
+  readonly body: string
+}
+
+// Ten routes per resource: collection, item, nested collection and item, a static sibling of the item parameter.
+const SHAPES: ReadonlyArray<readonly [method: string, path: string, action: string]> = [
+  ["GET", "", "list"],
+  ["POST", "", "create"],
+  ["GET", "/search", "search"],
+  ["GET", "/:id", "show"],
+  ["PUT", "/:id", "replace"],
+  ["PATCH", "/:id", "update"],
+  ["DELETE", "/:id", "remove"],
+  ["GET", "/:id/items", "items"],
+  ["POST", "/:id/items", "addItem"],
+  ["GET", "/:id/items/:itemId", "item"]
+]
+
+/** `count` routes (a multiple of ten): resources `/api/r0` … with the ten shapes each. */
+export const routes = (count: number): ReadonlyArray<RouterRoute> =>
+  Array.from({ length: count }, (_, i) => {
+    const [method, path, action] = SHAPES[i % SHAPES.length]!
+    const resource = `r${Math.floor(i / SHAPES.length)}`
+    return { method, path: `/api/${resource}${path}`, handler: `${resource}.${action}` }
+  })
+
+/** What the trivial handler answers: the same bytes from every server. */
+export const answer = (handler: string, params: Readonly<Record<string, string>>): string =>
+  JSON.stringify({ handler, params })
+
+/** One request per route, with concrete parameter values. */
+export const requests = (count: number): ReadonlyArray<RouterRequest> =>
+  routes(count).map((route, i) => {
+    const params: Record<string, string> = {}
+    const path = route.path.replace(/:(\w+)/g, (_, name: string) => (params[name] = `${name}${i}`))
+    return { method: route.method, path, body: answer(route.handler, params) }
+  })
+
+/** The file wrk's script reads: a request a line, "METHOD path". */
+export const requestLines = (count: number): string =>
+  requests(count).map((request) => `${request.method} ${request.path}`).join("\n") + "\n"
+
+/** Every request answered 200 with its body, and a path no route serves answered 404. */
+export const check = async (name: string, origin: string, count: number): Promise<void> => {
+  for (const request of requests(count)) {
+    const response = await fetch(origin + request.path, { method: request.method })
+    const text = await response.text()
+    if (response.status !== 200 || text !== request.body) {
+      throw new Error(`${name}: ${request.method} ${request.path} answered ${response.status} ${text}`)
+    }
+  }
+  const missing = await fetch(`${origin}/api/none/of/these`)
+  await missing.text()
+  if (missing.status !== 404) throw new Error(`${name}: an unknown path answered ${missing.status}`)
+}

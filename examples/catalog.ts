@@ -1,0 +1,58 @@
+/**
+ * The demo catalog of `npm start` (CONTRACT §5): the handler `echo` and the middleware `requestId` and `timing`, as
+ * Connect-style functions for the Node router. A host registers its own functions the same way.
+ */
+import { randomUUID } from "node:crypto"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type * as Catalog from "route-registry/Catalog"
+import * as NodeRouter from "route-registry/NodeRouter"
+import * as Route from "route-registry/Route"
+
+// The names of the middleware that ran for a request, in order, for `echo` to report.
+const ran = new WeakMap<IncomingMessage, Array<string>>()
+
+const record = (req: IncomingMessage, name: string) => {
+  const names = ran.get(req)
+  if (names === undefined) ran.set(req, [name])
+  else names.push(name)
+}
+
+/** Sets `X-Request-Id`: the client's own when it sent a sane one, else a fresh UUID. */
+const requestId: NodeRouter.RouteFunction = (req, res, next) => {
+  record(req, "requestId")
+  const sent = req.headers["x-request-id"]
+  res.setHeader("x-request-id", typeof sent === "string" && /^[\w.:-]{1,128}$/.test(sent) ? sent : randomUUID())
+  next()
+}
+
+/** Sets `Server-Timing` with the time from this middleware to the answer's headers. */
+const timing: NodeRouter.RouteFunction = (req, res, next) => {
+  record(req, "timing")
+  const start = process.hrtime.bigint()
+  const writeHead = res.writeHead.bind(res) as (...args: Array<unknown>) => ServerResponse
+  res.writeHead = ((...args: Array<unknown>) => {
+    const millis = Number(process.hrtime.bigint() - start) / 1e6
+    res.setHeader("server-timing", `app;dur=${millis.toFixed(3)}`)
+    return writeHead(...args)
+  }) as typeof res.writeHead
+  next()
+}
+
+/** Answers 200 with the stored route, the request's parameters and the middleware that ran. */
+const echo: NodeRouter.RouteFunction = (req, res) => {
+  const match = NodeRouter.matchOf(req)!
+  const body = `{"route":${Route.toJson(match.route)},"params":${JSON.stringify(match.params)},"middleware":${
+    JSON.stringify(ran.get(req) ?? [])
+  }}`
+  res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+  res.end(body)
+}
+
+/** The functions, by name. */
+export const functions: NodeRouter.Functions = { handlers: { echo }, middleware: { requestId, timing } }
+
+/** Their names, for catalog checking (`ROUTER_STRICT=1`). */
+export const names: Catalog.Names = {
+  handlers: Object.keys(functions.handlers),
+  middleware: Object.keys(functions.middleware ?? {})
+}

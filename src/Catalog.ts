@@ -1,0 +1,79 @@
+/**
+ * The names of the handler and middleware functions a host process has registered with its router. Declared to the
+ * library (catalog checking, CONTRACT §11), it makes creates and updates through that process refuse a route that
+ * names a function the process does not have, naming the closest registered name.
+ *
+ * @since 0.2.0
+ */
+import { Context, Layer } from "effect"
+import { distance } from "fastest-levenshtein"
+import type * as Route from "./Route.js"
+
+/**
+ * @since 0.2.0
+ */
+export interface Names {
+  readonly handlers: ReadonlyArray<string>
+  readonly middleware: ReadonlyArray<string>
+}
+
+/**
+ * The catalog checked on create and update; `undefined` (the default) checks nothing.
+ *
+ * @since 0.2.0
+ */
+export class Catalog extends Context.Reference<Catalog>()("route-registry/Catalog", {
+  defaultValue: (): Names | undefined => undefined
+}) {}
+
+/**
+ * Turns catalog checking on with these names.
+ *
+ * @since 0.2.0
+ */
+export const layer = (names: Names): Layer.Layer<never> => Layer.succeed(Catalog, names)
+
+// A suggestion is offered only when it is plausibly a typo: at most a third of the name's characters differ.
+const closest = (name: string, registered: ReadonlyArray<string>): string | undefined => {
+  let best: string | undefined
+  let bestDistance = Math.max(1, Math.floor(name.length / 3)) + 1
+  for (const candidate of registered) {
+    const d = distance(name, candidate)
+    if (d < bestDistance) {
+      best = candidate
+      bestDistance = d
+    }
+  }
+  return best
+}
+
+const unknownName = (kind: "handler" | "middleware", name: string, registered: ReadonlyArray<string>): string => {
+  const suggestion = closest(name, registered)
+  const fix = suggestion !== undefined
+    ? `did you mean ${JSON.stringify(suggestion)}?`
+    : `register it with this process's router first (it has ${registered.length} ${kind} name${
+      registered.length === 1 ? "" : "s"
+    })`
+  return `${JSON.stringify(name)} is not a registered ${kind}: ${fix}`
+}
+
+/**
+ * Every name of `route` (a create input or a patch) missing from the catalog, one problem each, in field order.
+ *
+ * @since 0.2.0
+ */
+export const check = (
+  names: Names,
+  route: { readonly middleware?: ReadonlyArray<string> | undefined; readonly handler?: string | undefined }
+): ReadonlyArray<Route.FieldIssue> => {
+  const issues: Array<Route.FieldIssue> = []
+  route.middleware?.forEach((name, i) => {
+    if (!names.middleware.includes(name)) {
+      issues.push({ path: `middleware[${i}]`, message: unknownName("middleware", name, names.middleware) })
+    }
+  })
+  if (route.handler !== undefined && !names.handlers.includes(route.handler)) {
+    issues.push({ path: "handler", message: unknownName("handler", route.handler, names.handlers) })
+  }
+  return issues
+}
