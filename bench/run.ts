@@ -15,6 +15,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { type Column, printTable } from "./print.js"
 import * as Router from "./router.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
@@ -468,7 +469,7 @@ interface Row {
   readonly result?: string
 }
 
-const columns: ReadonlyArray<readonly [keyof Row, string, "left" | "right"]> = [
+const columns: ReadonlyArray<Column<Row>> = [
   ["scenario", "scenario", "left"],
   ["server", "server", "left"],
   ["rps", "req/s (median)", "right"],
@@ -479,16 +480,6 @@ const columns: ReadonlyArray<readonly [keyof Row, string, "left" | "right"]> = [
   ["target", "target", "left"],
   ["result", "result", "left"]
 ]
-
-const printTable = (rows: ReadonlyArray<Row>) => {
-  const widths = columns.map(([key, title]) => Math.max(title.length, ...rows.map((row) => (row[key] ?? "").length)))
-  const line = (cells: ReadonlyArray<string>) =>
-    cells.map((cell, i) => columns[i]![2] === "right" ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))
-      .join("  ").trimEnd()
-  console.log(line(columns.map(([, title]) => title)))
-  console.log(line(widths.map((width) => "-".repeat(width))))
-  for (const row of rows) console.log(line(columns.map(([key]) => row[key] ?? "")))
-}
 
 const started = Date.now()
 const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`
@@ -600,7 +591,7 @@ const main = async () => {
     })
   }
   console.log()
-  printTable(rows)
+  printTable(columns, rows)
   console.log()
   console.log("ratio: the median over rounds of (server req/s / reference req/s), both measured in the same round.")
   console.log("cpu: the server's CPU time per request (all its threads), steadier than req/s when the machine is busy.")

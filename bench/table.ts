@@ -26,6 +26,7 @@ import * as Rou3 from "rou3"
 import * as RequestPath from "route-registry/internal/requestPath"
 import * as Route from "route-registry/Route"
 import * as RouteTable from "route-registry/RouteTable"
+import { type Column, printTable } from "./print.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const argv = process.argv.slice(2)
@@ -461,7 +462,7 @@ interface Row {
   readonly result?: string
 }
 
-const columns: ReadonlyArray<readonly [keyof Row, string, "left" | "right"]> = [
+const columns: ReadonlyArray<Column<Row>> = [
   ["scenario", "scenario", "left"],
   ["router", "router", "left"],
   ["value", "value", "right"],
@@ -469,16 +470,6 @@ const columns: ReadonlyArray<readonly [keyof Row, string, "left" | "right"]> = [
   ["target", "target", "left"],
   ["result", "result", "left"]
 ]
-
-const printTable = (rows: ReadonlyArray<Row>) => {
-  const widths = columns.map(([key, title]) => Math.max(title.length, ...rows.map((row) => (row[key] ?? "").length)))
-  const line = (cells: ReadonlyArray<string>) =>
-    cells.map((cell, i) => columns[i]![2] === "right" ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!))
-      .join("  ").trimEnd()
-  console.log(line(columns.map(([, title]) => title)))
-  console.log(line(widths.map((width) => "-".repeat(width))))
-  for (const row of rows) console.log(line(columns.map(([key]) => row[key] ?? "")))
-}
 
 const LOOKUP_TARGET = 1.0
 const CHANGE_TARGET_US = 100
@@ -547,7 +538,7 @@ const main = () => {
     })
   })
   console.log()
-  printTable(rows)
+  printTable(columns, rows)
   console.log()
   console.log(
     "lookups/s: per CPU second of this thread; ratio: median over rounds of (router / find-my-way) in a round."

@@ -11,7 +11,7 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import type { Options, Started } from "../peers/shared.js"
-import { closeServer, listen, runMain } from "../peers/shared.js"
+import { listen, runMain } from "../peers/shared.js"
 import * as Scenario from "../router.js"
 import * as Services from "./services.js"
 
@@ -30,9 +30,9 @@ const seed = (count: number) =>
         Effect.map(repository.create(Schema.decodeUnknownSync(Route.CreateRoute)(route)), (stored) => stored.id)
     )).pipe(Effect.orDie)
 
-export const start = async (options: Options): Promise<Started> => {
+export const start = (options: Options): Promise<Started> => {
   const runtime = ManagedRuntime.make(RouteTable.layer.pipe(Layer.provideMerge(Services.layer(options))))
-  try {
+  return Services.started(runtime, async () => {
     const routes = Scenario.routes(options.seed ?? 0)
     const functions: NodeRouter.Functions = {
       handlers: Object.fromEntries(routes.map((route) => [route.handler, handler]))
@@ -42,19 +42,8 @@ export const start = async (options: Options): Promise<Started> => {
       Effect.all([Effect.orDie(NodeListener.make(Services.routing(options))), NodeRouter.make(functions)])
     )
     const server = Http.createServer((req, res) => api(req, res, () => router(req, res)))
-    const port = await listen(server, options)
-    return {
-      port,
-      seeded,
-      close: async () => {
-        await closeServer(server)
-        await runtime.dispose()
-      }
-    }
-  } catch (error) {
-    await runtime.dispose()
-    throw error
-  }
+    return { server, port: await listen(server, options), seeded }
+  })
 }
 
 runMain(import.meta.url, start)

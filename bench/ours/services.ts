@@ -4,13 +4,15 @@
  * `create`.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
+import type { ManagedRuntime } from "effect"
 import { Effect, Layer, Redacted } from "effect"
+import type * as Http from "node:http"
 import * as Authenticator from "route-registry/Authenticator"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteRepository from "route-registry/RouteRepository"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
-import type { Options } from "../peers/shared.js"
-import { seedInput } from "../peers/shared.js"
+import type { Options, Started } from "../peers/shared.js"
+import { closeServer, seedInput } from "../peers/shared.js"
 
 export type Services = RouteRepository.RouteRepository | Authenticator.Authenticator
 
@@ -40,3 +42,27 @@ export const seed = (count: number) =>
       Array.from({ length: count }, (_, i) => i),
       (i) => Effect.map(repository.create(seedInput(i)), (route) => route.id)
     )).pipe(Effect.orDie)
+
+/**
+ * A benchmark entry running on `runtime`: `serve` seeds, builds and starts the server; closing the entry closes the
+ * server, then releases the runtime. If starting fails, the runtime is released.
+ */
+export const started = async <R>(
+  runtime: ManagedRuntime.ManagedRuntime<R, unknown>,
+  serve: () => Promise<{ readonly server: Http.Server; readonly port: number; readonly seeded: ReadonlyArray<string> }>
+): Promise<Started> => {
+  try {
+    const { port, seeded, server } = await serve()
+    return {
+      port,
+      seeded,
+      close: async () => {
+        await closeServer(server)
+        await runtime.dispose()
+      }
+    }
+  } catch (error) {
+    await runtime.dispose()
+    throw error
+  }
+}

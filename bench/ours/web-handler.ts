@@ -8,12 +8,12 @@ import type * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as WebHandler from "route-registry/WebHandler"
 import type { Options, Started } from "../peers/shared.js"
-import { closeServer, runMain } from "../peers/shared.js"
+import { runMain } from "../peers/shared.js"
 import * as Services from "./services.js"
 
-export const start = async (options: Options): Promise<Started> => {
+export const start = (options: Options): Promise<Started> => {
   const runtime = ManagedRuntime.make(Services.layer(options))
-  try {
+  return Services.started(runtime, async () => {
     const seeded = await runtime.runPromise(Services.seed(options.seed ?? 0))
     const handler = await runtime.runPromise(WebHandler.make(Services.routing(options)))
     const server = await new Promise<Http.Server>((resolve) => {
@@ -24,18 +24,8 @@ export const start = async (options: Options): Promise<Started> => {
         overrideGlobalObjects: false
       }, () => resolve(server)) as Http.Server
     })
-    return {
-      port: (server.address() as AddressInfo).port,
-      seeded,
-      close: async () => {
-        await closeServer(server)
-        await runtime.dispose()
-      }
-    }
-  } catch (error) {
-    await runtime.dispose()
-    throw error
-  }
+    return { server, port: (server.address() as AddressInfo).port, seeded }
+  })
 }
 
 runMain(import.meta.url, start)
