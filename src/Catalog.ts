@@ -33,10 +33,11 @@ export class Catalog extends Context.Reference<Catalog>()("route-registry/Catalo
  */
 export const layer = (names: Names): Layer.Layer<never> => Layer.succeed(Catalog, names)
 
-// A suggestion is offered only when it is plausibly a typo: at most a third of the name's characters differ.
+// A suggestion is offered only when it is plausibly a typo: two edits (a swapped pair of letters), or up to a third
+// of the name's characters for a longer name.
 const closest = (name: string, registered: ReadonlyArray<string>): string | undefined => {
   let best: string | undefined
-  let bestDistance = Math.max(1, Math.floor(name.length / 3)) + 1
+  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1
   for (const candidate of registered) {
     const d = distance(name, candidate)
     if (d < bestDistance) {

@@ -1,5 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
 import * as Catalog from "route-registry/Catalog"
+import { adapters } from "./utils/adapters.js"
+import { ADMIN, assertProblem, get, post, tokens } from "./utils/httpContract.js"
+import { stores } from "./utils/stores.js"
 
 const names: Catalog.Names = {
   handlers: ["showUser", "listUsers", "echo"],
@@ -27,8 +31,51 @@ describe("Catalog.check", () => {
     assert.include(empty[0]!.message, "0 handler names")
   })
 
+  it("suggests the name behind a swapped pair of letters", () => {
+    assert.include(Catalog.check(names, { handler: "ecoh" })[0]!.message, "did you mean \"echo\"?")
+  })
+
   it("compares names exactly", () => {
     assert.strictEqual(Catalog.check(names, { handler: "Echo" }).length, 1)
     assert.include(Catalog.check(names, { handler: "Echo" })[0]!.message, "did you mean \"echo\"?")
   })
+})
+
+describe("catalog checking in the routing API", () => {
+  for (const adapter of adapters) {
+    describe(adapter.name, () => {
+      for (const [storeName, store] of stores) {
+        it(`${storeName}: creates and updates naming unregistered functions are refused, each name once`, async () => {
+          const server = await adapter.start(Layer.mergeAll(store, tokens, Catalog.layer(names)))
+          try {
+            const refused = await server.send(
+              post({ method: "GET", path: "/a", middleware: ["auth", "timming"], handler: "shwoUser" })
+            )
+            assertProblem(refused, "invalid_route", ["errors"])
+            assert.deepStrictEqual(refused.json.errors.map((e: { path: string }) => e.path), [
+              "middleware[1]",
+              "handler"
+            ])
+            assert.include(refused.json.errors[0].message, "did you mean \"timing\"?")
+            const created = await server.send(
+              post({ method: "GET", path: "/a", middleware: ["auth"], handler: "showUser" })
+            )
+            assert.strictEqual(created.status, 201, created.text)
+            const patched = await server.send({
+              method: "PATCH",
+              path: `/v1/routing/${created.json.id}`,
+              headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+              body: JSON.stringify({ handler: "lstUsers" })
+            })
+            assertProblem(patched, "invalid_route", ["errors"])
+            assert.include(patched.json.errors[0].message, "did you mean \"listUsers\"?")
+            const found = await server.send(get(created.json.id))
+            assert.strictEqual(found.json.handler, "showUser", "a refused update changes nothing")
+          } finally {
+            await server.close()
+          }
+        })
+      }
+    })
+  }
 })
