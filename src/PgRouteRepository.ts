@@ -9,6 +9,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { ConfigError } from "effect"
 import { Cause, Clock, Config, Context, Duration, Effect, Exit, FiberId, Layer, Runtime } from "effect"
+import * as ChangeFeed from "./internal/pgChangeFeed.js"
 import * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 
@@ -25,6 +26,22 @@ export interface Options {
    * `StoreUnavailable`. Default 5 seconds.
    */
   readonly queryTimeout?: Duration.DurationInput | undefined
+  /**
+   * Whether processes tell each other of their changes with `LISTEN`/`NOTIFY`, so every route table hears of a change
+   * within milliseconds. Turn it off for a Postgres-wire engine without them (CockroachDB, YugabyteDB): tables then
+   * follow by polling alone, every `pollInterval`. Default `true`.
+   */
+  readonly notifications?: boolean | undefined
+  /**
+   * How often a route table reads the changes when nothing woke it: the longest a change takes to reach the other
+   * processes without notifications, and how often a table confirms it is current. Default 500 milliseconds.
+   */
+  readonly pollInterval?: Duration.DurationInput | undefined
+  /**
+   * How long the ids of removed routes are kept for processes that were away. A process away longer loads every
+   * route again when it is back. Default 10 minutes.
+   */
+  readonly changeRetention?: Duration.DurationInput | undefined
 }
 
 /**
@@ -52,7 +69,16 @@ const resolve = (options: Options) => {
     qualified: qualify(table),
     migrationsTable: qualify(`${table}_migrations`),
     sequence: qualify(`${table}_revision_seq`),
-    queryTimeout: Duration.decode(options.queryTimeout ?? Duration.seconds(5))
+    removals: qualify(`${table}_removals`),
+    feed: qualify(`${table}_feed`),
+    stampFunction: qualify(`${table}_stamp`),
+    removalFunction: qualify(`${table}_log_removal`),
+    // One channel per table name: two schemas with tables of one name only wake each other's tables for nothing.
+    channel: `${table}_changes`,
+    queryTimeout: Duration.decode(options.queryTimeout ?? Duration.seconds(5)),
+    notifications: options.notifications ?? true,
+    pollInterval: Duration.decode(options.pollInterval ?? Duration.millis(500)),
+    changeRetention: Duration.decode(options.changeRetention ?? Duration.minutes(10))
   }
 }
 
@@ -142,7 +168,7 @@ const nextRevision = (sql: SqlClient.SqlClient, sequence: string) => sql`nextval
  * @since 0.1.0
  */
 export const migrations = (options: Options = {}) => {
-  const { qualified, sequence, table } = resolve(options)
+  const { feed, qualified, removalFunction, removals, sequence, stampFunction, table } = resolve(options)
   return {
     "1_create_routes": Effect.flatMap(SqlClient.SqlClient, (sql) =>
       sql`CREATE TABLE ${sql(qualified)} (
@@ -168,9 +194,56 @@ export const migrations = (options: Options = {}) => {
         sql`CREATE INDEX ${sql(`${table}_handler_id_idx`)} ON ${sql(qualified)} (handler, id)`,
         sql`CREATE INDEX ${sql(`${table}_middleware_idx`)} ON ${sql(qualified)} USING gin (middleware)`,
         sql`CREATE INDEX ${sql(`${table}_path_idx`)} ON ${sql(qualified)} (path COLLATE "C")`
+      ], { discard: true })),
+    // The change feed (see `ChangeFeed` below): every row carries the id of the transaction that wrote it last, and
+    // every removal leaves the route's id with the id of the transaction that removed it. Triggers stamp them, so
+    // writes from anywhere (release 0.1 hosts, an operator's SQL) reach every table too.
+    "3_add_change_feed": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`ALTER TABLE ${sql(qualified)} ADD COLUMN txid xid8 NOT NULL DEFAULT pg_current_xact_id()`,
+        sql`CREATE INDEX ${sql(`${table}_txid_idx`)} ON ${sql(qualified)} (txid)`,
+        sql`CREATE TABLE ${sql(removals)} (
+          id uuid NOT NULL,
+          txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+          removed_at timestamptz NOT NULL DEFAULT now()
+        )`,
+        sql`CREATE INDEX ${sql(`${table}_removals_txid_idx`)} ON ${sql(removals)} (txid)`,
+        sql`CREATE INDEX ${sql(`${table}_removals_removed_at_idx`)} ON ${sql(removals)} (removed_at)`,
+        // One row: the newest transaction whose removals were pruned. A reader whose cursor is older reloads.
+        sql`CREATE TABLE ${sql(feed)} (
+          single boolean PRIMARY KEY DEFAULT true CHECK (single),
+          pruned_through xid8 NOT NULL DEFAULT '0'
+        )`,
+        sql`INSERT INTO ${sql(feed)} DEFAULT VALUES`,
+        // Identifiers are checked by `resolve` (lowercase letters, digits and _), so they are safe in function text.
+        sql.unsafe(`CREATE FUNCTION ${stampFunction}() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN NEW.txid := pg_current_xact_id(); RETURN NEW; END $$`),
+        sql.unsafe(`CREATE TRIGGER ${table}_stamp BEFORE UPDATE ON ${qualified}
+          FOR EACH ROW EXECUTE FUNCTION ${stampFunction}()`),
+        sql.unsafe(`CREATE FUNCTION ${removalFunction}() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN INSERT INTO ${removals} (id) VALUES (OLD.id); RETURN NULL; END $$`),
+        sql.unsafe(`CREATE TRIGGER ${table}_log_removal AFTER DELETE ON ${qualified}
+          FOR EACH ROW EXECUTE FUNCTION ${removalFunction}()`)
       ], { discard: true }))
   }
 }
+
+/**
+ * Drops everything the migrations made: the routes with their history, the functions and the migrations table.
+ *
+ * @since 0.2.0
+ */
+export const uninstall = (
+  options: Options = {}
+): Effect.Effect<void, RouteRepository.StoreUnavailable, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const { feed, migrationsTable, qualified, removalFunction, removals, stampFunction } = resolve(options)
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* Effect.all([
+      sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(removals)}, ${sql(feed)}, ${sql(migrationsTable)}`,
+      sql.unsafe(`DROP FUNCTION IF EXISTS ${stampFunction}(), ${removalFunction}()`)
+    ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
+  })
 
 // Codes Postgres gives the loser when two processes create the same object at once.
 const isCreateRace = (error: SqlError) => {
@@ -230,6 +303,9 @@ const fromRow = (row: RouteRow): Route.StoredRoute =>
     revision: Number(row.revision)
   }, true)
 
+const fromJson = (row: ChangeFeed.JsonRow): Route.StoredRoute =>
+  fromRow({ ...row, created_at: new Date(row.created_at) })
+
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -247,10 +323,12 @@ export const make = (
   options: Options = {}
 ): Effect.Effect<Context.Tag.Service<RouteRepository.RouteRepository>, never, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    const { qualified, queryTimeout, sequence, table: tableName } = resolve(options)
+    const settings = resolve(options)
+    const { qualified, queryTimeout, sequence, table: tableName } = settings
     const ids = yield* RouteRepository.RouteIdGenerator
+    const client = yield* SqlClient.SqlClient
     // The host's client may rename result columns (transformResultNames); our rows keep their SQL names.
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const sql = client.withoutTransforms()
     const table = sql(qualified)
     const columns = routeColumns(sql)
     const revision = nextRevision(sql, sequence)
@@ -429,9 +507,15 @@ export const make = (
       )
     }
 
+    const feed = ChangeFeed.make({ client, sql, settings, columns, fromJson, guard })
+    // Every change is announced once committed, so the other processes' tables hear of it at once.
+    const announced = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.tap(effect, () => feed.announce)
+
     return RouteRepository.RouteRepository.of({
       create: (input) =>
-        guard(Effect.flatMap(Clock.currentTimeMillis, (now) => create(RouteRepository.makeRoute(ids, input, now)))),
+        announced(
+          guard(Effect.flatMap(Clock.currentTimeMillis, (now) => create(RouteRepository.makeRoute(ids, input, now))))
+        ),
       findById: (id) =>
         withRouteId(
           id,
@@ -442,8 +526,12 @@ export const make = (
         [query.method, query.handler, query.middleware, query.pathPrefix].some(holdsNul)
           ? Effect.succeed(EMPTY_PAGE)
           : guard(list(query)),
-      update: (id, patch, precondition) => withRouteId(id, (routeId) => update(routeId, patch, precondition)),
-      remove: (id, precondition) => withRouteId(id, (routeId) => remove(routeId, precondition))
+      update: (id, patch, precondition) =>
+        announced(withRouteId(id, (routeId) => update(routeId, patch, precondition))),
+      // Removals are what the feed keeps history of, so the process that removes prunes it.
+      remove: (id, precondition) =>
+        Effect.tap(announced(withRouteId(id, (routeId) => remove(routeId, precondition))), () => feed.prune),
+      changes: feed.changes
     })
   })
 

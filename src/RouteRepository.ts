@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
+import type { Duration } from "effect"
 import { Context, Effect, Layer, Schema } from "effect"
 import * as Route from "./Route.js"
 
@@ -102,6 +103,47 @@ export interface Page {
 }
 
 /**
+ * What changed in a store after a cursor (see `ChangeFeed`).
+ *
+ * @since 0.2.0
+ */
+export interface Changes {
+  /** The position these changes bring a reader to: the cursor of the next read. */
+  readonly cursor: string
+  /** Routes created or updated since the cursor read, each as it is now (its newest revision). */
+  readonly upserted: ReadonlyArray<Route.StoredRoute>
+  /** Ids of the routes removed since the cursor read. Ids are never reused, so a removed route stays removed. */
+  readonly removed: ReadonlyArray<string>
+  /**
+   * `false` when the store no longer holds the whole history since the cursor (it was pruned while the reader was
+   * away): the reader must load every route again from a new cursor. `upserted` and `removed` are then empty.
+   */
+  readonly complete: boolean
+}
+
+/**
+ * How a store shared by several processes tells each of them what the others changed. A reader takes a `cursor`,
+ * loads every route, then reads `since` that cursor again and again: each read gives exactly the changes committed
+ * after the previous one, whatever order their transactions started in, and the reader ends equal to the store.
+ *
+ * @since 0.2.0
+ */
+export interface ChangeFeed {
+  /** A position at the store's present: every change committed after it is in the next `since`. */
+  readonly cursor: Effect.Effect<string, StoreUnavailable>
+  /** The changes committed after `cursor`, and the cursor to read from next. */
+  readonly since: (cursor: string) => Effect.Effect<Changes, StoreUnavailable>
+  /** How often a reader reads `since` when nothing wakes it. */
+  readonly pollInterval: Duration.Duration
+  /**
+   * Present when the store can say that a change was committed: runs until interrupted, calling `wake` after each
+   * commit it hears of, and once whenever it starts hearing again (what was said in between is lost). A hint only:
+   * `wake` may be spurious, and the reader still polls.
+   */
+  readonly wakeups?: ((wake: () => void) => Effect.Effect<never>) | undefined
+}
+
+/**
  * Where routes live. Every change is atomic: it happens whole or not at all, and a precondition or a conflict is
  * decided together with the write it guards.
  *
@@ -134,6 +176,11 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
    * read in an Effect.
    */
   readonly unsafeFindById?: (id: string) => Route.StoredRoute | undefined
+  /**
+   * Offered by a store that other processes can change (the Postgres store): how to follow their changes. A store
+   * only this process changes has none.
+   */
+  readonly changes?: ChangeFeed | undefined
 }>() {}
 
 /**

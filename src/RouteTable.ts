@@ -239,24 +239,75 @@ export const lookup: {
 export class RouteTable extends Context.Tag("route-registry/RouteTable")<RouteTable, Table<Route.StoredRoute>>() {}
 
 /**
+ * How current the process's table is, for a readiness check (CONTRACT §12).
+ *
+ * - `following`: `"local"` for a store only this process changes (the table is always current), `"notifications"`
+ *   when other processes' changes wake the table (and it also polls), `"polling"` when it polls alone.
+ * - `reachable`: whether the last read of the store's changes succeeded. While it fails, the table keeps routing
+ *   with what it has, and catches up by itself once the store answers again.
+ * - `confirmedAt`, `stalenessMillis`: when the table was last confirmed equal to the store, and how long ago that is.
+ *   While the store is reachable it stays under the poll interval (plus one read); in an outage it grows.
+ * - `error`: why the last read failed, while it fails.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Status {
+  readonly following: "local" | "notifications" | "polling"
+  readonly reachable: boolean
+  readonly confirmedAt: Date
+  readonly stalenessMillis: number
+  readonly error: string | undefined
+}
+
+/**
+ * The status of the process's table, provided by `layer`: `get` in an Effect, `unsafeGet` from plain code (a
+ * readiness endpoint). Both read it at the moment they are called.
+ *
+ * @since 0.2.0
+ * @category tags
+ */
+export class TableStatus extends Context.Tag("route-registry/RouteTable/TableStatus")<TableStatus, {
+  readonly get: Effect.Effect<Status>
+  readonly unsafeGet: () => Status
+}>() {}
+
+/**
+ * The status of the process's table, now.
+ *
+ * @since 0.2.0
+ * @category accessors
+ */
+export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(TableStatus, (service) => service.get)
+
+/**
  * The live table over the `RouteRepository` in context. Building the layer loads every stored route (a process
  * routes only once its table is loaded); it then provides the table and the same store, through which every change
  * is in the table before it is acknowledged, so a route created through the API serves at once and stops when it is
  * deleted. Provide the routing API the store from this layer, not the one underneath, so both share the table.
  *
+ * When the store is shared with other processes (the Postgres store), the layer also follows their changes for as
+ * long as it lives: each is in the table within milliseconds of its commit (or within the store's poll interval
+ * without notifications), none is lost or applied out of order, and `TableStatus` says how current the table is.
+ *
  * @since 0.2.0
  * @category layers
  */
 export const layer: Layer.Layer<
-  RouteTable | RouteRepository.RouteRepository,
+  RouteTable | RouteRepository.RouteRepository | TableStatus,
   RouteRepository.StoreUnavailable,
   RouteRepository.RouteRepository
-> = Layer.effectContext(Effect.gen(function*() {
+> = Layer.scopedContext(Effect.gen(function*() {
   const table = empty<Route.StoredRoute>()
-  const store = yield* LiveTable.make(yield* RouteRepository.RouteRepository, {
+  const live = yield* LiveTable.make(yield* RouteRepository.RouteRepository, {
     get: (id) => get(table, id),
     insert: (route) => insert(table, route),
-    remove: (id) => remove(table, id)
+    remove: (id) => remove(table, id),
+    ids: () => table.tree.byId.keys()
   })
-  return Context.make(RouteTable, table).pipe(Context.add(RouteRepository.RouteRepository, store))
+  if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
+  return Context.make(RouteTable, table).pipe(
+    Context.add(RouteRepository.RouteRepository, live.store),
+    Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status })
+  )
 }))

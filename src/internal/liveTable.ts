@@ -1,11 +1,12 @@
 /**
- * Keeping a process's route table equal to its store: the table is loaded page by page, then every change made
- * through the store is applied to it before the change is acknowledged.
+ * Keeping a process's route table equal to its store: the table is loaded page by page, every change made through
+ * the store is applied to it before the change is acknowledged, and, when the store is shared with other processes
+ * (it offers a change feed), their changes are read from the feed and applied as they commit.
  *
  * @internal
  */
 import type { Context } from "effect"
-import { Effect, Exit } from "effect"
+import { Cause, Duration, Effect, Exit, Queue } from "effect"
 import type * as Route from "../Route.js"
 import * as RouteRepository from "../RouteRepository.js"
 import { flatMapNow } from "./fold.js"
@@ -15,6 +16,33 @@ export interface Target {
   readonly get: (id: string) => Route.StoredRoute | undefined
   readonly insert: (route: Route.StoredRoute) => void
   readonly remove: (id: string) => void
+  readonly ids: () => Iterable<string>
+}
+
+/** How current a table is (see `RouteTable.Status`). */
+export interface Status {
+  readonly following: "local" | "notifications" | "polling"
+  readonly reachable: boolean
+  readonly confirmedAt: Date
+  readonly stalenessMillis: number
+  readonly error: string | undefined
+}
+
+type Store = Context.Tag.Service<RouteRepository.RouteRepository>
+
+/** When the table was last confirmed equal to the store, and whether the last try to confirm it failed. */
+interface Confirmed {
+  at: number
+  reachable: boolean
+  error: string | undefined
+}
+
+export interface Live {
+  /** The store, with each change also applied to the table. */
+  readonly store: Store
+  readonly status: () => Status
+  /** Follows the other processes' changes until interrupted; `undefined` for a store no other process changes. */
+  readonly follow: Effect.Effect<never> | undefined
 }
 
 const PAGE_SIZE = 1000
@@ -24,47 +52,111 @@ const PAGE_SIZE = 1000
 // seen removed is never brought back by a late answer. A minute is far longer than any such race.
 const TOMBSTONE_MILLIS = 60_000
 
-type Store = Context.Tag.Service<RouteRepository.RouteRepository>
-
 /**
  * Loads every route of `store` into `target`, and returns the store with each change also applied to `target`, at
- * once when the store answers at once (no fiber), and in every case before the change's Effect completes.
+ * once when the store answers at once (no fiber), and in every case before the change's Effect completes. With a
+ * change feed, the table is current as of the feed's cursor when this completes.
  */
-export const make = (store: Store, target: Target): Effect.Effect<Store, RouteRepository.StoreUnavailable> => {
-  const removed = new Map<string, number>()
+export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRepository.StoreUnavailable> =>
+  Effect.gen(function*() {
+    const removed = new Map<string, number>()
+    // While a reload runs: the ids this process changed meanwhile, which the reload must not take for gone.
+    let touched: Set<string> | undefined
 
-  // The newest revision wins: a late, older version of a route never replaces a newer one.
-  const upsert = (route: Route.StoredRoute): void => {
-    if (removed.has(route.id)) return
-    const known = target.get(route.id)
-    if (known === undefined || known.revision < route.revision) target.insert(route)
-  }
-
-  const drop = (id: string): void => {
-    target.remove(id)
-    const now = Date.now()
-    removed.set(id, now)
-    for (const [old, at] of removed) {
-      if (now - at < TOMBSTONE_MILLIS) break
-      removed.delete(old)
+    // The newest revision wins: a late, older version of a route never replaces a newer one.
+    const upsert = (route: Route.StoredRoute): void => {
+      if (removed.has(route.id)) return
+      touched?.add(route.id)
+      const known = target.get(route.id)
+      if (known === undefined || known.revision < route.revision) target.insert(route)
     }
-  }
 
-  const load = (after: string | undefined): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
-    Effect.flatMap(store.list({ limit: PAGE_SIZE, after }), (page) => {
-      page.items.forEach(upsert)
-      return page.hasMore ? load(page.items[page.items.length - 1]!.id) : Effect.void
-    })
+    const drop = (id: string): void => {
+      target.remove(id)
+      touched?.add(id)
+      const now = Date.now()
+      removed.delete(id)
+      removed.set(id, now)
+      for (const [old, at] of removed) {
+        if (now - at < TOMBSTONE_MILLIS) break
+        removed.delete(old)
+      }
+    }
 
-  const applied = <E>(effect: Effect.Effect<Route.StoredRoute, E>) =>
-    flatMapNow(effect, (route) => {
-      upsert(route)
-      return Exit.succeed(route)
-    })
+    const load = (
+      after: string | undefined,
+      seen: Set<string>
+    ): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
+      Effect.flatMap(store.list({ limit: PAGE_SIZE, after }), (page) => {
+        for (const route of page.items) {
+          seen.add(route.id)
+          upsert(route)
+        }
+        return page.hasMore ? load(page.items[page.items.length - 1]!.id, seen) : Effect.void
+      })
 
-  return Effect.as(
-    load(undefined),
-    RouteRepository.RouteRepository.of({
+    const feed = store.changes
+    const confirmed: Confirmed = { at: Date.now(), reachable: true, error: undefined }
+
+    // Every route again, from a new cursor; routes the store no longer has leave the table.
+    const reload = (changes: RouteRepository.ChangeFeed) =>
+      Effect.gen(function*() {
+        const cursor = yield* changes.cursor
+        const seen = new Set<string>()
+        touched = new Set()
+        yield* Effect.ensuring(
+          load(undefined, seen),
+          Effect.sync(() => {
+            touched = undefined
+          })
+        )
+        for (const id of Array.from(target.ids())) if (!seen.has(id) && !touched?.has(id)) drop(id)
+        return cursor
+      })
+
+    let cursor: string | undefined
+    const poll = (changes: RouteRepository.ChangeFeed): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
+      Effect.gen(function*() {
+        const askedAt = Date.now()
+        const read = yield* changes.since(cursor!)
+        if (!read.complete) {
+          cursor = yield* reload(changes)
+          return yield* poll(changes)
+        }
+        for (const id of read.removed) drop(id)
+        const refused: Array<string> = []
+        for (const route of read.upserted) {
+          // A row written by other means than this library (an operator's SQL) may not be a valid route: it is left
+          // out of the table rather than holding up every change after it.
+          try {
+            upsert(route)
+          } catch (error) {
+            refused.push(`${route.id} (${route.method} ${route.path}): ${String(error)}`)
+          }
+        }
+        cursor = read.cursor
+        // The snapshot the read saw was taken after it was asked for: the table is current as of then.
+        confirmed.at = askedAt
+        if (refused.length > 0) {
+          yield* Effect.logError(`route table: stored rows that are not routes were skipped: ${refused.join("; ")}`)
+        }
+      })
+
+    if (feed === undefined) {
+      yield* load(undefined, new Set())
+    } else {
+      cursor = yield* feed.cursor
+      yield* load(undefined, new Set())
+      yield* poll(feed) // what changed while the pages were read
+    }
+
+    const applied = <E>(effect: Effect.Effect<Route.StoredRoute, E>) =>
+      flatMapNow(effect, (route) => {
+        upsert(route)
+        return Exit.succeed(route)
+      })
+
+    const live: Store = RouteRepository.RouteRepository.of({
       ...store,
       create: (input) => applied(store.create(input)),
       update: (id, patch, precondition) => applied(store.update(id, patch, precondition)),
@@ -74,5 +166,69 @@ export const make = (store: Store, target: Target): Effect.Effect<Store, RouteRe
           return Exit.void
         })
     })
-  )
-}
+
+    const status = (): Status => {
+      if (feed === undefined) {
+        return { following: "local", reachable: true, confirmedAt: new Date(), stalenessMillis: 0, error: undefined }
+      }
+      return {
+        following: feed.wakeups === undefined ? "polling" : "notifications",
+        reachable: confirmed.reachable,
+        confirmedAt: new Date(confirmed.at),
+        stalenessMillis: Math.max(0, Date.now() - confirmed.at),
+        error: confirmed.error
+      }
+    }
+
+    return { store: live, status, follow: feed === undefined ? undefined : follow(feed, poll, confirmed) }
+  })
+
+/**
+ * Reads the feed whenever it wakes the table, and every poll interval in any case. A failed read leaves the table as
+ * it was (it keeps routing) and is tried again at the next interval; the outage is logged once, and its end too.
+ */
+const follow = (
+  feed: RouteRepository.ChangeFeed,
+  poll: (feed: RouteRepository.ChangeFeed) => Effect.Effect<void, RouteRepository.StoreUnavailable>,
+  confirmed: Confirmed
+): Effect.Effect<never> =>
+  Effect.scoped(Effect.gen(function*() {
+    const woken = yield* Queue.sliding<void>(1)
+    if (feed.wakeups !== undefined) {
+      yield* Effect.forkScoped(feed.wakeups(() => Queue.unsafeOffer(woken, undefined)))
+    }
+    const interval = Duration.toMillis(feed.pollInterval)
+    const failed = (cause: Cause.Cause<RouteRepository.StoreUnavailable>) =>
+      Effect.suspend(() => {
+        const reason = Cause.squash(cause)
+        const error = reason instanceof RouteRepository.StoreUnavailable ? reason.reason : String(reason)
+        const first = confirmed.reachable
+        confirmed.reachable = false
+        confirmed.error = error
+        return first
+          ? Effect.logWarning(
+            `route table: cannot read the store's changes (${error}); routing on with the table confirmed current at ${
+              new Date(confirmed.at).toISOString()
+            }`
+          )
+          : Effect.void
+      })
+    // The confirmation before the outage: `poll` has moved `confirmed.at` by the time `recovered` runs.
+    let before = confirmed.at
+    const recovered = Effect.suspend(() => {
+      if (confirmed.reachable) {
+        before = confirmed.at
+        return Effect.void
+      }
+      const away = confirmed.at - before
+      confirmed.reachable = true
+      confirmed.error = undefined
+      return Effect.logInfo(`route table: current again, after ${Duration.format(Duration.millis(away))}`)
+    })
+    return yield* Effect.forever(
+      Queue.take(woken).pipe(
+        Effect.timeoutOption(interval),
+        Effect.zipRight(Effect.matchCauseEffect(poll(feed), { onFailure: failed, onSuccess: () => recovered }))
+      )
+    )
+  }))

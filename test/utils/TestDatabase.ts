@@ -50,14 +50,16 @@ let counter = 0
 /** A fresh table name, so tests never see each other's rows. */
 export const freshTable = () => `rr_test_${process.pid}_${Date.now().toString(36)}_${counter++}`
 
-/** The Postgres store on a table of its own, dropped (with its migrations table) when the layer is released. */
+/** The Postgres store on a table of its own, uninstalled (table, history, functions) when the layer is released. */
 export const storeLayer = (options: PgRouteRepository.Options = {}) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const table = options.table ?? freshTable()
-    const qualified = options.schema === undefined ? table : `${options.schema}.${table}`
     yield* Effect.addFinalizer(() =>
-      sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(`${qualified}_migrations`)}`.pipe(Effect.orDie)
+      PgRouteRepository.uninstall({ ...options, table }).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.orDie
+      )
     )
     return PgRouteRepository.layer({ ...options, table })
   }))
