@@ -34,6 +34,16 @@ export const port = (fallback: number): number => {
 
 export const host = (): string => process.env.HOST || "127.0.0.1"
 
+/** A whole number of milliseconds from `name`, or `undefined` when it is unset or empty. */
+export const optionalMillis = (name: string): number | undefined => {
+  const raw = process.env[name]
+  if (raw === undefined || raw === "") return undefined
+  const millis = Number(raw)
+  return Number.isSafeInteger(millis) && millis >= 0
+    ? millis
+    : fail(`${name} must be a whole number of milliseconds (got "${raw}")`)
+}
+
 const list = (name: string): Array<string> =>
   (process.env[name] ?? "").split(",").map((entry) => entry.trim()).filter((entry, i) => {
     if (entry === "") return false // empty entries are ignored

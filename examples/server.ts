@@ -3,7 +3,8 @@
  * OpenAPI document at /openapi.json and a reference page at /docs, and shuts down gracefully.
  *
  * Environment: PORT (default 3000; 0 picks a free port), HOST (default 127.0.0.1), ROUTING_ADMIN_TOKENS and
- * ROUTING_READ_TOKENS (comma-separated), DATABASE_URL (Postgres store when set, otherwise in memory).
+ * ROUTING_READ_TOKENS (comma-separated), DATABASE_URL (Postgres store when set, otherwise in memory),
+ * READY_MAX_STALENESS_MS (see /readyz below).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Layer, ManagedRuntime, Redacted, Runtime } from "effect"
@@ -55,13 +56,27 @@ const services = Env.services(RouteTable.layer.pipe(Layer.provide(store())))
 const runtime = ManagedRuntime.make(
   process.env.ROUTER_STRICT === "1" ? Layer.merge(services, Catalog.layer(Demo.names)) : services
 )
-const [api, router] = await runtime.runPromise(Effect.all([NodeListener.make(), NodeRouter.make(Demo.functions)]))
+const [api, router, tableStatus] = await runtime.runPromise(
+  Effect.all([NodeListener.make(), NodeRouter.make(Demo.functions), RouteTable.TableStatus])
+)
   .catch(async (error: unknown) => {
     await runtime.dispose()
     return Env.fail(`could not start the route store: ${explain(error)}`)
   })
 const openApi = JSON.stringify(RoutingApi.openApi)
 const docs = docsPage(RoutingApi.openApi)
+
+// READY_MAX_STALENESS_MS: past this staleness /readyz answers 503. Unset, it answers 200 whenever the process routes,
+// since every process keeps routing through a database outage and taking them all out of rotation would stop it.
+const maxStaleness = Env.optionalMillis("READY_MAX_STALENESS_MS")
+
+// Readiness (CONTRACT §12): the server listens only once the table is loaded, so this says how current it is.
+const readiness = (res: Http.ServerResponse) => {
+  const status = tableStatus.unsafeGet()
+  const ready = maxStaleness === undefined || status.stalenessMillis <= maxStaleness
+  const body = JSON.stringify({ ready, ...status })
+  res.writeHead(ready ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" }).end(body)
+}
 
 // The host's own answer for what neither the API nor a stored route serves.
 const notFound = (res: Http.ServerResponse) =>
@@ -71,7 +86,9 @@ Env.serve(
   (req, res) =>
     api(req, res, () => {
       const path = (req.url ?? "/").split("?")[0]
-      if (req.method === "GET" && path === "/openapi.json") {
+      if (req.method === "GET" && path === "/readyz") {
+        readiness(res)
+      } else if (req.method === "GET" && path === "/openapi.json") {
         res.writeHead(200, { "content-type": "application/json" }).end(openApi)
       } else if (req.method === "GET" && path === "/docs") {
         res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(docs)

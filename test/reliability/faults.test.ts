@@ -10,9 +10,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Layer, Logger, Redacted } from "effect"
-import { execFileSync, spawnSync } from "node:child_process"
-import { readdirSync } from "node:fs"
-import Pg from "pg"
+import { spawnSync } from "node:child_process"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import { nodeListener, type Received } from "../utils/adapters.js"
 import { get, post, tokens } from "../utils/httpContract.js"
@@ -25,29 +23,7 @@ const QUERY_TIMEOUT_MS = 2_000
 const HANG_MS = QUERY_TIMEOUT_MS + 3_000
 const ALLOWED = new Set([201, 200, 404, 409, 503])
 
-const cluster = (action: "start" | "stop") =>
-  execFileSync("pg_ctlcluster", ["--skip-systemctl-redirect", readdirSync("/etc/postgresql")[0]!, "main", action], {
-    stdio: "ignore"
-  })
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-const admin = async <A>(url: string, f: (client: Pg.Client) => Promise<A>): Promise<A> => {
-  for (let attempt = 0;; attempt++) {
-    const client = new Pg.Client({ connectionString: url })
-    try {
-      await client.connect()
-      try {
-        return await f(client)
-      } finally {
-        await client.end()
-      }
-    } catch (error) {
-      if (attempt >= 20) throw error
-      await pause(250) // the server may still be starting
-    }
-  }
-}
 
 interface Outcome {
   readonly status: number | "hung" | "error"
@@ -105,16 +81,16 @@ describe("database faults under load", () => {
     try {
       const workers = Array.from({ length: 8 }, worker)
       await pause(1_000)
-      const killed = await admin(
+      const killed = await TestDatabase.admin(
         database.url,
         (c) =>
           c.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [APPLICATION])
       )
       assert.isAbove(killed.rowCount ?? 0, 0, "no connection of the store was found to kill")
       await pause(1_500)
-      cluster("stop")
+      TestDatabase.cluster("stop")
       await pause(2_000)
-      cluster("start")
+      TestDatabase.cluster("start")
       const back = Date.now()
       await pause(6_000)
       running = false
@@ -134,14 +110,14 @@ describe("database faults under load", () => {
         assert.strictEqual(found.status, 200)
         assert.strictEqual(found.text, response.text)
       }
-      const open = await admin(
+      const open = await TestDatabase.admin(
         database.url,
         (c) => c.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1", [APPLICATION])
       )
       assert.isAtMost(open.rows[0].n, POOL)
     } finally {
       running = false
-      if (spawnSync("pg_isready", ["-q", "-h", "127.0.0.1"]).status !== 0) cluster("start") // leave the server up
+      if (spawnSync("pg_isready", ["-q", "-h", "127.0.0.1"]).status !== 0) TestDatabase.cluster("start") // leave the server up
       await server.close()
       await database.drop()
     }

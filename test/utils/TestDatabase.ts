@@ -9,6 +9,8 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { PGlite } from "@electric-sql/pglite"
 import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { Effect, Layer, Redacted } from "effect"
+import { execFileSync } from "node:child_process"
+import { readdirSync } from "node:fs"
 import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 
@@ -97,6 +99,30 @@ export const freshDatabase = async (): Promise<{ readonly url: string; readonly 
       } finally {
         await client.end()
       }
+    }
+  }
+}
+
+/** Stops or starts the PostgreSQL server the machine runs (the one DATABASE_URL names). */
+export const cluster = (action: "start" | "stop") =>
+  execFileSync("pg_ctlcluster", ["--skip-systemctl-redirect", readdirSync("/etc/postgresql")[0]!, "main", action], {
+    stdio: "ignore"
+  })
+
+/** Runs `f` on a connection of its own to `url`, retrying for 5 s while the server starts. */
+export const admin = async <A>(url: string, f: (client: Pg.Client) => Promise<A>): Promise<A> => {
+  for (let attempt = 0;; attempt++) {
+    const client = new Pg.Client({ connectionString: url })
+    try {
+      await client.connect()
+      try {
+        return await f(client)
+      } finally {
+        await client.end()
+      }
+    } catch (error) {
+      if (attempt >= 20) throw error
+      await new Promise((resolve) => setTimeout(resolve, 250)) // the server may still be starting
     }
   }
 }
