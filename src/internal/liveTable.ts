@@ -47,6 +47,11 @@ export interface Live {
 
 const PAGE_SIZE = 1000
 
+// The least time between two reads of the feed. Under a stream of changes every process is woken for each, and
+// reading once per change would cost the database a read per change per process; waiting this long after a read
+// lets the next one take every change woken meanwhile, for at most this much latency (bench/propagation.ts).
+const POLL_GAP_MILLIS = 5
+
 // How long the id of a removed route is remembered. Concurrent changes of one route can complete in another order
 // than they were made (an update acknowledged after the delete that followed it); ids are never reused, so a route
 // seen removed is never brought back by a late answer. A minute is far longer than any such race.
@@ -228,7 +233,8 @@ const follow = (
     return yield* Effect.forever(
       Queue.take(woken).pipe(
         Effect.timeoutOption(interval),
-        Effect.zipRight(Effect.matchCauseEffect(poll(feed), { onFailure: failed, onSuccess: () => recovered }))
+        Effect.zipRight(Effect.matchCauseEffect(poll(feed), { onFailure: failed, onSuccess: () => recovered })),
+        Effect.zipRight(Effect.sleep(POLL_GAP_MILLIS))
       )
     )
   }))
