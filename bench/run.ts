@@ -1,13 +1,17 @@
 /**
  * The benchmark: `node --import tsx bench/run.ts [--quick] [--rounds N] [--duration SECONDS] [--only IDS]`, where IDS
  * is a comma-separated list of parts to run (get, mix, post, pg-get, pg-mix, pg-post, router; memory, the heap per
- * stored route; table, the route table against radix routers by bench/table.ts); all of them without `--only`.
+ * stored route; table, the route table against radix routers by bench/table.ts); all of them without `--only`. IDS
+ * may also name servers (lean-node, fastify-plain, ours-node, …): each scenario then runs only those and its
+ * reference, and with no part named, every scenario that has one of them runs.
  *
  * Every server (the library's three adapters and the peers in bench/peers) runs as a process of its own pinned to
  * core 1; wrk, pinned to core 0, loads one server at a time over 127.0.0.1. Each server stores its seed routes
  * through its own store code before it listens (SEED), and is checked through its API before any load. Each
  * scenario warms every server up, then runs rounds; in each round every server is loaded once (the order rotates
  * from round to round), so a ratio is taken within a round, pair by pair, and the median of those ratios reported.
+ * Every library entry is shown against the scenario's reference, its targets' references, and the lean peers (the
+ * hand-written `node:http` server and plain Fastify, both serving the whole contract) wherever they run.
  * Results go to bench/results/<time>.json; a table is printed.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
@@ -62,22 +66,26 @@ interface ServerSpec {
   readonly postgres?: boolean
   /** A server of the router scenario: it serves `bench/router.ts`'s routes rather than the API alone. */
   readonly router?: boolean
+  /** One of the library's entries, shown against the lean peers too. */
+  readonly library?: boolean
 }
 
 const scaleName = `ours-node@${config.scaleSeed.toLocaleString("en-US")}`
 const servers: ReadonlyArray<ServerSpec> = [
-  { name: "ours-node", file: "bench/ours/node-listener.ts", seed: config.seed },
-  { name: "ours-httpapp", file: "bench/ours/http-app.ts", seed: config.seed },
-  { name: "ours-web", file: "bench/ours/web-handler.ts", seed: config.seed },
+  { name: "ours-node", file: "bench/ours/node-listener.ts", seed: config.seed, library: true },
+  { name: "ours-httpapp", file: "bench/ours/http-app.ts", seed: config.seed, library: true },
+  { name: "ours-web", file: "bench/ours/web-handler.ts", seed: config.seed, library: true },
+  { name: "lean-node", file: "bench/peers/lean-node.ts", seed: config.seed },
+  { name: "fastify-plain", file: "bench/peers/fastify-plain.ts", seed: config.seed },
   { name: "raw-node", file: "bench/peers/raw-node.ts", seed: config.seed },
   { name: "fastify", file: "bench/peers/fastify.ts", seed: config.seed },
   { name: "express", file: "bench/peers/express.ts", seed: config.seed },
   { name: "hono", file: "bench/peers/hono.ts", seed: config.seed },
   { name: "effect-httpapi", file: "bench/peers/effect-httpapi.ts", seed: config.seed },
-  { name: scaleName, file: "bench/ours/node-listener.ts", seed: config.scaleSeed },
-  { name: "ours-node-pg", file: "bench/ours/node-listener.ts", seed: config.seed, postgres: true },
+  { name: scaleName, file: "bench/ours/node-listener.ts", seed: config.scaleSeed, library: true },
+  { name: "ours-node-pg", file: "bench/ours/node-listener.ts", seed: config.seed, postgres: true, library: true },
   { name: "fastify-pg", file: "bench/peers/fastify-pg.ts", seed: config.seed, postgres: true },
-  { name: "ours-router", file: "bench/ours/router.ts", seed: config.seed, router: true },
+  { name: "ours-router", file: "bench/ours/router.ts", seed: config.seed, router: true, library: true },
   { name: "fastify-router", file: "bench/peers/fastify-router.ts", seed: config.seed, router: true }
 ]
 
@@ -94,11 +102,13 @@ interface Scenario {
 
 // --quick keeps the servers the targets compare.
 const all = <A>(full: ReadonlyArray<A>, quick: ReadonlyArray<A>) => QUICK ? quick : full
+// The lean peers: the whole contract on node:http written for speed, and on Fastify as its documentation teaches.
+const LEAN_PEERS = ["lean-node", "fastify-plain"]
 const memoryServers = all(
-  ["ours-node", "ours-httpapp", "ours-web", "raw-node", "fastify", "express", "hono", "effect-httpapi"],
-  ["ours-node", "ours-httpapp", "raw-node", "fastify", "effect-httpapi"]
+  ["ours-node", "ours-httpapp", "ours-web", ...LEAN_PEERS, "raw-node", "fastify", "express", "hono", "effect-httpapi"],
+  ["ours-node", "ours-httpapp", ...LEAN_PEERS, "raw-node", "fastify", "effect-httpapi"]
 )
-const postServers = all(memoryServers, ["ours-node", "ours-httpapp", "fastify", "effect-httpapi"])
+const postServers = all(memoryServers, ["ours-node", "ours-httpapp", ...LEAN_PEERS, "fastify", "effect-httpapi"])
 const pgServers = ["ours-node-pg", "fastify-pg"]
 const allScenarios: ReadonlyArray<Scenario> = [
   { id: "get", title: "GET by id (memory)", mode: "get", servers: [...memoryServers, scaleName], reference: "fastify" },
@@ -130,8 +140,22 @@ const allScenarios: ReadonlyArray<Scenario> = [
   }
 ]
 const only = argv.includes("--only") ? argv[argv.indexOf("--only") + 1]?.split(",") ?? [] : undefined
-const scenarios = only === undefined ? allScenarios : allScenarios.filter((scenario) => only.includes(scenario.id))
-const selected = (part: "memory" | "table") => only === undefined || only.includes(part)
+const serverNames = new Set(servers.map((spec) => spec.name))
+const onlyServers = only?.filter((id) => serverNames.has(id)) ?? []
+const onlyParts = only?.filter((id) => !serverNames.has(id))
+const scenarios = allScenarios
+  .filter((scenario) =>
+    onlyParts === undefined || onlyParts.includes(scenario.id) ||
+    (onlyParts.length === 0 && scenario.servers.some((name) => onlyServers.includes(name)))
+  )
+  .map((scenario) =>
+    onlyServers.length === 0 ? scenario : {
+      ...scenario,
+      servers: scenario.servers.filter((name) => onlyServers.includes(name) || name === scenario.reference)
+    }
+  )
+const selected = (part: "memory" | "table") => onlyParts === undefined || onlyParts.includes(part)
+const libraryEntries = new Set(servers.filter((spec) => spec.library === true).map((spec) => spec.name))
 
 interface Target {
   readonly scenario: string
@@ -427,6 +451,19 @@ const ratio = (result: ScenarioResult, server: string, reference: string): numbe
   return median(ours.map((m, i) => m.rps / theirs[i]!.rps))
 }
 
+/**
+ * What a server is shown against in a scenario: its targets' references, the scenario's reference and, for a library
+ * entry, the lean peers; each only when it ran in that scenario, never the server itself.
+ */
+const referencesOf = (result: ScenarioResult, name: string): ReadonlyArray<string> =>
+  [
+    ...new Set([
+      ...targets.filter((t) => t.scenario === result.scenario.id && t.server === name).map((t) => t.reference),
+      result.scenario.reference,
+      ...(libraryEntries.has(name) ? LEAN_PEERS : [])
+    ])
+  ].filter((reference) => reference !== name && result.rounds[reference] !== undefined)
+
 const runScenario = async (scenario: Scenario, byName: Map<string, Running>): Promise<ScenarioResult> => {
   const rounds: Record<string, Array<Measurement>> = {}
   const list = scenario.servers.map((name) => byName.get(name)!)
@@ -538,12 +575,7 @@ const main = async () => {
         cpu: median(measured.map((m) => m.cpuUs)).toFixed(0)
       }
       const own = targets.filter((t) => t.scenario === result.scenario.id && t.server === name)
-      const references = [
-        ...own.map((t) => t.reference),
-        ...(name === result.scenario.reference || own.some((t) => t.reference === result.scenario.reference)
-          ? []
-          : [result.scenario.reference])
-      ]
+      const references = referencesOf(result, name)
       if (references.length === 0) rows.push(first)
       references.forEach((reference, i) => {
         const value = ratio(result, name, reference)!
@@ -615,6 +647,9 @@ const main = async () => {
           rps: median(measured.map((m) => m.rps)),
           p99Ms: median(measured.map((m) => m.p99Ms)),
           ratioToReference: ratio(result, name, result.scenario.reference),
+          ratios: Object.fromEntries(
+            referencesOf(result, name).map((reference) => [reference, ratio(result, name, reference)])
+          ),
           rounds: measured
         }])
       )

@@ -15,15 +15,17 @@ import * as OursWebHandler from "../bench/ours/web-handler.js"
 import * as EffectHttpApi from "../bench/peers/effect-httpapi.js"
 import * as Express from "../bench/peers/express.js"
 import * as FastifyPg from "../bench/peers/fastify-pg.js"
+import * as FastifyPlain from "../bench/peers/fastify-plain.js"
 import * as FastifyRouter from "../bench/peers/fastify-router.js"
 import * as Fastify from "../bench/peers/fastify.js"
 import * as Hono from "../bench/peers/hono.js"
+import * as LeanNode from "../bench/peers/lean-node.js"
 import * as RawNode from "../bench/peers/raw-node.js"
 import type { Database, Options, Started } from "../bench/peers/shared.js"
 import * as RouterScenario from "../bench/router.js"
 import type { Adapter } from "./utils/adapters.js"
 import { fetchFrom } from "./utils/adapters.js"
-import { ADMIN, createGetContract, httpContract, READER, WRITER } from "./utils/httpContract.js"
+import { ADMIN, createGetContract, httpContract, nodeSocketContract, READER, WRITER } from "./utils/httpContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
 const tokens: Options["tokens"] = [
@@ -50,13 +52,18 @@ const asAdapter = (
   }
 })
 
-// The peers serve create and get only, so they run that part of the suite; the library's entries run all of it.
+// These peers serve create and get only, so they run that part of the suite.
 const peers: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
   ["raw node:http", RawNode.start],
   ["Fastify", Fastify.start],
   ["Express", Express.start],
   ["Hono", Hono.start],
   ["stock Effect HttpApi", EffectHttpApi.start]
+]
+// The lean peers serve the whole contract, as the library's entries do, and run all of the suite.
+const lean: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
+  ["lean node:http", LeanNode.start],
+  ["plain Fastify", FastifyPlain.start]
 ]
 const ours: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
   ["ours: NodeListener", OursNodeListener.start],
@@ -68,9 +75,15 @@ describe("benchmark servers", () => {
   for (const [name, start] of peers) {
     describe(name, () => createGetContract(asAdapter(name, start), RouteRepository.layerMemory))
   }
-  for (const [name, start] of ours) {
+  for (const [name, start] of [...lean, ...ours]) {
     describe(name, () => httpContract(asAdapter(name, start), RouteRepository.layerMemory))
   }
+  for (const [name, start] of lean) {
+    describe(`${name}, 1 KiB body limit`, () =>
+      httpContract(asAdapter(name, start), RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
+  }
+  // Written on node:http directly, it also honours what only a Node socket shows (Fastify writes its own status line).
+  describe("lean node:http on a Node socket", () => nodeSocketContract(asAdapter("lean node:http", LeanNode.start)))
   describe("Fastify, 1 KiB body limit", () =>
     createGetContract(asAdapter("Fastify", Fastify.start), RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
 

@@ -1,0 +1,798 @@
+/**
+ * The whole API on bare `node:http`, written for speed as a performance-minded engineer would: the yardstick the
+ * library is measured against. Every answer that does not depend on the request is prepared once, headers and length
+ * included; a stored route keeps its JSON, ETag and response head from the moment it is written; the bearer token is
+ * compared in constant time with pre-encoded tokens, without hashing or allocating; the store is a few `Map`s and
+ * sorted id lists. It answers what the library answers: the same problem documents, headers and status lines.
+ *
+ * Its store, answers, token check and query parsing are exported for the plain Fastify peer, which serves the same
+ * contract through Fastify's own machinery.
+ */
+import { Either } from "effect"
+import { isUtf8 } from "node:buffer"
+import * as Http from "node:http"
+import type { Scope } from "route-registry/Authenticator"
+import * as Problem from "route-registry/Problem"
+import * as Route from "route-registry/Route"
+import type { ListQuery } from "route-registry/RouteRepository"
+import * as RoutingHandler from "route-registry/RoutingHandler"
+import type { Answer, Created, Options, RouteRecord, Started, Token } from "./shared.js"
+import {
+  closeServer,
+  COLLECTION,
+  COLLECTION_ALLOW,
+  DEFAULT_BODY_TIMEOUT_MILLIS,
+  DEFAULT_MAX_BODY_BYTES,
+  EMPTY_BODY,
+  INCOMPLETE_BODY,
+  ITEM_PREFIX,
+  listen,
+  malformedJson,
+  methodNotAllowed,
+  ROUTE_ALLOW,
+  routeConflict,
+  routeNotFound,
+  runMain,
+  seedSync,
+  timedOut,
+  tooLarge,
+  UNAUTHENTICATED
+} from "./shared.js"
+
+const JSON_TYPE = "application/json"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Answers: the library's problem documents (those shared.ts lacks), each ready to write
+// ---------------------------------------------------------------------------------------------------------------
+
+/** An answer with its head as `writeHead` takes it: the status line's phrase and a flat list of header lines. */
+export interface Prepared extends Answer {
+  readonly phrase: string | undefined
+  readonly head: Array<string>
+  /** It closes the connection (413, 408): the rest of an unread body is discarded first. */
+  readonly close: boolean
+}
+
+/** Ready to write; a problem's status line says its title, as its body does (and as the library's does). */
+export const prepare = (answer: Answer): Prepared => {
+  const head: Array<string> = []
+  for (const name in answer.headers) head.push(name, answer.headers[name]!)
+  head.push("content-length", String(Buffer.byteLength(answer.body)))
+  return { ...answer, phrase: Problem.titles[answer.status], head, close: answer.headers.connection === "close" }
+}
+
+const problem = (
+  code: Problem.Code,
+  detail: string,
+  headers?: Record<string, string>,
+  extensions?: Pick<Problem.Problem, "errors" | "conflictingRouteId">
+): Prepared =>
+  prepare({
+    status: Problem.codes[code],
+    headers: { "content-type": Problem.CONTENT_TYPE, ...headers },
+    body: JSON.stringify(Problem.make(code, detail, extensions))
+  })
+
+const REALM = "Bearer realm=\"routing\""
+const challenge = (code: "invalid_request" | "invalid_token", detail: string) =>
+  problem(code, detail, { "www-authenticate": `${REALM}, error="${code}"` })
+const insufficientScope = (scope: Scope, action: string) =>
+  problem(
+    "insufficient_scope",
+    `This token lacks the ${scope} scope needed to ${action}: use a token that has it.`,
+    { "www-authenticate": `${REALM}, error="insufficient_scope", scope="${scope}"` }
+  )
+
+const NO_TOKEN = prepare(UNAUTHENTICATED)
+const EMPTY_CREDENTIAL = challenge(
+  "invalid_request",
+  "The Authorization header names the Bearer scheme but carries no token: send \"Authorization: Bearer <token>\"."
+)
+const MALFORMED_CREDENTIAL = challenge(
+  "invalid_request",
+  "The bearer token is malformed: a token is letters, digits and - . _ ~ + / optionally followed by \"=\" padding."
+)
+const SEVERAL_CREDENTIALS = challenge(
+  "invalid_request",
+  "The request carries more than one Authorization credential: send exactly one \"Authorization: Bearer <token>\"."
+)
+const INVALID_TOKEN = challenge(
+  "invalid_token",
+  "The bearer token is not accepted: check that it is a configured token and has not expired or been revoked."
+)
+const READ_SCOPE = insufficientScope("routes:read", "read routes")
+const WRITE_SCOPE = insufficientScope("routes:write", "create, update or delete routes")
+
+/** The answer outside `/v1/routing` of a server with no host around it. */
+export const NOT_FOUND = problem(
+  "not_found",
+  "Nothing is served at this path: the routing API lives under /v1/routing."
+)
+
+/** The media types a body may be sent as, as a refusal names them. */
+export const CREATE_TYPES = "application/json"
+export const PATCH_TYPES = "application/json\" or \"Content-Type: application/merge-patch+json"
+
+export const unsupportedMediaType = (got: string | undefined, accepted: string): Prepared =>
+  problem(
+    "unsupported_media_type",
+    `Send the body as JSON with "Content-Type: ${accepted}" (got ${
+      got === undefined ? "no Content-Type" : JSON.stringify(got)
+    }).`
+  )
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
+// A full list may not be all the problems: the validators stop at MAX_ISSUES.
+const countOf = (errors: ReadonlyArray<Route.FieldIssue>, word: string) =>
+  errors.length >= Route.MAX_ISSUES
+    ? `at least ${plural(Route.MAX_ISSUES, word)}; the first ${Route.MAX_ISSUES} are listed in "errors"`
+    : `${plural(errors.length, word)}: see "errors" for each one`
+
+export const invalidRoute = (errors: ReadonlyArray<Route.FieldIssue>): Prepared =>
+  problem("invalid_route", `The route definition breaks ${countOf(errors, "rule")}.`, undefined, { errors })
+
+export const invalidQuery = (errors: ReadonlyArray<Route.FieldIssue>): Prepared =>
+  problem("invalid_query", `The listing query has ${countOf(errors, "problem")}.`, undefined, { errors })
+
+export const preconditionFailed = (id: string): Prepared =>
+  problem(
+    "precondition_failed",
+    `Route ${id} has changed since the version If-Match names, and nothing was changed: get it again and retry with its current ETag.`
+  )
+
+/** The parsed JSON of a body, or the answer refusing it (empty, not UTF-8, not JSON). */
+export const parseJson = (body: Buffer): { readonly json: unknown } | { readonly refused: Answer } => {
+  if (body.length === 0) return { refused: EMPTY_BODY }
+  if (!isUtf8(body)) return { refused: malformedJson("the body is not UTF-8 text") }
+  try {
+    return { json: JSON.parse(body.toString("utf8")) }
+  } catch (error) {
+    return { refused: malformedJson((error as Error).message) }
+  }
+}
+
+// `application/json` (or, for a patch, `application/merge-patch+json`) with any parameters, but no charset other than
+// UTF-8: bodies are read as UTF-8.
+const accepts = (contentType: string | undefined, patch: boolean): boolean => {
+  if (contentType === undefined) return false
+  const semicolon = contentType.indexOf(";")
+  const type = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase()
+  if (type !== JSON_TYPE && !(patch && type === "application/merge-patch+json")) return false
+  if (semicolon === -1) return true
+  const charset = /(?:^|;)\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType.slice(semicolon))
+  return charset === null || /^utf-?8$/i.test(charset[1]!)
+}
+
+export const acceptsCreate = (contentType: string | undefined): boolean =>
+  contentType === JSON_TYPE || accepts(contentType, false)
+export const acceptsPatch = (contentType: string | undefined): boolean =>
+  contentType === JSON_TYPE || accepts(contentType, true)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Bearer tokens: compared in constant time, without hashing or allocating
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * The `Authorization` header as the contract reads it: several lines joined by ", ", so two credentials are seen and
+ * refused. Node's `req.headers` keeps only the first line, so the header is read from `rawHeaders`.
+ */
+export const authorizationOf = (req: Http.IncomingMessage): string | undefined => {
+  const raw = req.rawHeaders
+  let value: string | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!
+    if (
+      name.length === 13 &&
+      (name === "Authorization" || name === "authorization" || name.toLowerCase() === "authorization")
+    ) value = value === undefined ? raw[i + 1]! : `${value}, ${raw[i + 1]!}`
+  }
+  return value
+}
+
+// RFC 6750 §2.1: b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+const TOKEN_CHARS = new Uint8Array(128)
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~+/") TOKEN_CHARS[c.charCodeAt(0)] = 1
+const isTokenChar = (c: number) => c < 128 && TOKEN_CHARS[c] === 1
+const isOws = (c: number) => c === 32 || c === 9
+const BEARER = [98, 101, 97, 114, 101, 114] // "bearer"
+// A comma followed by `scheme SP` starts a second credential; inside one credential a comma precedes an auth-param.
+const SECOND_CREDENTIAL = /,[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+(?: |$)/
+
+/**
+ * Checks an `Authorization` header against the configured tokens and the scope a request needs: the refusal, or
+ * `undefined` to let the request through. The presented token is compared with every configured token, char by char
+ * with no early exit, so the time taken depends on the presented token's length only.
+ */
+export const makeAuthorizer = (tokens: ReadonlyArray<Token>) => {
+  const entries = tokens.filter((entry) => entry.token !== "").map((entry) => ({
+    codes: Uint16Array.from(entry.token, (c) => c.charCodeAt(0)),
+    read: entry.scopes.includes("routes:read"),
+    write: entry.scopes.includes("routes:write")
+  }))
+  return (header: string | undefined, scope: Scope): Prepared | undefined => {
+    if (header === undefined) return NO_TOKEN
+    let start = 0
+    let end = header.length
+    while (start < end && isOws(header.charCodeAt(start))) start++
+    while (end > start && isOws(header.charCodeAt(end - 1))) end--
+    const comma = header.indexOf(",", start)
+    if (comma !== -1 && comma < end && SECOND_CREDENTIAL.test(header.slice(start, end))) return SEVERAL_CREDENTIALS
+    const space = header.indexOf(" ", start)
+    const schemeEnd = space === -1 || space >= end ? end : space
+    // The scheme name is case-insensitive (RFC 9110 §11.1): OR-ing 0x20 lowercases exactly the letters of "BEARER".
+    if (schemeEnd - start !== 6) return NO_TOKEN
+    for (let i = 0; i < 6; i++) if ((header.charCodeAt(start + i) | 0x20) !== BEARER[i]) return NO_TOKEN
+    let from = schemeEnd + 1
+    while (from < end && header.charCodeAt(from) === 32) from++
+    if (from >= end) return EMPTY_CREDENTIAL
+    let at = from
+    while (at < end && isTokenChar(header.charCodeAt(at))) at++
+    if (at === from) return MALFORMED_CREDENTIAL
+    while (at < end && header.charCodeAt(at) === 61 /* = */) at++
+    if (at !== end) return MALFORMED_CREDENTIAL
+    const length = end - from
+    let found: typeof entries[number] | undefined
+    for (let e = 0; e < entries.length; e++) {
+      const entry = entries[e]!
+      const codes = entry.codes
+      let difference = length ^ codes.length
+      for (let i = 0; i < length; i++) difference |= header.charCodeAt(from + i) ^ codes[i % codes.length]!
+      if (difference === 0 && found === undefined) found = entry
+    }
+    if (found === undefined) return INVALID_TOKEN
+    if (scope === "routes:write") return found.write ? undefined : WRITE_SCOPE
+    return found.read ? undefined : READ_SCOPE
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Versions (ETag): a route's tag is its revision, a store-wide counter of changes
+// ---------------------------------------------------------------------------------------------------------------
+
+// The members of an entity-tag list (RFC 9110 §5.6.1), empty members dropped.
+const members = (header: string): Array<string> =>
+  header.split(",").map((member) => member.trim()).filter((member) => member !== "")
+
+/** The tags an `If-Match` header accepts; `undefined` (any version will do) without the header or with `*`. */
+export const ifMatch = (header: string | undefined): ReadonlyArray<string> | undefined => {
+  if (header === undefined) return undefined
+  const tags = members(header)
+  return tags.length === 1 && tags[0] === "*" ? undefined : tags
+}
+
+/** `true` when an `If-None-Match` header names the tag, by weak comparison, or is `*`. */
+export const noneMatchHits = (header: string, etag: string): boolean =>
+  members(header).some((tag) => tag === "*" || tag === etag || tag === `W/${etag}`)
+
+// ---------------------------------------------------------------------------------------------------------------
+// Listing: the query, the cursor and the link to the next page
+// ---------------------------------------------------------------------------------------------------------------
+
+// The cursor is the last id of a page in base64url: opaque to clients, cheap to check.
+const encodeCursor = (id: string): string => Buffer.from(id, "latin1").toString("base64url")
+
+const decodeCursor = (cursor: string): string | undefined => {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
+  const id = Buffer.from(cursor, "base64url").toString("latin1")
+  return Route.isRouteId(id) && encodeCursor(id) === cursor ? id : undefined
+}
+
+const RULES: Record<string, (value: string) => string | undefined> = {
+  limit: (value) =>
+    /^[0-9]+$/.test(value) && Number(value) >= 1 && Number(value) <= RoutingHandler.MAX_PAGE_SIZE
+      ? undefined
+      : `must be a whole number from 1 to ${RoutingHandler.MAX_PAGE_SIZE} in decimal digits (got ${
+        JSON.stringify(value)
+      })`,
+  cursor: (value) =>
+    decodeCursor(value) === undefined
+      ? "is not a cursor this API issued: pass the nextCursor of a previous page unchanged"
+      : undefined,
+  method: Route.checkMethod,
+  pathPrefix: (value) =>
+    value.charCodeAt(0) !== 47 /* / */
+      ? `must start with "/" (got ${JSON.stringify(value)})`
+      : value.length > Route.MAX_PATH_LENGTH
+      ? `must be at most ${Route.MAX_PATH_LENGTH} characters, as a path is (got ${value.length})`
+      : undefined,
+  handler: Route.checkName,
+  middleware: Route.checkName
+}
+const PARAMETERS = Object.keys(RULES)
+
+const unknownParameter = (name: string): string =>
+  name === "access_token"
+    ? "is not a parameter: tokens in the query never authenticate; send \"Authorization: Bearer <token>\""
+    : `is not a parameter of this listing: use ${PARAMETERS.join(", ")}`
+
+/**
+ * The listing query of a raw query string, decoded as `URLSearchParams` decodes it, or every problem found: a
+ * parameter given twice, an unknown one, a value breaking its rule.
+ */
+export const parseQuery = (raw: string): Either.Either<ListQuery, ReadonlyArray<Route.FieldIssue>> => {
+  if (raw === "") return Either.right({ limit: RoutingHandler.DEFAULT_PAGE_SIZE })
+  const values: Record<string, string> = {}
+  const issues: Array<Route.FieldIssue> = []
+  const reported = new Set<string>()
+  for (const [name, value] of new URLSearchParams(raw)) {
+    if (!PARAMETERS.includes(name)) {
+      if (!reported.has(name)) issues.push({ path: name, message: unknownParameter(name) })
+    } else if (values[name] !== undefined) {
+      if (!reported.has(name)) issues.push({ path: name, message: "is given more than once: give it at most once" })
+    } else {
+      values[name] = value
+      continue
+    }
+    reported.add(name)
+  }
+  for (const name of PARAMETERS) {
+    const value = values[name]
+    if (value === undefined || reported.has(name)) continue
+    const refused = RULES[name]!(value)
+    if (refused !== undefined) issues.push({ path: name, message: refused })
+  }
+  if (issues.length > 0) return Either.left(issues.slice(0, Route.MAX_ISSUES))
+  return Either.right({
+    limit: values.limit === undefined ? RoutingHandler.DEFAULT_PAGE_SIZE : Number(values.limit),
+    after: values.cursor === undefined ? undefined : decodeCursor(values.cursor),
+    method: values.method,
+    pathPrefix: values.pathPrefix,
+    handler: values.handler,
+    middleware: values.middleware
+  })
+}
+
+/** The `nextCursor` of a page and, when a route follows, its `Link` to the next page with the same filters. */
+export const nextPage = (
+  query: ListQuery,
+  page: Page<Stored>
+): { readonly cursor: string | null; readonly link: string | undefined } => {
+  const last = page.items[page.items.length - 1]
+  if (!page.hasMore || last === undefined) return { cursor: null, link: undefined }
+  const cursor = encodeCursor(last.id)
+  const params = new URLSearchParams({ limit: String(query.limit) })
+  if (query.method !== undefined) params.set("method", query.method)
+  if (query.pathPrefix !== undefined) params.set("pathPrefix", query.pathPrefix)
+  if (query.handler !== undefined) params.set("handler", query.handler)
+  if (query.middleware !== undefined) params.set("middleware", query.middleware)
+  params.set("cursor", cursor)
+  return { cursor, link: `<${COLLECTION}?${params.toString()}>; rel="next"` }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The store
+// ---------------------------------------------------------------------------------------------------------------
+
+/** A stored route: the six wire fields (`createdAt` as text), its revision and its ETag. */
+export interface Stored extends RouteRecord {
+  readonly revision: number
+  readonly etag: string
+}
+
+export interface Page<R> {
+  readonly items: ReadonlyArray<R>
+  /** `true` exactly when a route matching the filters sorts after the last item. */
+  readonly hasMore: boolean
+}
+
+/** Why a change of an existing route was refused, in the order it is decided. */
+export type Refusal = "NotFound" | "PreconditionFailed" | Conflict
+
+export interface Conflict {
+  readonly method: string
+  readonly path: string
+  readonly conflictingRouteId: string
+}
+
+// Sorted id lists: ids are UUIDv7 made by this process, so an insert is an append but for a clock step back.
+const firstAfter = (ids: ReadonlyArray<string>, after: string): number => {
+  let low = 0
+  let high = ids.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (ids[middle]! <= after) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+const insertSorted = (ids: Array<string>, id: string): void => {
+  if (ids.length === 0 || ids[ids.length - 1]! < id) ids.push(id)
+  else ids.splice(firstAfter(ids, id), 0, id)
+}
+
+const removeSorted = (ids: Array<string>, id: string): void => {
+  const at = firstAfter(ids, id) - 1
+  if (ids[at] === id) ids.splice(at, 1)
+}
+
+/** Sorted ids under each value of one field, for the filters: a page walks the shortest list that can match. */
+class Postings {
+  readonly lists = new Map<string, Array<string>>()
+  add(key: string, id: string) {
+    const ids = this.lists.get(key)
+    if (ids === undefined) this.lists.set(key, [id])
+    else insertSorted(ids, id)
+  }
+  remove(key: string, id: string) {
+    const ids = this.lists.get(key)
+    if (ids === undefined) return
+    removeSorted(ids, id)
+    if (ids.length === 0) this.lists.delete(key)
+  }
+}
+
+const NONE: ReadonlyArray<string> = []
+
+const keyOf = (method: string, path: string) => `${method} ${Route.shapeOf(path as Route.RoutePath)}`
+
+const sameNames = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
+  a.length === b.length && a.every((name, i) => name === b[i])
+
+const changes = (route: Stored, patch: Route.RoutePatch): boolean =>
+  (patch.method !== undefined && patch.method !== route.method) ||
+  (patch.path !== undefined && patch.path !== route.path) ||
+  (patch.handler !== undefined && patch.handler !== route.handler) ||
+  (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware))
+
+const matches = (route: Stored, query: ListQuery): boolean =>
+  (query.method === undefined || route.method === query.method) &&
+  (query.handler === undefined || route.handler === query.handler) &&
+  (query.middleware === undefined || route.middleware.includes(query.middleware)) &&
+  (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix))
+
+/**
+ * Routes in memory, each kept as `build` makes it from its stored form (the lean peer adds its JSON and head). Every
+ * change decides its checks and writes synchronously, so of concurrent conflicting changes exactly one wins.
+ */
+export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
+  const byId = new Map<string, R>()
+  const idByKey = new Map<string, string>()
+  const ids: Array<string> = []
+  const byMethod = new Postings()
+  const byHandler = new Postings()
+  const byMiddleware = new Postings()
+  let revision = 0
+
+  // `key` is the route's method and shape, which the caller has already computed to check for a conflict.
+  const index = (route: R, key: string) => {
+    idByKey.set(key, route.id)
+    byMethod.add(route.method, route.id)
+    byHandler.add(route.handler, route.id)
+    for (const name of route.middleware) byMiddleware.add(name, route.id)
+  }
+  const unindex = (route: R) => {
+    idByKey.delete(keyOf(route.method, route.path))
+    byMethod.remove(route.method, route.id)
+    byHandler.remove(route.handler, route.id)
+    for (const name of route.middleware) byMiddleware.remove(name, route.id)
+  }
+  // One object literal with every field: a spread would cost more than the rest of the record.
+  const version = (fields: RouteRecord): R => {
+    revision++
+    return build({
+      id: fields.id,
+      method: fields.method,
+      path: fields.path,
+      middleware: fields.middleware,
+      handler: fields.handler,
+      createdAt: fields.createdAt,
+      revision,
+      etag: `"${revision}"`
+    })
+  }
+  const candidates = (query: ListQuery): ReadonlyArray<string> => {
+    let shortest: ReadonlyArray<string> = ids
+    const narrow = (postings: Postings, key: string | undefined) => {
+      if (key === undefined) return
+      const list = postings.lists.get(key) ?? NONE
+      if (list.length < shortest.length) shortest = list
+    }
+    narrow(byMethod, query.method)
+    narrow(byHandler, query.handler)
+    narrow(byMiddleware, query.middleware)
+    return shortest
+  }
+
+  return {
+    create: (input: Route.CreateRoute): Created<R> => {
+      const key = keyOf(input.method, input.path)
+      const holder = idByKey.get(key)
+      if (holder !== undefined) return { conflictingRouteId: holder }
+      const now = Date.now()
+      const route = version({
+        id: Route.makeRouteId(now),
+        method: input.method,
+        path: input.path,
+        middleware: input.middleware,
+        handler: input.handler,
+        createdAt: new Date(now).toISOString()
+      })
+      byId.set(route.id, route)
+      insertSorted(ids, route.id)
+      index(route, key)
+      return { created: route }
+    },
+    get: (id: string): R | undefined => byId.get(id),
+    list: (query: ListQuery): Page<R> => {
+      const list = candidates(query)
+      const items: Array<R> = []
+      for (let i = query.after === undefined ? 0 : firstAfter(list, query.after); i < list.length; i++) {
+        const route = byId.get(list[i]!)!
+        if (!matches(route, query)) continue
+        if (items.length === query.limit) return { items, hasMore: true }
+        items.push(route)
+      }
+      return { items, hasMore: false }
+    },
+    /** Replaces the fields `patch` gives; a patch that changes nothing keeps the route and its revision. */
+    update: (id: string, patch: Route.RoutePatch, tags: ReadonlyArray<string> | undefined): R | Refusal => {
+      const current = byId.get(id)
+      if (current === undefined) return "NotFound"
+      if (tags !== undefined && !tags.includes(current.etag)) return "PreconditionFailed"
+      if (!changes(current, patch)) return current
+      const method = patch.method ?? current.method
+      const path = patch.path ?? current.path
+      const key = keyOf(method, path)
+      const holder = idByKey.get(key)
+      if (holder !== undefined && holder !== id) return { method, path, conflictingRouteId: holder }
+      const updated = version({
+        id,
+        method,
+        path,
+        middleware: patch.middleware ?? current.middleware,
+        handler: patch.handler ?? current.handler,
+        createdAt: current.createdAt
+      })
+      unindex(current)
+      byId.set(id, updated)
+      index(updated, key)
+      return updated
+    },
+    remove: (id: string, tags: ReadonlyArray<string> | undefined): Refusal | undefined => {
+      const current = byId.get(id)
+      if (current === undefined) return "NotFound"
+      if (tags !== undefined && !tags.includes(current.etag)) return "PreconditionFailed"
+      byId.delete(id)
+      removeSorted(ids, id)
+      unindex(current)
+      revision++
+      return undefined
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The server
+// ---------------------------------------------------------------------------------------------------------------
+
+/** A stored route with its answer prepared: the JSON every answer carries, and the head of a 200. */
+interface Kept extends Stored {
+  readonly json: string
+  readonly length: string
+  readonly head: Array<string>
+}
+
+const keep = (stored: Stored): Kept => {
+  const { createdAt, etag, handler, id, method, middleware, path, revision } = stored
+  const json = JSON.stringify({ id, method, path, middleware, handler, createdAt })
+  const length = String(Buffer.byteLength(json))
+  const head = ["content-type", JSON_TYPE, "etag", etag, "content-length", length]
+  return { id, method, path, middleware, handler, createdAt, revision, etag, json, length, head }
+}
+
+// After an answer that closes the connection while the body is still coming, the rest is read and discarded (within
+// these bounds) before the response ends: a socket closed on unread bytes resets, and the reset can lose the answer.
+const LINGER_BYTES = 4 * 1024 * 1024
+const LINGER_MILLIS = 2_000
+
+const discard = (req: Http.IncomingMessage, done: () => void): void => {
+  let discarded = 0
+  const finish = () => {
+    clearTimeout(timer)
+    req.off("data", onData).off("end", finish).off("close", finish).off("error", finish)
+    req.pause()
+    done()
+  }
+  const onData = (chunk: Buffer) => {
+    discarded += chunk.length
+    if (discarded > LINGER_BYTES) finish()
+  }
+  const timer = setTimeout(finish, LINGER_MILLIS)
+  req.on("data", onData).on("end", finish).on("close", finish).on("error", finish)
+  req.resume()
+}
+
+/**
+ * Writes a prepared answer. `waiting`: the client waits for a `100 Continue` that was not sent, so Node will close
+ * the connection; then, as for an answer that closes it, the rest of the body is discarded first.
+ */
+const send = (req: Http.IncomingMessage, res: Http.ServerResponse, answer: Prepared, waiting = false) => {
+  res.writeHead(answer.status, answer.phrase, answer.head)
+  if (req.complete || !(answer.close || waiting)) return void res.end(answer.body)
+  res.write(answer.body)
+  discard(req, () => res.end())
+}
+
+const empty = (res: Http.ServerResponse, status: number, head: Array<string>) => {
+  res.writeHead(status, head)
+  res.end()
+}
+
+export const start = async (options: Options): Promise<Started> => {
+  const authorize = makeAuthorizer(options.tokens)
+  const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const timeout = options.bodyTimeoutMillis ?? DEFAULT_BODY_TIMEOUT_MILLIS
+  const TOO_LARGE = prepare(tooLarge(limit))
+  const TIMED_OUT = prepare(timedOut(timeout))
+  const INCOMPLETE = prepare(INCOMPLETE_BODY)
+  const store = makeStore(keep)
+  const seeded = seedSync(options.seed ?? 0, store.create)
+
+  /**
+   * Reads a JSON body after checking its content type (415) and declared size (413), then hands it to `done`; every
+   * refusal is answered here. `waits`: the client waits for `100 Continue`, sent only now that the body is wanted.
+   */
+  const readJson = (
+    req: Http.IncomingMessage,
+    res: Http.ServerResponse,
+    waits: boolean,
+    patch: boolean,
+    done: (json: unknown) => void
+  ) => {
+    const type = req.headers["content-type"]
+    if (!(patch ? acceptsPatch(type) : acceptsCreate(type))) {
+      return send(req, res, unsupportedMediaType(type, patch ? PATCH_TYPES : CREATE_TYPES), waits)
+    }
+    const declared = req.headers["content-length"]
+    if (declared !== undefined && Number(declared) > limit) return send(req, res, TOO_LARGE, waits)
+    if (waits) res.writeContinue()
+    // One chunk is the common case: an array only for more.
+    let first: Buffer | undefined
+    let rest: Array<Buffer> | undefined
+    let size = 0
+    const stop = () => {
+      clearTimeout(timer)
+      req.off("data", onData).off("end", onEnd).off("close", onClose).off("error", onClose)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        stop()
+        req.pause()
+        send(req, res, TOO_LARGE)
+      } else if (first === undefined) first = chunk
+      else (rest ??= [first]).push(chunk)
+    }
+    const onEnd = () => {
+      stop()
+      const body = rest !== undefined ? Buffer.concat(rest, size) : first ?? Buffer.alloc(0)
+      const parsed = parseJson(body)
+      if ("refused" in parsed) send(req, res, prepare(parsed.refused))
+      else done(parsed.json)
+    }
+    const onClose = () => {
+      stop()
+      send(req, res, INCOMPLETE)
+    }
+    const timer = setTimeout(() => {
+      stop()
+      req.pause()
+      send(req, res, TIMED_OUT)
+    }, timeout)
+    req.on("data", onData).on("end", onEnd).on("close", onClose).on("error", onClose)
+  }
+
+  const create = (req: Http.IncomingMessage, res: Http.ServerResponse, waits: boolean) => {
+    const refused = authorize(authorizationOf(req), "routes:write")
+    if (refused !== undefined) return send(req, res, refused, waits)
+    readJson(req, res, waits, false, (json) => {
+      const input = Route.validateCreate(json)
+      if (input._tag === "Left") return send(req, res, invalidRoute(input.left))
+      const result = store.create(input.right)
+      if (!("created" in result)) {
+        return send(req, res, prepare(routeConflict(input.right.method, input.right.path, result.conflictingRouteId)))
+      }
+      const route = result.created
+      res.writeHead(201, [
+        "content-type",
+        JSON_TYPE,
+        "location",
+        ITEM_PREFIX + route.id,
+        "etag",
+        route.etag,
+        "content-length",
+        route.length
+      ])
+      res.end(route.json)
+    })
+  }
+
+  const list = (req: Http.IncomingMessage, res: Http.ServerResponse, query: string) => {
+    const refused = authorize(authorizationOf(req), "routes:read")
+    if (refused !== undefined) return send(req, res, refused)
+    const parsed = parseQuery(query)
+    if (parsed._tag === "Left") return send(req, res, invalidQuery(parsed.left))
+    const page = store.list(parsed.right)
+    const next = nextPage(parsed.right, page)
+    let body = "{\"items\":["
+    for (let i = 0; i < page.items.length; i++) body += (i === 0 ? "" : ",") + page.items[i]!.json
+    body += `],"nextCursor":${next.cursor === null ? "null" : `"${next.cursor}"`}}`
+    const head = ["content-type", JSON_TYPE, "content-length", String(Buffer.byteLength(body))]
+    if (next.link !== undefined) head.push("link", next.link)
+    res.writeHead(200, head)
+    res.end(body)
+  }
+
+  const get = (req: Http.IncomingMessage, res: Http.ServerResponse, id: string) => {
+    const refused = authorize(authorizationOf(req), "routes:read")
+    if (refused !== undefined) return send(req, res, refused)
+    const route = store.get(id)
+    if (route === undefined) return send(req, res, prepare(routeNotFound(id)))
+    const noneMatch = req.headers["if-none-match"]
+    if (noneMatch !== undefined && noneMatchHits(noneMatch, route.etag)) return empty(res, 304, ["etag", route.etag])
+    res.writeHead(200, route.head)
+    res.end(route.json)
+  }
+
+  const update = (req: Http.IncomingMessage, res: Http.ServerResponse, id: string, waits: boolean) => {
+    const refused = authorize(authorizationOf(req), "routes:write")
+    if (refused !== undefined) return send(req, res, refused, waits)
+    readJson(req, res, waits, true, (json) => {
+      const patch = Route.validatePatch(json)
+      if (patch._tag === "Left") return send(req, res, invalidRoute(patch.left))
+      const result = store.update(id, patch.right, ifMatch(req.headers["if-match"]))
+      if (result === "NotFound") return send(req, res, prepare(routeNotFound(id)))
+      if (result === "PreconditionFailed") return send(req, res, preconditionFailed(id))
+      if ("conflictingRouteId" in result) {
+        return send(req, res, prepare(routeConflict(result.method, result.path, result.conflictingRouteId)))
+      }
+      res.writeHead(200, result.head)
+      res.end(result.json)
+    })
+  }
+
+  const remove = (req: Http.IncomingMessage, res: Http.ServerResponse, id: string, waits: boolean) => {
+    const refused = authorize(authorizationOf(req), "routes:write")
+    if (refused !== undefined) return send(req, res, refused, waits)
+    const result = store.remove(id, ifMatch(req.headers["if-match"]))
+    if (result === "NotFound") return send(req, res, prepare(routeNotFound(id)), waits)
+    if (result === "PreconditionFailed") return send(req, res, preconditionFailed(id), waits)
+    empty(res, 204, [])
+  }
+
+  // The path first (outside /v1/routing: not found), then the method (405), then the operation's own checks.
+  const serve = (req: Http.IncomingMessage, res: Http.ServerResponse, waits: boolean) => {
+    const target = req.url ?? "/"
+    const mark = target.indexOf("?")
+    let path = mark === -1 ? target : target.slice(0, mark)
+    // An absolute-form target (RFC 9112 §3.2.2) names its path after the authority; an unreadable one is not found.
+    if (path.charCodeAt(0) !== 47 /* / */ && URL.canParse(path, "http://localhost")) {
+      path = new URL(path, "http://localhost").pathname
+    }
+    const method = req.method ?? "GET"
+    if (path === COLLECTION) {
+      if (method === "GET") return list(req, res, mark === -1 ? "" : target.slice(mark + 1))
+      if (method === "POST") return create(req, res, waits)
+      return send(req, res, prepare(methodNotAllowed(method, path, COLLECTION_ALLOW)), waits)
+    }
+    if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
+      const id = path.slice(ITEM_PREFIX.length)
+      if (method === "GET") return get(req, res, id)
+      if (method === "PATCH") return update(req, res, id, waits)
+      if (method === "DELETE") return remove(req, res, id, waits)
+      return send(req, res, prepare(methodNotAllowed(method, path, ROUTE_ALLOW)), waits)
+    }
+    send(req, res, NOT_FOUND, waits)
+  }
+
+  const server = Http.createServer()
+  server.on("request", (req: Http.IncomingMessage, res: Http.ServerResponse) => serve(req, res, false))
+  // With this listener Node leaves `100 Continue` to us: sent only when the body is read, so a request refused before
+  // gets its final answer and the client never sends the body.
+  server.on("checkContinue", (req: Http.IncomingMessage, res: Http.ServerResponse) => serve(req, res, true))
+  const port = await listen(server, options)
+  return { port, seeded, close: () => closeServer(server) }
+}
+
+runMain(import.meta.url, start)
