@@ -8,7 +8,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { ConfigError } from "effect"
-import { Cause, Clock, Config, Context, Duration, Effect, Exit, FiberId, Layer, Runtime } from "effect"
+import { Cause, Clock, Config, Context, Duration, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
 import * as ChangeFeed from "./internal/pgChangeFeed.js"
 import * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -73,6 +73,7 @@ const resolve = (options: Options) => {
     feed: qualify(`${table}_feed`),
     stampFunction: qualify(`${table}_stamp`),
     removalFunction: qualify(`${table}_log_removal`),
+    idempotencyKeys: qualify(`${table}_idempotency`),
     // One channel per table name: two schemas with tables of one name only wake each other's tables for nothing.
     channel: `${table}_changes`,
     queryTimeout: Duration.decode(options.queryTimeout ?? Duration.seconds(5)),
@@ -168,7 +169,9 @@ const nextRevision = (sql: SqlClient.SqlClient, sequence: string) => sql`nextval
  * @since 0.1.0
  */
 export const migrations = (options: Options = {}) => {
-  const { feed, qualified, removalFunction, removals, sequence, stampFunction, table } = resolve(options)
+  const { feed, idempotencyKeys, qualified, removalFunction, removals, sequence, stampFunction, table } = resolve(
+    options
+  )
   return {
     "1_create_routes": Effect.flatMap(SqlClient.SqlClient, (sql) =>
       sql`CREATE TABLE ${sql(qualified)} (
@@ -224,6 +227,20 @@ export const migrations = (options: Options = {}) => {
           BEGIN INSERT INTO ${removals} (id) VALUES (OLD.id); RETURN NULL; END $$`),
         sql.unsafe(`CREATE TRIGGER ${table}_log_removal AFTER DELETE ON ${qualified}
           FOR EACH ROW EXECUTE FUNCTION ${removalFunction}()`)
+      ], { discard: true })),
+    // The first answer to each idempotency key, by principal and key. An expired row is ignored by reads and deleted
+    // by later keyed creates (the expiry index finds them), so no background job is needed.
+    "4_idempotency_keys": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`CREATE TABLE ${sql(idempotencyKeys)} (
+          principal text NOT NULL,
+          key text NOT NULL,
+          fingerprint text NOT NULL,
+          outcome jsonb NOT NULL,
+          expires_at timestamptz NOT NULL,
+          PRIMARY KEY (principal, key)
+        )`,
+        sql`CREATE INDEX ${sql(`${table}_idem_expires`)} ON ${sql(idempotencyKeys)} (expires_at)`
       ], { discard: true }))
   }
 }
@@ -237,10 +254,14 @@ export const uninstall = (
   options: Options = {}
 ): Effect.Effect<void, RouteRepository.StoreUnavailable, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    const { feed, migrationsTable, qualified, removalFunction, removals, stampFunction } = resolve(options)
+    const { feed, idempotencyKeys, migrationsTable, qualified, removalFunction, removals, stampFunction } = resolve(
+      options
+    )
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     yield* Effect.all([
-      sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(removals)}, ${sql(feed)}, ${sql(migrationsTable)}`,
+      sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(removals)}, ${sql(feed)}, ${sql(idempotencyKeys)}, ${
+        sql(migrationsTable)
+      }`,
       sql.unsafe(`DROP FUNCTION IF EXISTS ${stampFunction}(), ${removalFunction}()`)
     ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
   })
@@ -313,6 +334,30 @@ const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 const holdsNul = (value: string | undefined) => value !== undefined && value.includes("\u0000")
 
 const EMPTY_PAGE: RouteRepository.Page = { items: [], hasMore: false }
+
+interface KeyRow {
+  readonly fingerprint: string
+  /** The outcome's JSON, read as text so that no type parser of the host's client is involved. */
+  readonly outcome: string
+}
+
+type Outcome = RouteRepository.Remembered["outcome"]
+
+// The outcome a key remembers: the route as it was created (a replay is the first answer, whatever happened to the
+// route since), or the conflict that refused it.
+const encodeOutcome = (outcome: Outcome): string =>
+  Either.match(outcome, {
+    onLeft: ({ conflictingRouteId, method, path }) =>
+      JSON.stringify({ conflict: { method, path, conflictingRouteId } }),
+    onRight: (route) => JSON.stringify({ route: { ...route, createdAt: route.createdAt.toISOString() } })
+  })
+
+const decodeOutcome = (json: string): Outcome => {
+  const { conflict, route } = JSON.parse(json)
+  return route === undefined
+    ? Either.left(new RouteRepository.RouteConflict(conflict, true))
+    : Either.right(new Route.StoredRoute({ ...route, createdAt: new Date(route.createdAt) }, true))
+}
 
 /**
  * Builds the store over the `SqlClient` in context. It does not migrate: use `layer`, or call `migrate` first.
@@ -418,6 +463,52 @@ export const make = (
         )
       )
     }
+
+    const keys = sql(settings.idempotencyKeys)
+
+    // One transaction locks the key, reads it and, when it is new, writes the route and the key's outcome together:
+    // a 201 is remembered exactly when its route is committed. The lock is a transaction advisory lock on the table
+    // and key, taken without waiting: while a create with the key runs anywhere, another fails at once.
+    const createIdempotent = (
+      input: Route.CreateRoute,
+      idempotency: RouteRepository.Idempotency,
+      now: number
+    ): Effect.Effect<
+      RouteRepository.Remembered,
+      RouteRepository.IdempotencyKeyReused | RouteRepository.IdempotencyKeyInUse | SqlError
+    > =>
+      Effect.gen(function*() {
+        const { fingerprint, key, principal } = idempotency
+        const at = new Date(now)
+        const lockName = JSON.stringify([settings.idempotencyKeys, principal, key])
+        const [lock] = yield* sql<{ locked: boolean }>`
+          SELECT pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) AS locked`
+        if (lock?.locked !== true) return yield* new RouteRepository.IdempotencyKeyInUse({ key })
+        const [kept] = yield* sql<KeyRow>`
+          SELECT fingerprint, outcome::text AS outcome FROM ${keys}
+          WHERE principal = ${principal} AND key = ${key} AND expires_at > ${at}`
+        if (kept !== undefined) {
+          if (kept.fingerprint !== fingerprint) return yield* new RouteRepository.IdempotencyKeyReused({ key })
+          return { outcome: decodeOutcome(kept.outcome), replayed: true }
+        }
+        // Each keyed create forgets a batch of expired keys, skipping those another one is forgetting: expiry needs
+        // no background job, and no create waits for another's.
+        yield* sql`DELETE FROM ${keys} WHERE (principal, key) IN (
+          SELECT principal, key FROM ${keys} WHERE expires_at <= ${at} LIMIT 100 FOR UPDATE SKIP LOCKED)`
+        const outcome = yield* create(RouteRepository.makeRoute(ids, input, now)).pipe(
+          Effect.map(Either.right),
+          Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Either.left(conflict)))
+        )
+        const lifetime = Duration.toMillis(idempotency.expiresAfter)
+        const expiresAt = Number.isFinite(lifetime) ? new Date(now + lifetime) : "infinity"
+        // The lock is ours and no live row holds the key, so a row in the way has expired: it is replaced.
+        yield* sql`
+          INSERT INTO ${keys} (principal, key, fingerprint, outcome, expires_at)
+          VALUES (${principal}, ${key}, ${fingerprint}, ${encodeOutcome(outcome)}::jsonb, ${expiresAt})
+          ON CONFLICT (principal, key) DO UPDATE
+          SET fingerprint = excluded.fingerprint, outcome = excluded.outcome, expires_at = excluded.expires_at`
+        return { outcome, replayed: false }
+      })
 
     const update = (
       id: Route.RouteId,
@@ -531,7 +622,18 @@ export const make = (
       // Removals are what the feed keeps history of, so the process that removes prunes it.
       remove: (id, precondition) =>
         Effect.tap(announced(withRouteId(id, (routeId) => remove(routeId, precondition))), () => feed.prune),
-      changes: feed.changes
+      changes: feed.changes,
+      // Announced only when this call created a route.
+      createIdempotent: (input, idempotency) =>
+        Effect.tap(
+          guard(
+            Effect.flatMap(
+              Clock.currentTimeMillis,
+              (now) => sql.withTransaction(createIdempotent(input, idempotency, now))
+            )
+          ),
+          ({ outcome, replayed }) => replayed || Either.isLeft(outcome) ? Effect.void : feed.announce
+        )
     })
   })
 

@@ -17,6 +17,7 @@ export const codes = {
   invalid_route: 400,
   invalid_query: 400,
   malformed_path: 400,
+  invalid_idempotency_key: 400,
   unauthenticated: 401,
   invalid_token: 401,
   insufficient_scope: 403,
@@ -25,9 +26,11 @@ export const codes = {
   method_not_allowed: 405,
   request_timeout: 408,
   route_conflict: 409,
+  idempotency_key_in_use: 409,
   precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  idempotency_key_reused: 422,
   internal_error: 500,
   handler_unavailable: 503,
   store_unavailable: 503
@@ -49,6 +52,8 @@ export const descriptions: Readonly<Record<Code, string>> = {
   invalid_route: "The body is JSON but breaks the route rules; `errors` lists every problem, one entry each.",
   invalid_query: "The listing query breaks its rules; `errors` lists every problem, `path` naming the parameter.",
   malformed_path: "The router could not read the request path (a bad percent-escape, or one not decoding to UTF-8).",
+  invalid_idempotency_key:
+    "The Idempotency-Key header is not one key of printable ASCII characters, quoted (or a bare token), within the length limit.",
   unauthenticated: "No Authorization header, or a scheme other than Bearer.",
   invalid_token: "The bearer token is not accepted (unknown, expired or revoked).",
   insufficient_scope:
@@ -60,12 +65,16 @@ export const descriptions: Readonly<Record<Code, string>> = {
     Limits.describeMillis(Limits.DEFAULT_BODY_TIMEOUT_MILLIS)
   } by default).`,
   route_conflict: "A stored route has the same method and shape; `conflictingRouteId` names it.",
+  idempotency_key_in_use:
+    "A create with the same Idempotency-Key is still being answered; nothing was created. Retry with the key once it has finished.",
   precondition_failed: "`If-Match` names no current tag of the route; nothing changed.",
   payload_too_large: `The body is larger than the configured limit (${
     Limits.describeBytes(Limits.DEFAULT_MAX_BODY_BYTES)
   } by default).`,
   unsupported_media_type:
     "The body is not sent as `application/json` (PATCH also takes `application/merge-patch+json`; a charset other than UTF-8 is refused).",
+  idempotency_key_reused:
+    "The Idempotency-Key was first used with a different body; nothing was created. Repeat the first body, or use a new key.",
   internal_error: "Something unexpected failed; the cause is logged, never sent.",
   handler_unavailable:
     "The route names a handler or middleware this process has not registered (another process may have it).",
@@ -88,6 +97,7 @@ export const titles: Readonly<Record<number, string>> = {
   412: "Precondition Failed",
   413: "Content Too Large",
   415: "Unsupported Media Type",
+  422: "Unprocessable Content",
   500: "Internal Server Error",
   503: "Service Unavailable"
 }

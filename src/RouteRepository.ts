@@ -3,8 +3,7 @@
  *
  * @since 0.1.0
  */
-import type { Duration } from "effect"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Duration, Effect, Either, Layer, Schema } from "effect"
 import * as Route from "./Route.js"
 
 /**
@@ -61,6 +60,59 @@ export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()
   override get message(): string {
     return `route ${this.id} is at revision ${this.revision}, which the precondition does not name`
   }
+}
+
+/**
+ * A create with this `Idempotency-Key` was first made with another body (another fingerprint). Nothing was written.
+ *
+ * @since 0.3.0
+ */
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", {
+  key: Schema.String
+}) {
+  override get message(): string {
+    return `the idempotency key ${JSON.stringify(this.key)} was first used with another request`
+  }
+}
+
+/**
+ * A create with this `Idempotency-Key` is still running (in this process or another). Nothing was written.
+ *
+ * @since 0.3.0
+ */
+export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", {
+  key: Schema.String
+}) {
+  override get message(): string {
+    return `a request with the idempotency key ${JSON.stringify(this.key)} is still running`
+  }
+}
+
+/**
+ * What makes a create idempotent: the client's key, scoped to the principal that sent it, the fingerprint of the
+ * request it was first used with, and how long the first answer is remembered.
+ *
+ * @since 0.3.0
+ */
+export interface Idempotency {
+  readonly key: string
+  /** The authenticated principal's id: two principals' equal keys are different keys. */
+  readonly principal: string
+  /** Equal for equal requests: a key used again with another fingerprint fails with `IdempotencyKeyReused`. */
+  readonly fingerprint: string
+  /** Counted from the first answer; after it the key is forgotten and behaves as new. */
+  readonly expiresAfter: Duration.Duration
+}
+
+/**
+ * The first answer to a create with an idempotency key: the route it stored, or the conflict that refused it.
+ *
+ * @since 0.3.0
+ */
+export interface Remembered {
+  readonly outcome: Either.Either<Route.StoredRoute, RouteConflict>
+  /** `true` when this is the first answer given again; `false` when this call decided it. */
+  readonly replayed: boolean
 }
 
 /**
@@ -181,6 +233,17 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
    * only this process changes has none.
    */
   readonly changes?: ChangeFeed | undefined
+  /**
+   * Offered by a store that remembers idempotency keys (both stores of the library): `create` at most once per key.
+   * The first call with a key creates (or is refused with a conflict) and remembers that outcome together with the
+   * write, atomically; a later call with the key and the same fingerprint gives it again (`replayed`), one with
+   * another fingerprint fails with `IdempotencyKeyReused`, one while the first is running with `IdempotencyKeyInUse`.
+   * A failure (`StoreUnavailable`) remembers nothing, so a retry runs anew.
+   */
+  readonly createIdempotent?: (
+    input: Route.CreateRoute,
+    idempotency: Idempotency
+  ) => Effect.Effect<Remembered, IdempotencyKeyReused | IdempotencyKeyInUse | StoreUnavailable>
 }>() {}
 
 /**
@@ -390,6 +453,26 @@ const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
 const preconditionFailed = (route: Route.StoredRoute) =>
   Effect.fail(new PreconditionFailed({ id: route.id, revision: route.revision }, true))
 
+/** An idempotency key the memory store remembers: the first request's fingerprint and outcome, until `expiresAt`. */
+interface KeptKey {
+  readonly fingerprint: string
+  readonly outcome: Either.Either<Route.StoredRoute, RouteConflict>
+  readonly expiresAt: number
+}
+
+// A key under its principal, as JSON so that no other pair of strings spells the same slot.
+const slotOf = (idempotency: Idempotency) => JSON.stringify([idempotency.principal, idempotency.key])
+
+// A Map iterates in insertion order and a key is inserted again whenever it is stored, so with one lifetime for all
+// the oldest come first and forgetting stops at the first live key. A key stored with a longer lifetime may keep
+// expired ones behind it for a while; a read checks the expiry, so they are never answered.
+const forgetExpired = (keys: Map<string, KeptKey>, now: number): void => {
+  for (const [slot, kept] of keys) {
+    if (kept.expiresAt > now) return
+    keys.delete(slot)
+  }
+}
+
 /**
  * The in-memory store: O(1) get and conflict check; a page is a binary search to the cursor, then a walk along the
  * shortest of the sorted id lists its filters select (all ids, or those of one method, handler or middleware name).
@@ -407,17 +490,41 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
     byMiddleware: new Map(),
     revision: 0
   }
+  const keys = new Map<string, KeptKey>()
   const conflict = (method: string, path: string, conflictingRouteId: string) =>
     Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))
+  const insert = (input: Route.CreateRoute, millis: number): Either.Either<Route.StoredRoute, RouteConflict> => {
+    const existing = memory.idByKey.get(conflictKey(input.method, input.path))
+    if (existing !== undefined) {
+      return Either.left(
+        new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: existing }, true)
+      )
+    }
+    const route = makeRoute(ids, input, millis)
+    const stored = new Route.StoredRoute({ ...route, revision: ++memory.revision }, true)
+    addRoute(memory, stored)
+    return Either.right(stored)
+  }
   return RouteRepository.of({
-    create: (input) =>
-      Effect.clockWith((clock) => {
-        const existing = memory.idByKey.get(conflictKey(input.method, input.path))
-        if (existing !== undefined) return conflict(input.method, input.path, existing)
-        const route = makeRoute(ids, input, clock.unsafeCurrentTimeMillis())
-        const stored = new Route.StoredRoute({ ...route, revision: ++memory.revision }, true)
-        addRoute(memory, stored)
-        return Effect.succeed(stored)
+    create: (input) => Effect.clockWith((clock) => insert(input, clock.unsafeCurrentTimeMillis())),
+    // Read, decided and written without yielding: no other create with the key can start in between, so none is
+    // ever in flight here.
+    createIdempotent: (input, idempotency) =>
+      Effect.clockWith((clock): Effect.Effect<Remembered, IdempotencyKeyReused> => {
+        const now = clock.unsafeCurrentTimeMillis()
+        const slot = slotOf(idempotency)
+        const kept = keys.get(slot)
+        if (kept !== undefined && kept.expiresAt > now) {
+          return kept.fingerprint === idempotency.fingerprint
+            ? Effect.succeed({ outcome: kept.outcome, replayed: true })
+            : Effect.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
+        }
+        forgetExpired(keys, now)
+        keys.delete(slot)
+        const outcome = insert(input, now)
+        const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
+        keys.set(slot, { fingerprint: idempotency.fingerprint, outcome, expiresAt })
+        return Effect.succeed({ outcome, replayed: false })
       }),
     unsafeFindById: (id) => memory.byId.get(id),
     findById: (id) =>

@@ -13,6 +13,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
+import * as Idempotency from "./internal/idempotency.js"
 import * as Limits from "./internal/limits.js"
 import * as Problem from "./Problem.js"
 import * as Route from "./Route.js"
@@ -105,6 +106,18 @@ export const InternalErrorProblem = problem("internal_error")
  * @since 0.1.0
  */
 export const StoreUnavailableProblem = problem("store_unavailable")
+/**
+ * @since 0.3.0
+ */
+export const InvalidIdempotencyKeyProblem = problem("invalid_idempotency_key")
+/**
+ * @since 0.3.0
+ */
+export const IdempotencyKeyInUseProblem = problem("idempotency_key_in_use")
+/**
+ * @since 0.3.0
+ */
+export const IdempotencyKeyReusedProblem = problem("idempotency_key_reused")
 
 /**
  * `304 Not Modified` to a get sent with `If-None-Match`: the caller's copy is current. The typed client fails with
@@ -227,10 +240,14 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .addError(RequestTimeoutProblem)
       .addError(UnsupportedMediaTypeProblem)
       .addError(RouteConflictProblem)
+      .addError(InvalidIdempotencyKeyProblem)
+      .addError(IdempotencyKeyInUseProblem)
+      .addError(IdempotencyKeyReusedProblem)
       .annotate(OpenApi.Summary, "Create a route")
       .annotate(
         OpenApi.Description,
-        "Needs the routes:write scope. Answers 201 with the stored route, its Location and its ETag."
+        "Needs the routes:write scope. Answers 201 with the stored route, its Location and its ETag. " +
+          "With an Idempotency-Key, a retry gets the first answer again instead of creating twice."
       )
   )
   .add(
@@ -333,7 +350,11 @@ const successes: Record<string, Record<string, { description: string; headers?: 
           required: true,
           schema: { type: "string", format: "uri-reference" }
         },
-        ETag
+        ETag,
+        [Idempotency.REPLAYED_HEADER]: {
+          description: "true when this is the first answer to the request's Idempotency-Key, given again.",
+          schema: { type: "string", enum: ["true"] }
+        }
       }
     }
   },
@@ -343,6 +364,21 @@ const successes: Record<string, Record<string, { description: string; headers?: 
   },
   "routing.update": { "200": { description: "The updated route.", headers: { ETag } } },
   "routing.delete": { "204": { description: "The route is deleted: no body." } }
+}
+
+// The request header of a create (the HttpApi model would make the typed client's callers pass it).
+const idempotencyKey = {
+  name: Idempotency.HEADER,
+  in: "header",
+  required: false,
+  description: "Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header): a key of 1 to " +
+    `${Idempotency.MAX_KEY_LENGTH} printable ASCII characters as a Structured Field string, such as ` +
+    `${Idempotency.EXAMPLE} (a bare token is accepted too). The first answer, 201 or 409 route_conflict, is ` +
+    `remembered for the principal for ${Idempotency.DEFAULT_EXPIRY_SECONDS / 3600} hours by default: the same key ` +
+    "with the same route gets it again, marked Idempotency-Replayed: true; with another route the answer is 422 " +
+    "idempotency_key_reused, and while the first request is running 409 idempotency_key_in_use.",
+  schema: { type: "string", minLength: 1, maxLength: 2 * Idempotency.MAX_KEY_LENGTH + 2 },
+  example: Idempotency.EXAMPLE
 }
 
 // Error answers by status: the headers they carry (the Allow of a 405 is added per path).
@@ -420,6 +456,7 @@ const transform = (spec: Record<string, any>): Record<string, any> => {
         if (success !== undefined) Object.assign(response, success)
         else problemResponse(response, status, allow)
       }
+      if (operation.operationId === "routing.create") operation.parameters = [idempotencyKey]
       // A patch body is also accepted as JSON Merge Patch (RFC 7396), the same schema; the client sends JSON.
       if (operation.operationId === "routing.update") {
         const content = operation.requestBody.content

@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import type { Context } from "effect"
+import type { Context, Duration } from "effect"
 import { Effect, Either, Exit, pipe, Redacted } from "effect"
 import * as Authenticator from "./Authenticator.js"
 import * as Catalog from "./Catalog.js"
@@ -18,6 +18,7 @@ import * as Conditional from "./internal/conditional.js"
 import * as Content from "./internal/content.js"
 import * as Credentials from "./internal/credentials.js"
 import { answer, call, callNow, flatMapNow, type Refusal, refuse } from "./internal/fold.js"
+import * as Idempotency from "./internal/idempotency.js"
 import * as Limits from "./internal/limits.js"
 import * as ListQuery from "./internal/listQuery.js"
 import * as Options_ from "./internal/options.js"
@@ -88,6 +89,11 @@ export interface Options {
   readonly bodyTimeoutMillis?: number | undefined
   /** Seconds a client is told to wait (`Retry-After`) when the store is unavailable. Default 1. */
   readonly retryAfterSeconds?: number | undefined
+  /**
+   * Seconds a create's `Idempotency-Key` is remembered, counted from its first answer: a retry with the key within
+   * this time gets that answer again; after it the key is new. Default 86,400 (24 hours).
+   */
+  readonly idempotencyKeyExpirySeconds?: number | undefined
 }
 
 /**
@@ -188,6 +194,10 @@ interface Core {
   readonly unavailable: Response
   /** The host's function names, when it declared them (catalog checking, CONTRACT §11). */
   readonly catalog: Catalog.Names | undefined
+  /** How long a store remembers an idempotency key. */
+  readonly keyExpiry: Duration.Duration
+  /** The idempotency keys (under their principals) of the creates this core is running. */
+  readonly keysInFlight: Set<string>
 }
 
 // What the services fail with, as declared.
@@ -197,6 +207,8 @@ type ServiceError =
   | RouteRepository.RouteConflict
   | RouteRepository.PreconditionFailed
   | RouteRepository.StoreUnavailable
+  | RouteRepository.IdempotencyKeyReused
+  | RouteRepository.IdempotencyKeyInUse
 
 // The answer to a declared error of a service; `undefined` for anything else, which is answered as a defect.
 const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Effect.Effect<Response> | undefined => {
@@ -217,6 +229,10 @@ const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Ef
     }
     case "StoreUnavailable":
       return Exit.succeed(core.unavailable)
+    case "IdempotencyKeyReused":
+      return Exit.succeed(Idempotency.keyReused((error as RouteRepository.IdempotencyKeyReused).key))
+    case "IdempotencyKeyInUse":
+      return Exit.succeed(Idempotency.keyInUse((error as RouteRepository.IdempotencyKeyInUse).key))
   }
   return undefined
 }
@@ -230,12 +246,12 @@ const authorize = (
   request: Request,
   scope: Authenticator.Scope,
   refusal: Response
-): Effect.Effect<void, Refusal | Authenticator.InvalidToken> => {
+): Effect.Effect<Authenticator.Principal, Refusal | Authenticator.InvalidToken> => {
   const token = Credentials.credential(request.header("authorization"))
   if (!Redacted.isRedacted(token)) return refuse(token)
   return flatMapNow(
     call(() => core.authenticator.authenticate(token)),
-    (principal) => principal.scopes.includes(scope) ? Exit.void : refuse(refusal)
+    (principal) => principal.scopes.includes(scope) ? Exit.succeed(principal) : refuse(refusal)
   )
 }
 
@@ -289,16 +305,56 @@ const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page): R
 // The operations
 // ---------------------------------------------------------------------------------------------------------------
 
+const created = (route: Route.StoredRoute): Effect.Effect<Response> =>
+  withRoute(201, route, { location: location(route.id) })
+
+// With an Idempotency-Key, on a store that remembers keys: created at most once per key and principal, and the first
+// answer (201 or 409 route_conflict) given again. A store that remembers no keys creates as if the header was absent.
+const createOnce = (
+  core: Core,
+  input: Route.CreateRoute,
+  requestKey: Idempotency.RequestKey | undefined
+): Effect.Effect<Response, ServiceError> => {
+  const createIdempotent = core.repository.createIdempotent
+  if (requestKey === undefined || createIdempotent === undefined) {
+    return flatMapNow(call(() => core.repository.create(input)), created)
+  }
+  const idempotency: RouteRepository.Idempotency = {
+    key: requestKey.key,
+    principal: requestKey.principal,
+    fingerprint: Idempotency.fingerprint(input),
+    expiresAfter: core.keyExpiry
+  }
+  return flatMapNow(
+    Idempotency.exclusive(core.keysInFlight, requestKey, () => createIdempotent(input, idempotency)),
+    ({ outcome, replayed }) =>
+      flatMapNow(
+        Either.match(outcome, {
+          onLeft: ({ conflictingRouteId, method, path }) =>
+            Exit.succeed(Answers.conflict(method, path, conflictingRouteId)),
+          onRight: created
+        }),
+        (response) => Exit.succeed(Idempotency.replay(response, replayed))
+      )
+  )
+}
+
+// The Idempotency-Key is checked with the other headers, before the body: a request refused before the store (400,
+// 401, 403, 413, 415) leaves its key untouched.
 const create = (core: Core, request: Request): Effect.Effect<Response> =>
   run(
     core,
     pipe(
       authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow(() => Content.readJson(request, Content.CREATE_TYPES, core.limits)),
-      flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
-      flatMapNow((input) => cataloged(core, input)),
-      flatMapNow((input) => call(() => core.repository.create(input))),
-      flatMapNow((route) => withRoute(201, route, { location: location(route.id) }))
+      flatMapNow((principal) => Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)),
+      flatMapNow((requestKey) =>
+        pipe(
+          Content.readJson(request, Content.CREATE_TYPES, core.limits),
+          flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
+          flatMapNow((input) => cataloged(core, input)),
+          flatMapNow((input) => createOnce(core, input, requestKey))
+        )
+      )
     )
   )
 
@@ -383,10 +439,19 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
   return undefined
 }
 
+type Config = Options_.Config & { readonly keyExpiry: Duration.Duration }
+
+const resolve = (options: Options): Either.Either<Config, InvalidOption> =>
+  Either.flatMap(
+    Options_.resolve(options),
+    (config) =>
+      Either.map(Idempotency.expiry(options.idempotencyKeyExpirySeconds), (keyExpiry) => ({ ...config, keyExpiry }))
+  )
+
 const makeCore = (
   repository: Context.Tag.Service<RouteRepository.RouteRepository>,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
-  config: Options_.Config,
+  config: Config,
   catalog: Catalog.Names | undefined
 ): RoutingHandler => {
   const core: Core = {
@@ -394,7 +459,9 @@ const makeCore = (
     authenticator,
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
     unavailable: Answers.unavailable(config.retryAfterSeconds),
-    catalog
+    catalog,
+    keyExpiry: config.keyExpiry,
+    keysInFlight: new Set()
   }
   return {
     handle: (request) => {
@@ -420,7 +487,7 @@ const makeCore = (
 export const make = (
   options: Options = {}
 ): Effect.Effect<RoutingHandler, InvalidOption, Services> =>
-  Either.match(Options_.resolve(options), {
+  Either.match(resolve(options), {
     onLeft: Effect.fail,
     onRight: (config) =>
       Effect.map(
@@ -441,7 +508,7 @@ export const makeWith = (
   options: Options = {},
   catalog?: Catalog.Names
 ): RoutingHandler =>
-  Either.match(Options_.resolve(options), {
+  Either.match(resolve(options), {
     onLeft: (invalid) => {
       throw invalid
     },
@@ -454,6 +521,6 @@ export const makeWith = (
  * @since 0.2.0
  */
 export const checkOptions = (options: Options): InvalidOption | undefined => {
-  const resolved = Options_.resolve(options)
+  const resolved = resolve(options)
   return Either.isLeft(resolved) ? resolved.left : undefined
 }

@@ -56,6 +56,7 @@ const patch = (id: string, body: unknown, headers: Record<string, string> = { ..
   headers,
   body: typeof body === "string" ? body : JSON.stringify(body)
 })
+const keyed = (body: unknown, key: string) => post(body, { ...auth(ADMIN), ...json, "idempotency-key": key })
 const del = (id: string, headers: Record<string, string> = auth(ADMIN)): Sent => ({
   method: "DELETE",
   path: item(id),
@@ -93,6 +94,9 @@ const probes = async (served: Served): Promise<Record<Operation, Array<Received>
       await send(post(sample)),
       await send(post("x".repeat(70_000))),
       await send(post(sample, { ...auth(ADMIN), "content-type": "text/plain" })),
+      await send(keyed(sample, "\"unclosed")),
+      await send(keyed({ ...sample, path: "/keyed" }, "\"k\"")),
+      await send(keyed({ ...sample, path: "/keyed/again" }, "\"k\"")),
       await send({ ...post(sample), body: stalledBody() }),
       ...await authentication((headers) => post(sample, { ...headers, ...json }), READER),
       collection405
@@ -132,7 +136,7 @@ const storeProbes = async (served: Served): Promise<Record<Operation, Array<Rece
   const id = Route.makeRouteId(0)
   return {
     list: [await served.send(list())],
-    create: [await served.send(post(sample))],
+    create: [await served.send(post(sample)), await served.send(keyed(sample, "\"k\""))],
     get: [await served.send(get(id))],
     update: [await served.send(patch(id, { handler: "edit" }))],
     delete: [await served.send(del(id))]
@@ -146,7 +150,16 @@ const failingStore = (failure: "unavailable" | "defect") => {
       : Effect.die(new Error("boom"))
   return Layer.succeed(
     RouteRepository.RouteRepository,
-    RouteRepository.RouteRepository.of({ create: fail, findById: fail, list: fail, update: fail, remove: fail })
+    RouteRepository.RouteRepository.of({
+      create: fail,
+      findById: fail,
+      list: fail,
+      update: fail,
+      remove: fail,
+      // A create with the same key still running elsewhere.
+      createIdempotent: (_, { key }) =>
+        failure === "unavailable" ? Effect.fail(new RouteRepository.IdempotencyKeyInUse({ key })) : fail()
+    })
   )
 }
 

@@ -6,7 +6,7 @@
  * @internal
  */
 import type { Context } from "effect"
-import { Cause, Duration, Effect, Exit, Queue } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Queue } from "effect"
 import type * as Route from "../Route.js"
 import * as RouteRepository from "../RouteRepository.js"
 import { flatMapNow } from "./fold.js"
@@ -161,9 +161,19 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
         return Exit.succeed(route)
       })
 
+    const createIdempotent = store.createIdempotent
     const live: Store = RouteRepository.RouteRepository.of({
       ...store,
       create: (input) => applied(store.create(input)),
+      // A replay gives the first answer again, which may name a route since changed or removed: only a new route goes
+      // into the table.
+      ...(createIdempotent === undefined ? {} : {
+        createIdempotent: (input, idempotency) =>
+          flatMapNow(createIdempotent(input, idempotency), (remembered) => {
+            if (!remembered.replayed && Either.isRight(remembered.outcome)) upsert(remembered.outcome.right)
+            return Exit.succeed(remembered)
+          })
+      }),
       update: (id, patch, precondition) => applied(store.update(id, patch, precondition)),
       remove: (id, precondition) =>
         flatMapNow(store.remove(id, precondition), () => {

@@ -1,0 +1,158 @@
+/**
+ * Idempotent creates: the `Idempotency-Key` request header (draft-ietf-httpapi-idempotency-key-header), what the
+ * HTTP core checks of it, and its answers. The stores remember the keys (`RouteRepository.createIdempotent`).
+ *
+ * @internal
+ */
+import { Duration, Effect, Either, Exit } from "effect"
+import { InvalidOption } from "../InvalidOption.js"
+import type * as Route from "../Route.js"
+import { IdempotencyKeyInUse } from "../RouteRepository.js"
+import type { Response } from "../RoutingHandler.js"
+import * as Answers from "./answers.js"
+import { call, type Refusal, refuse } from "./fold.js"
+
+/** The request header, by its lowercase name. */
+export const HEADER = "idempotency-key"
+
+/** The response header that marks a replayed first answer. */
+export const REPLAYED_HEADER = "idempotency-replayed"
+
+/** Longest key, in characters. */
+export const MAX_KEY_LENGTH = 255
+
+/** How long a key's first answer is remembered by default: 24 hours. */
+export const DEFAULT_EXPIRY_SECONDS = 24 * 60 * 60
+
+/** An example key, as the header carries it. */
+export const EXAMPLE = "\"8e03978e-40d5-43e8-bc93-6894a57f9324\""
+
+// RFC 9651 §3.3.3: the characters of an sf-string besides `"` and `\`, which must be escaped.
+const isStringChar = (code: number) => code >= 0x20 && code <= 0x7e
+
+// A bare key, for clients that send it unquoted: the characters of an sf-token (tchar, ":" and "/").
+const BARE_KEY = /^[A-Za-z0-9!#$%&'*+\-.^_`|~:/]+$/
+
+const checked = (key: string): Either.Either<string, string> =>
+  key.length === 0
+    ? Either.left("is empty")
+    : key.length > MAX_KEY_LENGTH
+    ? Either.left(`is ${key.length} characters long, more than ${MAX_KEY_LENGTH}`)
+    : Either.right(key)
+
+/**
+ * The key a header value carries, or why it carries none: a Structured Field string (RFC 9651 §4.2.5, the form the
+ * draft specifies), or a bare key of token characters meaning the same key. Parameters, several keys (several
+ * header lines arrive joined by ", ") and anything else are refused.
+ */
+export const parse = (value: string): Either.Either<string, string> => {
+  const text = value.trim()
+  if (!text.startsWith("\"")) {
+    return BARE_KEY.test(text) || text === "" ? checked(text) : Either.left("is neither a quoted string nor a token")
+  }
+  let key = ""
+  for (let i = 1; i < text.length; i++) {
+    const char = text[i]!
+    if (char === "\"") {
+      return i === text.length - 1
+        ? checked(key)
+        : Either.left("has text after the closing quote (a second key, or parameters, which are not accepted)")
+    }
+    if (char === "\\") {
+      const next = text[++i]
+      if (next !== "\"" && next !== "\\") return Either.left("has a backslash that escapes neither \" nor \\")
+      key += next
+    } else if (isStringChar(char.charCodeAt(0))) {
+      key += char
+    } else {
+      return Either.left("holds a character that is not printable ASCII")
+    }
+  }
+  return Either.left("has no closing quote")
+}
+
+const invalidKey = (reason: string): Response =>
+  Answers.problem(
+    "invalid_idempotency_key",
+    `The Idempotency-Key header ${reason}: send one key of 1 to ${MAX_KEY_LENGTH} printable ASCII characters as a ` +
+      `quoted string, such as Idempotency-Key: ${EXAMPLE}.`
+  )
+
+/** The key of a create request under its principal, when it sent one. */
+export interface RequestKey {
+  readonly key: string
+  readonly principal: string
+  /** The key under its principal, one string: what the requests in flight in this process are known by. */
+  readonly slot: string
+}
+
+/** The request's key (`undefined` without the header), or its 400 when the header is malformed. */
+export const requestKey = (
+  header: string | undefined,
+  principal: string
+): Effect.Effect<RequestKey | undefined, Refusal> => {
+  if (header === undefined) return Exit.succeed(undefined)
+  return Either.match(parse(header), {
+    onLeft: (reason) => refuse(invalidKey(reason)),
+    onRight: (key) => Exit.succeed({ key, principal, slot: JSON.stringify([principal, key]) })
+  })
+}
+
+/**
+ * What two requests with one key are compared by: the validated create input in a canonical form, so the order of
+ * the body's fields, its whitespace and an omitted `middleware` (which means `[]`) make no difference.
+ */
+export const fingerprint = (input: Route.CreateRoute): string =>
+  JSON.stringify([input.method, input.path, input.middleware, input.handler])
+
+/**
+ * Runs `create` unless a create with the same key and principal is running in this process: then it fails with
+ * `IdempotencyKeyInUse` at once, without asking the store (which decides across processes). The key is held from the
+ * check until `create` ends in any way, interruption included.
+ */
+export const exclusive = <A, E>(
+  inFlight: Set<string>,
+  { key, slot }: RequestKey,
+  create: () => Effect.Effect<A, E>
+): Effect.Effect<A, E | IdempotencyKeyInUse> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.suspend((): Effect.Effect<A, E | IdempotencyKeyInUse> => {
+      if (inFlight.has(slot)) return Exit.fail(new IdempotencyKeyInUse({ key }, true))
+      inFlight.add(slot)
+      return Effect.ensuring(restore(call(create)), Effect.sync(() => inFlight.delete(slot)))
+    })
+  )
+
+/** The answer marked as a replay of the first one, when it is. */
+export const replay = (response: Response, replayed: boolean): Response =>
+  replayed ? { ...response, headers: { ...response.headers, [REPLAYED_HEADER]: "true" } } : response
+
+export const keyReused = (key: string): Response =>
+  Answers.problem(
+    "idempotency_key_reused",
+    `The Idempotency-Key ${JSON.stringify(key)} was first used with a different body, and nothing was created: ` +
+      "repeat the first request's body exactly to get its answer again, or send a new key for a new route."
+  )
+
+export const keyInUse = (key: string): Response =>
+  Answers.problem(
+    "idempotency_key_in_use",
+    `A request with the Idempotency-Key ${JSON.stringify(key)} is still being answered: ` +
+      "retry with the same key once it has finished, and get its answer."
+  )
+
+/** The lifetime of keys from the handler's option, or the `InvalidOption` naming it. */
+export const expiry = (seconds: number | undefined): Either.Either<Duration.Duration, InvalidOption> => {
+  const value = seconds ?? DEFAULT_EXPIRY_SECONDS
+  return typeof value === "number" && Number.isSafeInteger(value) && value > 0
+    ? Either.right(Duration.seconds(value))
+    : Either.left(
+      new InvalidOption({
+        option: "idempotencyKeyExpirySeconds",
+        message:
+          `idempotencyKeyExpirySeconds must be a whole number of seconds from 1 to ${Number.MAX_SAFE_INTEGER} (got ${
+            typeof value === "number" ? value : typeof value
+          })`
+      })
+    )
+}
