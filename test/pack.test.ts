@@ -1,6 +1,7 @@
 /**
  * The package as a host receives it: `npm pack` (which builds dist/ through `prepare`), the tarball installed into a
- * fresh application beside the Effect peers, and its entry points imported and served from there, not from src/.
+ * fresh application beside the Effect peers, and its entry points imported and served from there, not from src/; and
+ * its `route-registry` command run there with npx.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { execFile } from "node:child_process"
@@ -87,6 +88,10 @@ describe("the packed package", () => {
       assert.strictEqual(ran.route.path, "/packed")
       assert.strictEqual(ran.pgLayer, "function")
       assert.strictEqual(fileURLToPath(ran.resolved), join(installed, "dist", "index.js"))
+
+      // The package's command, as the host's scripts run it.
+      const help = await exec("npx", ["--no-install", "route-registry", "--help"], { cwd: app })
+      for (const command of ["export", "diff", "sync", "list", "get"]) assert.include(help.stdout, command)
     } finally {
       await rm(temp, { recursive: true, force: true })
     }

@@ -1,0 +1,257 @@
+/**
+ * The `route-registry` command: routes as code. `export` writes a registry's routes to a YAML or JSON file, `diff`
+ * shows what `sync` would change to make a registry match such a file, `sync` does it, and `list` and `get` show
+ * routes to people (a table) and scripts (`--json`). It talks to a registry over HTTP through the typed client of
+ * `RoutingApi`, at `--url` (or `ROUTING_URL`), with the bearer token of `ROUTING_TOKEN`.
+ *
+ * Routes are matched between a file and a registry by method and path shape (ids are not portable between
+ * registries; the method and shape are unique in each): a file route with a renamed parameter updates the stored
+ * route in place.
+ *
+ * The package's `route-registry` bin runs `run(process.argv)`; a host embeds `command` in a CLI of its own.
+ * Needs the peers `@effect/cli` and, for the bin, `@effect/platform-node` (npm installs them with the package).
+ *
+ * @since 0.3.0
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { Config, Console, Effect, Either, Option, Schema } from "effect"
+import { createRequire } from "node:module"
+import * as Apply from "./internal/cli/apply.js"
+import { InvalidFile, MissingToken, RequestFailed, SyncFailed } from "./internal/cli/errors.js"
+import * as Plan from "./internal/cli/plan.js"
+import * as Registry from "./internal/cli/registry.js"
+import * as RoutesFile from "./internal/cli/routesFile.js"
+import * as Table from "./internal/cli/table.js"
+import * as Route from "./Route.js"
+
+export {
+  /**
+   * The routes file has problems, each with its line and column; nothing was changed.
+   *
+   * @since 0.3.0
+   */
+  InvalidFile,
+  /**
+   * `ROUTING_TOKEN` is not set.
+   *
+   * @since 0.3.0
+   */
+  MissingToken,
+  /**
+   * A call to the registry failed: its problem code and detail, or why it could not be reached.
+   *
+   * @since 0.3.0
+   */
+  RequestFailed,
+  /**
+   * Some changes of a sync were not applied (each was reported); the others were.
+   *
+   * @since 0.3.0
+   */
+  SyncFailed
+}
+
+/**
+ * The origin `--url` defaults to: where `npm start` listens.
+ *
+ * @since 0.3.0
+ */
+export const DEFAULT_URL = "http://127.0.0.1:3000"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------------------------------
+
+const url = Options.text("url").pipe(
+  Options.withDescription(`The origin of the registry's API; ROUTING_URL when not given, else ${DEFAULT_URL}.`),
+  Options.withFallbackConfig(Config.string("ROUTING_URL")),
+  Options.withDefault(DEFAULT_URL)
+)
+
+const pathPrefix = Options.text("path-prefix").pipe(
+  Options.withSchema(Schema.String.pipe(Schema.startsWith("/"), Schema.maxLength(Route.MAX_PATH_LENGTH))),
+  Options.withDescription(
+    "Only routes whose path starts with this, byte for byte. With diff and sync the file must stay inside it and " +
+      "--prune deletes only inside it, so teams can own different prefixes of one registry."
+  ),
+  Options.withDefault("/")
+)
+
+const prune = Options.boolean("prune").pipe(
+  Options.withDescription("Delete the stored routes under --path-prefix that the file lacks.")
+)
+
+const json = Options.boolean("json").pipe(Options.withDescription("Print JSON, as the API answers, for scripts."))
+
+const file = Args.file({ name: "file", exists: "yes" }).pipe(
+  Args.withDescription("A routes file, as export writes it (YAML, or JSON when it ends in .json).")
+)
+
+const optionalFilter = <A>(name: string, schema: Schema.Schema<A, string>, description: string) =>
+  Options.text(name).pipe(
+    Options.withSchema(schema),
+    Options.withDescription(description),
+    Options.optional,
+    Options.map(Option.getOrUndefined)
+  )
+
+// ---------------------------------------------------------------------------------------------------------------
+// Shared steps
+// ---------------------------------------------------------------------------------------------------------------
+
+// The command's own output on stdout: `text` ends with its newline, which console.log would double.
+const print = (text: string) => Console.log(text.endsWith("\n") ? text.slice(0, -1) : text)
+
+const connect = (origin: string) =>
+  Config.redacted("ROUTING_TOKEN").pipe(
+    Effect.mapError(() => new MissingToken()),
+    Effect.flatMap((token) => Registry.make(origin, token))
+  )
+
+// The routes of a file that lie inside the selection, or every problem of the file.
+const load = (path: string, prefix: string) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(path)
+    const items = yield* Either.match(RoutesFile.parse(text), {
+      onLeft: (problems) => Effect.fail(new InvalidFile({ file: path, problems })),
+      onRight: Effect.succeed
+    })
+    const outside = Plan.outside(items, prefix)
+    if (outside.length > 0) return yield* new InvalidFile({ file: path, problems: outside })
+    return items
+  })
+
+const planFor = (
+  options: { readonly url: string; readonly file: string; readonly pathPrefix: string; readonly prune: boolean }
+) =>
+  Effect.gen(function*() {
+    const items = yield* load(options.file, options.pathPrefix)
+    const registry = yield* connect(options.url)
+    const stored = yield* registry.list()
+    const plan = Plan.make(stored, items, options)
+    yield* print(Plan.render(plan))
+    return { registry, plan }
+  })
+
+// ---------------------------------------------------------------------------------------------------------------
+// Commands
+// ---------------------------------------------------------------------------------------------------------------
+
+const exportCommand = Command.make("export", {
+  url,
+  pathPrefix,
+  format: Options.choice("format", RoutesFile.FORMATS).pipe(
+    Options.withDescription("yaml or json; by default the --output file's extension says, else yaml."),
+    Options.optional
+  ),
+  output: Options.file("output").pipe(
+    Options.withAlias("o"),
+    Options.withDescription("Write to this file instead of stdout."),
+    Options.optional
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    const registry = yield* connect(options.url)
+    const routes = yield* registry.list({ pathPrefix: options.pathPrefix })
+    const format = Option.getOrElse(
+      Option.orElse(options.format, () => Option.flatMapNullable(options.output, RoutesFile.formatOf)),
+      () => RoutesFile.FORMATS[0]
+    )
+    const text = RoutesFile.render(routes, format)
+    if (Option.isNone(options.output)) return yield* print(text)
+    const fs = yield* FileSystem.FileSystem
+    yield* fs.writeFileString(options.output.value, text)
+    yield* Console.error(`wrote ${routes.length} routes to ${options.output.value}`)
+  })).pipe(
+    Command.withDescription("Write every route (or those under --path-prefix) to a routes file, in a stable order.")
+  )
+
+const diffCommand = Command.make(
+  "diff",
+  { url, pathPrefix, prune, file },
+  (options) => Effect.asVoid(planFor(options))
+).pipe(Command.withDescription("Show what sync would change to make the registry match the file; change nothing."))
+
+const syncCommand = Command.make("sync", {
+  url,
+  pathPrefix,
+  prune,
+  dryRun: Options.boolean("dry-run").pipe(Options.withDescription("Print the plan and stop, like diff.")),
+  file
+}, (options) =>
+  Effect.gen(function*() {
+    const { plan, registry } = yield* planFor(options)
+    if (options.dryRun || plan.changes.length === 0) return
+    yield* Apply.apply(registry, plan, options.file)
+    yield* print(`Applied ${plan.changes.length} change${plan.changes.length === 1 ? "" : "s"}.\n`)
+  })).pipe(Command.withDescription(
+    "Make the registry match the file: print the plan, then create, update and (with --prune) delete routes."
+  ))
+
+const listCommand = Command.make("list", {
+  url,
+  json,
+  pathPrefix: Options.text("path-prefix").pipe(
+    Options.withDescription("Only routes whose path starts with this, byte for byte."),
+    Options.optional,
+    Options.map(Option.getOrUndefined)
+  ),
+  method: optionalFilter("method", Route.HttpMethod, "Only routes with exactly this method."),
+  handler: optionalFilter("handler", Route.HandlerName, "Only routes with exactly this handler."),
+  middleware: optionalFilter("middleware", Route.MiddlewareName, "Only routes whose middleware includes this name.")
+}, ({ json, url, ...filters }) =>
+  Effect.gen(function*() {
+    const registry = yield* connect(url)
+    const routes = yield* registry.list(filters)
+    yield* print(json ? Table.json(routes) : Table.routes(routes))
+  })).pipe(Command.withDescription("List the routes, in creation order: a table, or JSON with --json."))
+
+const getCommand = Command.make("get", {
+  url,
+  json,
+  id: Args.text({ name: "id" }).pipe(Args.withDescription("The route's id."))
+}, (options) =>
+  Effect.gen(function*() {
+    const registry = yield* connect(options.url)
+    const { etag, route } = yield* registry.get(options.id)
+    yield* print(options.json ? Table.json(route) : Table.route(route, etag))
+  })).pipe(Command.withDescription("Show one route: a field a line with its ETag, or JSON with --json."))
+
+/**
+ * The `route-registry` command and its subcommands, for a host that embeds it in a CLI of its own. Its handlers need
+ * an `HttpClient` (and the `FileSystem` of `CliApp.Environment`).
+ *
+ * @since 0.3.0
+ */
+export const command = Command.make("route-registry").pipe(
+  Command.withDescription("Routes as code: export a registry's routes to a file, diff and sync them back."),
+  Command.withSubcommands([exportCommand, diffCommand, syncCommand, listCommand, getCommand])
+)
+
+// The package's version, from the manifest beside dist/ and src/ alike.
+const version = (): string =>
+  (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
+
+/**
+ * Runs the command with `argv` as `process.argv` holds it (the first two entries are skipped). A failure is printed
+ * on stderr as `error: …` (usage errors with the help) and fails the effect, so the process can exit non-zero.
+ * HTTP calls go through `fetch`.
+ *
+ * @since 0.3.0
+ */
+export const run = (argv: ReadonlyArray<string>) =>
+  Command.run(command, { name: "route-registry", version: version() })(argv).pipe(
+    Effect.tapError((error) =>
+      ValidationError.isValidationError(error) ? Effect.void : Console.error(`error: ${messageOf(error)}`)
+    ),
+    Effect.provide(FetchHttpClient.layer)
+  )
+
+const messageOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)

@@ -1,0 +1,72 @@
+/**
+ * Carrying out a plan, change by change, with a progress line for each on stderr. Updates and deletes change a
+ * route only in the version the plan was made from: a route changed meanwhile is reported, never overwritten.
+ *
+ * @internal
+ */
+import { Console, Effect, Either } from "effect"
+import type * as Route from "../../Route.js"
+import { RequestFailed, SyncFailed } from "./errors.js"
+import * as Plan from "./plan.js"
+import type * as Registry from "./registry.js"
+
+const same = (a: Route.Route, b: Route.Route) =>
+  a.method === b.method && a.path === b.path && a.handler === b.handler &&
+  a.middleware.length === b.middleware.length && a.middleware.every((name, i) => name === b.middleware[i])
+
+// The route's current ETag, if it is still as the plan saw it.
+const versionOf = (registry: Registry.Registry, planned: Route.Route) =>
+  registry.get(planned.id).pipe(
+    Effect.filterOrFail(({ route }) => same(route, planned), () =>
+      new RequestFailed({
+        message: "changed by someone else since the plan was made: nothing done (run diff again)",
+        code: "precondition_failed"
+      })),
+    Effect.map(({ etag }) => etag)
+  )
+
+const run = (registry: Registry.Registry, change: Plan.Change): Effect.Effect<unknown, RequestFailed> => {
+  switch (change._tag) {
+    case "Delete":
+      return versionOf(registry, change.current).pipe(
+        Effect.flatMap((etag) => registry.remove(change.current.id, etag))
+      )
+    case "Update":
+      return versionOf(registry, change.current).pipe(
+        Effect.flatMap((etag) => registry.update(change.current.id, etag, change.patch))
+      )
+    case "Create":
+      return registry.create(change.item.route)
+  }
+}
+
+// Where in the file a change comes from; a delete's route is, by definition, not in it.
+const origin = (file: string, change: Plan.Change) =>
+  change._tag === "Delete"
+    ? ""
+    : `${file}:${change.item.line}:${change.item.column}: routes[${change.item.index}]: `
+
+/**
+ * Applies the plan's changes in order. A change that fails is reported with its place in the file and the others
+ * go on; a failure to reach the registry at all stops the run. Fails with `SyncFailed` unless every change applied.
+ */
+export const apply = (registry: Registry.Registry, plan: Plan.Plan, file: string): Effect.Effect<void, SyncFailed> =>
+  Effect.gen(function*() {
+    const total = plan.changes.length
+    let failed = 0
+    for (const [i, change] of plan.changes.entries()) {
+      const step = `[${i + 1}/${total}]`
+      const result = yield* Effect.either(run(registry, change))
+      if (Either.isRight(result)) {
+        yield* Console.error(`${step} ${Plan.title(change)}: done`)
+        continue
+      }
+      failed++
+      yield* Console.error(`${step} ${origin(file, change)}${Plan.title(change)}: failed: ${result.left.message}`)
+      if (result.left.code === undefined) {
+        yield* Console.error(`stopped: the ${total - i - 1} changes left are not applied`)
+        return yield* new SyncFailed({ failed: total - i, total })
+      }
+    }
+    if (failed > 0) return yield* new SyncFailed({ failed, total })
+  })

@@ -1,0 +1,45 @@
+/**
+ * The failures of the `route-registry` command, each with a message a person can act on.
+ *
+ * @internal
+ */
+import { Schema } from "effect"
+
+const Problem = Schema.Struct({ line: Schema.Number, column: Schema.Number, message: Schema.String })
+
+/** A call to the registry failed; `code` is the problem code when the registry answered with one. */
+export class RequestFailed extends Schema.TaggedError<RequestFailed>()("RequestFailed", {
+  message: Schema.String,
+  code: Schema.optional(Schema.String)
+}) {}
+
+/** The routes file has problems: every one, with its line and column. Nothing was changed. */
+export class InvalidFile extends Schema.TaggedError<InvalidFile>()("InvalidFile", {
+  file: Schema.String,
+  problems: Schema.Array(Problem)
+}) {
+  override get message(): string {
+    const n = this.problems.length
+    return [
+      `${this.file}: ${n} problem${n === 1 ? "" : "s"}, nothing changed`,
+      ...this.problems.map((problem) => `${this.file}:${problem.line}:${problem.column}: ${problem.message}`)
+    ].join("\n")
+  }
+}
+
+/** Some changes of a sync were not applied; the others were. */
+export class SyncFailed extends Schema.TaggedError<SyncFailed>()("SyncFailed", {
+  failed: Schema.Number,
+  total: Schema.Number
+}) {
+  override get message(): string {
+    return `${this.failed} of ${this.total} changes not applied (see above)`
+  }
+}
+
+/** No token to call the registry with. */
+export class MissingToken extends Schema.TaggedError<MissingToken>()("MissingToken", {}) {
+  override get message(): string {
+    return "set ROUTING_TOKEN to a bearer token of the registry (routes:read to read, routes:write to sync)"
+  }
+}

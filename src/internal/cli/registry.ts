@@ -1,0 +1,114 @@
+/**
+ * The registry the command talks to: the typed client of `RoutingApi` over HTTP, with every failure turned into a
+ * `RequestFailed` that says what went wrong.
+ *
+ * @internal
+ */
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientError from "@effect/platform/HttpClientError"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import { Effect, ParseResult } from "effect"
+import type { Redacted } from "effect"
+import type * as Route from "../../Route.js"
+import * as RoutingApi from "../../RoutingApi.js"
+import * as Limits from "../limits.js"
+import { RequestFailed } from "./errors.js"
+import type * as Plan from "./plan.js"
+
+/** The filters of a listing (CONTRACT §6). */
+export interface Filters {
+  readonly method?: Route.HttpMethod | undefined
+  readonly pathPrefix?: string | undefined
+  readonly handler?: Route.HandlerName | undefined
+  readonly middleware?: Route.MiddlewareName | undefined
+}
+
+const TOKEN_CODES: ReadonlySet<string> = new Set(["unauthenticated", "invalid_request", "invalid_token"])
+
+interface ProblemBody {
+  readonly status: number
+  readonly code: string
+  readonly detail: string
+  readonly errors?: ReadonlyArray<{ readonly path: string; readonly message: string }>
+}
+
+const isProblem = (u: unknown): u is ProblemBody =>
+  typeof u === "object" && u !== null && "code" in u && "detail" in u && "status" in u
+
+// The messages along an error's causes: fetch says only "fetch failed", its cause says "connect ECONNREFUSED …".
+const causes = (error: unknown): Array<string> => error instanceof Error ? [error.message, ...causes(error.cause)] : []
+
+const hint = (code: string) =>
+  TOKEN_CODES.has(code)
+    ? " (check ROUTING_TOKEN)"
+    : code === "insufficient_scope"
+    ? " (ROUTING_TOKEN lacks the scope)"
+    : ""
+
+const failure = (origin: string) => (error: unknown): RequestFailed => {
+  if (isProblem(error)) {
+    const details = (error.errors ?? []).map((issue) => `\n  ${issue.path}: ${issue.message}`).join("")
+    return new RequestFailed({
+      message: `${error.status} ${error.code}: ${error.detail}${hint(error.code)}${details}`,
+      code: error.code
+    })
+  }
+  if (HttpClientError.isHttpClientError(error) && error._tag === "RequestError") {
+    return new RequestFailed({ message: `cannot reach ${origin}: ${[...new Set(causes(error.cause))].join(": ")}` })
+  }
+  if (HttpClientError.isHttpClientError(error) || ParseResult.isParseError(error)) {
+    return new RequestFailed({ message: `${origin} did not answer as a route registry: ${error.message}` })
+  }
+  return new RequestFailed({ message: String(error) })
+}
+
+const ifMatch = (etag: string | undefined) => etag === undefined ? {} : { "if-match": etag }
+
+/** A client of the registry at `origin`, calling it with `token`. */
+export const make = (origin: string, token: Redacted.Redacted<string>) =>
+  Effect.gen(function*() {
+    const client = yield* HttpApiClient.make(RoutingApi.RoutingApi, {
+      baseUrl: origin,
+      transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
+    })
+    const fail = failure(origin)
+
+    /** Every route matching `filters`, in id order, walking the pages to the end. */
+    const list = (filters: Filters = {}): Effect.Effect<Array<Route.Route>, RequestFailed> =>
+      Effect.suspend(() => {
+        const routes: Array<Route.Route> = []
+        const from = (cursor: string | undefined): Effect.Effect<Array<Route.Route>, RequestFailed> =>
+          client.routing.list({
+            urlParams: { ...filters, limit: Limits.MAX_PAGE_SIZE, ...(cursor === undefined ? {} : { cursor }) }
+          }).pipe(
+            Effect.mapError(fail),
+            Effect.flatMap((page) => {
+              routes.push(...page.items)
+              return page.nextCursor === null ? Effect.succeed(routes) : from(page.nextCursor)
+            })
+          )
+        return from(undefined)
+      })
+
+    /** The route and its ETag, the version to change. */
+    const get = (id: string) =>
+      client.routing.get({ path: { id }, headers: {}, withResponse: true }).pipe(
+        Effect.map(([route, response]) => ({ route, etag: response.headers["etag"] })),
+        Effect.mapError(fail)
+      )
+
+    const create = (route: Route.CreateRoute) => client.routing.create({ payload: route }).pipe(Effect.mapError(fail))
+
+    /** Changes the route only if it is still at `etag`: a concurrent change is a 412, never overwritten. */
+    const update = (id: string, etag: string | undefined, patch: Plan.Patch) =>
+      client.routing.update({ path: { id }, headers: ifMatch(etag), payload: patch }).pipe(Effect.mapError(fail))
+
+    const remove = (id: string, etag: string | undefined) =>
+      client.routing.delete({ path: { id }, headers: ifMatch(etag) }).pipe(Effect.mapError(fail))
+
+    return { origin, list, get, create, update, remove } as const
+  })
+
+/** A client of a registry. */
+export type Registry = Effect.Effect.Success<ReturnType<typeof make>>

@@ -1,0 +1,415 @@
+/**
+ * The `route-registry` command end to end, as an operator runs it: the bin in a process of its own, against
+ * `npm start` hosts (examples/server.ts) on the in-memory store and on Postgres.
+ */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Either, Redacted } from "effect"
+import { spawn } from "node:child_process"
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import Pg from "pg"
+import { SyncFailed } from "route-registry/Cli"
+import * as Yaml from "yaml"
+import * as Apply from "../src/internal/cli/apply.js"
+import * as Plan from "../src/internal/cli/plan.js"
+import * as Registry from "../src/internal/cli/registry.js"
+import * as RoutesFile from "../src/internal/cli/routesFile.js"
+import { type Running, start } from "./utils/spawned.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
+
+const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
+const SERVER = "examples/server.ts"
+const TOKEN = "cli-admin"
+const READER = "cli-reader"
+const HOST_ENV = { ROUTING_ADMIN_TOKENS: TOKEN, ROUTING_READ_TOKENS: READER }
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Runs the bin with `args`; its environment is ROUTING_TOKEN (unless `env` says otherwise), PATH and HOME only. */
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = { ROUTING_TOKEN: TOKEN }) =>
+  new Promise<Result>((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", BIN, ...args], {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => (stdout += chunk))
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    child.on("exit", (code) => resolve({ code, stdout, stderr }))
+  })
+
+interface Stored {
+  readonly id: string
+  readonly method: string
+  readonly path: string
+  readonly middleware: ReadonlyArray<string>
+  readonly handler: string
+}
+
+const create = async (origin: string, route: object): Promise<Stored> => {
+  const response = await fetch(`${origin}/v1/routing`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify(route)
+  })
+  assert.strictEqual(response.status, 201, await response.clone().text())
+  return response.json()
+}
+
+/** The stored routes under `prefix`, through the API itself. */
+const stored = async (origin: string, prefix = "/"): Promise<Array<Stored>> => {
+  const query = new URLSearchParams({ pathPrefix: prefix, limit: "1000" })
+  const response = await fetch(`${origin}/v1/routing?${query}`, { headers: { authorization: `Bearer ${TOKEN}` } })
+  return (await response.json()).items
+}
+
+const fields = (routes: ReadonlyArray<Stored>) =>
+  routes.map(({ handler, method, middleware, path }) => ({ method, path, middleware, handler }))
+
+const byPathThenMethod = (a: { path: string; method: string }, b: { path: string; method: string }) =>
+  a.path < b.path ? -1 : a.path > b.path ? 1 : a.method < b.method ? -1 : a.method > b.method ? 1 : 0
+
+/** The 1-based line of the first line of `text` containing `needle`. */
+const lineOf = (text: string, needle: string) => text.split("\n").findIndex((line) => line.includes(needle)) + 1
+
+let dir: string
+const file = async (name: string, text: string) => {
+  const path = join(dir, name)
+  await writeFile(path, text)
+  return path
+}
+
+// Routes created in an order that is neither the file order nor alphabetical by method.
+const SEED = [
+  { method: "POST", path: "/shop/users", handler: "Users#create" },
+  { method: "GET", path: "/shop/users/:id", middleware: ["auth"], handler: "Users#show" },
+  { method: "GET", path: "/shop/billing/invoices", middleware: ["auth", "timing"], handler: "echo" },
+  { method: "DELETE", path: "/shop/users/:id", middleware: ["auth"], handler: "Users#remove" }
+]
+
+let source: Running
+let target: Running
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "route-registry-cli-"))
+  ;[source, target] = await Promise.all([start(SERVER, HOST_ENV), start(SERVER, HOST_ENV)])
+  for (const route of SEED) await create(source.origin, route)
+})
+
+afterAll(async () => {
+  await Promise.all([source?.stop(), target?.stop()])
+  await rm(dir, { recursive: true, force: true })
+})
+
+describe("route-registry export", () => {
+  it("writes every route sorted by path then method, as YAML by default and JSON by extension or --format", async () => {
+    const yaml = await cli(["export", "--url", source.origin])
+    assert.strictEqual(yaml.code, 0, yaml.stderr)
+    const expected = fields(await stored(source.origin)).sort(byPathThenMethod)
+    assert.deepStrictEqual(Yaml.parse(yaml.stdout), { routes: expected })
+
+    const output = join(dir, "exported.json")
+    const json = await cli(["export", "--url", source.origin, "--output", output])
+    assert.strictEqual(json.code, 0, json.stderr)
+    assert.strictEqual(json.stdout, "")
+    assert.include(json.stderr, `wrote ${expected.length} routes to ${output}`)
+    assert.deepStrictEqual(JSON.parse(await readFile(output, "utf8")), { routes: expected })
+
+    const forced = await cli(["export", "--url", source.origin, "--format", "json"])
+    assert.strictEqual(forced.stdout.trimEnd(), (await readFile(output, "utf8")).trimEnd())
+  })
+
+  it("selects with --path-prefix", async () => {
+    const result = await cli(["export", "--url", source.origin, "--path-prefix", "/shop/users/"])
+    assert.deepStrictEqual(
+      Yaml.parse(result.stdout).routes.map((route: Stored) => `${route.method} ${route.path}`),
+      ["DELETE /shop/users/:id", "GET /shop/users/:id"]
+    )
+  })
+})
+
+describe("route-registry sync", () => {
+  it("copies one host's routes into another; a second sync plans nothing; the export round-trips", async () => {
+    const exported = join(dir, "shop.yaml")
+    assert.strictEqual((await cli(["export", "--url", source.origin, "--output", exported])).code, 0)
+
+    const first = await cli(["sync", "--url", target.origin, exported])
+    assert.strictEqual(first.code, 0, first.stderr)
+    assert.include(first.stdout, `Plan: ${SEED.length} to create, 0 to update, 0 to delete, 0 unchanged.`)
+    assert.include(first.stdout, "+ create GET /shop/users/:id  middleware [auth]  handler Users#show")
+    assert.include(first.stderr, `[${SEED.length}/${SEED.length}] create`)
+    assert.deepStrictEqual(
+      fields(await stored(target.origin, "/shop/")).sort(byPathThenMethod),
+      fields(await stored(source.origin)).sort(byPathThenMethod)
+    )
+
+    const second = await cli(["sync", "--url", target.origin, exported])
+    assert.strictEqual(second.code, 0, second.stderr)
+    assert.include(second.stdout, `No changes: the registry matches the file (${SEED.length} routes).`)
+    assert.strictEqual(second.stderr, "")
+
+    // The target's routes were created in another order, with other ids: its export is the same file, byte for byte.
+    const again = await cli(["export", "--url", target.origin, "--path-prefix", "/shop/"])
+    assert.strictEqual(again.stdout, await readFile(exported, "utf8"))
+  })
+
+  it("into a host on Postgres as well", async (ctx) => {
+    TestDatabase.requireServer(ctx, "the npm start host needs a PostgreSQL server it can reach by URL")
+    const database = await freshDatabase()
+    const host = await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url })
+    try {
+      const exported = join(dir, "to-postgres.json")
+      assert.strictEqual((await cli(["export", "--url", source.origin, "--output", exported])).code, 0)
+      const first = await cli(["sync", "--url", host.origin, exported])
+      assert.strictEqual(first.code, 0, first.stderr)
+      assert.include(first.stdout, `Plan: ${SEED.length} to create`)
+      const second = await cli(["sync", "--url", host.origin, exported])
+      assert.include(second.stdout, "No changes")
+      const copied = await cli(["export", "--url", host.origin, "--format", "json"])
+      assert.strictEqual(copied.stdout, await readFile(exported, "utf8"))
+    } finally {
+      await host.stop()
+      await database.drop()
+    }
+  })
+
+  it("updates in place (same id) when only parameter names, middleware or handler change", async () => {
+    const before = await create(target.origin, { method: "GET", path: "/inplace/:id", handler: "show" })
+    const routes = await file(
+      "inplace.yaml",
+      "routes:\n  - method: GET\n    path: /inplace/:itemId\n    middleware: [auth]\n    handler: show\n"
+    )
+    const result = await cli(["sync", "--url", target.origin, "--path-prefix", "/inplace/", routes])
+    assert.strictEqual(result.code, 0, result.stderr)
+    assert.include(result.stdout, `~ update GET /inplace/:id  (id ${before.id})`)
+    assert.include(result.stdout, "    path        /inplace/:id -> /inplace/:itemId")
+    assert.include(result.stdout, "    middleware  [] -> [auth]")
+    const after = await stored(target.origin, "/inplace/")
+    assert.deepStrictEqual(after.map(({ id, middleware, path }) => ({ id, path, middleware })), [
+      { id: before.id, path: "/inplace/:itemId", middleware: ["auth"] }
+    ])
+  })
+
+  it("a rename onto the shape of a route the same sync deletes", async () => {
+    const old = await create(target.origin, { method: "GET", path: "/rename/old/:id", handler: "Old#show" })
+    const taken = await create(target.origin, { method: "GET", path: "/rename/new/:id", handler: "New#show" })
+    // /rename/old/:id moves to /rename/new/:key, whose shape the route in the way has; --prune deletes what the file
+    // lacks.
+    const routes = await file(
+      "rename.yaml",
+      "routes:\n  - method: GET\n    path: /rename/new/:key\n    middleware: []\n    handler: Old#show\n"
+    )
+    const result = await cli(["sync", "--url", target.origin, "--path-prefix", "/rename/", "--prune", routes])
+    assert.strictEqual(result.code, 0, result.stderr)
+    const plan = result.stdout.split("\n")
+    const deleted = plan.findIndex((line) => line.startsWith(`- delete GET /rename/old/:id  (id ${old.id})`))
+    const updated = plan.findIndex((line) => line.startsWith(`~ update GET /rename/new/:id  (id ${taken.id})`))
+    assert.isAtLeast(deleted, 0)
+    assert.isAbove(updated, deleted)
+    assert.deepStrictEqual(fields(await stored(target.origin, "/rename/")), [
+      { method: "GET", path: "/rename/new/:key", middleware: [], handler: "Old#show" }
+    ])
+    const second = await cli(["sync", "--url", target.origin, "--path-prefix", "/rename/", "--prune", routes])
+    assert.include(second.stdout, "No changes: the registry matches the file (1 route).")
+  })
+
+  it("--prune deletes only under --path-prefix, and the file must stay inside it", async () => {
+    await create(target.origin, { method: "GET", path: "/teams/a/one", handler: "h" })
+    await create(target.origin, { method: "GET", path: "/teams/a/two", handler: "h" })
+    await create(target.origin, { method: "GET", path: "/teams/b/one", handler: "h" })
+    const teamA = await file("team-a.yaml", "routes:\n  - method: GET\n    path: /teams/a/one\n    handler: h\n")
+
+    const withoutPrune = await cli(["sync", "--url", target.origin, "--path-prefix", "/teams/a/", teamA])
+    assert.include(withoutPrune.stdout, "1 stored route not in the file kept (--prune deletes them).")
+    assert.lengthOf(await stored(target.origin, "/teams/"), 3)
+
+    const pruned = await cli(["sync", "--url", target.origin, "--path-prefix", "/teams/a/", "--prune", teamA])
+    assert.strictEqual(pruned.code, 0, pruned.stderr)
+    assert.include(pruned.stdout, "- delete GET /teams/a/two")
+    assert.deepStrictEqual((await stored(target.origin, "/teams/")).map((route) => route.path), [
+      "/teams/a/one",
+      "/teams/b/one"
+    ])
+
+    const outside = await cli(["sync", "--url", target.origin, "--path-prefix", "/teams/b/", "--prune", teamA])
+    assert.strictEqual(outside.code, 1)
+    assert.include(outside.stderr, `${teamA}:2:5: routes[0]: GET /teams/a/one is outside --path-prefix /teams/b/`)
+    assert.lengthOf(await stored(target.origin, "/teams/b/"), 1)
+  })
+
+  it("--dry-run and diff print the plan and change nothing", async () => {
+    await create(target.origin, { method: "GET", path: "/dry/kept", middleware: ["auth"], handler: "h" })
+    await create(target.origin, { method: "GET", path: "/dry/gone", handler: "h" })
+    const routes = await file(
+      "dry.yaml",
+      "routes:\n  - method: GET\n    path: /dry/kept\n    middleware: [auth, timing]\n    handler: h\n" +
+        "  - method: POST\n    path: /dry/new\n    handler: h\n"
+    )
+    const before = await stored(target.origin, "/dry/")
+    const args = ["--url", target.origin, "--path-prefix", "/dry/", "--prune", routes]
+    const diff = await cli(["diff", ...args])
+    const dryRun = await cli(["sync", "--dry-run", ...args])
+    for (const result of [diff, dryRun]) {
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.include(result.stdout, "- delete GET /dry/gone")
+      assert.include(result.stdout, "~ update GET /dry/kept")
+      assert.include(result.stdout, "    middleware  [auth] -> [auth, timing]")
+      assert.include(result.stdout, "+ create POST /dry/new  middleware []  handler h")
+      assert.include(result.stdout, "Plan: 1 to create, 1 to update, 1 to delete, 0 unchanged.")
+      assert.strictEqual(result.stderr, "")
+    }
+    assert.strictEqual(diff.stdout, dryRun.stdout)
+    assert.deepStrictEqual(await stored(target.origin, "/dry/"), before)
+  })
+
+  it("reports every problem of a file with its line and column, exits 1 and changes nothing", async () => {
+    const text = [
+      "routes:",
+      "  - method: get",
+      "    path: /broken//path",
+      "    handler: h",
+      "  - method: GET",
+      "    path: /broken/ok",
+      "    middleware: [auth, auth]",
+      "    handler: h",
+      "    middlewares: [x]",
+      "  - method: GET",
+      "    path: /broken/:a",
+      "    handler: h",
+      "  - method: GET",
+      "    path: /broken/:b",
+      "    handler: h",
+      ""
+    ].join("\n")
+    const routes = await file("broken.yaml", text)
+    const result = await cli(["sync", "--url", target.origin, routes])
+    assert.strictEqual(result.code, 1)
+    assert.strictEqual(result.stdout, "")
+    const problems = result.stderr.split("\n").filter((line) => line.startsWith(`${routes}:`))
+    assert.deepStrictEqual(problems.map((line) => line.slice(routes.length + 1).split(": ")[0]!.split(":")[0]), [
+      String(lineOf(text, "method: get")),
+      String(lineOf(text, "/broken//path")),
+      String(lineOf(text, "[auth, auth]")),
+      String(lineOf(text, "middlewares")),
+      String(lineOf(text, "/broken/:b") - 1)
+    ])
+    assert.include(result.stderr, "routes[0].method: methods are case-sensitive")
+    assert.include(result.stderr, "routes[1].middleware[1]:")
+    assert.include(result.stderr, "routes[1].middlewares: unknown field \"middlewares\"")
+    assert.include(result.stderr, "routes[3]: GET /broken/:b has the method and shape of routes[2]")
+    assert.lengthOf(await stored(target.origin, "/broken/"), 0)
+
+    const syntax = await file("syntax.json", "{\"routes\": [\n  {\"method\": \"GET\",\n  \"path\": }\n]}\n")
+    const unparsable = await cli(["diff", "--url", target.origin, syntax])
+    assert.strictEqual(unparsable.code, 1)
+    assert.match(unparsable.stderr, new RegExp(`${syntax}:3:\\d+: `))
+  })
+
+  it("sends If-Match: a route changed after its version was read is reported, not overwritten", async () => {
+    const route = await create(target.origin, { method: "GET", path: "/race/:id", handler: "mine" })
+    const items = Either.getOrThrow(
+      RoutesFile.parse("routes:\n  - method: GET\n    path: /race/:id\n    handler: fromFile\n")
+    )
+    // Another operator changes the route between the read of its version and the update.
+    const theirs = () =>
+      fetch(`${target.origin}/v1/routing/${route.id}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ handler: "theirs" })
+      })
+    const result = await Effect.gen(function*() {
+      const registry = yield* Registry.make(target.origin, Redacted.make(TOKEN))
+      const racing: Registry.Registry = {
+        ...registry,
+        get: (id) => registry.get(id).pipe(Effect.tap(() => Effect.promise(theirs)))
+      }
+      const plan = Plan.make(yield* registry.list(), items, { pathPrefix: "/race/", prune: false })
+      assert.deepStrictEqual(plan.changes.map((change) => change._tag), ["Update"])
+      return yield* Effect.either(Apply.apply(racing, plan, "race.yaml"))
+    }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
+    assert.deepStrictEqual(result, Either.left(new SyncFailed({ failed: 1, total: 1 })))
+    assert.strictEqual((await stored(target.origin, "/race/"))[0]!.handler, "theirs")
+  })
+
+  it("exits 1 saying why when the registry refuses or cannot be reached", async () => {
+    const routes = await file("one.yaml", "routes:\n  - method: GET\n    path: /refused\n    handler: h\n")
+    const readOnly = await cli(["sync", "--url", target.origin, routes], { ROUTING_TOKEN: READER })
+    assert.strictEqual(readOnly.code, 1)
+    assert.include(readOnly.stderr, `${routes}:2:5: routes[0]: create GET /refused: failed: 403 insufficient_scope`)
+    assert.include(readOnly.stderr, "error: 1 of 1 changes not applied")
+
+    const noToken = await cli(["list", "--url", target.origin], {})
+    assert.strictEqual(noToken.code, 1)
+    assert.include(noToken.stderr, "set ROUTING_TOKEN")
+
+    const stopped = await start(SERVER, HOST_ENV)
+    await stopped.stop()
+    const unreachable = await cli(["list", "--url", stopped.origin])
+    assert.strictEqual(unreachable.code, 1)
+    assert.include(unreachable.stderr, `error: cannot reach ${stopped.origin}`)
+  })
+})
+
+describe("route-registry list and get", () => {
+  it("print a table for people and the API's JSON for scripts", async () => {
+    const json = await cli(["list", "--url", source.origin, "--json"])
+    assert.strictEqual(json.code, 0, json.stderr)
+    const listed = JSON.parse(json.stdout)
+    assert.deepStrictEqual(listed, await stored(source.origin))
+
+    const table = await cli(["list", "--url", source.origin, "--method", "GET"])
+    const lines = table.stdout.trimEnd().split("\n")
+    assert.match(lines[0]!, /^ID\s+METHOD\s+PATH\s+MIDDLEWARE\s+HANDLER\s+CREATED$/)
+    const gets = listed.filter((route: Stored) => route.method === "GET")
+    assert.lengthOf(lines, gets.length + 1)
+    gets.forEach((route: Stored, i: number) => {
+      assert.deepStrictEqual(lines[i + 1]!.split(/\s{2,}/).slice(0, 5), [
+        route.id,
+        route.method,
+        route.path,
+        route.middleware.length === 0 ? "-" : route.middleware.join(", "),
+        route.handler
+      ])
+    })
+
+    const one = listed[0] as Stored
+    const got = await cli(["get", "--url", source.origin, "--json", one.id])
+    assert.deepStrictEqual(JSON.parse(got.stdout), one)
+    const shown = await cli(["get", "--url", source.origin, one.id])
+    const response = await fetch(`${source.origin}/v1/routing/${one.id}`, {
+      headers: { authorization: `Bearer ${TOKEN}` }
+    })
+    assert.include(shown.stdout, `path        ${one.path}\n`)
+    assert.include(shown.stdout, `etag        ${response.headers.get("etag")}\n`)
+
+    const missing = await cli(["get", "--url", source.origin, "no-such-id"])
+    assert.strictEqual(missing.code, 1)
+    assert.include(missing.stderr, "error: 404 route_not_found")
+  })
+})
+
+/** A database of its own, so a sync with the host's default table never meets another suite's routes. */
+const freshDatabase = async () => {
+  const name = `rr_cli_${process.pid}_${Date.now().toString(36)}`
+  const admin = async (statement: string) => {
+    const client = new Pg.Client({ connectionString: process.env.DATABASE_URL })
+    await client.connect()
+    try {
+      await client.query(statement)
+    } finally {
+      await client.end()
+    }
+  }
+  await admin(`CREATE DATABASE ${name}`)
+  const url = new URL(process.env.DATABASE_URL!)
+  url.pathname = `/${name}`
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
+}
