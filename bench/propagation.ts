@@ -1,21 +1,22 @@
 /**
- * Change propagation between processes (CONTRACT §12): `npm run bench:propagation [-- --quick]`.
+ * Change propagation between processes (CONTRACT §12): `npm run bench:propagation [-- --quick] [--rates 10,100]`.
  *
  * Four host processes (bench/propagation-worker.ts: the Postgres store and a live route table each, on the compiled
- * library) share a database of the run's own on the server in DATABASE_URL (default: the local one). Changes —
- * half creates, three tenths updates, a fifth deletes — are sent at a steady rate (open loop: the next one does not
- * wait for the last) to the processes in turn; each of the other three is told beforehand what to expect, and
- * reports when its table routes it. The latency of a change in a process is from the acknowledgement in the process
- * that made it to the moment the other's table routes it (a process may see it before the writer's acknowledgement
- * returns: that counts as 0). Reported: p50, p99 and max at 10, 100 and 1,000 changes per second with notifications,
- * and with polling alone at its default interval.
+ * library) share a database of the run's own on the server in DATABASE_URL (default: the local one). A plan of
+ * changes at a steady rate — half creates, three tenths updates, a fifth deletes, each made by the processes in turn —
+ * is given to every process before the clock starts; each makes its share at its time (open loop: a change does not
+ * wait for the last) and watches its table for the others', so no message passes between processes while they run.
+ * The latency of a change in a process is from its acknowledgement in the process that made it to the moment the
+ * other's table routes it (a process may see it before the writer's acknowledgement returns: that counts as 0).
+ * Reported after the first second (the processes' warm-up): p50, p99 and max at 10, 100 and 1,000 changes per second
+ * with notifications, and with polling alone at its default interval.
  */
 import { type ChildProcess, fork, spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import Pg from "pg"
 import { printTable } from "./print.js"
-import type { Command, Report } from "./propagation-worker.js"
+import type { Change, Command, Report } from "./propagation-worker.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const PROCESSES = 4
@@ -29,14 +30,18 @@ interface Run {
   readonly seconds: number
 }
 
-const runs: ReadonlyArray<Run> = [
-  { label: "notifications", notifications: true, perSecond: 10, seconds: QUICK ? 5 : 20 },
-  { label: "notifications", notifications: true, perSecond: 100, seconds: QUICK ? 3 : 10 },
-  { label: "notifications", notifications: true, perSecond: 1000, seconds: QUICK ? 2 : 5 },
-  { label: "polling (default interval)", notifications: false, perSecond: 10, seconds: QUICK ? 5 : 20 }
-]
+// `--rates 100,1000`: only those rates with notifications (and polling only if 10 is among them).
+const rates = process.argv.includes("--rates")
+  ? process.argv[process.argv.indexOf("--rates") + 1]?.split(",").map(Number)
+  : undefined
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const allRuns: ReadonlyArray<Run> = [
+  { label: "notifications", notifications: true, perSecond: 10, seconds: QUICK ? 6 : 21 },
+  { label: "notifications", notifications: true, perSecond: 100, seconds: QUICK ? 3 : 11 },
+  { label: "notifications", notifications: true, perSecond: 1000, seconds: QUICK ? 3 : 6 },
+  { label: "polling (default interval)", notifications: false, perSecond: 10, seconds: QUICK ? 6 : 21 }
+]
+const runs = allRuns.filter((run) => rates === undefined || rates.includes(run.perSecond))
 
 const withDatabase = async <A>(use: (url: string) => Promise<A>): Promise<A> => {
   const name = `rr_bench_propagation_${Date.now()}`
@@ -56,9 +61,11 @@ const withDatabase = async <A>(use: (url: string) => Promise<A>): Promise<A> => 
 interface Worker {
   readonly child: ChildProcess
   readonly send: (command: Command) => void
+  /** Resolves with the worker's report once its part of the plan is done. */
+  readonly done: Promise<Extract<Report, { type: "done" }>>
 }
 
-const startWorker = (url: string, run: Run, onReport: (index: number, report: Report) => void, index: number) =>
+const startWorker = (url: string, run: Run) =>
   new Promise<Worker>((resolve, reject) => {
     const child = fork("bench/propagation-worker.ts", [], {
       cwd: ROOT,
@@ -71,98 +78,91 @@ const startWorker = (url: string, run: Run, onReport: (index: number, report: Re
         NOTIFICATIONS: run.notifications ? "1" : "0"
       }
     })
-    child.once("exit", (code) => reject(new Error(`worker ${index} exited with ${code}`)))
-    child.on("message", (report: Report) => {
-      if (report.type === "ready") resolve({ child, send: (command) => child.send(command) })
-      else onReport(index, report)
+    child.once("exit", (code) => reject(new Error(`a worker exited with ${code}`)))
+    const done = new Promise<Extract<Report, { type: "done" }>>((resolveDone) =>
+      child.on("message", (report: Report) => report.type === "done" && resolveDone(report))
+    )
+    child.once("message", (report: Report) => {
+      if (report.type === "ready") resolve({ child, send: (command) => child.send(command), done })
     })
   })
+
+// The first second of every run warms the processes up (JIT, pools, first statements) and is not measured.
+const WARMUP_MILLIS = 1_000
+
+// A path is changed again only this long after its last change, so every process can see each state it passes.
+const SPACING_MILLIS = 300
+
+/**
+ * The changes of a run, planned before it starts: one every 1/rate seconds, in turn from each process; half create a
+ * path, the rest update or delete one whose last change is at least SPACING_MILLIS old.
+ */
+const plan = (run: Run): Array<Change> => {
+  const changes: Array<Change> = []
+  const paths: Array<{ readonly path: string; free: number }> = []
+  for (let key = 0; key < run.perSecond * run.seconds; key++) {
+    const at = (key * 1000) / run.perSecond
+    const writer = key % PROCESSES
+    const ready = paths.filter((entry) => entry.free <= at)
+    const roll = Math.random()
+    if (roll < 0.5 || ready.length === 0) {
+      const path = `/p/${key}/:id`
+      paths.push({ path, free: at + SPACING_MILLIS })
+      changes.push({ key, at, writer, type: "create", path, handler: `h${key}` })
+    } else {
+      const entry = ready[Math.floor(Math.random() * ready.length)]!
+      const type = roll < 0.8 ? "update" : "delete"
+      entry.free = type === "delete" ? Infinity : at + SPACING_MILLIS
+      changes.push({ key, at, writer, type, path: entry.path, handler: type === "delete" ? null : `h${key}` })
+    }
+  }
+  return changes
+}
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
 
 const measure = (run: Run) =>
   withDatabase(async (url) => {
-    const acked = new Map<number, number>()
-    const seen = new Map<number, Array<number>>()
-    const failed = new Set<number>()
-    // Paths whose create every process routes: an update or delete in any process finds the route.
-    const live: Array<string> = []
-    const creating = new Map<number, string>()
-    const settle = (key: number) => {
-      const path = creating.get(key)
-      if (path === undefined || !acked.has(key) || (seen.get(key)?.length ?? 0) < PROCESSES - 1) return
-      creating.delete(key)
-      live.push(path)
-    }
-    const onReport = (_index: number, report: Report) => {
-      if (report.type === "acked") {
-        if (report.ok) acked.set(report.key, report.at)
-        else failed.add(report.key)
-      } else if (report.type === "seen") {
-        const times = seen.get(report.key) ?? []
-        times.push(report.at)
-        seen.set(report.key, times)
-      }
-      if (report.type !== "ready") settle(report.key)
-    }
     // The first process creates the tables; the others start on them.
-    const first = await startWorker(url, run, onReport, 0)
-    const workers = [
-      first,
-      ...await Promise.all(
-        Array.from({ length: PROCESSES - 1 }, (_, i) => startWorker(url, run, onReport, i + 1))
-      )
-    ]
+    const first = await startWorker(url, run)
+    const workers = [first, ...await Promise.all(Array.from({ length: PROCESSES - 1 }, () => startWorker(url, run)))]
     try {
-      let key = 0
-      const total = run.perSecond * run.seconds
-      const started = performance.now()
-      for (let sent = 0; sent < total; sent++) {
-        const due = started + (sent * 1000) / run.perSecond
-        const wait = due - performance.now()
-        if (wait > 1) await pause(wait)
-        const writer = sent % PROCESSES
-        const roll = Math.random()
-        const k = key++
-        let command: Command
-        if (roll < 0.5 || live.length < 20) {
-          const path = `/p/${k}/:id`
-          creating.set(k, path)
-          command = { type: "create", key: k, path, handler: `h${k}` }
-        } else if (roll < 0.8) {
-          command = { type: "update", key: k, path: live[Math.floor(Math.random() * live.length)]!, handler: `h${k}` }
-        } else {
-          command = { type: "delete", key: k, path: live.splice(Math.floor(Math.random() * live.length), 1)[0]! }
-        }
-        const expect: Command = {
-          type: "expect",
-          key: k,
-          path: command.path,
-          handler: command.type === "delete" ? null : command.handler
-        }
-        workers.forEach((worker, i) => i !== writer && worker.send(expect))
-        workers[writer]!.send(command)
-      }
-      // Let the last changes arrive.
-      await pause(run.notifications ? 2_000 : 3_000)
+      const changes = plan(run)
+      const start = performance.timeOrigin + performance.now() + 500
+      workers.forEach((worker, index) => worker.send({ type: "run", index, start, plan: changes }))
+      const reports = await Promise.all(workers.map((worker) => worker.done))
+      const acked = new Map<number, number>()
+      for (const report of reports) for (const [key, at] of Object.entries(report.acked)) acked.set(Number(key), at)
       const latencies: Array<number> = []
       let missing = 0
-      for (const [k, at] of acked) {
-        const times = seen.get(k) ?? []
-        missing += PROCESSES - 1 - times.length
-        for (const time of times) latencies.push(Math.max(0, time - at))
+      for (const change of changes) {
+        const at = acked.get(change.key)
+        if (at === undefined || change.at < WARMUP_MILLIS) continue
+        reports.forEach((report, index) => {
+          if (index === change.writer) return
+          const seen = report.seen[change.key]
+          if (seen === undefined) missing++
+          else latencies.push(Math.max(0, seen - at))
+        })
       }
       latencies.sort((a, b) => a - b)
+      // How long the writes themselves took, from their planned time to their acknowledgement.
+      const writes = changes.filter((change) => change.at >= WARMUP_MILLIS && acked.has(change.key))
+        .map((change) => acked.get(change.key)! - (start + change.at)).sort((a, b) => a - b)
       return {
         run: `${run.label}, ${run.perSecond.toLocaleString("en-US")}/s`,
         changes: String(acked.size),
-        failed: String(failed.size),
+        failed: String(reports.reduce((sum, report) => sum + report.failed.length, 0)),
         samples: String(latencies.length),
         missing: String(missing),
         p50: `${percentile(latencies, 50).toFixed(1)} ms`,
         p99: `${percentile(latencies, 99).toFixed(1)} ms`,
-        max: `${(latencies[latencies.length - 1] ?? NaN).toFixed(1)} ms`
+        max: `${(latencies[latencies.length - 1] ?? NaN).toFixed(1)} ms`,
+        write: `${percentile(writes, 50).toFixed(1)} / ${percentile(writes, 99).toFixed(1)} ms`,
+        loop: `${Math.max(...reports.map((report) => report.loopDelay.p99)).toFixed(0)} / ${
+          Math.max(...reports.map((report) => report.loopDelay.max)).toFixed(0)
+        } ms`
       }
     } finally {
       for (const worker of workers) worker.child.removeAllListeners("exit")
@@ -192,7 +192,9 @@ printTable([
   ["missing", "missing", "right"],
   ["p50", "p50", "right"],
   ["p99", "p99", "right"],
-  ["max", "max", "right"]
+  ["max", "max", "right"],
+  ["write", "write p50 / p99", "right"],
+  ["loop", "event loop delay p99 / max", "right"]
 ], rows)
 mkdirSync(`${ROOT}bench/results`, { recursive: true })
 writeFileSync(`${ROOT}bench/results/propagation-${Date.now()}.json`, JSON.stringify(rows, null, 2))

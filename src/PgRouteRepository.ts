@@ -599,8 +599,9 @@ export const make = (
     }
 
     const feed = ChangeFeed.make({ client, sql, settings, columns, fromJson, guard })
-    // Every change is announced once committed, so the other processes' tables hear of it at once.
-    const announced = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.tap(effect, () => feed.announce)
+    // Every change is announced once committed, so the other processes' tables have it at once.
+    const announced = <E, R>(effect: Effect.Effect<Route.StoredRoute, E, R>) =>
+      Effect.tap(effect, (route) => feed.announce({ upserted: route }))
 
     return RouteRepository.RouteRepository.of({
       create: (input) =>
@@ -621,7 +622,10 @@ export const make = (
         announced(withRouteId(id, (routeId) => update(routeId, patch, precondition))),
       // Removals are what the feed keeps history of, so the process that removes prunes it.
       remove: (id, precondition) =>
-        Effect.tap(announced(withRouteId(id, (routeId) => remove(routeId, precondition))), () => feed.prune),
+        Effect.tap(
+          withRouteId(id, (routeId) => remove(routeId, precondition)),
+          () => Effect.zipRight(feed.announce({ removed: id }), feed.prune)
+        ),
       changes: feed.changes,
       // Announced only when this call created a route.
       createIdempotent: (input, idempotency) =>
@@ -632,7 +636,8 @@ export const make = (
               (now) => sql.withTransaction(createIdempotent(input, idempotency, now))
             )
           ),
-          ({ outcome, replayed }) => replayed || Either.isLeft(outcome) ? Effect.void : feed.announce
+          ({ outcome, replayed }) =>
+            replayed || Either.isLeft(outcome) ? Effect.void : feed.announce({ upserted: outcome.right })
         )
     })
   })

@@ -188,11 +188,24 @@ export interface ChangeFeed {
   /** How often a reader reads `since` when nothing wakes it. */
   readonly pollInterval: Duration.Duration
   /**
-   * Present when the store can say that a change was committed: runs until interrupted, calling `wake` after each
-   * commit it hears of, and once whenever it starts hearing again (what was said in between is lost). A hint only:
-   * `wake` may be spurious, and the reader still polls.
+   * Present when the store can tell of a commit as it happens: runs until interrupted, giving `listener` the changes
+   * other processes announce once they committed them, and calling `listener.wake` when it heard of a change it
+   * cannot give, and once whenever it starts hearing again (what was said in between is lost). Hints only: the
+   * reader still reads `since` every poll interval, which is what makes it complete.
    */
-  readonly wakeups?: ((wake: () => void) => Effect.Effect<never>) | undefined
+  readonly listen?: ((listener: ChangeListener) => Effect.Effect<never>) | undefined
+}
+
+/**
+ * What a `ChangeFeed` tells of as it hears of it.
+ *
+ * @since 0.2.0
+ */
+export interface ChangeListener {
+  /** Routes as a committed change left them (a reader keeps the newest revision), and ids of removed routes. */
+  readonly apply: (upserted: ReadonlyArray<Route.StoredRoute>, removed: ReadonlyArray<string>) => void
+  /** Something changed: read `since` now. */
+  readonly wake: () => void
 }
 
 /**

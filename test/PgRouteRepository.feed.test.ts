@@ -217,7 +217,13 @@ layer(TestDatabase.layer(), { excludeTestServices: true })(
               since: (cursor) =>
                 away
                   ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "cut off by the test" }))
-                  : feedOf(store).since(cursor)
+                  : feedOf(store).since(cursor),
+              // What is announced while away is lost, as it is when the connection is down.
+              listen: (listener) =>
+                feedOf(store).listen!({
+                  apply: (upserted, removed) => away ? undefined : listener.apply(upserted, removed),
+                  wake: listener.wake
+                })
             }
           }))
         ).pipe(Layer.provide(processStore(table, { pollInterval: "20 millis", changeRetention: "0 millis" })))
@@ -286,6 +292,37 @@ layer(TestDatabase.layer(), { excludeTestServices: true })(
           "B routes a change made after",
           () => RouteTable.get(Context.get(b, RouteTable.RouteTable), created.id) !== undefined
         )
+      }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
+    })
+
+    it.effect("an announced change is in the other tables before any poll; one made in a transaction once committed", () => {
+      const table = TestDatabase.freshTable()
+      // Polls an hour apart: only notifications can bring a change within the test.
+      const options = { pollInterval: "1 hour" } as const
+      return Effect.gen(function*() {
+        const a = yield* build(processTable(table, options))
+        const b = yield* build(processTable(table, options))
+        const storeA = Context.get(a, RouteRepository.RouteRepository)
+        const tableB = Context.get(b, RouteTable.RouteTable)
+        const created = yield* Effect.flatMap(input("/announced"), storeA.create)
+        yield* eventually("B has A's create", () => RouteTable.get(tableB, created.id)?.revision === created.revision)
+        yield* storeA.remove(created.id)
+        yield* eventually("B has A's removal", () => RouteTable.get(tableB, created.id) === undefined)
+
+        const sql = yield* SqlClient.SqlClient
+        const release = yield* Deferred.make<void>()
+        const written = yield* Deferred.make<Route.StoredRoute>()
+        const transaction = yield* sql.withTransaction(Effect.gen(function*() {
+          const route = yield* Effect.flatMap(input("/in-transaction"), storeA.create)
+          yield* Deferred.succeed(written, route)
+          yield* Deferred.await(release)
+        })).pipe(Effect.fork)
+        const pending = yield* Deferred.await(written)
+        yield* Effect.sleep(100)
+        assert.isUndefined(RouteTable.get(tableB, pending.id), "not routed before its transaction commits")
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(transaction)
+        yield* eventually("B has it once committed", () => RouteTable.get(tableB, pending.id) !== undefined)
       }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
     })
   }

@@ -119,6 +119,22 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
         return cursor
       })
 
+    // Applies changes read from the feed or heard from it; returns the routes it refused. A row written by other
+    // means than this library (an operator's SQL) may not be a valid route: it is left out of the table rather than
+    // holding up every change after it.
+    const apply = (upserted: ReadonlyArray<Route.StoredRoute>, removed: ReadonlyArray<string>): Array<string> => {
+      for (const id of removed) drop(id)
+      const refused: Array<string> = []
+      for (const route of upserted) {
+        try {
+          upsert(route)
+        } catch (error) {
+          refused.push(`${route.id} (${route.method} ${route.path}): ${String(error)}`)
+        }
+      }
+      return refused
+    }
+
     let cursor: string | undefined
     const poll = (changes: RouteRepository.ChangeFeed): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
       Effect.gen(function*() {
@@ -128,17 +144,7 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
           cursor = yield* reload(changes)
           return yield* poll(changes)
         }
-        for (const id of read.removed) drop(id)
-        const refused: Array<string> = []
-        for (const route of read.upserted) {
-          // A row written by other means than this library (an operator's SQL) may not be a valid route: it is left
-          // out of the table rather than holding up every change after it.
-          try {
-            upsert(route)
-          } catch (error) {
-            refused.push(`${route.id} (${route.method} ${route.path}): ${String(error)}`)
-          }
-        }
+        const refused = apply(read.upserted, read.removed)
         cursor = read.cursor
         // The snapshot the read saw was taken after it was asked for: the table is current as of then.
         confirmed.at = askedAt
@@ -187,7 +193,7 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
         return { following: "local", reachable: true, confirmedAt: new Date(), stalenessMillis: 0, error: undefined }
       }
       return {
-        following: feed.wakeups === undefined ? "polling" : "notifications",
+        following: feed.listen === undefined ? "polling" : "notifications",
         reachable: confirmed.reachable,
         confirmedAt: new Date(confirmed.at),
         stalenessMillis: Math.max(0, Date.now() - confirmed.at),
@@ -195,22 +201,24 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
       }
     }
 
-    return { store: live, status, follow: feed === undefined ? undefined : follow(feed, poll, confirmed) }
+    return { store: live, status, follow: feed === undefined ? undefined : follow(feed, poll, apply, confirmed) }
   })
 
 /**
- * Reads the feed whenever it wakes the table, and every poll interval in any case. A failed read leaves the table as
+ * Applies the changes the feed hears of at once, reads the feed whenever it wakes the table, and every poll interval
+ * in any case. A failed read leaves the table as
  * it was (it keeps routing) and is tried again at the next interval; the outage is logged once, and its end too.
  */
 const follow = (
   feed: RouteRepository.ChangeFeed,
   poll: (feed: RouteRepository.ChangeFeed) => Effect.Effect<void, RouteRepository.StoreUnavailable>,
+  apply: RouteRepository.ChangeListener["apply"],
   confirmed: Confirmed
 ): Effect.Effect<never> =>
   Effect.scoped(Effect.gen(function*() {
     const woken = yield* Queue.sliding<void>(1)
-    if (feed.wakeups !== undefined) {
-      yield* Effect.forkScoped(feed.wakeups(() => Queue.unsafeOffer(woken, undefined)))
+    if (feed.listen !== undefined) {
+      yield* Effect.forkScoped(feed.listen({ apply, wake: () => Queue.unsafeOffer(woken, undefined) }))
     }
     const interval = Duration.toMillis(feed.pollInterval)
     const failed = (cause: Cause.Cause<RouteRepository.StoreUnavailable>) =>

@@ -8,12 +8,15 @@
  * as the next cursor. Transaction ids, not revisions or clocks, decide: a writer that took revision 10 and commits
  * after another's 11 was running when the cursor was taken, so its row comes with the first read after its commit.
  *
- * `NOTIFY` only wakes readers early: a notification lost while a connection was down costs nothing but latency,
- * because readers also read every poll interval.
+ * `NOTIFY` makes it fast: once a change is committed, the process that made it announces the routes as it left them
+ * (or the removed ids), and every listening process applies them at once, keeping the newest revision of each route.
+ * It is a hint only: a notification lost while a connection was down costs latency, never a change, because readers
+ * also read the feed every poll interval. A change made inside a host's transaction is announced only as "changed",
+ * through that transaction: Postgres delivers it at the commit, and readers then read the feed.
  *
  * @internal
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import type { Stream } from "effect"
@@ -68,13 +71,24 @@ export interface Parts {
 
 const PING_PREFIX = "ping:"
 const CHANGED = "changed"
-// A listening connection that has not heard its own ping for this many poll intervals is taken as dead and replaced.
-const DEAF_INTERVALS = 3
+// Postgres refuses a payload of 8,000 bytes or more; announcements are cut into payloads below this.
+const MAX_PAYLOAD = 7_500
+// A listener pings itself every poll interval, or every second if that is longer; one that has not heard its own
+// ping for this many periods takes its connection as dead and listens on a new one.
+const PING_MILLIS = 1_000
+const FIRST_PING_MILLIS = 25
+const DEAF_PERIODS = 3
+
+/** A committed change, as announced: the route as it was left, or the id of a removed route. */
+export type Announcement = { readonly upserted: Route.StoredRoute } | { readonly removed: string }
 
 export interface Feed {
   readonly changes: RouteRepository.ChangeFeed
-  /** Tells the other processes that this one committed a change (at most one `NOTIFY` in flight at a time). */
-  readonly announce: Effect.Effect<void>
+  /**
+   * Tells the other processes of a change this one committed. Changes announced while a `NOTIFY` is on its way go
+   * together in the next one.
+   */
+  readonly announce: (change: Announcement) => Effect.Effect<void>
   /** Prunes removals older than the retention, at most once per tenth of it. */
   readonly prune: Effect.Effect<void>
 }
@@ -108,66 +122,132 @@ export const make = ({ client, columns, fromJson, guard, settings, sql }: Parts)
     ),
     since: (cursor) => guard(since(cursor)),
     pollInterval: settings.pollInterval,
-    wakeups: settings.notifications && listen !== undefined ? hear(listen, sql, settings) : undefined
+    listen: settings.notifications && listen !== undefined ? hear(listen, sql, settings, fromJson) : undefined
   }
 
   return { changes, announce: announcer(sql, settings), prune: pruner(sql, settings, removals, feed, guard) }
 }
 
 /**
- * Listens on the table's channel, calling `wake` for each change another process announces. It proves its own
- * connection alive by sending itself a ping every poll interval; when pings stop coming back (the connection was
- * killed, the server restarted), it listens on a new connection, and wakes the reader once it hears again, for what
- * was said while it could not hear.
+ * Listens on the table's channel, giving `listener` each change another process announces. It proves its own
+ * connection alive by pinging itself; when pings stop coming back (the connection was killed, the server restarted),
+ * it listens on a new connection, and wakes the reader once it hears again, for what was said while it could not.
  */
-const hear =
-  (listen: Listen, sql: SqlClient.SqlClient, settings: Settings) => (wake: () => void): Effect.Effect<never> => {
-    const ping = PING_PREFIX + randomUUID()
-    const interval = Duration.toMillis(settings.pollInterval)
-    const session = Effect.scoped(Effect.gen(function*() {
-      const startedAt = Date.now()
-      let heardAt: number | undefined
-      yield* Effect.forkScoped(S.runForEach(listen(settings.channel), (payload) =>
-        Effect.sync(() => {
-          if (payload === ping) {
-            if (heardAt === undefined) wake()
-            heardAt = Date.now()
-          } else if (!payload.startsWith(PING_PREFIX)) {
-            wake()
-          }
-        })))
-      return yield* Effect.forever(Effect.gen(function*() {
-        yield* Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${ping})`)
-        yield* Effect.sleep(interval)
-        if (Date.now() - (heardAt ?? startedAt) > DEAF_INTERVALS * interval) {
-          return yield* Effect.fail("the listening connection stopped hearing")
-        }
-      }))
-    }))
-    return Effect.forever(Effect.zipRight(Effect.catchAllCause(session, () => Effect.void), Effect.sleep(interval)))
+const hear = (
+  listen: Listen,
+  sql: SqlClient.SqlClient,
+  settings: Settings,
+  fromJson: Parts["fromJson"]
+) =>
+(listener: RouteRepository.ChangeListener): Effect.Effect<never> => {
+  const ping = PING_PREFIX + randomUUID()
+  const period = Math.min(Duration.toMillis(settings.pollInterval), PING_MILLIS)
+  const heard = (payload: string) => {
+    if (payload === CHANGED) return listener.wake()
+    try {
+      const { removed, upserted } = JSON.parse(payload) as Payload
+      listener.apply(upserted.map(fromJson), removed)
+    } catch {
+      listener.wake() // not an announcement of this version: read the feed instead
+    }
   }
+  const session = Effect.scoped(Effect.gen(function*() {
+    const startedAt = Date.now()
+    let heardAt: number | undefined
+    yield* Effect.forkScoped(S.runForEach(listen(settings.channel), (payload) =>
+      Effect.sync(() => {
+        if (payload === ping) {
+          if (heardAt === undefined) listener.wake()
+          heardAt = Date.now()
+        } else if (!payload.startsWith(PING_PREFIX)) {
+          heard(payload)
+        }
+      })))
+    return yield* Effect.forever(Effect.gen(function*() {
+      yield* Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${ping})`)
+      // Until the first ping comes back, `LISTEN` may not have been sent yet: ping again soon.
+      yield* Effect.sleep(heardAt === undefined ? FIRST_PING_MILLIS : period)
+      if (Date.now() - (heardAt ?? startedAt) > DEAF_PERIODS * period) {
+        return yield* Effect.fail("the listening connection stopped hearing")
+      }
+    }))
+  }))
+  return Effect.forever(Effect.zipRight(Effect.catchAllCause(session, () => Effect.void), Effect.sleep(period)))
+}
 
-/** Sends one `NOTIFY` for any number of changes committed while the previous one was on its way. */
-const announcer = (sql: SqlClient.SqlClient, settings: Settings): Effect.Effect<void> => {
-  if (!settings.notifications) return Effect.void
+/** An announcement's payload: routes as JSON rows (as the feed reads them), and removed ids. */
+interface Payload {
+  readonly upserted: ReadonlyArray<JsonRow>
+  readonly removed: ReadonlyArray<string>
+}
+
+const toJsonRow = (route: Route.StoredRoute): JsonRow => ({
+  id: route.id,
+  method: route.method,
+  path: route.path,
+  middleware: route.middleware,
+  handler: route.handler,
+  created_at: route.createdAt.toISOString(),
+  revision: route.revision
+})
+
+/** The payloads that carry `changes`, each under Postgres's limit; a change too large for one says "changed". */
+const payloads = (changes: ReadonlyArray<Announcement>): Array<string> => {
+  const all: Array<string> = []
+  let upserted: Array<string> = []
+  let removed: Array<string> = []
+  let size = 0
+  const flush = () => {
+    if (upserted.length + removed.length > 0) {
+      all.push(`{"upserted":[${upserted.join(",")}],"removed":[${removed.join(",")}]}`)
+    }
+    upserted = []
+    removed = []
+    size = 0
+  }
+  for (const change of changes) {
+    const json = JSON.stringify("upserted" in change ? toJsonRow(change.upserted) : change.removed)
+    if (json.length > MAX_PAYLOAD - 40) {
+      all.push(CHANGED)
+      continue
+    }
+    if (size + json.length > MAX_PAYLOAD - 40) flush()
+    if ("upserted" in change) upserted.push(json)
+    else removed.push(json)
+    size += json.length + 1
+  }
+  flush()
+  return all
+}
+
+/**
+ * Sends the changes this process committed, at most one `NOTIFY` in flight: what is announced meanwhile goes in the
+ * next. A change made inside a host's transaction is not committed yet: it is announced as "changed" through that
+ * transaction, which Postgres delivers when it commits and drops if it rolls back.
+ */
+const announcer = (sql: SqlClient.SqlClient, settings: Settings) => {
+  let pending: Array<Announcement> = []
   let sending = false
-  let again = false
+  const notify = (payload: string) => Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${payload})`)
   const send: Effect.Effect<void> = Effect.suspend(() => {
-    again = false
-    return Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${CHANGED})`)
-  }).pipe(Effect.zipRight(Effect.suspend(() => {
-    if (again) return send
-    sending = false
-    return Effect.void
-  })))
-  return Effect.suspend(() => {
-    if (sending) {
-      again = true
+    if (pending.length === 0) {
+      sending = false
       return Effect.void
     }
-    sending = true
-    return Effect.asVoid(Effect.forkDaemon(send))
+    const batch = pending
+    pending = []
+    return Effect.zipRight(Effect.forEach(payloads(batch), notify, { discard: true }), send)
   })
+  return (change: Announcement): Effect.Effect<void> => {
+    if (!settings.notifications) return Effect.void
+    return Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) => {
+      if (transaction._tag === "Some") return notify(CHANGED)
+      pending.push(change)
+      if (sending) return Effect.void
+      sending = true
+      return Effect.asVoid(Effect.forkDaemon(send))
+    })
+  }
 }
 
 /**
