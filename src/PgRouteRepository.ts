@@ -9,6 +9,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { ConfigError } from "effect"
 import { Cause, Clock, Config, Context, Duration, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
+import * as Batch from "./internal/batch.js"
 import * as ChangeFeed from "./internal/pgChangeFeed.js"
 import * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -327,6 +328,18 @@ const fromRow = (row: RouteRow): Route.StoredRoute =>
 const fromJson = (row: ChangeFeed.JsonRow): Route.StoredRoute =>
   fromRow({ ...row, created_at: new Date(row.created_at) })
 
+// A route as a row of a batched insert (see `createBatch`), with its place in the batch.
+const batchRow = (route: Route.Route, ord: number) => ({
+  ord,
+  id: route.id,
+  method: route.method,
+  path: route.path,
+  path_shape: Route.shapeOf(route.path),
+  middleware: route.middleware,
+  handler: route.handler,
+  created_at: route.createdAt.toISOString()
+})
+
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -598,6 +611,50 @@ export const make = (
       )
     }
 
+    // Creates and reads made at the same moment outside a host's transaction share one statement each (a batch per
+    // turn of the event loop), so concurrent clients share round trips and commits. In a batch of creates the unique
+    // index still decides: of two rows of one method and shape the first is inserted, and every row it skipped takes
+    // the single-route path, which names the holder or, if the holder went away, inserts.
+    const createBatch = Batch.make((routes: ReadonlyArray<Route.Route>) =>
+      Effect.flatMap(
+        sql<RouteRow>`
+          WITH input AS (
+            SELECT * FROM json_to_recordset(${JSON.stringify(routes.map(batchRow))}::json) AS x(
+              ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
+              created_at timestamptz
+            )
+          )
+          INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
+          SELECT id, method, path, path_shape, middleware, handler, created_at, ${revision} FROM input ORDER BY ord
+          ON CONFLICT (method, path_shape) DO NOTHING
+          RETURNING ${columns}`,
+        (inserted) => {
+          const stored = new Map(inserted.map((row) => [row.id, fromRow(row)]))
+          return Effect.forEach(routes, (route) => {
+            const created = stored.get(route.id)
+            return Effect.exit(created === undefined ? create(route) : Effect.succeed(created))
+          }, { concurrency: "unbounded" })
+        }
+      )
+    )
+
+    const findBatch = Batch.make((wanted: ReadonlyArray<Route.RouteId>) =>
+      Effect.map(sql<RouteRow>`SELECT ${columns} FROM ${table} WHERE id = ANY(${wanted}::uuid[])`, (rows) => {
+        const found = new Map(rows.map((row) => [row.id, fromRow(row)]))
+        return wanted.map((id) => {
+          const route = found.get(id)
+          return route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id })) : Exit.succeed(route)
+        })
+      })
+    )
+
+    // Inside a host's transaction a statement must run on its connection: no batch.
+    const unlessInTransaction = <A, E>(batched: Effect.Effect<A, E>, alone: Effect.Effect<A, E>) =>
+      Effect.flatMap(
+        Effect.serviceOption(SqlClient.TransactionConnection),
+        (transaction) => transaction._tag === "Some" ? alone : batched
+      )
+
     const feed = ChangeFeed.make({ client, sql, settings, columns, fromJson, guard })
     // Every change is announced once committed, so the other processes' tables have it at once.
     const announced = <E, R>(effect: Effect.Effect<Route.StoredRoute, E, R>) =>
@@ -606,13 +663,22 @@ export const make = (
     return RouteRepository.RouteRepository.of({
       create: (input) =>
         announced(
-          guard(Effect.flatMap(Clock.currentTimeMillis, (now) => create(RouteRepository.makeRoute(ids, input, now))))
+          guard(Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const route = RouteRepository.makeRoute(ids, input, now)
+            return unlessInTransaction(createBatch(route), create(route))
+          }))
         ),
       findById: (id) =>
         withRouteId(
           id,
           (routeId) =>
-            Effect.flatMap(readRoute(routeId), (row) => row === undefined ? notFound(id) : Effect.succeed(fromRow(row)))
+            unlessInTransaction(
+              findBatch(routeId),
+              Effect.flatMap(
+                readRoute(routeId),
+                (row) => row === undefined ? notFound(id) : Effect.succeed(fromRow(row))
+              )
+            )
         ),
       list: (query) =>
         [query.method, query.handler, query.middleware, query.pathPrefix].some(holdsNul)

@@ -240,6 +240,45 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
     )
   })
 
+  it.effect("concurrent creates and gets share statements; a conflict in a batch fails only its own create", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const repo = yield* RouteRepository.RouteRepository
+      const held = yield* Effect.flatMap(body("/held"), repo.create)
+      const sent: Array<string> = []
+      const counting = Statement.withTransformer((statement) =>
+        Effect.sync(() => (sent.push(statement.compile(true)[0]), statement))
+      )
+      // 20 new routes, two creates of one shape, and one of the shape `held` has: all at the same moment.
+      const paths = [...Array.from({ length: 20 }, (_, i) => `/batch/${i}`), "/twice/:a", "/twice/:b", "/held"]
+      const results = yield* Effect.all(
+        paths.map((path) => Effect.either(Effect.flatMap(body(path), repo.create))),
+        { concurrency: "unbounded" }
+      ).pipe(counting)
+      const inserts = sent.filter((text) => text.includes("INSERT"))
+      assert.isBelow(inserts.length, paths.length / 2, `creates shared statements: ${inserts.length} inserts`)
+      const created = results.filter((result) => result._tag === "Right")
+      assert.strictEqual(created.length, 21)
+      const refused = results.flatMap((result) => result._tag === "Left" ? [result.left] : [])
+      assert.deepStrictEqual(refused.map((error) => error._tag).sort(), ["RouteConflict", "RouteConflict"])
+      const twice = created.find((result) => result.right.path.startsWith("/twice/"))!.right
+      assert.includeMembers(refused.map((error) => (error as RouteRepository.RouteConflict).conflictingRouteId), [
+        held.id,
+        twice.id
+      ])
+
+      sent.length = 0
+      const ids = [...created.map((result) => result.right.id), "01a20830-0000-7000-8000-000000000000"]
+      const found = yield* Effect.all(ids.map((id) => Effect.either(repo.findById(id))), { concurrency: "unbounded" })
+        .pipe(counting)
+      assert.isBelow(sent.length, ids.length / 2, `gets shared statements: ${sent.length} selects`)
+      assert.deepStrictEqual(
+        found.map((result) => result._tag === "Right" ? result.right.id : result.left._tag),
+        [...ids.slice(0, -1), "RouteNotFound"]
+      )
+    }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
+  })
+
   it.effect("every listing filter reads an index, never the whole table (EXPLAIN over 4,000 routes)", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {
