@@ -116,16 +116,22 @@ export const make = ({ client, columns, fromJson, guard, settings, sql }: Parts)
     )
 
   const listen = (client as { readonly listen?: Listen }).listen
+  // Names this store's announcements, so its own listener skips them: its table has those changes already.
+  const origin = randomUUID()
   const changes: RouteRepository.ChangeFeed = {
     cursor: guard(
       Effect.map(sql<{ cursor: string }>`SELECT pg_current_snapshot()::text AS cursor`, ([row]) => row!.cursor)
     ),
     since: (cursor) => guard(since(cursor)),
     pollInterval: settings.pollInterval,
-    listen: settings.notifications && listen !== undefined ? hear(listen, sql, settings, fromJson) : undefined
+    listen: settings.notifications && listen !== undefined ? hear(listen, sql, settings, fromJson, origin) : undefined
   }
 
-  return { changes, announce: announcer(sql, settings), prune: pruner(sql, settings, removals, feed, guard) }
+  return {
+    changes,
+    announce: announcer(sql, settings, origin),
+    prune: pruner(sql, settings, removals, feed, guard)
+  }
 }
 
 /**
@@ -137,13 +143,16 @@ const hear = (
   listen: Listen,
   sql: SqlClient.SqlClient,
   settings: Settings,
-  fromJson: Parts["fromJson"]
+  fromJson: Parts["fromJson"],
+  origin: string
 ) =>
 (listener: RouteRepository.ChangeListener): Effect.Effect<never> => {
-  const ping = PING_PREFIX + randomUUID()
+  const ping = PING_PREFIX + origin
+  const own = payloadStart(origin)
   const period = Math.min(Duration.toMillis(settings.pollInterval), PING_MILLIS)
   const heard = (payload: string) => {
     if (payload === CHANGED) return listener.wake()
+    if (payload.startsWith(own)) return
     try {
       const { removed, upserted } = JSON.parse(payload) as Payload
       listener.apply(upserted.map(fromJson), removed)
@@ -175,8 +184,9 @@ const hear = (
   return Effect.forever(Effect.zipRight(Effect.catchAllCause(session, () => Effect.void), Effect.sleep(period)))
 }
 
-/** An announcement's payload: routes as JSON rows (as the feed reads them), and removed ids. */
+/** An announcement's payload: who sent it, routes as JSON rows (as the feed reads them), and removed ids. */
 interface Payload {
+  readonly from: string
   readonly upserted: ReadonlyArray<JsonRow>
   readonly removed: ReadonlyArray<string>
 }
@@ -192,14 +202,16 @@ const toJsonRow = (route: Route.StoredRoute): JsonRow => ({
 })
 
 /** The payloads that carry `changes`, each under Postgres's limit; a change too large for one says "changed". */
-const payloads = (changes: ReadonlyArray<Announcement>): Array<string> => {
+const payloadStart = (origin: string) => `{"from":${JSON.stringify(origin)},`
+
+const payloads = (origin: string, changes: ReadonlyArray<Announcement>): Array<string> => {
   const all: Array<string> = []
   let upserted: Array<string> = []
   let removed: Array<string> = []
   let size = 0
   const flush = () => {
     if (upserted.length + removed.length > 0) {
-      all.push(`{"upserted":[${upserted.join(",")}],"removed":[${removed.join(",")}]}`)
+      all.push(`${payloadStart(origin)}"upserted":[${upserted.join(",")}],"removed":[${removed.join(",")}]}`)
     }
     upserted = []
     removed = []
@@ -225,7 +237,7 @@ const payloads = (changes: ReadonlyArray<Announcement>): Array<string> => {
  * next. A change made inside a host's transaction is not committed yet: it is announced as "changed" through that
  * transaction, which Postgres delivers when it commits and drops if it rolls back.
  */
-const announcer = (sql: SqlClient.SqlClient, settings: Settings) => {
+const announcer = (sql: SqlClient.SqlClient, settings: Settings, origin: string) => {
   let pending: Array<Announcement> = []
   let sending = false
   const notify = (payload: string) => Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${payload})`)
@@ -236,7 +248,7 @@ const announcer = (sql: SqlClient.SqlClient, settings: Settings) => {
     }
     const batch = pending
     pending = []
-    return Effect.zipRight(Effect.forEach(payloads(batch), notify, { discard: true }), send)
+    return Effect.zipRight(Effect.forEach(payloads(origin, batch), notify, { discard: true }), send)
   })
   return (change: Announcement): Effect.Effect<void> => {
     if (!settings.notifications) return Effect.void
