@@ -219,15 +219,19 @@ export const migrations = (options: Options = {}) => {
           pruned_through xid8 NOT NULL DEFAULT '0'
         )`,
         sql`INSERT INTO ${sql(feed)} DEFAULT VALUES`,
-        // Identifiers are checked by `resolve` (lowercase letters, digits and _), so they are safe in function text.
-        sql.unsafe(`CREATE FUNCTION ${stampFunction}() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN NEW.txid := pg_current_xact_id(); RETURN NEW; END $$`),
-        sql.unsafe(`CREATE TRIGGER ${table}_stamp BEFORE UPDATE ON ${qualified}
-          FOR EACH ROW EXECUTE FUNCTION ${stampFunction}()`),
-        sql.unsafe(`CREATE FUNCTION ${removalFunction}() RETURNS trigger LANGUAGE plpgsql AS $$
-          BEGIN INSERT INTO ${removals} (id) VALUES (OLD.id); RETURN NULL; END $$`),
-        sql.unsafe(`CREATE TRIGGER ${table}_log_removal AFTER DELETE ON ${qualified}
-          FOR EACH ROW EXECUTE FUNCTION ${removalFunction}()`)
+        // The functions hold no names: the removal log is found from the trigger's own table.
+        sql`CREATE FUNCTION ${sql(stampFunction)}() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN NEW.txid := pg_current_xact_id(); RETURN NEW; END $$`,
+        sql`CREATE TRIGGER ${sql(`${table}_stamp`)} BEFORE UPDATE ON ${sql(qualified)}
+          FOR EACH ROW EXECUTE FUNCTION ${sql(stampFunction)}()`,
+        sql`CREATE FUNCTION ${sql(removalFunction)}() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            EXECUTE format('INSERT INTO %I.%I (id) VALUES ($1)', TG_TABLE_SCHEMA, TG_TABLE_NAME || '_removals')
+              USING OLD.id;
+            RETURN NULL;
+          END $$`,
+        sql`CREATE TRIGGER ${sql(`${table}_log_removal`)} AFTER DELETE ON ${sql(qualified)}
+          FOR EACH ROW EXECUTE FUNCTION ${sql(removalFunction)}()`
       ], { discard: true })),
     // The first answer to each idempotency key, by principal and key. An expired row is ignored by reads and deleted
     // by later keyed creates (the expiry index finds them), so no background job is needed.
@@ -263,7 +267,7 @@ export const uninstall = (
       sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(removals)}, ${sql(feed)}, ${sql(idempotencyKeys)}, ${
         sql(migrationsTable)
       }`,
-      sql.unsafe(`DROP FUNCTION IF EXISTS ${stampFunction}(), ${removalFunction}()`)
+      sql`DROP FUNCTION IF EXISTS ${sql(stampFunction)}(), ${sql(removalFunction)}()`
     ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
   })
 
