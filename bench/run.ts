@@ -2,8 +2,9 @@
  * The benchmark: `node --import tsx bench/run.ts [--quick] [--rounds N] [--duration SECONDS] [--only IDS]`, where IDS
  * is a comma-separated list of parts to run (get, mix, post, pg-get, pg-mix, pg-post, router; memory, the heap per
  * stored route; table, the route table against radix routers by bench/table.ts); all of them without `--only`. IDS
- * may also name servers (lean-node, fastify-plain, ours-node, …): each scenario then runs only those and its
- * reference, and with no part named, every scenario that has one of them runs.
+ * may also name servers (lean-node, fastify-plain, ours-node, npm-start, …): each scenario then runs only those and
+ * its reference, and with no part named, every scenario that has one of them runs. npm-start is the example host run
+ * with the command line of package.json's `start` script (the compiled library), seeded through its API.
  *
  * Every server (the library's three adapters and the peers in bench/peers) runs as a process of its own pinned to
  * core 1; wrk, pinned to core 0, loads one server at a time over 127.0.0.1. Each server stores its seed routes
@@ -11,7 +12,8 @@
  * scenario warms every server up, then runs rounds; in each round every server is loaded once (the order rotates
  * from round to round), so a ratio is taken within a round, pair by pair, and the median of those ratios reported.
  * Every library entry is shown against the scenario's reference, its targets' references, and the lean peers (the
- * hand-written `node:http` server and plain Fastify, both serving the whole contract) wherever they run.
+ * hand-written `node:http` server and plain Fastify, both serving the whole contract) wherever they run, and the
+ * listener's p99 latency against the lean `node:http` peer's.
  * Results go to bench/results/<time>.json; a table is printed.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
@@ -19,6 +21,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { seedInput } from "./peers/shared.js"
 import { type Column, printTable } from "./print.js"
 import * as Router from "./router.js"
 
@@ -68,6 +71,11 @@ interface ServerSpec {
   readonly router?: boolean
   /** One of the library's entries, shown against the lean peers too. */
   readonly library?: boolean
+  /**
+   * The example host of `npm start`, run as that script runs it (its command line is read from package.json); it
+   * stores no seed of its own, so its seed routes are created through its API once it listens.
+   */
+  readonly npmStart?: boolean
 }
 
 const scaleName = `ours-node@${config.scaleSeed.toLocaleString("en-US")}`
@@ -75,6 +83,7 @@ const servers: ReadonlyArray<ServerSpec> = [
   { name: "ours-node", file: "bench/ours/node-listener.ts", seed: config.seed, library: true },
   { name: "ours-httpapp", file: "bench/ours/http-app.ts", seed: config.seed, library: true },
   { name: "ours-web", file: "bench/ours/web-handler.ts", seed: config.seed, library: true },
+  { name: "npm-start", file: "examples/server.ts", seed: config.seed, library: true, npmStart: true },
   { name: "lean-node", file: "bench/peers/lean-node.ts", seed: config.seed },
   { name: "fastify-plain", file: "bench/peers/fastify-plain.ts", seed: config.seed },
   { name: "raw-node", file: "bench/peers/raw-node.ts", seed: config.seed },
@@ -105,10 +114,24 @@ const all = <A>(full: ReadonlyArray<A>, quick: ReadonlyArray<A>) => QUICK ? quic
 // The lean peers: the whole contract on node:http written for speed, and on Fastify as its documentation teaches.
 const LEAN_PEERS = ["lean-node", "fastify-plain"]
 const memoryServers = all(
-  ["ours-node", "ours-httpapp", "ours-web", ...LEAN_PEERS, "raw-node", "fastify", "express", "hono", "effect-httpapi"],
-  ["ours-node", "ours-httpapp", ...LEAN_PEERS, "raw-node", "fastify", "effect-httpapi"]
+  [
+    "ours-node",
+    "npm-start",
+    "ours-httpapp",
+    "ours-web",
+    ...LEAN_PEERS,
+    "raw-node",
+    "fastify",
+    "express",
+    "hono",
+    "effect-httpapi"
+  ],
+  ["ours-node", "npm-start", "ours-httpapp", ...LEAN_PEERS, "raw-node", "fastify", "effect-httpapi"]
 )
-const postServers = all(memoryServers, ["ours-node", "ours-httpapp", ...LEAN_PEERS, "fastify", "effect-httpapi"])
+const postServers = all(
+  memoryServers,
+  ["ours-node", "npm-start", "ours-httpapp", ...LEAN_PEERS, "fastify", "effect-httpapi"]
+)
 const pgServers = ["ours-node-pg", "fastify-pg"]
 const allScenarios: ReadonlyArray<Scenario> = [
   { id: "get", title: "GET by id (memory)", mode: "get", servers: [...memoryServers, scaleName], reference: "fastify" },
@@ -165,6 +188,10 @@ interface Target {
 }
 
 const targets: ReadonlyArray<Target> = [
+  { scenario: "get", server: "ours-node", reference: "lean-node", min: 1.0 },
+  { scenario: "post", server: "ours-node", reference: "lean-node", min: 1.0 },
+  { scenario: "get", server: "npm-start", reference: "ours-node", min: 0.95 },
+  { scenario: "post", server: "npm-start", reference: "ours-node", min: 0.95 },
   { scenario: "get", server: "ours-node", reference: "fastify", min: 1.0 },
   { scenario: "get", server: "ours-node", reference: "raw-node", min: 0.85 },
   { scenario: "post", server: "ours-node", reference: "fastify", min: 1.0 },
@@ -176,6 +203,19 @@ const targets: ReadonlyArray<Target> = [
   { scenario: "router", server: "ours-router", reference: "fastify-router", min: 0.9 }
 ]
 const MEMORY_TARGET = 1.5
+
+/** p99 latency at 50 connections: the server's over the reference's, in the same round, at most `max`. */
+interface LatencyTarget {
+  readonly scenario: string
+  readonly server: string
+  readonly reference: string
+  readonly max: number
+}
+
+const latencyTargets: ReadonlyArray<LatencyTarget> = [
+  { scenario: "get", server: "ours-node", reference: "lean-node", max: 1.2 },
+  { scenario: "post", server: "ours-node", reference: "lean-node", max: 1.2 }
+]
 
 // ---------------------------------------------------------------------------------------------------------------
 // Tools
@@ -218,6 +258,37 @@ const routerRequests = join(work, "router.requests")
 const running: Array<Running> = []
 const tables: Array<string> = []
 
+/**
+ * What `npm start` runs, read from package.json (`NAME=value … node <args>`), so the benchmark measures that command
+ * and not a copy of it. Its process is node itself, pinned and measured as the others are (npm's own process is not).
+ */
+const npmStart = ((): { readonly env: Record<string, string>; readonly args: ReadonlyArray<string> } => {
+  const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.start
+  const words = script.trim().split(/\s+/)
+  const env: Record<string, string> = {}
+  while (words.length > 0 && /^[A-Z_][A-Z0-9_]*=/.test(words[0]!)) {
+    const [name, ...value] = words.shift()!.split("=")
+    env[name!] = value.join("=")
+  }
+  if (words.shift() !== "node") throw new Error(`npm start runs something other than node: ${script}`)
+  return { env, args: words }
+})()
+
+// The seed routes of a server that stores none itself, created through its API one after another (as `seedInput`).
+const seedThroughApi = async (server: Running) => {
+  const ids: Array<string> = []
+  for (let i = 0; i < server.spec.seed; i++) {
+    const created = await fetch(`${server.origin}/v1/routing`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify(seedInput(i))
+    })
+    if (created.status !== 201) throw new Error(`${server.spec.name}: seeding answered ${created.status}`)
+    ids.push(((await created.json()) as { readonly id: string }).id)
+  }
+  writeFileSync(server.idsFile, ids.join("\n") + "\n")
+}
+
 const startServer = (spec: ServerSpec): Promise<Running> => {
   const idsFile = join(work, `${spec.name.replace(/[^a-z0-9-]/gi, "_")}.ids`)
   const table = `bench_${process.pid}_${spec.name.replace(/[^a-z0-9]/gi, "_")}`
@@ -234,11 +305,17 @@ const startServer = (spec: ServerSpec): Promise<Running> => {
     DATABASE_URL: spec.postgres === true ? DATABASE_URL : "",
     TABLE: table
   }
-  const child = spawn(process.execPath, ["--max-old-space-size=4096", "--import", "tsx", spec.file], {
-    cwd: ROOT,
-    env: { ...env, ...COMPILED },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
+  const child = spec.npmStart === true
+    ? spawn(process.execPath, npmStart.args, {
+      cwd: ROOT,
+      env: { ...env, ...npmStart.env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    : spawn(process.execPath, ["--max-old-space-size=4096", "--import", "tsx", spec.file], {
+      cwd: ROOT,
+      env: { ...env, ...COMPILED },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
   let output = ""
   child.stdout.on("data", (chunk) => (output += chunk))
   child.stderr.on("data", (chunk) => (output += chunk))
@@ -451,6 +528,14 @@ const ratio = (result: ScenarioResult, server: string, reference: string): numbe
   return median(ours.map((m, i) => m.rps / theirs[i]!.rps))
 }
 
+/** The median over rounds of (server p99 / reference p99), both measured in the same round. */
+const p99Ratio = (result: ScenarioResult, server: string, reference: string): number | undefined => {
+  const ours = result.rounds[server]
+  const theirs = result.rounds[reference]
+  if (ours === undefined || theirs === undefined) return undefined
+  return median(ours.map((m, i) => m.p99Ms / theirs[i]!.p99Ms))
+}
+
 /**
  * What a server is shown against in a scenario: its targets' references, the scenario's reference and, for a library
  * entry, the lean peers; each only when it ran in that scenario, never the server itself.
@@ -550,7 +635,10 @@ const main = async () => {
   const starts = await Promise.allSettled(specs.map(startServer))
   for (const start of starts) if (start.status === "rejected") throw start.reason
   const byName = new Map(running.map((server) => [server.spec.name, server]))
-  for (const server of byName.values()) await check(server)
+  for (const server of byName.values()) {
+    if (server.spec.npmStart === true) await seedThroughApi(server)
+    await check(server)
+  }
   console.log(`started and checked in ${elapsed()}`)
 
   const results: Array<ScenarioResult> = []
@@ -593,6 +681,19 @@ const main = async () => {
         })
         if (target !== undefined) outcomes.push({ ...target, ratio: value, met: value >= target.min })
       })
+      for (const target of latencyTargets) {
+        if (target.scenario !== result.scenario.id || target.server !== name) continue
+        const value = p99Ratio(result, name, target.reference)
+        if (value === undefined) continue
+        const met = value <= target.max
+        rows.push({
+          vs: `${target.reference} p99`,
+          ratio: value.toFixed(2) + "x",
+          target: `<= ${target.max.toFixed(2)}`,
+          result: met ? "met" : "MISSED"
+        })
+        outcomes.push({ ...target, kind: "p99", ratio: value, met })
+      }
     }
   }
   if (heap !== undefined) {
@@ -626,6 +727,7 @@ const main = async () => {
   printTable(columns, rows)
   console.log()
   console.log("ratio: the median over rounds of (server req/s / reference req/s), both measured in the same round.")
+  console.log("p99 ratio: the median over rounds of (server p99 / reference p99); lower is better.")
   console.log("cpu: the server's CPU time per request (all its threads), steadier than req/s when the machine is busy.")
   if (rows.some((row) => row.rps?.endsWith("!") === true)) {
     console.log("!: some responses failed (status >= 400 or socket errors)")

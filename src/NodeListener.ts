@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Answers from "./internal/answers.js"
 import * as Body from "./internal/body.js"
 import * as Disposable from "./internal/disposable.js"
+import * as Fold from "./internal/fold.js"
 import * as ListQuery from "./internal/listQuery.js"
 import * as NodeHeaders from "./internal/nodeHeaders.js"
 import * as NodeTransport from "./internal/nodeTransport.js"
@@ -43,6 +44,9 @@ export interface DisposableListener extends Listener {
 export type Options = RoutingHandler.Options
 
 class NodeRequest implements RoutingHandler.Request {
+  /** The limits the core asked for the body under: set when it asks while the request is being handled. */
+  maxBytes: number | undefined = undefined
+  timeoutMillis = 0
   constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly path: string) {}
   get method() {
     return this.req.method ?? "GET"
@@ -54,24 +58,54 @@ class NodeRequest implements RoutingHandler.Request {
     return NodeHeaders.header(this.req, name)
   }
   body(maxBytes: number, timeoutMillis: number) {
-    return Body.fromIncomingMessage(this.req, this.res)(maxBytes, timeoutMillis)
+    this.maxBytes = maxBytes
+    this.timeoutMillis = timeoutMillis
+    return Fold.bodyOr(Body.fromIncomingMessage(this.req, this.res)(maxBytes, timeoutMillis))
   }
+}
+
+/**
+ * An answer's head as `writeHead` takes it: name, value, name, value …, with its `Content-Length` unless it has no
+ * body. An explicit length spares the chunked encoding; 204 and 304 have no body, and a 204 must not carry a length
+ * (RFC 9110 §8.6).
+ */
+const headOf = (response: RoutingHandler.Response): Array<string> => {
+  const head: Array<string> = []
+  const headers = response.headers
+  for (const name in headers) head.push(name, headers[name]!)
+  if (!Answers.hasNoBody(response.status)) head.push("content-length", String(Buffer.byteLength(response.body)))
+  return head
 }
 
 const write = (req: IncomingMessage, res: ServerResponse, response: RoutingHandler.Response) => {
   if (res.headersSent || res.destroyed) return
-  // An explicit length spares the chunked encoding writeHead would otherwise commit to; 204 and 304 have no body, and a
-  // 204 must not carry a length (RFC 9110 §8.6). A problem's status line says its title, as its body does.
-  const headers = Answers.hasNoBody(response.status)
-    ? response.headers
-    : { ...response.headers, "content-length": Buffer.byteLength(response.body) }
+  // A problem's status line says its title, as its body does.
+  const head = Answers.isReused(response) ? (response.nodeHead ??= headOf(response)) : headOf(response)
   const phrase = Problem.titles[response.status]
-  if (phrase === undefined) res.writeHead(response.status, headers)
-  else res.writeHead(response.status, phrase, headers)
+  if (phrase === undefined) res.writeHead(response.status, head)
+  else res.writeHead(response.status, phrase, head)
   NodeTransport.end(req, res, response.headers, response.body)
 }
 
 const immediate = Scheduler.make((task) => task())
+
+const respond = (
+  runFork: ReturnType<typeof Runtime.runFork<never>>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  exit: Exit.Exit<RoutingHandler.Response>
+) => {
+  // The core answers every failure; a fiber that ends without an answer was interrupted from outside.
+  if (Exit.isFailure(exit)) runFork(Effect.logWarning("route-registry: a request ended without an answer", exit.cause))
+  try {
+    write(req, res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
+  } catch (error) {
+    // Node refused the response (an invalid header value, say): answer 500 rather than throw into the host.
+    runFork(Effect.logError("route-registry: could not write a response", Cause.die(error)))
+    if (res.headersSent) res.destroy()
+    else write(req, res, RoutingHandler.internalError)
+  }
+}
 
 /**
  * The listener over the services in context, run on the calling runtime (its logger, clock and tracer).
@@ -87,31 +121,28 @@ export const make = (
     // as a hand-written Node server does; answering from a later microtask halves Node's throughput.
     const runtime = Runtime.setFiberRef(yield* Effect.runtime<never>(), FiberRef.currentScheduler, immediate)
     const runFork = Runtime.runFork(runtime)
+    // The clock this runtime's fibers read, for the steps decided without one.
+    const given: Fold.Given = { clock: yield* Effect.clock }
+    const answer = (req: IncomingMessage, res: ServerResponse, effect: Effect.Effect<RoutingHandler.Response>) => {
+      // Decided without waiting: answer now, inside this callback, with no fiber to run.
+      if (Exit.isExit(effect)) return respond(runFork, req, res, effect as Exit.Exit<RoutingHandler.Response>)
+      runFork(effect).addObserver((exit) => respond(runFork, req, res, exit))
+    }
     return (req, res, next) => {
-      const effect = handler.handle(new NodeRequest(req, res, Target.pathOf(req.url ?? "/")))
+      const request = new NodeRequest(req, res, Target.pathOf(req.url ?? "/"))
+      const effect = handler.handle(request)
       if (effect === undefined) {
         if (next === undefined) return write(req, res, RoutingHandler.notFound)
         // The host answers as if Node had sent the 100 itself (as it does without a "checkContinue" listener).
         NodeTransport.sendContinue(req, res)
         return next()
       }
-      const respond = (exit: Exit.Exit<RoutingHandler.Response>) => {
-        // The core answers every failure; a fiber that ends without an answer was interrupted from outside.
-        if (Exit.isFailure(exit)) {
-          runFork(Effect.logWarning("route-registry: a request ended without an answer", exit.cause))
-        }
-        try {
-          write(req, res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
-        } catch (error) {
-          // Node refused the response (an invalid header value, say): answer 500 rather than throw into the host.
-          runFork(Effect.logError("route-registry: could not write a response", Cause.die(error)))
-          if (res.headersSent) res.destroy()
-          else write(req, res, RoutingHandler.internalError)
-        }
-      }
-      // Decided without waiting: answer now, inside this callback, with no fiber to run.
-      if (Exit.isExit(effect)) return respond(effect as Exit.Exit<RoutingHandler.Response>)
-      runFork(effect).addObserver(respond)
+      if (!Fold.isPending(effect)) return answer(req, res, effect)
+      if (request.maxBytes === undefined) return answer(req, res, Fold.resolve(effect, given))
+      // Everything before the body passed at once: the body is read here, and the steps after it are decided in its
+      // "end" event, with no fiber when the services answer at once.
+      Body.readIncomingMessage(req, res, request.maxBytes, request.timeoutMillis, (body) =>
+        answer(req, res, Fold.resolve(effect, { clock: given.clock, body })))
     }
   })
 

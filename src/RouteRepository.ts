@@ -3,7 +3,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Either, Layer, Schema } from "effect"
+import { Context, Duration, Effect, Either, Exit, Layer, Schema } from "effect"
+import * as Fold from "./internal/fold.js"
 import * as Route from "./Route.js"
 
 /**
@@ -381,9 +382,10 @@ interface Memory {
   revision: number
 }
 
-const addRoute = (memory: Memory, route: Route.StoredRoute): void => {
+// `key`: the route's conflict key, which the caller computed to check for a conflict.
+const addRoute = (memory: Memory, route: Route.StoredRoute, key: string): void => {
   memory.byId.set(route.id, route)
-  memory.idByKey.set(conflictKey(route.method, route.path), route.id)
+  memory.idByKey.set(key, route.id)
   insertSorted(memory.ids, route.id)
   post(memory.byMethod, route.method, route.id)
   post(memory.byHandler, route.handler, route.id)
@@ -507,19 +509,33 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
   const conflict = (method: string, path: string, conflictingRouteId: string) =>
     Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))
   const insert = (input: Route.CreateRoute, millis: number): Either.Either<Route.StoredRoute, RouteConflict> => {
-    const existing = memory.idByKey.get(conflictKey(input.method, input.path))
+    const key = conflictKey(input.method, input.path)
+    const existing = memory.idByKey.get(key)
     if (existing !== undefined) {
       return Either.left(
         new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: existing }, true)
       )
     }
-    const route = makeRoute(ids, input, millis)
-    const stored = new Route.StoredRoute({ ...route, revision: ++memory.revision }, true)
-    addRoute(memory, stored)
+    // Built at once as stored (what `makeRoute` builds, with its revision): one class instance per create, no copy.
+    const stored = new Route.StoredRoute({
+      id: ids.next(millis),
+      method: input.method,
+      path: input.path,
+      middleware: input.middleware,
+      handler: input.handler,
+      createdAt: new Date(millis),
+      revision: ++memory.revision
+    }, true)
+    addRoute(memory, stored, key)
     return Either.right(stored)
   }
   return RouteRepository.of({
-    create: (input) => Effect.clockWith((clock) => insert(input, clock.unsafeCurrentTimeMillis())),
+    // Decided at once from the clock: the HTTP core answers a create without a fiber (see `Fold.withClock`).
+    create: (input) =>
+      Fold.withClock((clock) => {
+        const outcome = insert(input, clock.unsafeCurrentTimeMillis())
+        return Either.isRight(outcome) ? Exit.succeed(outcome.right) : Exit.fail(outcome.left)
+      }),
     // Read, decided and written without yielding: no other create with the key can start in between, so none is
     // ever in flight here.
     createIdempotent: (input, idempotency) =>

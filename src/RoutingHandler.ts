@@ -17,7 +17,7 @@ import * as Answers from "./internal/answers.js"
 import * as Conditional from "./internal/conditional.js"
 import * as Content from "./internal/content.js"
 import * as Credentials from "./internal/credentials.js"
-import { answer, call, callNow, flatMapNow, type Refusal, refuse } from "./internal/fold.js"
+import { answer, call, flatMapNow, type Refusal, refuse } from "./internal/fold.js"
 import * as Idempotency from "./internal/idempotency.js"
 import * as Limits from "./internal/limits.js"
 import * as ListQuery from "./internal/listQuery.js"
@@ -198,6 +198,11 @@ interface Core {
   readonly keyExpiry: Duration.Duration
   /** The idempotency keys (under their principals) of the creates this core is running. */
   readonly keysInFlight: Set<string>
+  /**
+   * Each route's 200, built once per revision, when the store keeps its routes in memory (it offers `unsafeFindById`
+   * and hands out one object per revision), as a hand-written server keeps them.
+   */
+  readonly answers: WeakMap<Route.StoredRoute, Answers.Reused> | undefined
 }
 
 // What the services fail with, as declared.
@@ -271,24 +276,44 @@ const cataloged = <A extends Parameters<typeof Catalog.check>[1]>(core: Core, in
 const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, ServiceError> => {
   const unsafeFindById = core.repository.unsafeFindById
   if (unsafeFindById === undefined) return call(() => core.repository.findById(id))
-  return flatMapNow(
-    callNow(() => unsafeFindById(id)),
-    (route) => route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id }, true)) : Exit.succeed(route)
-  )
+  let route: Route.StoredRoute | undefined
+  try {
+    route = unsafeFindById(id)
+  } catch (error) {
+    return Exit.die(error)
+  }
+  return route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id }, true)) : Exit.succeed(route)
 }
 
 // A route's answer with its ETag. The Location and ETag headers are built from the id and revision alone: a route of
-// any other form (a faulty store) is a defect, never a header.
+// any other form (a faulty store) is a defect, never a header. A 200 is kept per revision when the store keeps its
+// routes in memory; another answer reuses a kept 200's body.
 const withRoute = (
+  core: Core,
   status: number,
   route: Route.StoredRoute,
   headers?: Record<string, string>
-): Effect.Effect<Response> =>
-  Route.isRouteId(route.id) && Number.isSafeInteger(route.revision)
-    ? Exit.succeed(Answers.json(status, Route.toJson(route), { etag: Conditional.etagOf(route.revision), ...headers }))
-    : Effect.dieMessage(
+): Effect.Effect<Response> => {
+  const kept = core.answers?.get(route)
+  if (kept !== undefined) {
+    return Exit.succeed(
+      status === 200 && headers === undefined ? kept : Answers.json(status, kept.body, { ...kept.headers, ...headers })
+    )
+  }
+  if (!(Route.isRouteId(route.id) && Number.isSafeInteger(route.revision))) {
+    return Effect.dieMessage(
       `the store returned a malformed route: id ${JSON.stringify(route.id)}, revision ${String(route.revision)}`
     )
+  }
+  const body = Route.toJson(route)
+  const etag = Conditional.etagOf(route.revision)
+  if (status !== 200 || core.answers === undefined) {
+    return Exit.succeed(Answers.json(status, body, { etag, ...headers }))
+  }
+  const answer = new Answers.Reused(200, { "content-type": Answers.JSON_TYPE, etag }, body)
+  core.answers.set(route, answer)
+  return Exit.succeed(answer)
+}
 
 const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page): Response => {
   const last = result.items[result.items.length - 1]
@@ -305,8 +330,8 @@ const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page): R
 // The operations
 // ---------------------------------------------------------------------------------------------------------------
 
-const created = (route: Route.StoredRoute): Effect.Effect<Response> =>
-  withRoute(201, route, { location: location(route.id) })
+const created = (core: Core, route: Route.StoredRoute): Effect.Effect<Response> =>
+  withRoute(core, 201, route, { location: location(route.id) })
 
 // With an Idempotency-Key, on a store that remembers keys: created at most once per key and principal, and the first
 // answer (201 or 409 route_conflict) given again. A store that remembers no keys creates as if the header was absent.
@@ -317,7 +342,7 @@ const createOnce = (
 ): Effect.Effect<Response, ServiceError> => {
   const createIdempotent = core.repository.createIdempotent
   if (requestKey === undefined || createIdempotent === undefined) {
-    return flatMapNow(call(() => core.repository.create(input)), created)
+    return flatMapNow(call(() => core.repository.create(input)), (route) => created(core, route))
   }
   const idempotency: RouteRepository.Idempotency = {
     key: requestKey.key,
@@ -332,7 +357,7 @@ const createOnce = (
         Either.match(outcome, {
           onLeft: ({ conflictingRouteId, method, path }) =>
             Exit.succeed(Answers.conflict(method, path, conflictingRouteId)),
-          onRight: created
+          onRight: (route) => created(core, route)
         }),
         (response) => Exit.succeed(Idempotency.replay(response, replayed))
       )
@@ -367,7 +392,7 @@ const get = (core: Core, request: Request, id: string): Effect.Effect<Response> 
       flatMapNow((route) =>
         Conditional.noneMatchHits(request.header("if-none-match"), route.revision)
           ? Exit.succeed(Answers.empty(304, { etag: Conditional.etagOf(route.revision) }))
-          : withRoute(200, route)
+          : withRoute(core, 200, route)
       )
     ),
     id
@@ -396,7 +421,7 @@ const update = (core: Core, request: Request, id: string): Effect.Effect<Respons
       flatMapNow((patch) =>
         call(() => core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match"))))
       ),
-      flatMapNow((route) => withRoute(200, route))
+      flatMapNow((route) => withRoute(core, 200, route))
     ),
     id
   )
@@ -461,7 +486,8 @@ const makeCore = (
     unavailable: Answers.unavailable(config.retryAfterSeconds),
     catalog,
     keyExpiry: config.keyExpiry,
-    keysInFlight: new Set()
+    keysInFlight: new Set(),
+    answers: repository.unsafeFindById === undefined ? undefined : new WeakMap()
   }
   return {
     handle: (request) => {

@@ -8,7 +8,7 @@ import type { FieldIssue } from "../Route.js"
 import type { Response } from "../RoutingHandler.js"
 import { MAX_ISSUES } from "./validate.js"
 
-const JSON_TYPE = "application/json"
+export const JSON_TYPE = "application/json"
 
 /** The Bearer challenge of every `WWW-Authenticate` header (RFC 6750 §3). */
 const REALM = "Bearer realm=\"routing\""
@@ -33,6 +33,15 @@ export const json = (status: number, body: string, headers?: Record<string, stri
   headers: { "content-type": JSON_TYPE, ...headers },
   body
 })
+
+/** An answer the core keeps and gives again (a route's 200, kept per revision): an adapter may keep its head too. */
+export class Reused implements Response {
+  /** The head as the Node adapter writes it, built by it on first use. */
+  nodeHead: Array<string> | undefined = undefined
+  constructor(readonly status: number, readonly headers: Readonly<Record<string, string>>, readonly body: string) {}
+}
+
+export const isReused = (response: Response): response is Reused => response instanceof Reused
 
 /** `true` for the statuses answered without a body, and so without `Content-Length` (RFC 9110 §8.6). */
 export const hasNoBody = (status: number): boolean => status === 204 || status === 304

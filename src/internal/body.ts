@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import { Chunk, Effect, Stream } from "effect"
+import { Chunk, Effect, Exit, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { BodyFailure } from "../RoutingHandler.js"
 import * as NodeTransport from "./nodeTransport.js"
@@ -25,51 +25,62 @@ export const isIncomingMessage = (u: unknown): u is IncomingMessage =>
   typeof (u as IncomingMessage).on === "function" && "httpVersion" in u
 
 /**
- * Reads a Node request, first sending `100 Continue` on `res` if the client waits for it. Past the limit or the time
- * allowed it pauses the request rather than destroying it: the adapter discards the rest after answering
- * (`NodeTransport.end`).
+ * Reads a Node request, first sending `100 Continue` on `res` if the client waits for it, and calls `done` once with
+ * the body or why it could not be read. Past the limit or the time allowed it pauses the request rather than
+ * destroying it: the adapter discards the rest after answering (`NodeTransport.end`). Returns a function that stops
+ * reading without calling `done`.
  */
-export const fromIncomingMessage = (req: IncomingMessage, res?: ServerResponse) => (maxBytes: number, ms: number) =>
-  Effect.async<Uint8Array, BodyFailure>((resume) => {
-    if (res !== undefined) NodeTransport.sendContinue(req, res)
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const timer = setTimeout(() => {
+export const readIncomingMessage = (
+  req: IncomingMessage,
+  res: ServerResponse | undefined,
+  maxBytes: number,
+  ms: number,
+  done: (body: Exit.Exit<Uint8Array, BodyFailure>) => void
+): () => void => {
+  if (res !== undefined) NodeTransport.sendContinue(req, res)
+  // One chunk is the common case: an array only for more.
+  let first: Buffer | undefined
+  let rest: Array<Buffer> | undefined
+  let size = 0
+  const timer = setTimeout(() => {
+    cleanup()
+    req.pause()
+    done(Exit.fail("Timeout"))
+  }, ms)
+  const cleanup = () => {
+    clearTimeout(timer)
+    req.off("data", onData)
+    req.off("end", onEnd)
+    req.off("close", onClose)
+    req.off("error", onClose)
+  }
+  const onData = (chunk: Buffer) => {
+    size += chunk.length
+    if (size > maxBytes) {
       cleanup()
       req.pause()
-      resume(Effect.fail("Timeout"))
-    }, ms)
-    const cleanup = () => {
-      clearTimeout(timer)
-      req.off("data", onData)
-      req.off("end", onEnd)
-      req.off("close", onClose)
-      req.off("error", onClose)
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > maxBytes) {
-        cleanup()
-        req.pause()
-        resume(Effect.fail("TooLarge"))
-      } else {
-        chunks.push(chunk)
-      }
-    }
-    const onEnd = () => {
-      cleanup()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)))
-    }
-    const onClose = () => {
-      cleanup()
-      resume(Effect.fail("Incomplete"))
-    }
-    req.on("data", onData)
-    req.on("end", onEnd)
-    req.on("close", onClose)
-    req.on("error", onClose)
-    return Effect.sync(cleanup)
-  })
+      done(Exit.fail("TooLarge"))
+    } else if (first === undefined) first = chunk
+    else (rest ??= [first]).push(chunk)
+  }
+  const onEnd = () => {
+    cleanup()
+    done(Exit.succeed(rest !== undefined ? Buffer.concat(rest, size) : first ?? new Uint8Array(0)))
+  }
+  const onClose = () => {
+    cleanup()
+    done(Exit.fail("Incomplete"))
+  }
+  req.on("data", onData)
+  req.on("end", onEnd)
+  req.on("close", onClose)
+  req.on("error", onClose)
+  return cleanup
+}
+
+/** `readIncomingMessage` as an Effect; interrupting it stops reading. */
+export const fromIncomingMessage = (req: IncomingMessage, res?: ServerResponse) => (maxBytes: number, ms: number) =>
+  Effect.async<Uint8Array, BodyFailure>((resume) => Effect.sync(readIncomingMessage(req, res, maxBytes, ms, resume)))
 
 /**
  * Reads a web `Request`. Past the limit or the time allowed it cancels the body stream: with no socket of its own

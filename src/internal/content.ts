@@ -3,10 +3,11 @@
  *
  * @internal
  */
-import { Effect, Either, Exit } from "effect"
+import type { Effect } from "effect"
+import { Either, Exit } from "effect"
 import type { Request, Response } from "../RoutingHandler.js"
 import * as Answers from "./answers.js"
-import { call, type Refusal, refuse } from "./fold.js"
+import { call, matchNow, type Refusal, refuse } from "./fold.js"
 
 /** The media types a body may be sent as: JSON for a create, JSON or JSON merge patch (RFC 7396) for an update. */
 export const CREATE_TYPES: ReadonlyArray<string> = ["application/json"]
@@ -65,13 +66,14 @@ export const readJson = (
   }
   const declared = request.header("content-length")
   if (declared !== undefined && Number(declared) > limits.maxBodyBytes) return refuse(limits.tooLarge)
-  return Effect.matchEffect(call(() => request.body(limits.maxBodyBytes, limits.bodyTimeoutMillis)), {
-    onFailure: (failure) =>
+  return matchNow(
+    call(() => request.body(limits.maxBodyBytes, limits.bodyTimeoutMillis)),
+    (failure) =>
       refuse(failure === "TooLarge" ? limits.tooLarge : failure === "Timeout" ? limits.timedOut : Answers.INCOMPLETE),
-    onSuccess: (bytes) =>
+    (bytes) =>
       Either.match(parseJson(bytes), {
         onLeft: (detail) => refuse(Answers.malformedJson(detail)),
         onRight: Exit.succeed
       })
-  })
+  )
 }

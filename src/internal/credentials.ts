@@ -25,6 +25,15 @@ const trimOws = (value: string): string => {
 // is followed by an auth-param (`name=`), never by a scheme and a space.
 const SECOND_CREDENTIAL = /,[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+(?: |$)/
 
+const BEARER = "bearer"
+
+// `true` when `value` starts with "bearer" in any case: OR-ing 0x20 lowercases exactly the letters of "BEARER", and
+// maps no other character onto one of "bearer" (nothing is allocated, as `toLowerCase` would).
+const isBearer = (value: string): boolean => {
+  for (let i = 0; i < 6; i++) if ((value.charCodeAt(i) | 0x20) !== BEARER.charCodeAt(i)) return false
+  return true
+}
+
 /**
  * The bearer token of an `Authorization` header, or the answer that refuses it. Several credentials are refused
  * rather than one picked: which one the client meant is unknowable.
@@ -32,11 +41,10 @@ const SECOND_CREDENTIAL = /,[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+(?: |$)/
 export const credential = (header: string | undefined): Redacted.Redacted<string> | Response => {
   if (header === undefined) return Answers.UNAUTHENTICATED
   const value = trimOws(header)
-  if (SECOND_CREDENTIAL.test(value)) return Answers.SEVERAL_CREDENTIALS
+  if (value.includes(",") && SECOND_CREDENTIAL.test(value)) return Answers.SEVERAL_CREDENTIALS
   const space = value.indexOf(" ")
-  const scheme = space === -1 ? value : value.slice(0, space)
   // The scheme name is case-insensitive (RFC 9110 §11.1).
-  if (scheme.length !== 6 || scheme.toLowerCase() !== "bearer") return Answers.UNAUTHENTICATED
+  if ((space === -1 ? value.length : space) !== 6 || !isBearer(value)) return Answers.UNAUTHENTICATED
   // Spaces only between scheme and token (RFC 9110 §11.4: 1*SP).
   let start = space + 1
   while (space !== -1 && value.charCodeAt(start) === 32) start++

@@ -4,9 +4,10 @@
  *
  * @internal
  */
-import { Cause, Effect, Exit } from "effect"
+import type { Clock } from "effect"
+import { Cause, Effect, Effectable, Exit } from "effect"
 import { dual } from "effect/Function"
-import type { Response } from "../RoutingHandler.js"
+import type { BodyFailure, Response } from "../RoutingHandler.js"
 
 /**
  * A request refused before it reached the store, carrying its answer. A class of its own, so nothing a service
@@ -18,6 +19,63 @@ export class Refusal {
 
 /** Fails with the refusal of `response`, completed at once. */
 export const refuse = (response: Response): Exit.Exit<never, Refusal> => Exit.fail(new Refusal(response))
+
+/** What an adapter gives the steps of a request so that they decide without a fiber. */
+export interface Given {
+  /** The clock a fiber running the steps would read. */
+  readonly clock: Clock.Clock
+  /** The request's body once the adapter has read it (or failed to), for the steps that wait for it. */
+  readonly body?: Exit.Exit<Uint8Array, BodyFailure> | undefined
+}
+
+/**
+ * A step that decides at once when it is given what it waits for (`Given`): a store in memory that reads the clock, a
+ * body the adapter reads itself. It is an Effect all the same: a fiber that runs it runs `fallback` (which reads the
+ * fiber's clock, or the body through the request). The steps folded after it wait with it, so an adapter that holds
+ * the clock and reads the body itself answers the whole request without a fiber (`resolve`).
+ */
+export class Pending<A, E> extends Effectable.Class<A, E> {
+  constructor(
+    readonly decide: (given: Given) => Effect.Effect<A, E>,
+    readonly fallback: () => Effect.Effect<A, E>
+  ) {
+    super()
+  }
+  commit(): Effect.Effect<A, E> {
+    return this.fallback()
+  }
+}
+
+export const isPending = <A, E>(effect: Effect.Effect<A, E>): effect is Pending<A, E> => effect instanceof Pending
+
+/** A step that needs only the clock, decided at once by `decide`: what a store in memory answers with. */
+export const withClock = <A, E>(decide: (clock: Clock.Clock) => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  new Pending((given) => decide(given.clock), () => Effect.clockWith(decide))
+
+/** The body, given by an adapter that reads it itself; `read` reads it in a fiber. */
+export const bodyOr = (read: Effect.Effect<Uint8Array, BodyFailure>): Effect.Effect<Uint8Array, BodyFailure> =>
+  new Pending((given) => given.body ?? read, () => read)
+
+const decided = <A, E>(pending: Pending<A, E>, given: Given): Effect.Effect<A, E> => {
+  try {
+    return pending.decide(given)
+  } catch (error) {
+    return Exit.die(error)
+  }
+}
+
+/** The steps decided with `given` as far as they go without a fiber: an `Exit` when nothing on the way suspends. */
+export const resolve = <A, E>(effect: Effect.Effect<A, E>, given: Given): Effect.Effect<A, E> => {
+  while (effect instanceof Pending) effect = decided(effect as Pending<A, E>, given)
+  return effect
+}
+
+// `then` after `self` once it is given what it waits for; run by a fiber, `fallback`.
+const after = <A, E, B, E2>(
+  self: Pending<A, E>,
+  then: (effect: Effect.Effect<A, E>) => Effect.Effect<B, E2>,
+  fallback: () => Effect.Effect<B, E2>
+): Effect.Effect<B, E2> => new Pending((given) => then(decided(self, given)), fallback)
 
 /**
  * `Effect.flatMap`, folded at once when `self` has already completed (an `Exit`): `succeed(a)` then `f` is `f(a)`,
@@ -31,6 +89,9 @@ export const flatMapNow: {
   self: Effect.Effect<A, E>,
   f: (a: A) => Effect.Effect<B, E2>
 ): Effect.Effect<B, E | E2> => {
+  if (self instanceof Pending) {
+    return after(self as Pending<A, E>, (effect) => flatMapNow(effect, f), () => Effect.flatMap(self, f))
+  }
   if (!Exit.isExit(self)) return Effect.flatMap(self, f)
   const exit = self as Exit.Exit<A, E>
   return Exit.isSuccess(exit) ? call(() => f(exit.value)) : Exit.failCause(exit.cause)
@@ -49,13 +110,25 @@ export const call = <A, E>(f: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
   }
 }
 
-/** Calls a function that answers at once, a throw becoming a defect. */
-export const callNow = <A>(f: () => A): Exit.Exit<A> => {
-  try {
-    return Exit.succeed(f())
-  } catch (error) {
-    return Exit.die(error)
+/** `Effect.matchEffect`, folded at once when `self` has already completed, as `flatMapNow` folds. */
+export const matchNow = <A, E, B, E2>(
+  self: Effect.Effect<A, E>,
+  onFailure: (error: E) => Effect.Effect<B, E2>,
+  onSuccess: (a: A) => Effect.Effect<B, E2>
+): Effect.Effect<B, E2> => {
+  if (self instanceof Pending) {
+    return after(
+      self as Pending<A, E>,
+      (effect) => matchNow(effect, onFailure, onSuccess),
+      () => Effect.matchEffect(self, { onFailure, onSuccess })
+    )
   }
+  if (!Exit.isExit(self)) return Effect.matchEffect(self, { onFailure, onSuccess })
+  const exit = self as Exit.Exit<A, E>
+  if (Exit.isSuccess(exit)) return call(() => onSuccess(exit.value))
+  // As `Effect.matchEffect` does: a failure is handled; a defect or an interruption goes on.
+  const cause = exit.cause
+  return Cause.isFailType(cause) ? call(() => onFailure(cause.error)) : Exit.failCause(cause as Cause.Cause<never>)
 }
 
 /**
@@ -81,6 +154,13 @@ export const answer = <E>(
       return Effect.failCause(cause as Cause.Cause<never>)
     }
     return Effect.as(Effect.logError("route-registry: unexpected error while answering a request", cause), internal)
+  }
+  if (effect instanceof Pending) {
+    return after(
+      effect as Pending<Response, E | Refusal>,
+      (decided) => answer(decided, onFailure, internal),
+      () => Effect.matchCauseEffect(effect, { onSuccess: Exit.succeed, onFailure: fromCause })
+    )
   }
   if (!Exit.isExit(effect)) return Effect.matchCauseEffect(effect, { onSuccess: Exit.succeed, onFailure: fromCause })
   const exit = effect as Exit.Exit<Response, E | Refusal>

@@ -18,7 +18,11 @@ export const header = (req: IncomingMessage, name: string): string | undefined =
   let joined: string | undefined
   for (let i = 0; i < raw.length; i += 2) {
     const key = raw[i]!
-    if (key.length === 13 && key.toLowerCase() === "authorization") {
+    // The usual spellings first: lowercasing every header name of the right length allocates.
+    if (
+      key.length === 13 &&
+      (key === "Authorization" || key === "authorization" || key.toLowerCase() === "authorization")
+    ) {
       joined = joined === undefined ? raw[i + 1]! : `${joined}, ${raw[i + 1]!}`
     }
   }
