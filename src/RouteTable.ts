@@ -25,8 +25,10 @@ import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as LiveTable from "./internal/liveTable.js"
 import * as Tree from "./internal/routeTree.js"
+import * as TelemetryInternal from "./internal/telemetry.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
+import * as Telemetry from "./Telemetry.js"
 
 const TypeId: unique symbol = Symbol.for("route-registry/RouteTable")
 
@@ -289,6 +291,7 @@ export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(
  * When the store is shared with other processes (the Postgres store), the layer also follows their changes for as
  * long as it lives: each is in the table within milliseconds of its commit (or within the store's poll interval
  * without notifications), none is lost or applied out of order, and `TableStatus` says how current the table is.
+ * With `Telemetry.layer` in context, it also keeps the table's gauges and records the lag of what it follows.
  *
  * @since 0.2.0
  * @category layers
@@ -299,13 +302,24 @@ export const layer: Layer.Layer<
   RouteRepository.RouteRepository
 > = Layer.scopedContext(Effect.gen(function*() {
   const table = empty<Route.StoredRoute>()
+  const telemetry = yield* Telemetry.Telemetry
   const live = yield* LiveTable.make(yield* RouteRepository.RouteRepository, {
     get: (id) => get(table, id),
     insert: (route) => insert(table, route),
     remove: (id) => remove(table, id),
-    ids: () => table.tree.byId.keys()
+    ids: () => table.tree.byId.keys(),
+    arrived: telemetry === undefined ? undefined : TelemetryInternal.arrived
   })
   if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
+  if (telemetry !== undefined) {
+    yield* Effect.forkScoped(
+      TelemetryInternal.sampleTable(
+        telemetry.tableSampleInterval,
+        () => size(table),
+        () => live.status().stalenessMillis
+      )
+    )
+  }
   return Context.make(RouteTable, table).pipe(
     Context.add(RouteRepository.RouteRepository, live.store),
     Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status })

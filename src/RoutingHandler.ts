@@ -25,6 +25,7 @@ import * as Options_ from "./internal/options.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
+import * as Telemetry from "./Telemetry.js"
 
 /**
  * Why a body could not be read in full.
@@ -506,7 +507,8 @@ const makeCore = (
 
 /**
  * Binds the core to the `RouteRepository` and `Authenticator` in context, and to the `Catalog` when the host
- * declared one; fails with `InvalidOption` naming the first option out of its range.
+ * declared one; fails with `InvalidOption` naming the first option out of its range. With `Telemetry.layer` in
+ * context, the core and its store are instrumented; without it, they are left as they are.
  *
  * @since 0.1.0
  */
@@ -517,8 +519,18 @@ export const make = (
     onLeft: Effect.fail,
     onRight: (config) =>
       Effect.map(
-        Effect.all([RouteRepository.RouteRepository, Authenticator.Authenticator, Catalog.Catalog]),
-        ([repository, authenticator, catalog]) => makeCore(repository, authenticator, config, catalog)
+        Effect.all([
+          RouteRepository.RouteRepository,
+          Authenticator.Authenticator,
+          Catalog.Catalog,
+          Telemetry.Telemetry
+        ]),
+        ([repository, authenticator, catalog, telemetry]) =>
+          telemetry === undefined
+            ? makeCore(repository, authenticator, config, catalog)
+            : Telemetry.instrumentHandler(
+              makeCore(Telemetry.instrumentRepository(repository), authenticator, config, catalog)
+            )
       )
   })
 

@@ -63,6 +63,11 @@ export * as RoutingHandler from "./RoutingHandler.js"
 export * as RoutingHttpApp from "./RoutingHttpApp.js"
 
 /**
+ * @since 0.3.0
+ */
+export * as Telemetry from "./Telemetry.js"
+
+/**
  * @since 0.1.0
  */
 export * as WebHandler from "./WebHandler.js"

@@ -17,6 +17,8 @@ export interface Target {
   readonly insert: (route: Route.StoredRoute) => void
   readonly remove: (id: string) => void
   readonly ids: () => Iterable<string>
+  /** Told of each route new to the table that came from the change feed (telemetry's propagation lag). */
+  readonly arrived?: ((route: Route.StoredRoute) => void) | undefined
 }
 
 /** How current a table is (see `RouteTable.Status`). */
@@ -125,9 +127,12 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
     const apply = (upserted: ReadonlyArray<Route.StoredRoute>, removed: ReadonlyArray<string>): Array<string> => {
       for (const id of removed) drop(id)
       const refused: Array<string> = []
+      const arrived = target.arrived
       for (const route of upserted) {
         try {
+          const arriving = arrived !== undefined && target.get(route.id) === undefined
           upsert(route)
+          if (arriving && target.get(route.id) !== undefined) arrived(route)
         } catch (error) {
           refused.push(`${route.id} (${route.method} ${route.path}): ${String(error)}`)
         }

@@ -1,0 +1,148 @@
+/**
+ * Traces and metrics of the routing API, through Effect's own tracer and `Metric`s, so whatever the host installed
+ * (`@effect/opentelemetry`, another `Tracer`, a metrics reader over Effect's registry) sees them.
+ *
+ * Telemetry is off unless the host provides `layer` where the routing API is built (and where `RouteTable.layer` is
+ * built, for the table's gauges). Off, a request costs nothing more: no span, no clock read, no fiber. On:
+ *
+ * - a span per request to the routing API, named `<method> <route>` (`GET /v1/routing/{id}`), with the attributes
+ *   `http.request.method`, `http.route`, `http.response.status_code`, `route_registry.operation` and, when the answer is
+ *   a problem, `route_registry.problem.code`;
+ * - inside it, a span per store operation, `RouteRepository.<operation>`, with `route_registry.store.operation` and
+ *   `route_registry.store.outcome` (`success` or the tag of the error);
+ * - the metrics below.
+ *
+ * @since 0.3.0
+ */
+import { Context, Duration, Layer } from "effect"
+import * as Internal from "./internal/telemetry.js"
+import type * as RouteRepository from "./RouteRepository.js"
+import * as RoutingHandler from "./RoutingHandler.js"
+
+/**
+ * @since 0.3.0
+ * @category models
+ */
+export interface Config {
+  /** How often the route table's gauges are set. */
+  readonly tableSampleInterval: Duration.Duration
+}
+
+/**
+ * Whether telemetry is on, and how: `undefined` (the default) is off.
+ *
+ * @since 0.3.0
+ * @category tags
+ */
+export class Telemetry extends Context.Reference<Telemetry>()("route-registry/Telemetry", {
+  defaultValue: (): Config | undefined => undefined
+}) {}
+
+/**
+ * @since 0.3.0
+ * @category models
+ */
+export interface Options {
+  /** How often the route table's gauges are set. Default 1 second. */
+  readonly tableSampleInterval?: Duration.DurationInput | undefined
+}
+
+/**
+ * Turns telemetry on for the routing API and the route table built with it.
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<never> =>
+  Layer.succeed(Telemetry, { tableSampleInterval: Duration.decode(options.tableSampleInterval ?? "1 second") })
+
+/**
+ * Requests answered by the routing API (a counter), labelled `operation` (`create`, `get`, `list`, `update`,
+ * `remove`, or `method_not_allowed`) and `status` (the HTTP status).
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const requests = Internal.requests
+
+/**
+ * How long the routing API took to answer a request, in milliseconds (a histogram), labelled `operation`. It is timed
+ * from the moment the adapter runs the request's Effect to its answer: the checks of the request line and headers made
+ * before (a few microseconds) and the writing of the answer after are outside it.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const requestDuration = Internal.requestDuration
+
+/**
+ * How long a store operation made by the routing API took, in milliseconds (a histogram), labelled `operation`
+ * (`create`, `findById`, `list`, `update`, `remove`, `createIdempotent`) and `outcome` (`success` or the error's tag).
+ * Over `RouteTable.layer`'s store, the time includes applying the change to the table.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const storeOperationDuration = Internal.storeOperationDuration
+
+/**
+ * Routes in the process's route table (a gauge), set every `tableSampleInterval` while `RouteTable.layer` lives.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const tableRoutes = Internal.tableRoutes
+
+/**
+ * `RouteTable.Status.stalenessMillis` (a gauge), set every `tableSampleInterval`: how long ago the table was last
+ * confirmed equal to the store. Zero for a store only this process changes; under the store's poll interval while the
+ * store is reachable; growing through an outage.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const tableStaleness = Internal.tableStaleness
+
+/**
+ * Change propagation lag, in milliseconds (a histogram): for each route created by another process, the time from
+ * the creating process stamping its `createdAt` (just before the write) to the route's arrival in this process's
+ * table from the change feed. It includes the write and commit, and any skew between the two processes' clocks. Updates
+ * and deletes carry no time of their own and are not measured; `tableStaleness` bounds how late they can be.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const propagationLag = Internal.propagationLag
+
+/**
+ * `store` with a span and a duration (`storeOperationDuration`) per operation; what the routing API does to its store
+ * when telemetry is on. Its reads always go through `findById`, so they are seen.
+ *
+ * @since 0.3.0
+ * @category instrumentation
+ */
+export const instrumentRepository = (
+  store: RouteRepository.RouteRepository["Type"]
+): RouteRepository.RouteRepository["Type"] => Internal.instrumentStore(store)
+
+/**
+ * `handler` with a span, a count and a duration per request; what the routing API does to its core when telemetry is
+ * on. Paths outside `/v1/routing` are still handed back at once, unseen.
+ *
+ * @since 0.3.0
+ * @category instrumentation
+ */
+export const instrumentHandler = (handler: RoutingHandler.RoutingHandler): RoutingHandler.RoutingHandler => {
+  // The core answers the collection and the paths one segment under it, a route each. Read here, not at the top of
+  // the module: RoutingHandler imports this module too.
+  const collection = RoutingHandler.COLLECTION
+  const item = `${collection}/{id}`
+  return {
+    handle: (request) => {
+      const effect = handler.handle(request)
+      if (effect === undefined) return undefined
+      const isCollection = request.path === collection
+      return Internal.request(request, isCollection ? collection : item, isCollection, effect)
+    }
+  }
+}

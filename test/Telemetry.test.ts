@@ -1,0 +1,263 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Duration, Effect, Exit, Layer, MetricLabel, Option, TestClock, Tracer } from "effect"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouteTable from "route-registry/RouteTable"
+import * as RoutingHandler from "route-registry/RoutingHandler"
+import * as Telemetry from "route-registry/Telemetry"
+import * as WebHandler from "route-registry/WebHandler"
+import { ADMIN, tokens } from "./utils/httpContract.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
+
+// Every span the program starts, recorded as Effect's own tracer makes it, and the names of those not ended yet.
+const recording = () => {
+  const spans: Array<Tracer.Span> = []
+  const open = new Set<string>()
+  const layer = Layer.unwrapEffect(Effect.map(Effect.tracer, (native) =>
+    Layer.setTracer(Tracer.make({
+      span: (...args) => {
+        const span = native.span(...args)
+        const end = span.end.bind(span)
+        spans.push(span)
+        open.add(span.name)
+        return Object.assign(span, {
+          end: (endTime: bigint, exit: Exit.Exit<unknown, unknown>) => {
+            open.delete(span.name)
+            end(endTime, exit)
+          }
+        })
+      },
+      context: (f, fiber) => native.context(f, fiber)
+    }))))
+  return { spans, open, layer }
+}
+
+const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }
+const request = (method: string, path: string, body?: unknown) =>
+  new Request(`http://localhost${path}`, {
+    method,
+    headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+const route = { method: "GET", path: "/users/:id", middleware: ["auth"], handler: "Users#show" }
+
+const labels = (tags: Record<string, string>) =>
+  Object.entries(tags).map(([key, value]) => MetricLabel.make(key, value))
+const requestCount = (operation: string, status: number) =>
+  Telemetry.requests.unsafeValue(labels({ operation, status: String(status) })).count
+const requestTimings = (operation: string) => Telemetry.requestDuration.unsafeValue(labels({ operation })).count
+const storeTimings = (operation: string, outcome: string) =>
+  Telemetry.storeOperationDuration.unsafeValue(labels({ operation, outcome })).count
+
+const named = (spans: ReadonlyArray<Tracer.Span>, name: string): Tracer.Span => {
+  const found = spans.filter((span) => span.name === name)
+  assert.strictEqual(found.length, 1, `one span named ${name} among ${spans.map((span) => span.name).join(", ")}`)
+  return found[0]!
+}
+
+const parentId = (span: Tracer.Span) => Option.getOrUndefined(Option.map(span.parent, (parent) => parent.spanId))
+
+// Creates a route, reads it, misses an unknown id and sends a method the collection does not serve.
+const exchange = (handler: WebHandler.Handler) =>
+  Effect.promise(async () => {
+    const created = await handler(request("POST", "/v1/routing", route))
+    const id = ((await created.json()) as { id: string }).id
+    const found = await handler(request("GET", `/v1/routing/${id}`))
+    const missing = await handler(request("GET", "/v1/routing/r_00000000000000000000000000"))
+    const refused = await handler(request("PUT", "/v1/routing"))
+    return { id, statuses: [created.status, found.status, missing.status, refused.status] }
+  })
+
+describe("Telemetry", () => {
+  it.effect("a span per request, with the store's span inside it, and its metrics", () => {
+    const { layer, spans } = recording()
+    return Effect.gen(function*() {
+      const before = {
+        created: requestCount("create", 201),
+        found: requestCount("get", 200),
+        missing: requestCount("get", 404),
+        refused: requestCount("method_not_allowed", 405),
+        gets: requestTimings("get"),
+        finds: storeTimings("findById", "success"),
+        misses: storeTimings("findById", "RouteNotFound"),
+        creates: storeTimings("create", "success")
+      }
+      const { id, statuses } = yield* exchange(yield* WebHandler.make())
+      assert.deepStrictEqual(statuses, [201, 200, 404, 405])
+
+      const post = named(spans, "POST /v1/routing")
+      assert.strictEqual(post.kind, "server")
+      assert.deepStrictEqual(Object.fromEntries(post.attributes), {
+        "http.request.method": "POST",
+        "http.route": "/v1/routing",
+        "route_registry.operation": "create",
+        "http.response.status_code": 201
+      })
+      const create = named(spans, "RouteRepository.create")
+      assert.strictEqual(parentId(create), post.spanId)
+      assert.strictEqual(create.traceId, post.traceId)
+      assert.deepStrictEqual(Object.fromEntries(create.attributes), {
+        "route_registry.store.operation": "create",
+        "route_registry.store.outcome": "success"
+      })
+
+      const gets = spans.filter((span) => span.name === "GET /v1/routing/{id}")
+      assert.deepStrictEqual(gets.map((span) => span.attributes.get("http.response.status_code")), [200, 404])
+      assert.isFalse(gets[0]!.attributes.has("route_registry.problem.code"))
+      assert.strictEqual(gets[1]!.attributes.get("route_registry.problem.code"), "route_not_found")
+      const finds = spans.filter((span) => span.name === "RouteRepository.findById")
+      assert.deepStrictEqual(finds.map(parentId), gets.map((span) => span.spanId))
+      assert.deepStrictEqual(finds.map((span) => span.attributes.get("route_registry.store.outcome")), [
+        "success",
+        "RouteNotFound"
+      ])
+
+      const put = named(spans, "PUT /v1/routing")
+      assert.strictEqual(put.attributes.get("route_registry.operation"), "method_not_allowed")
+      assert.strictEqual(put.attributes.get("route_registry.problem.code"), "method_not_allowed")
+      assert.isTrue(spans.every((span) => span.status._tag === "Ended"))
+      assert.isTrue(Route.isRouteId(id))
+
+      assert.deepStrictEqual({
+        created: requestCount("create", 201) - before.created,
+        found: requestCount("get", 200) - before.found,
+        missing: requestCount("get", 404) - before.missing,
+        refused: requestCount("method_not_allowed", 405) - before.refused,
+        gets: requestTimings("get") - before.gets,
+        finds: storeTimings("findById", "success") - before.finds,
+        misses: storeTimings("findById", "RouteNotFound") - before.misses,
+        creates: storeTimings("create", "success") - before.creates
+      }, { created: 1, found: 1, missing: 1, refused: 1, gets: 2, finds: 1, misses: 1, creates: 1 })
+    }).pipe(Effect.provide(Layer.mergeAll(RouteRepository.layerMemory, tokens, Telemetry.layer(), layer)))
+  })
+
+  it.effect("the store is called inside its operation's span, inside the request's", () => {
+    const { layer, open } = recording()
+    const openAtCall: Array<Array<string>> = []
+    // A store that records which spans are open when it is called.
+    const watched = Layer.effect(
+      RouteRepository.RouteRepository,
+      Effect.map(RouteRepository.makeMemory, (store) => ({
+        ...store,
+        create: (input: Route.CreateRoute) => {
+          openAtCall.push(Array.from(open).sort())
+          return store.create(input)
+        }
+      }))
+    )
+    return Effect.gen(function*() {
+      const handler = yield* WebHandler.make()
+      const created = yield* Effect.promise(() => handler(request("POST", "/v1/routing", route)))
+      assert.strictEqual(created.status, 201)
+      assert.deepStrictEqual(openAtCall, [["POST /v1/routing", "RouteRepository.create"]])
+    }).pipe(Effect.provide(Layer.mergeAll(watched, tokens, Telemetry.layer(), layer)))
+  })
+
+  it.effect("off, no span is started and a read from memory is answered without a fiber", () => {
+    const { layer, spans } = recording()
+    return Effect.gen(function*() {
+      const { statuses } = yield* exchange(yield* WebHandler.make())
+      assert.deepStrictEqual(statuses, [201, 200, 404, 405])
+      assert.deepStrictEqual(spans.map((span) => span.name), [])
+      const handler = yield* RoutingHandler.make()
+      const read = handler.handle({
+        method: "GET",
+        path: "/v1/routing/r_00000000000000000000000000",
+        query: "",
+        header: (name) => name === "authorization" ? headers.authorization : undefined,
+        body: () => Effect.succeed(new Uint8Array())
+      })
+      assert.isTrue(Exit.isExit(read))
+    }).pipe(Effect.provide(Layer.mergeAll(RouteRepository.layerMemory, tokens, layer)))
+  })
+
+  it.effect("inside a host's span, the request's span is an internal child of it", () => {
+    const { layer, spans } = recording()
+    return Effect.gen(function*() {
+      const handler = yield* RoutingHandler.make()
+      const answer = handler.handle({
+        method: "GET",
+        path: "/v1/routing",
+        query: "",
+        header: (name) => name === "authorization" ? headers.authorization : undefined,
+        body: () => Effect.succeed(new Uint8Array())
+      })
+      assert.isDefined(answer)
+      assert.isFalse(Exit.isExit(answer))
+      const response = yield* Effect.withSpan(answer!, "host request")
+      assert.strictEqual(response.status, 200)
+      const list = named(spans, "GET /v1/routing")
+      assert.strictEqual(list.kind, "internal")
+      assert.strictEqual(parentId(list), named(spans, "host request").spanId)
+      assert.strictEqual(parentId(named(spans, "RouteRepository.list")), list.spanId)
+    }).pipe(Effect.provide(Layer.mergeAll(RouteRepository.layerMemory, tokens, Telemetry.layer(), layer)))
+  })
+
+  it.effect("the route table's gauges, and the lag of a route another process created", () =>
+    Effect.gen(function*() {
+      const memory = yield* RouteRepository.makeMemory
+      // A store shared with another process: its change feed calls back with what that process wrote.
+      let listener: RouteRepository.ChangeListener | undefined
+      const shared: RouteRepository.RouteRepository["Type"] = {
+        ...memory,
+        changes: {
+          cursor: Effect.succeed("0"),
+          since: (cursor) => Effect.succeed({ cursor, upserted: [], removed: [], complete: true }),
+          pollInterval: Duration.hours(1),
+          listen: (heard) =>
+            Effect.suspend(() => {
+              listener = heard
+              return Effect.never
+            })
+        }
+      }
+      const table = RouteTable.layer.pipe(
+        Layer.provide(Layer.merge(Layer.succeed(RouteRepository.RouteRepository, shared), Telemetry.layer()))
+      )
+      yield* Effect.gen(function*() {
+        const store = yield* RouteRepository.RouteRepository
+        yield* store.create(yield* Route.decodeCreate(route))
+        yield* TestClock.adjust("1 second")
+        const lags = Telemetry.propagationLag.unsafeValue([]).count
+        const other = yield* RouteRepository.makeMemory
+        const elsewhere = yield* other.create(yield* Route.decodeCreate({ ...route, path: "/teams/:id" }))
+        listener!.apply([elsewhere], [])
+        // Heard again (a poll after the notification): already in the table, not a second arrival.
+        listener!.apply([elsewhere], [])
+        assert.strictEqual(Telemetry.propagationLag.unsafeValue([]).count - lags, 1)
+        assert.strictEqual(RouteTable.get(yield* RouteTable.RouteTable, elsewhere.id)?.id, elsewhere.id)
+
+        yield* TestClock.adjust("1 second")
+        assert.strictEqual(Telemetry.tableRoutes.unsafeValue([]).value, 2)
+        const staleness = Telemetry.tableStaleness.unsafeValue([]).value
+        assert.isAtLeast(staleness, 0)
+        assert.isAtMost(staleness, (yield* RouteTable.status).stalenessMillis)
+      }).pipe(Effect.provide(table))
+    }))
+
+  it.live("over Postgres, a route created by another process is counted when it reaches this process's table", () => {
+    const table = TestDatabase.freshTable()
+    // The other process only writes; this one follows the store's changes with telemetry on.
+    const writer = TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer()))
+    const follower = RouteTable.layer.pipe(
+      Layer.provide(Layer.merge(
+        // Polling, which the embedded database also offers: each read of the feed applies what it finds.
+        PgRouteRepository.layer({ table, notifications: false, pollInterval: "10 millis" }).pipe(
+          Layer.provide(TestDatabase.layer())
+        ),
+        Telemetry.layer({ tableSampleInterval: "10 millis" })
+      ))
+    )
+    return Effect.scoped(Effect.gen(function*() {
+      const store = Context.get(yield* Layer.build(writer), RouteRepository.RouteRepository)
+      const followed = yield* Layer.build(follower)
+      const lags = Telemetry.propagationLag.unsafeValue([]).count
+      const created = yield* store.create(yield* Route.decodeCreate(route))
+      const routes = Context.get(followed, RouteTable.RouteTable)
+      while (RouteTable.get(routes, created.id) === undefined) yield* Effect.sleep(5)
+      assert.strictEqual(Telemetry.propagationLag.unsafeValue([]).count - lags, 1)
+      while (Telemetry.tableRoutes.unsafeValue([]).value !== 1) yield* Effect.sleep(5)
+    }))
+  }, 30_000)
+})
