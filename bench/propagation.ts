@@ -91,11 +91,12 @@ const startWorker = (url: string, run: Run) =>
 const WARMUP_MILLIS = 1_000
 
 // A path is changed again only this long after its last change, so every process can see each state it passes.
-const SPACING_MILLIS = 300
+// Without notifications a change takes up to the poll interval (500 ms by default) to arrive, so paths wait longer.
+const spacingOf = (run: Run) => run.notifications ? 300 : 1_100
 
 /**
  * The changes of a run, planned before it starts: one every 1/rate seconds, in turn from each process; half create a
- * path, the rest update or delete one whose last change is at least SPACING_MILLIS old.
+ * path, the rest update or delete one whose last change is old enough for every process to have it (`spacingOf`).
  */
 const plan = (run: Run): Array<Change> => {
   const changes: Array<Change> = []
@@ -107,12 +108,12 @@ const plan = (run: Run): Array<Change> => {
     const roll = Math.random()
     if (roll < 0.5 || ready.length === 0) {
       const path = `/p/${key}/:id`
-      paths.push({ path, free: at + SPACING_MILLIS })
+      paths.push({ path, free: at + spacingOf(run) })
       changes.push({ key, at, writer, type: "create", path, handler: `h${key}` })
     } else {
       const entry = ready[Math.floor(Math.random() * ready.length)]!
       const type = roll < 0.8 ? "update" : "delete"
-      entry.free = type === "delete" ? Infinity : at + SPACING_MILLIS
+      entry.free = type === "delete" ? Infinity : at + spacingOf(run)
       changes.push({ key, at, writer, type, path: entry.path, handler: type === "delete" ? null : `h${key}` })
     }
   }
