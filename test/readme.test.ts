@@ -11,7 +11,8 @@
  * - `json`: parsed.
  * - `sh`: parsed by `bash -n`. Every `npm start`, `npm test` and `npm run <script>` names a script of package.json;
  *   every `npm install` names this package (by name, as its `<name>-<version>.tgz` tarball or as
- *   `"git+$REPOSITORY_URL"`) or one of its peers at exactly the range package.json gives.
+ *   `"git+$REPOSITORY_URL"`), one of its peers or a package it is tested with (devDependencies), at exactly the
+ *   range package.json gives.
  *   A block that calls `curl` also runs, in README order, in `bash -euo pipefail`, against the example host of
  *   `npm start` (examples/server.ts on a free port, in-memory store, its generated admin token), with
  *   `http://127.0.0.1:3000` replaced by the host's origin. Placeholders are shell variables bound from what came
@@ -173,8 +174,9 @@ const npmProblems = (args: ReadonlyArray<string>): Array<string> => {
       return spec.endsWith(`/${tarball}`) || spec === tarball ? [] : [`${spec}: the tarball is ${tarball}`]
     }
     const [, name, range] = /^(@?[^@]+)@?(.*)$/.exec(spec)!
-    const peer = manifest.peerDependencies[name!]
-    if (peer === undefined) return [`${spec}: neither this package nor one of its peers`]
+    // A peer, or a package the project is tested with (an integration a README section shows).
+    const peer = manifest.peerDependencies[name!] ?? manifest.devDependencies[name!]
+    if (peer === undefined) return [`${spec}: neither this package, one of its peers nor one it is tested with`]
     return range === peer ? [] : [`${spec}: package.json asks for ${name}@${peer}`]
   })
 }
