@@ -9,6 +9,7 @@ import type { Context } from "effect"
 import { Cause, Duration, Effect, Either, Exit, Queue } from "effect"
 import type * as Route from "../Route.js"
 import * as RouteRepository from "../RouteRepository.js"
+import type { Status } from "../RouteTable.js"
 import { flatMapNow } from "./fold.js"
 
 /** What the table offers to be kept current. */
@@ -19,15 +20,6 @@ export interface Target {
   readonly ids: () => Iterable<string>
   /** Told of each route new to the table that came from the change feed (telemetry's propagation lag). */
   readonly arrived?: ((route: Route.StoredRoute) => void) | undefined
-}
-
-/** How current a table is (see `RouteTable.Status`). */
-export interface Status {
-  readonly following: "local" | "notifications" | "polling"
-  readonly reachable: boolean
-  readonly confirmedAt: Date
-  readonly stalenessMillis: number
-  readonly error: string | undefined
 }
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
