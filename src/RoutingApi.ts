@@ -374,7 +374,9 @@ const idempotencyKey = {
   description: "Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header): a key of 1 to " +
     `${Idempotency.MAX_KEY_LENGTH} printable ASCII characters as a Structured Field string, such as ` +
     `${Idempotency.EXAMPLE} (a bare token is accepted too). The first answer, 201 or 409 route_conflict, is ` +
-    `remembered for the principal for ${Idempotency.DEFAULT_EXPIRY_SECONDS / 3600} hours by default: the same key ` +
+    `remembered for the principal for ${
+      Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS / 3600
+    } hours by default: the same key ` +
     "with the same route gets it again, marked Idempotency-Replayed: true; with another route the answer is 422 " +
     "idempotency_key_reused, and while the first request is running 409 idempotency_key_in_use.",
   schema: { type: "string", minLength: 1, maxLength: 2 * Idempotency.MAX_KEY_LENGTH + 2 },

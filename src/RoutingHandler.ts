@@ -9,8 +9,8 @@
  *
  * @since 0.1.0
  */
-import type { Context, Duration } from "effect"
-import { Effect, Either, Exit, pipe, Redacted } from "effect"
+import type { Context } from "effect"
+import { Duration, Effect, Either, Exit, pipe, Redacted } from "effect"
 import * as Authenticator from "./Authenticator.js"
 import * as Catalog from "./Catalog.js"
 import * as Answers from "./internal/answers.js"
@@ -481,19 +481,10 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
   return undefined
 }
 
-type Config = Options_.Config & { readonly keyExpiry: Duration.Duration }
-
-const resolve = (options: Options): Either.Either<Config, InvalidOption> =>
-  Either.flatMap(
-    Options_.resolve(options),
-    (config) =>
-      Either.map(Idempotency.expiry(options.idempotencyKeyExpirySeconds), (keyExpiry) => ({ ...config, keyExpiry }))
-  )
-
 const makeCore = (
   repository: Context.Tag.Service<RouteRepository.RouteRepository>,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
-  config: Config,
+  config: Options_.Config,
   catalog: Catalog.Names | undefined
 ): RoutingHandler => {
   const core: Core = {
@@ -502,7 +493,7 @@ const makeCore = (
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
     unavailable: Answers.unavailable(config.retryAfterSeconds),
     catalog,
-    keyExpiry: config.keyExpiry,
+    keyExpiry: Duration.seconds(config.idempotencyKeyExpirySeconds),
     keysInFlight: new Set(),
     answers: repository.unsafeFindById === undefined ? undefined : new Map()
   }
@@ -531,7 +522,7 @@ const makeCore = (
 export const make = (
   options: Options = {}
 ): Effect.Effect<RoutingHandler, InvalidOption, Services> =>
-  Either.match(resolve(options), {
+  Either.match(Options_.resolve(options), {
     onLeft: Effect.fail,
     onRight: (config) =>
       Effect.map(
@@ -562,7 +553,7 @@ export const makeWith = (
   options: Options = {},
   catalog?: Catalog.Names
 ): RoutingHandler =>
-  Either.match(resolve(options), {
+  Either.match(Options_.resolve(options), {
     onLeft: (invalid) => {
       throw invalid
     },
@@ -575,6 +566,6 @@ export const makeWith = (
  * @since 0.2.0
  */
 export const checkOptions = (options: Options): InvalidOption | undefined => {
-  const resolved = resolve(options)
+  const resolved = Options_.resolve(options)
   return Either.isLeft(resolved) ? resolved.left : undefined
 }

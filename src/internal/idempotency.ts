@@ -4,8 +4,7 @@
  *
  * @internal
  */
-import { Duration, Effect, Either, Exit } from "effect"
-import { InvalidOption } from "../InvalidOption.js"
+import { Effect, Either, Exit } from "effect"
 import type * as Route from "../Route.js"
 import { IdempotencyKeyInUse } from "../RouteRepository.js"
 import type { Response } from "../RoutingHandler.js"
@@ -20,9 +19,6 @@ export const REPLAYED_HEADER = "idempotency-replayed"
 
 /** Longest key, in characters. */
 export const MAX_KEY_LENGTH = 255
-
-/** How long a key's first answer is remembered by default: 24 hours. */
-export const DEFAULT_EXPIRY_SECONDS = 24 * 60 * 60
 
 /** An example key, as the header carries it. */
 export const EXAMPLE = "\"8e03978e-40d5-43e8-bc93-6894a57f9324\""
@@ -140,19 +136,3 @@ export const keyInUse = (key: string): Response =>
     `A request with the Idempotency-Key ${JSON.stringify(key)} is still being answered: ` +
       "retry with the same key once it has finished, and get its answer."
   )
-
-/** The lifetime of keys from the handler's option, or the `InvalidOption` naming it. */
-export const expiry = (seconds: number | undefined): Either.Either<Duration.Duration, InvalidOption> => {
-  const value = seconds ?? DEFAULT_EXPIRY_SECONDS
-  return typeof value === "number" && Number.isSafeInteger(value) && value > 0
-    ? Either.right(Duration.seconds(value))
-    : Either.left(
-      new InvalidOption({
-        option: "idempotencyKeyExpirySeconds",
-        message:
-          `idempotencyKeyExpirySeconds must be a whole number of seconds from 1 to ${Number.MAX_SAFE_INTEGER} (got ${
-            typeof value === "number" ? value : typeof value
-          })`
-      })
-    )
-}

@@ -14,6 +14,9 @@ export const DEFAULT_BODY_TIMEOUT_MILLIS = 10_000
 /** Seconds a client is told to wait when the store is unavailable, by default. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 1
 
+/** How long a create's `Idempotency-Key` and its first answer are remembered by default: 24 hours. */
+export const DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS = 24 * 60 * 60
+
 /** Routes in one page of a listing when the query gives no `limit`. */
 export const DEFAULT_PAGE_SIZE = 100
 

@@ -13,6 +13,7 @@ export interface Config {
   readonly maxBodyBytes: number
   readonly bodyTimeoutMillis: number
   readonly retryAfterSeconds: number
+  readonly idempotencyKeyExpirySeconds: number
 }
 
 // A positive safe integer, or the error naming the option and its allowed range.
@@ -30,10 +31,12 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
   const config: Config = {
     maxBodyBytes: options.maxBodyBytes ?? Limits.DEFAULT_MAX_BODY_BYTES,
     bodyTimeoutMillis: options.bodyTimeoutMillis ?? Limits.DEFAULT_BODY_TIMEOUT_MILLIS,
-    retryAfterSeconds: options.retryAfterSeconds ?? Limits.DEFAULT_RETRY_AFTER_SECONDS
+    retryAfterSeconds: options.retryAfterSeconds ?? Limits.DEFAULT_RETRY_AFTER_SECONDS,
+    idempotencyKeyExpirySeconds: options.idempotencyKeyExpirySeconds ?? Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS
   }
   const invalid = positiveInteger("maxBodyBytes", config.maxBodyBytes, "bytes") ??
     positiveInteger("bodyTimeoutMillis", config.bodyTimeoutMillis, "milliseconds") ??
-    positiveInteger("retryAfterSeconds", config.retryAfterSeconds, "seconds")
+    positiveInteger("retryAfterSeconds", config.retryAfterSeconds, "seconds") ??
+    positiveInteger("idempotencyKeyExpirySeconds", config.idempotencyKeyExpirySeconds, "seconds")
   return invalid === undefined ? Either.right(config) : Either.left(invalid)
 }
