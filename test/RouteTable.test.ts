@@ -3,7 +3,9 @@
  * matching, HEAD, the 405 method lists, precedence with backtracking, parameter decoding, and live changes.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Context, Deferred, Duration, Effect, Layer } from "effect"
 import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 
 let clock = Date.UTC(2026, 10, 23)
@@ -328,4 +330,52 @@ describe("RouteTable changes", () => {
     assert.isFalse(RouteTable.isTable({}))
     assert.include(String(table), "POST /b/:id")
   })
+})
+
+describe("RouteTable.layer reloading", () => {
+  it.live("a reload keeps the routes this process created while it ran, and drops those the store lost", () =>
+    Effect.gen(function*() {
+      const memory = yield* RouteRepository.makeMemory
+      const listing = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      let lost = false // the feed's history is gone: the next read tells the table to reload
+      let reloading = false
+      const store: RouteRepository.RouteRepository["Type"] = {
+        ...memory,
+        // The reload's listing reads the store, then waits until the test has created a route meanwhile.
+        list: (query) =>
+          reloading
+            ? Effect.tap(
+              memory.list(query),
+              () => Effect.zipRight(Deferred.succeed(listing, undefined), Deferred.await(release))
+            )
+            : memory.list(query),
+        changes: {
+          cursor: Effect.succeed("cursor"),
+          since: () =>
+            Effect.sync((): RouteRepository.Changes => {
+              if (!lost) return { cursor: "cursor", upserted: [], removed: [], complete: true }
+              lost = false
+              reloading = true
+              return { cursor: "cursor", upserted: [], removed: [], complete: false }
+            }),
+          pollInterval: Duration.millis(10)
+        }
+      }
+      const input = (path: string) => Effect.orDie(Route.decodeCreate({ method: "GET", path, handler: "h" }))
+      const context = yield* Layer.build(
+        RouteTable.layer.pipe(Layer.provide(Layer.succeed(RouteRepository.RouteRepository, store)))
+      )
+      const live = Context.get(context, RouteRepository.RouteRepository)
+      const table = Context.get(context, RouteTable.RouteTable)
+      const gone = yield* Effect.flatMap(input("/gone"), live.create)
+      yield* memory.remove(gone.id) // behind the table's back: only a reload can tell
+      lost = true
+      yield* Deferred.await(listing)
+      reloading = false
+      const during = yield* Effect.flatMap(input("/during"), live.create)
+      yield* Deferred.succeed(release, undefined)
+      while (RouteTable.get(table, gone.id) !== undefined) yield* Effect.sleep(5)
+      assert.strictEqual(RouteTable.get(table, during.id)?.id, during.id)
+    }).pipe(Effect.scoped))
 })

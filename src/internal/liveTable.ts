@@ -59,7 +59,7 @@ const TOMBSTONE_MILLIS = 60_000
 export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRepository.StoreUnavailable> =>
   Effect.gen(function*() {
     const removed = new Map<string, number>()
-    // While a reload runs: the ids this process changed meanwhile, which the reload must not take for gone.
+    // While a reload runs: the ids it loaded and those this process changed meanwhile, which it must not take for gone.
     let touched: Set<string> | undefined
 
     // The newest revision wins: a late, older version of a route never replaces a newer one.
@@ -82,16 +82,10 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
       }
     }
 
-    const load = (
-      after: string | undefined,
-      seen: Set<string>
-    ): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
+    const load = (after: string | undefined): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
       Effect.flatMap(store.list({ limit: PAGE_SIZE, after }), (page) => {
-        for (const route of page.items) {
-          seen.add(route.id)
-          upsert(route)
-        }
-        return page.hasMore ? load(page.items[page.items.length - 1]!.id, seen) : Effect.void
+        page.items.forEach(upsert)
+        return page.hasMore ? load(page.items[page.items.length - 1]!.id) : Effect.void
       })
 
     const feed = store.changes
@@ -101,15 +95,15 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
     const reload = (changes: RouteRepository.ChangeFeed) =>
       Effect.gen(function*() {
         const cursor = yield* changes.cursor
-        const seen = new Set<string>()
-        touched = new Set()
+        const kept = new Set<string>()
+        touched = kept
         yield* Effect.ensuring(
-          load(undefined, seen),
+          load(undefined),
           Effect.sync(() => {
             touched = undefined
           })
         )
-        for (const id of Array.from(target.ids())) if (!seen.has(id) && !touched?.has(id)) drop(id)
+        for (const id of Array.from(target.ids())) if (!kept.has(id)) drop(id)
         return cursor
       })
 
@@ -151,10 +145,10 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
       })
 
     if (feed === undefined) {
-      yield* load(undefined, new Set())
+      yield* load(undefined)
     } else {
       cursor = yield* feed.cursor
-      yield* load(undefined, new Set())
+      yield* load(undefined)
       yield* poll(feed) // what changed while the pages were read
     }
 
