@@ -13,6 +13,9 @@ export default defineConfig({
   },
   test: {
     include: ["test/**/*.test.ts"],
+    // The PostgreSQL server of the run: DATABASE_URL, or one started for the run when it is unset.
+    globalSetup: ["test/utils/globalSetup.ts"],
+    setupFiles: ["test/utils/workerSetup.ts"],
     // Postgres-backed suites share one database per run; files run one after another to keep them apart.
     fileParallelism: false,
     testTimeout: 30_000,

@@ -9,7 +9,9 @@
  * The latency of a change in a process is from its acknowledgement in the process that made it to the moment the
  * other's table routes it (a process may see it before the writer's acknowledgement returns: that counts as 0).
  * Reported after the first second (the processes' warm-up): p50, p99 and max at 10, 100 and 1,000 changes per second
- * with notifications, and with polling alone at its default interval.
+ * with notifications, with polling alone at its default interval, and at 100 per second with every listening
+ * connection terminated (`pg_terminate_backend`) every 2 seconds, counting only the changes acknowledged in the second
+ * after each termination (`--rates kills` runs that one alone).
  */
 import { type ChildProcess, fork, spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -28,20 +30,32 @@ interface Run {
   readonly notifications: boolean
   readonly perSecond: number
   readonly seconds: number
+  /** Every this many ms, every listening connection is terminated; only the second after each is measured. */
+  readonly killEvery?: number
 }
 
-// `--rates 100,1000`: only those rates with notifications (and polling only if 10 is among them).
+// `--rates 100,1000`: only those rates with notifications (and polling only if 10 is among them); `kills`, the run
+// with terminated listening connections.
 const rates = process.argv.includes("--rates")
-  ? process.argv[process.argv.indexOf("--rates") + 1]?.split(",").map(Number)
+  ? process.argv[process.argv.indexOf("--rates") + 1]?.split(",")
   : undefined
 
 const allRuns: ReadonlyArray<Run> = [
   { label: "notifications", notifications: true, perSecond: 10, seconds: QUICK ? 6 : 21 },
   { label: "notifications", notifications: true, perSecond: 100, seconds: QUICK ? 3 : 11 },
   { label: "notifications", notifications: true, perSecond: 1000, seconds: QUICK ? 3 : 6 },
-  { label: "polling (default interval)", notifications: false, perSecond: 10, seconds: QUICK ? 6 : 21 }
+  { label: "polling (default interval)", notifications: false, perSecond: 10, seconds: QUICK ? 6 : 21 },
+  {
+    label: "notifications, 1 s after listeners are killed",
+    notifications: true,
+    perSecond: 100,
+    seconds: QUICK ? 7 : 21,
+    killEvery: 2_000
+  }
 ]
-const runs = allRuns.filter((run) => rates === undefined || rates.includes(run.perSecond))
+const runs = allRuns.filter((run) =>
+  rates === undefined || rates.includes(run.killEvery === undefined ? String(run.perSecond) : "kills")
+)
 
 const withDatabase = async <A>(use: (url: string) => Promise<A>): Promise<A> => {
   const name = `rr_bench_propagation_${Date.now()}`
@@ -89,6 +103,31 @@ const startWorker = (url: string, run: Run) =>
 
 // The first second of every run warms the processes up (JIT, pools, first statements) and is not measured.
 const WARMUP_MILLIS = 1_000
+// After a termination of the listening connections, the changes acknowledged within this long are measured.
+const AFTER_KILL_MILLIS = 1_000
+
+/**
+ * Terminates every listening connection of the run's database every `every` ms from `first` (wall-clock ms) until
+ * `end`; resolves with the times it did.
+ */
+const killListeners = async (url: string, first: number, every: number, end: number): Promise<Array<number>> => {
+  const admin = new Pg.Client({ connectionString: url })
+  await admin.connect()
+  const kills: Array<number> = []
+  try {
+    for (let at = first; at < end; at += every) {
+      await new Promise((resolve) => setTimeout(resolve, at - (performance.timeOrigin + performance.now())))
+      kills.push(performance.timeOrigin + performance.now())
+      await admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() " +
+          "AND pid <> pg_backend_pid() AND query LIKE 'LISTEN %'"
+      )
+    }
+  } finally {
+    await admin.end()
+  }
+  return kills
+}
 
 // A path is changed again only this long after its last change, so every process can see each state it passes.
 // Without notifications a change takes up to the poll interval (500 ms by default) to arrive, so paths wait longer.
@@ -132,14 +171,20 @@ const measure = (run: Run) =>
       const changes = plan(run)
       const start = performance.timeOrigin + performance.now() + 500
       workers.forEach((worker, index) => worker.send({ type: "run", index, start, plan: changes }))
-      const reports = await Promise.all(workers.map((worker) => worker.done))
+      const killing = run.killEvery === undefined
+        ? Promise.resolve(undefined)
+        : killListeners(url, start + WARMUP_MILLIS, run.killEvery, start + run.seconds * 1000 - AFTER_KILL_MILLIS)
+      const [reports, kills] = await Promise.all([Promise.all(workers.map((worker) => worker.done)), killing])
+      // With terminations, only what was acknowledged in the second after one counts.
+      const measured = (ackedAt: number) =>
+        kills === undefined || kills.some((kill) => ackedAt >= kill && ackedAt < kill + AFTER_KILL_MILLIS)
       const acked = new Map<number, number>()
       for (const report of reports) for (const [key, at] of Object.entries(report.acked)) acked.set(Number(key), at)
       const latencies: Array<number> = []
       let missing = 0
       for (const change of changes) {
         const at = acked.get(change.key)
-        if (at === undefined || change.at < WARMUP_MILLIS) continue
+        if (at === undefined || change.at < WARMUP_MILLIS || !measured(at)) continue
         reports.forEach((report, index) => {
           if (index === change.writer) return
           const seen = report.seen[change.key]
@@ -149,7 +194,9 @@ const measure = (run: Run) =>
       }
       latencies.sort((a, b) => a - b)
       // How long the writes themselves took, from their planned time to their acknowledgement.
-      const writes = changes.filter((change) => change.at >= WARMUP_MILLIS && acked.has(change.key))
+      const writes = changes.filter((change) =>
+        change.at >= WARMUP_MILLIS && acked.has(change.key) && measured(acked.get(change.key)!)
+      )
         .map((change) => acked.get(change.key)! - (start + change.at)).sort((a, b) => a - b)
       return {
         run: `${run.label}, ${run.perSecond.toLocaleString("en-US")}/s`,

@@ -23,6 +23,8 @@ const listener = await NodeListener.fromLayer(
 const server = Http.createServer(listener)
 server.listen(0, "127.0.0.1", () => process.send!({ port: (server.address() as AddressInfo).port }))
 
+// The soak that started it is gone (its test process was ended): stop serving.
+process.once("disconnect", () => process.exit(1))
 process.on("message", (message: string) => {
   if (message === "memory") {
     ;(globalThis as { gc?: () => void }).gc?.()

@@ -9,8 +9,11 @@
  *   counts less than with wall time);
  * - the cost of one change while the table serves: insert, remove and (ours) update in the 10,000-route table,
  *   p50/p99 of each (routers without an incremental change rebuild);
- * - the heap per route, each router built in a process of its own (`--heap ROUTER N`).
- * Candidates for the contract (CONTRACT §10): `rou3+§10` is rou3 wrapped with what it lacks (normalisation, bad
+ * - the heap per route, each router built in a process of its own (`--heap ROUTER N`);
+ * - ours alone on tables built to force backtracking (bench/adversarial.ts: 64-segment routes with a parameter at a
+ *   different position each): ns per lookup and nodes examined, for a hit and for misses every route matches up to
+ *   their end (CONTRACT §10: a miss costs at most a few times a hit).
+ * Candidates for the contract (CONTRACT §10): `rou3+rules` is rou3 wrapped with what it lacks (normalisation, bad
  * paths, empty segments, parameter decoding, HEAD, 405 lists), checked to agree with ours on every request.
  * find-my-way, rou3 and memoirist alone are shown as they come (they do less than §10 asks: see the notes).
  * Results go to bench/results/table-<time>.json; a table is printed.
@@ -24,8 +27,10 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Rou3 from "rou3"
 import * as RequestPath from "route-registry/internal/requestPath"
+import * as RouteTree from "route-registry/internal/routeTree"
 import * as Route from "route-registry/Route"
 import * as RouteTable from "route-registry/RouteTable"
+import * as Adversarial from "./adversarial.js"
 import { type Column, printTable } from "./print.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
@@ -264,7 +269,7 @@ const rou3Contract: Make = (routes) => {
 
 const routers: ReadonlyArray<readonly [string, Make]> = [
   ["ours", ours],
-  ["rou3+§10", rou3Contract],
+  ["rou3+rules", rou3Contract],
   ["find-my-way", findMyWay],
   ["rou3", rou3],
   ["memoirist", memoirist]
@@ -386,7 +391,7 @@ const changes = (name: string, make: Make): ChangeResult => {
   }
 }
 
-/** ours and rou3+§10 resolve every request alike (route, parameters, 405 list, tag). */
+/** ours and rou3+rules resolve every request alike (route, parameters, 405 list, tag). */
 const agreement = (): { readonly requests: number; readonly disagreements: number; readonly first?: string } => {
   const routes = routesOf(10_000)
   const requests = requestsOf(config.requests, Math.ceil(routes.length / 29), 3)
@@ -405,11 +410,51 @@ const agreement = (): { readonly requests: number; readonly disagreements: numbe
     const y = show(b.find(method, target))
     if (x !== y) {
       disagreements++
-      first ??= `${method} ${target}: ours ${x}, rou3+§10 ${y}`
+      first ??= `${method} ${target}: ours ${x}, rou3+rules ${y}`
     }
   }
   return { requests: requests.length, disagreements, ...(first === undefined ? {} : { first }) }
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Tables built to force backtracking
+// ---------------------------------------------------------------------------------------------------------------
+
+const ADVERSARIAL_TABLES: ReadonlyArray<readonly [name: string, specs: () => ReadonlyArray<Adversarial.Spec>]> = [
+  ["64 routes, a parameter each", () => Adversarial.oneParameter()],
+  ["1,024 routes, 16 families", () => Adversarial.oneParameter(16)],
+  ["2,016 routes, two parameters each", Adversarial.twoParameters]
+]
+
+// What each request must resolve to: the benchmark times right answers only.
+const ADVERSARIAL_REQUESTS: ReadonlyArray<readonly [keyof typeof Adversarial.requests, RouteTable.Resolution["_tag"]]> =
+  [["hit", "Found"], ["short", "NotFound"], ["long", "NotFound"], ["otherMethod", "MethodNotAllowed"]]
+
+interface AdversarialResult {
+  readonly table: string
+  readonly routes: number
+  readonly request: string
+  readonly target: string
+  readonly nsPerLookup: number
+  readonly nodesExamined: number
+}
+
+/** Per table and request: the median over rounds of ns per lookup (CPU time), and the nodes one lookup examines. */
+const adversarial = (): Array<AdversarialResult> =>
+  ADVERSARIAL_TABLES.flatMap(([table, specs]) => {
+    const routes = specs().map((spec) => makeRoute(spec.method, spec.path))
+    const router = ours(routes)
+    return ADVERSARIAL_REQUESTS.map(([request, expected]) => {
+      const { method, target } = Adversarial.requests[request]
+      const before = RouteTree.examinedNodes()
+      const resolution = router.find(method, target) as RouteTable.Resolution
+      const nodesExamined = RouteTree.examinedNodes() - before
+      if (resolution._tag !== expected) throw new Error(`${table}, ${request}: ${resolution._tag}, not ${expected}`)
+      const rounds = Array.from({ length: config.rounds }, () =>
+        throughput(router, [{ method, target }], config.roundMs / 5))
+      return { table, routes: routes.length, request, target, nsPerLookup: 1e9 / median(rounds), nodesExamined }
+    })
+  })
 
 // ---------------------------------------------------------------------------------------------------------------
 // Heap per route, in a process of its own
@@ -473,12 +518,16 @@ const columns: ReadonlyArray<Column<Row>> = [
 
 const LOOKUP_TARGET = 1.0
 const CHANGE_TARGET_US = 100
+// CONTRACT §10: "a miss costs at most a few times a hit", in nodes examined (counted, so free of noise).
+const MISS_TARGET = 5
 
 const main = () => {
   const started = Date.now()
   const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`
   const agreed = agreement()
   console.log(`agreement: ${agreed.requests - agreed.disagreements}/${agreed.requests} requests (${elapsed()})`)
+  const adversarialResults = adversarial()
+  console.log(`tables built to force backtracking (${elapsed()})`)
   const lookupResults = config.sizes.map((size) => {
     const result = lookups(size)
     console.log(`lookups over ${size.toLocaleString("en-US")} routes (${elapsed()})`)
@@ -537,15 +586,40 @@ const main = () => {
       ratio: (heapResults[name]! / heapResults[REFERENCE]!).toFixed(2) + "x"
     })
   })
+  for (const [table] of ADVERSARIAL_TABLES) {
+    const results = adversarialResults.filter((result) => result.table === table)
+    const hit = results.find((result) => result.request === "hit")!
+    for (const result of results) {
+      const ratio = result.nodesExamined / hit.nodesExamined
+      const miss = result.request !== "hit"
+      rows.push({
+        ...(result === results[0] ? { scenario: `ours, ${table} (ns / nodes)` } : {}),
+        router: result.request,
+        value: `${Math.round(result.nsPerLookup).toLocaleString("en-US")} / ${result.nodesExamined}`,
+        ...(miss
+          ? {
+            ratio: `${(result.nsPerLookup / hit.nsPerLookup).toFixed(1)}x hit`,
+            target: `nodes <= ${MISS_TARGET}x hit`,
+            result: ratio <= MISS_TARGET ? "met" : "MISSED"
+          }
+          : {})
+      })
+      if (miss) targets.push({ scenario: `miss-${table}-${result.request}`, nodesToHit: ratio, max: MISS_TARGET })
+    }
+  }
   console.log()
   printTable(columns, rows)
   console.log()
   console.log(
     "lookups/s: per CPU second of this thread; ratio: median over rounds of (router / find-my-way) in a round."
   )
-  console.log("§10 in full: ours and rou3+§10 only. find-my-way, rou3 and memoirist alone skip parts of it (no 405")
+  console.log("Tables built to force backtracking (bench/adversarial.ts): ns per lookup (CPU time, median of rounds)")
+  console.log("and nodes one lookup examines; a miss's ratio is to the hit on the same table.")
+  console.log(
+    "The matching rules in full: ours and rou3+rules only. find-my-way, rou3 and memoirist alone skip parts of it (no 405"
+  )
   console.log("lists, no HEAD fallback, their own decoding) and are shown for scale; rebuilds: no incremental change.")
-  console.log(`ours vs rou3+§10: ${agreed.disagreements} disagreements in ${agreed.requests} requests`)
+  console.log(`ours vs rou3+rules: ${agreed.disagreements} disagreements in ${agreed.requests} requests`)
 
   const report = {
     date: new Date(started).toISOString(),
@@ -553,6 +627,7 @@ const main = () => {
     machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version },
     config,
     agreement: agreed,
+    adversarial: adversarialResults,
     lookups: lookupResults,
     changes: changeResults,
     heapBytesPerRoute: heapResults,

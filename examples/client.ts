@@ -10,8 +10,7 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Config, Console, Effect, Schema } from "effect"
-import type { Redacted } from "effect"
+import { Console, Effect, Redacted, Schema } from "effect"
 import * as Route from "route-registry/Route"
 import * as RoutingApi from "route-registry/RoutingApi"
 import * as Env from "./env.js"
@@ -51,9 +50,7 @@ export const demo = (baseUrl: string, token: Redacted.Redacted<string>) =>
   }).pipe(Effect.provide(FetchHttpClient.layer))
 
 if (Env.isMain(import.meta.url)) {
-  Effect.gen(function*() {
-    const baseUrl = yield* Config.string("ROUTING_URL").pipe(Config.withDefault("http://127.0.0.1:3000"))
-    const token = yield* Config.redacted("ROUTING_TOKEN")
-    yield* Console.log(yield* demo(baseUrl, token))
-  }).pipe(NodeRuntime.runMain)
+  const token = process.env.ROUTING_TOKEN || Env.fail("set ROUTING_TOKEN to a token with routes:read and routes:write")
+  const baseUrl = process.env.ROUTING_URL || "http://127.0.0.1:3000"
+  Effect.flatMap(demo(baseUrl, Redacted.make(token)), Console.log).pipe(NodeRuntime.runMain)
 }

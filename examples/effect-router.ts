@@ -56,17 +56,19 @@ export const functions: RouterHttpApp.Functions<never, never> = {
 }
 
 /**
- * The host's server on `listen`; it needs the routing API's services (a store and an authenticator). The API and
- * the router share one store and one table: a route created through the API serves before its 201 is sent.
+ * The host's server on `listen`, a `node:http` server made with `server` (its timeouts); it needs the routing API's
+ * services (a store and an authenticator). The API and the router share one store and one table: a route created
+ * through the API serves before its 201 is sent; both take `options.bodyTimeoutMillis`.
  */
 export const ServerLive = (
   listen: { readonly port: number; readonly host: string },
-  options?: RoutingHttpApp.Options
+  options?: RoutingHttpApp.Options,
+  server: Http.ServerOptions = {}
 ) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
       const routing = yield* RoutingHttpApp.router(options)
-      const storedRoutes = yield* RouterHttpApp.make(functions)
+      const storedRoutes = yield* RouterHttpApp.make(functions, { bodyTimeoutMillis: options?.bodyTimeoutMillis })
       // The host's routes and the API first; what they do not serve goes to the stored routes, and what no stored
       // route serves to the server's own 404.
       const first: HttpApp.Default<HttpServerError.RouteNotFound, HttpServerRequest.HttpServerRequest> = HttpRouter
@@ -79,12 +81,17 @@ export const ServerLive = (
     // before it is acknowledged. Building it loads the table: the server listens once it is loaded.
     Layer.provide(RouteTable.layer),
     // provideMerge keeps HttpServer in the output, so whoever builds the layer can ask for its address.
-    Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), listen))
+    Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(server), listen))
   )
 
 if (Env.isMain(import.meta.url)) {
   // runMain interrupts the program on SIGINT and SIGTERM: the server stops accepting and the layer is released.
-  ServerLive({ port: Env.port(3003), host: Env.host() }).pipe(
+  const timeouts = Env.timeouts()
+  ServerLive(
+    { port: Env.port(3003), host: Env.host() },
+    { bodyTimeoutMillis: timeouts.bodyMillis },
+    Env.serverOptions(timeouts)
+  ).pipe(
     HttpServer.withLogAddress,
     Layer.provide(Env.services()),
     Layer.launch,

@@ -44,6 +44,66 @@ export const optionalMillis = (name: string): number | undefined => {
     : fail(`${name} must be a whole number of milliseconds (got "${raw}")`)
 }
 
+// Node's longest timer: a longer delay would fire at once.
+const MAX_TIMER_MS = 2_147_483_647
+
+/** A whole number of milliseconds from 1 to Node's longest timer from `name`, or `fallback` when it is unset or empty. */
+const positiveMillis = (name: string, fallback: number): number => {
+  const millis = optionalMillis(name) ?? fallback
+  return millis >= 1 && millis <= MAX_TIMER_MS
+    ? millis
+    : fail(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (got "${process.env[name]}")`)
+}
+
+/** The timeouts of a host started from the command line, from the environment, every one checked. */
+export interface Timeouts {
+  /** `HEADERS_TIMEOUT_MS`: longest time a request's headers may take to arrive (Node's `server.headersTimeout`). */
+  readonly headersMillis: number
+  /** `BODY_TIMEOUT_MS`: longest time a body may take, on the routing API's paths and the stored routes alike. */
+  readonly bodyMillis: number
+  /** `REQUEST_TIMEOUT_MS`: longest time a whole request may take to arrive, on any path (`server.requestTimeout`). */
+  readonly requestMillis: number
+}
+
+const DEFAULT_HEADERS_TIMEOUT_MS = 10_000
+const DEFAULT_BODY_TIMEOUT_MS = 10_000
+// Beyond the headers and the body: the time the library takes to discard the rest of a body after its 408.
+const REQUEST_TIMEOUT_MARGIN_MS = 10_000
+
+export const timeouts = (): Timeouts => {
+  const headersMillis = positiveMillis("HEADERS_TIMEOUT_MS", DEFAULT_HEADERS_TIMEOUT_MS)
+  const bodyMillis = positiveMillis("BODY_TIMEOUT_MS", DEFAULT_BODY_TIMEOUT_MS)
+  const least = headersMillis + bodyMillis
+  const requestMillis = positiveMillis("REQUEST_TIMEOUT_MS", Math.min(least + REQUEST_TIMEOUT_MARGIN_MS, MAX_TIMER_MS))
+  return requestMillis > least ? { headersMillis, bodyMillis, requestMillis } : fail(
+    `REQUEST_TIMEOUT_MS must be more than HEADERS_TIMEOUT_MS + BODY_TIMEOUT_MS (${least}), or the server would cut a ` +
+      `slow request before the 408 that names its timeout (got ${requestMillis})`
+  )
+}
+
+/**
+ * The timeouts' server-level knobs for `node:http`, checked every second (Node checks every 30 s by default, so a
+ * timeout could be overrun by that much).
+ */
+export const serverOptions = (limits: Timeouts = timeouts()): Http.ServerOptions => ({
+  headersTimeout: limits.headersMillis,
+  requestTimeout: limits.requestMillis,
+  connectionsCheckingInterval: 1_000
+})
+
+/**
+ * A `node:http` server for `listener` with the timeouts' server-level knobs. It also takes the requests that carry
+ * `Expect: 100-continue` ("checkContinue"), so Node does not send `100 Continue` before the listener runs: the
+ * routing API sends it only when it reads the body, and a request it refuses first (no token, too large a
+ * Content-Length…) gets its answer without the client sending the body. Whatever it passes on to `next` gets the 100
+ * first, so the host's own handlers need not send it.
+ */
+export const createServer = (listener: Http.RequestListener, limits: Timeouts = timeouts()): Http.Server => {
+  const server = Http.createServer(serverOptions(limits), listener)
+  server.on("checkContinue", listener)
+  return server
+}
+
 const list = (name: string): Array<string> =>
   (process.env[name] ?? "").split(",").map((entry) => entry.trim()).filter((entry, i) => {
     if (entry === "") return false // empty entries are ignored
@@ -106,17 +166,16 @@ export const onShutdown = (stop: () => Promise<void>): void => {
 }
 
 /**
- * Serves `listener` on a `node:http` server at HOST:PORT and prints `listening on http://HOST:PORT`. On SIGINT or
+ * Serves `listener` on a `createServer` server at HOST:PORT and prints `listening on http://HOST:PORT`. On SIGINT or
  * SIGTERM it stops accepting, finishes the requests in flight, then `dispose` releases the services.
- *
- * The listener also takes the requests that carry `Expect: 100-continue` ("checkContinue"), so Node does not send
- * `100 Continue` before the listener runs: the routing API sends it only when it reads the body, and a request it
- * refuses first (no token, too large a Content-Length…) gets its answer without the client sending the body. Whatever
- * it passes on to `next` gets the 100 first, so the host's own handlers need not send it.
  */
-export const serve = (listener: Http.RequestListener, fallbackPort: number, dispose: () => Promise<void>): void => {
-  const server = Http.createServer(listener)
-  server.on("checkContinue", listener)
+export const serve = (
+  listener: Http.RequestListener,
+  fallbackPort: number,
+  dispose: () => Promise<void>,
+  limits: Timeouts = timeouts()
+): void => {
+  const server = createServer(listener, limits)
   const at = host()
   server.on("error", (error) => fail(`cannot listen on ${at}:${port(fallbackPort)}: ${error.message}`))
   server.listen(port(fallbackPort), at, () => {

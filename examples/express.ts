@@ -58,7 +58,10 @@ export const makeApp = async <E>(
   // it is acknowledged. Built now: a bad configuration fails here, at start-up, not on the first request.
   const runtime = ManagedRuntime.make(RouteTable.layer.pipe(Layer.provideMerge(services)))
   const [routing, router] = await runtime.runPromise(
-    Effect.all([NodeListener.make(options), NodeRouter.make(functions)])
+    Effect.all([
+      NodeListener.make(options),
+      NodeRouter.make(functions, { bodyTimeoutMillis: options?.bodyTimeoutMillis })
+    ])
   ).catch(async (error: unknown) => {
     await runtime.dispose()
     throw error
@@ -81,6 +84,7 @@ export const makeApp = async <E>(
 }
 
 if (Env.isMain(import.meta.url)) {
-  const { app, dispose } = await makeApp(Env.services())
-  Env.serve(app, 3001, dispose)
+  const timeouts = Env.timeouts()
+  const { app, dispose } = await makeApp(Env.services(), { bodyTimeoutMillis: timeouts.bodyMillis })
+  Env.serve(app, 3001, dispose, timeouts)
 }

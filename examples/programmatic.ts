@@ -27,7 +27,10 @@ export const register = (
     Effect.catchTags({
       InvalidRoute: (error) => Effect.succeed({ _tag: "Refused", errors: error.errors } as const),
       RouteConflict: (error) =>
-        Effect.succeed({ _tag: "Conflict", conflictingRouteId: error.conflictingRouteId } as const)
+        Effect.succeed({ _tag: "Conflict", conflictingRouteId: error.conflictingRouteId } as const),
+      // A method no stored route has, when the registry already holds RouteRepository.MAX_METHODS of them.
+      TooManyMethods: (error) =>
+        Effect.succeed({ _tag: "Refused", errors: [{ path: "method", message: error.message }] } as const)
     })
   )
 

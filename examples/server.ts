@@ -4,11 +4,13 @@
  *
  * Environment: PORT (default 3000; 0 picks a free port), HOST (default 127.0.0.1), ROUTING_ADMIN_TOKENS and
  * ROUTING_READ_TOKENS (comma-separated), DATABASE_URL (Postgres store when set, otherwise in memory),
- * READY_MAX_STALENESS_MS (see /readyz below).
+ * READY_MAX_STALENESS_MS (see /readyz below), ROUTER_STRICT, and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS
+ * and REQUEST_TIMEOUT_MS (see examples/env.ts).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Layer, ManagedRuntime, Redacted, Runtime } from "effect"
 import type * as Http from "node:http"
+import type * as Authenticator from "route-registry/Authenticator"
 import * as Catalog from "route-registry/Catalog"
 import * as NodeListener from "route-registry/NodeListener"
 import * as NodeRouter from "route-registry/NodeRouter"
@@ -50,40 +52,70 @@ const reasons = (error: unknown): Array<string> => {
 
 const explain = (error: unknown): string => [...new Set(reasons(error).filter((reason) => reason !== ""))].join(": ")
 
-// One runtime, so the routing API and the router share one store and one table: a route created through the API
-// serves before its 201 is sent, and stops when it is deleted.
-const services = Env.services(RouteTable.layer.pipe(Layer.provide(store())))
-const runtime = ManagedRuntime.make(
-  process.env.ROUTER_STRICT === "1" ? Layer.merge(services, Catalog.layer(Demo.names)) : services
-)
-const [api, router, tableStatus] = await runtime.runPromise(
-  Effect.all([NodeListener.make(), NodeRouter.make(Demo.functions), RouteTable.TableStatus])
-)
-  .catch(async (error: unknown) => {
-    await runtime.dispose()
-    return Env.fail(`could not start the route store: ${explain(error)}`)
-  })
 const openApi = JSON.stringify(RoutingApi.openApi)
 const docs = docsPage(RoutingApi.openApi)
-
-// READY_MAX_STALENESS_MS: past this staleness /readyz answers 503. Unset, it answers 200 whenever the process routes,
-// since every process keeps routing through a database outage and taking them all out of rotation would stop it.
-const maxStaleness = Env.optionalMillis("READY_MAX_STALENESS_MS")
-
-// Readiness (CONTRACT §12): the server listens only once the table is loaded, so this says how current it is.
-const readiness = (res: Http.ServerResponse) => {
-  const status = tableStatus.unsafeGet()
-  const ready = maxStaleness === undefined || status.stalenessMillis <= maxStaleness
-  const body = JSON.stringify({ ready, ...status })
-  res.writeHead(ready ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" }).end(body)
-}
 
 // The host's own answer for what neither the API nor a stored route serves.
 const notFound = (res: Http.ServerResponse) =>
   res.writeHead(404, { "content-type": "text/plain" }).end("Not Found: no stored route serves this path (see /docs)\n")
 
-Env.serve(
-  (req, res) =>
+// The host's error handling for the route functions. An error raised before the function answered gets the host's
+// 500. After the answer started, nothing can be answered: a partial answer is cut, as Express's default error handler
+// does, so the client cannot take it for whole and the connection is not left hanging (the router cuts it too, after
+// this handler returns, if it was left open); the router has logged it, once per route and function.
+const failed = (res: Http.ServerResponse, error: unknown) => {
+  if (res.headersSent) {
+    if (!res.writableEnded) res.destroy()
+    return
+  }
+  console.error("a route function failed:", error)
+  res.writeHead(500, { "content-type": "text/plain" }).end("Internal Server Error\n")
+}
+
+/** What the host is built from: its services, the functions its stored routes are served with, and its options. */
+export interface Parts<E> {
+  readonly services: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, E>
+  readonly functions: NodeRouter.Functions
+  /** The names to check creates and updates against (catalog checking, `ROUTER_STRICT=1`); none when omitted. */
+  readonly catalog?: Catalog.Names | undefined
+  /** How long a body may take to arrive, on the API's paths and the stored routes (`BODY_TIMEOUT_MS`). */
+  readonly bodyTimeoutMillis?: number | undefined
+  /** Past this staleness of the table, /readyz answers 503 (`READY_MAX_STALENESS_MS`). */
+  readonly maxStalenessMillis?: number | undefined
+}
+
+/**
+ * The host's listener: the routing API, then /readyz, /openapi.json and /docs, then the stored routes, then the
+ * host's 404. One runtime, so the API and the router share one store and one table: a route created through the API
+ * serves before its 201 is sent, and stops when it is deleted. `dispose` releases the services.
+ */
+export const makeHost = async <E>(parts: Parts<E>): Promise<{
+  readonly listener: Http.RequestListener
+  readonly dispose: () => Promise<void>
+}> => {
+  const services = RouteTable.layer.pipe(Layer.provideMerge(parts.services))
+  const runtime = ManagedRuntime.make(
+    parts.catalog === undefined ? services : Layer.merge(services, Catalog.layer(parts.catalog))
+  )
+  const options = { bodyTimeoutMillis: parts.bodyTimeoutMillis }
+  const [api, router, tableStatus] = await runtime.runPromise(
+    Effect.all([NodeListener.make(options), NodeRouter.make(parts.functions, options), RouteTable.TableStatus])
+  ).catch(async (error: unknown) => {
+    await runtime.dispose()
+    throw error
+  })
+
+  // Readiness (CONTRACT §12): the server listens only once the table is loaded, so this says how current it is.
+  // Unset, the staleness bound is not checked: every process keeps routing through a database outage, and taking
+  // them all out of rotation would stop it.
+  const readiness = (res: Http.ServerResponse) => {
+    const status = tableStatus.unsafeGet()
+    const ready = parts.maxStalenessMillis === undefined || status.stalenessMillis <= parts.maxStalenessMillis
+    const body = JSON.stringify({ ready, ...status })
+    res.writeHead(ready ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" }).end(body)
+  }
+
+  const listener: Http.RequestListener = (req, res) =>
     api(req, res, () => {
       const path = (req.url ?? "/").split("?")[0]
       if (req.method === "GET" && path === "/readyz") {
@@ -93,13 +125,20 @@ Env.serve(
       } else if (req.method === "GET" && path === "/docs") {
         res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(docs)
       } else {
-        router(req, res, (error) => {
-          if (error === undefined) return notFound(res)
-          console.error("a route function failed:", error)
-          if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" }).end("Internal Server Error\n")
-        })
+        router(req, res, (error) => error === undefined ? notFound(res) : failed(res, error))
       }
-    }),
-  3000,
-  () => runtime.dispose()
-)
+    })
+  return { listener, dispose: () => runtime.dispose() }
+}
+
+if (Env.isMain(import.meta.url)) {
+  const timeouts = Env.timeouts()
+  const { dispose, listener } = await makeHost({
+    services: Env.services(store()),
+    functions: Demo.functions,
+    catalog: process.env.ROUTER_STRICT === "1" ? Demo.names : undefined,
+    bodyTimeoutMillis: timeouts.bodyMillis,
+    maxStalenessMillis: Env.optionalMillis("READY_MAX_STALENESS_MS")
+  }).catch((error: unknown) => Env.fail(`could not start the route store: ${explain(error)}`))
+  Env.serve(listener, 3000, dispose, timeouts)
+}

@@ -48,13 +48,22 @@ const closest = (name: string, registered: ReadonlyArray<string>): string | unde
   return best
 }
 
+// How many registered names a problem lists when it suggests none: enough for a demo or a small host, bounded for a
+// large catalog.
+const LISTED_NAMES = 10
+
+const registeredNames = (kind: "handler" | "middleware", registered: ReadonlyArray<string>): string => {
+  if (registered.length === 0) return `this process registers no ${kind}`
+  const listed = [...registered].sort().slice(0, LISTED_NAMES).map((name) => JSON.stringify(name)).join(", ")
+  const more = registered.length > LISTED_NAMES ? ` and ${registered.length - LISTED_NAMES} more` : ""
+  return `this process registers ${listed}${more}`
+}
+
 const unknownName = (kind: "handler" | "middleware", name: string, registered: ReadonlyArray<string>): string => {
   const suggestion = closest(name, registered)
   const fix = suggestion !== undefined
     ? `did you mean ${JSON.stringify(suggestion)}?`
-    : `register it with this process's router first (it has ${registered.length} ${kind} name${
-      registered.length === 1 ? "" : "s"
-    })`
+    : `use a registered name (${registeredNames(kind, registered)}), or register it with this process's router first`
   return `${JSON.stringify(name)} is not a registered ${kind}: ${fix}`
 }
 

@@ -250,7 +250,28 @@ export const run = (argv: ReadonlyArray<string>) =>
     Effect.tapError((error) =>
       ValidationError.isValidationError(error) ? Effect.void : Console.error(`error: ${messageOf(error)}`)
     ),
-    Effect.provide(FetchHttpClient.layer)
+    Effect.provide(FetchHttpClient.layer),
+    plainUnlessTerminal
+  )
+
+// Escape sequences that style text (SGR): @effect/cli writes help and usage errors with them.
+const STYLE = /\x1b\[[0-9;]*m/g
+
+const plain = (stream: NodeJS.WriteStream) =>
+  process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== "" || stream.isTTY !== true
+
+const unstyled = (args: ReadonlyArray<unknown>) =>
+  args.map((arg) => (typeof arg === "string" ? arg.replace(STYLE, "") : arg))
+
+// Styling only on a terminal: piped into a file, a pager or CI logs, help and errors are plain text (and NO_COLOR,
+// no-color.org, turns it off everywhere).
+const plainUnlessTerminal = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Console.consoleWith((console) =>
+    Console.withConsole(effect, {
+      ...console,
+      log: (...args) => console.log(...(plain(process.stdout) ? unstyled(args) : args)),
+      error: (...args) => console.error(...(plain(process.stderr) ? unstyled(args) : args))
+    })
   )
 
 const messageOf = (error: unknown): string =>

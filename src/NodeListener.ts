@@ -54,6 +54,10 @@ class NodeRequest implements RoutingHandler.Request {
   get query() {
     return ListQuery.queryOf(this.req.url ?? "")
   }
+  get base() {
+    // Express and Connect cut a mount path from `req.url` and keep the target as received in `originalUrl`.
+    return Target.baseOf((this.req as { readonly originalUrl?: unknown }).originalUrl, this.req.url ?? "/")
+  }
   header(name: string) {
     return NodeHeaders.header(this.req, name)
   }

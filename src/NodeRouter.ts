@@ -7,11 +7,14 @@
  * @since 0.2.0
  */
 import type { Layer } from "effect"
-import { Cause, Effect, Runtime } from "effect"
+import { Cause, Effect, Either, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Connect from "./internal/connect.js"
 import * as Disposable from "./internal/disposable.js"
+import * as NodeTransport from "./internal/nodeTransport.js"
 import * as Answers from "./internal/routerAnswers.js"
+import * as Guard from "./internal/routerGuard.js"
+import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteTable from "./RouteTable.js"
 
@@ -78,18 +81,60 @@ interface Matched extends IncomingMessage {
  */
 export const matchOf = (req: IncomingMessage): Match | undefined => (req as Matched)[MATCH]
 
-const write = (res: ServerResponse, answer: Answers.Answer) => {
+/**
+ * The router's options (`bodyTimeoutMillis`); each is checked when the router is made, which fails with
+ * `InvalidOption` naming one out of its range.
+ *
+ * @since 0.2.0
+ */
+export type Options = Guard.Options
+
+const write = (req: IncomingMessage, res: ServerResponse, answer: Answers.Answer) => {
   if (res.headersSent || res.destroyed) return
   res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) })
-  res.end(answer.body)
+  NodeTransport.end(req, res, answer.headers, answer.body)
 }
+
+// One routed request: its route, how far its chain has got, and who answers it now.
+class Serving implements Connect.Progress {
+  started = 0
+  /** The chain passed the request on to the host's `next`, with or without an error. */
+  handedOver = false
+  /** The router answered the request itself (408): what the functions do after that is not theirs to answer. */
+  timedOut = false
+  constructor(readonly route: Route.StoredRoute) {}
+}
+
+const SERVING = Symbol.for("route-registry/NodeRouter/Serving")
+
+interface Guarded extends ServerResponse {
+  [SERVING]?: Serving
+}
+
+const nameAt = (route: Route.StoredRoute, at: number): string =>
+  at < route.middleware.length ? route.middleware[at]! : route.handler
 
 /**
  * The listener over the table in context. It looks routes up in memory, never in the store.
  *
+ * A function that answers twice, writes after its answer ended, fails after its answer started or fails after it
+ * passed on never takes the process down: each is logged once per route, function and kind. A function that fails
+ * after its answer started has the error passed to `next(error)` when there is one, and then, unless the host's error
+ * handling ended or destroyed the response, the partial answer is cut (as Express's default error handler does), so
+ * the connection never hangs; with no `next` it is cut at once, and a whole answer is left to finish.
+ *
  * @since 0.2.0
  */
-export const make = (functions: Functions): Effect.Effect<Listener, never, RouteTable.RouteTable> =>
+export const make = (
+  functions: Functions,
+  options: Options = {}
+): Effect.Effect<Listener, InvalidOption, RouteTable.RouteTable> =>
+  Either.match(Guard.bodyTimeout(options), {
+    onLeft: Effect.fail,
+    onRight: (bodyTimeoutMillis) => listener(functions, bodyTimeoutMillis)
+  })
+
+const listener = (functions: Functions, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
@@ -97,6 +142,9 @@ export const make = (functions: Functions): Effect.Effect<Listener, never, Route
     const missing = new Set<string>()
     // The functions of a route, resolved once per stored version of it (an update is a new object).
     const resolved = new WeakMap<Route.StoredRoute, ReadonlyArray<RouteFunction> | string>()
+    const timedOut = Answers.requestTimeout(bodyTimeoutMillis)
+    const logError = (message: string, error: unknown) => runFork(Effect.logError(message, Cause.die(error)))
+    const report = Guard.reportOnce(logError)
 
     const resolve = (route: Route.StoredRoute): ReadonlyArray<RouteFunction> | string => {
       let fns = resolved.get(route)
@@ -107,58 +155,125 @@ export const make = (functions: Functions): Effect.Effect<Listener, never, Route
       return fns
     }
 
-    const unavailable = (res: ServerResponse, name: string) => {
+    const unavailable = (req: IncomingMessage, res: ServerResponse, name: string) => {
       // Logged once per name: another process of the host may have it, and each request would say the same.
       if (!missing.has(name)) {
         missing.add(name)
         runFork(Effect.logWarning(`route-registry: no function is registered under the name ${JSON.stringify(name)}`))
       }
-      write(res, Answers.handlerUnavailable(name))
+      write(req, res, Answers.handlerUnavailable(name))
     }
 
-    const fail = (res: ServerResponse, next: ((error?: unknown) => void) | undefined) => (error: unknown) => {
-      if (next !== undefined) return next(error)
-      runFork(Effect.logError("route-registry: a route function failed", Cause.die(error)))
-      // A whole answer is left to finish; a partial one is cut, so the client cannot take it for whole.
-      if (res.writableEnded) return
-      if (res.headersSent) res.destroy()
-      else write(res, Answers.internalError)
+    const misbehaved = (serving: Serving, at: number, what: Guard.Misbehaviour, error: unknown) => {
+      // After the router's own 408, what the functions do is the consequence of it, not a fault of theirs.
+      if (!serving.timedOut) report(serving.route, nameAt(serving.route, Math.max(at, 0)), what, error)
     }
 
-    const stray = (error: unknown) =>
-      runFork(Effect.logError("route-registry: a route function failed after it had passed on", Cause.die(error)))
+    // Node emits 'error' on a response written after its end; with no listener, that would end the process.
+    function onResponseError(this: Guarded, error: unknown) {
+      const serving = this[SERVING]
+      if (serving !== undefined) misbehaved(serving, serving.started - 1, Guard.kindOfResponseError(error), error)
+    }
 
-    return (req, res, next) => {
+    // The host's `next`, which must not take the process down either: if it throws, the request is answered 500, or
+    // its answer cut when one had started.
+    const handOver = (
+      serving: Serving,
+      req: IncomingMessage,
+      res: ServerResponse,
+      next: (error?: unknown) => void,
+      error: unknown,
+      at: number
+    ) => {
+      serving.handedOver = true
+      try {
+        if (error === undefined) next()
+        else next(error)
+      } catch (thrown) {
+        misbehaved(serving, at, "hostThrew", thrown)
+        if (res.headersSent) Guard.cut(res)
+        else write(req, res, Answers.internalError)
+      }
+    }
+
+    const failed = (
+      serving: Serving,
+      req: IncomingMessage,
+      res: ServerResponse,
+      next: ((error?: unknown) => void) | undefined,
+      error: unknown,
+      at: number
+    ) => {
+      const answered = res.headersSent
+      if (answered) misbehaved(serving, at, "failedAfterAnswering", error)
+      if (next !== undefined) {
+        handOver(serving, req, res, next, error, at)
+        // Nothing can complete an answer its function abandoned: unless the host ended or destroyed it, it is cut.
+        if (answered) Guard.cut(res)
+      } else if (answered) {
+        // A whole answer is left to finish; a partial one is cut, so the client cannot take it for whole.
+        Guard.cut(res)
+      } else {
+        logError("route-registry: a route function failed", error)
+        write(req, res, Answers.internalError)
+      }
+    }
+
+    // Past the body deadline with nothing answered: the 408, unless the request is the host's by now.
+    const timeOut = (serving: Serving, req: IncomingMessage, res: ServerResponse) => {
+      if (serving.handedOver) return false
+      serving.timedOut = true
+      write(req, res, timedOut)
+      return true
+    }
+
+    return ((req, res, next) => {
       const found = RouteTable.lookup(table, req.method ?? "GET", req.url ?? "/")
       switch (found._tag) {
         case "BadPath":
-          return write(res, Answers.malformedPath(found.reason))
+          return write(req, res, Answers.malformedPath(found.reason))
         case "NotFound":
-          return next !== undefined ? next() : write(res, Answers.notFound)
+          return next !== undefined ? next() : write(req, res, Answers.notFound)
         case "MethodNotAllowed":
-          return next !== undefined ? next() : write(res, Answers.methodNotAllowed(found.allow))
+          return next !== undefined ? next() : write(req, res, Answers.methodNotAllowed(found.allow))
       }
       const fns = resolve(found.route)
-      if (typeof fns === "string") return unavailable(res, fns)
+      if (typeof fns === "string") return unavailable(req, res, fns)
       const matched = req as Matched
       matched[MATCH] = { route: found.route, params: found.params }
       matched.params = found.params
+      const serving = new Serving(found.route)
+      ;(res as Guarded)[SERVING] = serving
+      res.on("error", onResponseError)
+      if (Guard.bodyPending(req)) Guard.watchBody(req, res, bodyTimeoutMillis, () => timeOut(serving, req, res))
       Connect.run(
         fns,
         req,
         res,
-        (error) => error ? fail(res, next)(error) : next !== undefined ? next() : write(res, Answers.notFound),
-        stray
+        serving,
+        (error, at = fns.length - 1) => {
+          if (serving.timedOut) return
+          if (error !== undefined) return failed(serving, req, res, next, error, at)
+          if (next !== undefined) return handOver(serving, req, res, next, undefined, at)
+          write(req, res, Answers.notFound)
+        },
+        (error, at) => misbehaved(serving, at, "failedAfterPassingOn", error)
       )
-    }
+    }) satisfies Listener
   })
 
 /**
- * Builds the services of `layer` now (the table is loaded before this resolves) and returns the listener.
+ * Builds the services of `layer` now (the table is loaded before this resolves) and returns the listener. Rejects
+ * with `InvalidOption`, before building anything, when an option is out of its range.
  *
  * @since 0.2.0
  */
 export const fromLayer = <E>(
   layer: Layer.Layer<RouteTable.RouteTable, E>,
-  functions: Functions
-): Promise<DisposableListener> => Disposable.fromLayer(layer, make(functions))
+  functions: Functions,
+  options: Options = {}
+): Promise<DisposableListener> =>
+  Either.match(Guard.bodyTimeout(options), {
+    onLeft: (invalid) => Promise.reject(invalid),
+    onRight: (bodyTimeoutMillis) => Disposable.fromLayer(layer, listener(functions, bodyTimeoutMillis))
+  })

@@ -4,13 +4,17 @@
  *
  * @since 0.1.0
  */
+import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { ConfigError } from "effect"
-import { Cause, Clock, Config, Context, Duration, Effect, Either, Exit, FiberId, Layer, Runtime } from "effect"
+import { Clock, Config, Context, Duration, Effect, Either, Exit, Layer, Option } from "effect"
 import * as Batch from "./internal/batch.js"
+import * as Limits from "./internal/limits.js"
 import * as ChangeFeed from "./internal/pgChangeFeed.js"
+import * as Connect from "./internal/pgConnect.js"
+import * as Deadline from "./internal/pgDeadline.js"
 import * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 
@@ -75,6 +79,8 @@ const resolve = (options: Options) => {
     stampFunction: qualify(`${table}_stamp`),
     removalFunction: qualify(`${table}_log_removal`),
     idempotencyKeys: qualify(`${table}_idempotency`),
+    methodBoundFunction: qualify(`${table}_bound_methods`),
+    limits: qualify(`${table}_limits`),
     // One channel per table name: two schemas with tables of one name only wake each other's tables for nothing.
     channel: `${table}_changes`,
     queryTimeout: Duration.decode(options.queryTimeout ?? Duration.seconds(5)),
@@ -127,38 +133,6 @@ const toStoreError = (error: SqlError) =>
     ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "the database could not be reached", cause: error }))
     : Effect.die(error)
 
-/**
- * Runs `effect`, failing with `onTimeout()` if it has not finished within `millis` of real time (and interrupting
- * it). `Effect.timeoutFail` races through two forked fibers and a `Clock` sleep per call, which cost a third of a
- * store's throughput (bench/); here one fiber, forked with the caller's fiber refs (so a host's transaction and
- * span still apply), races a plain timer.
- */
-const withDeadline = <A, E, E2>(
-  effect: Effect.Effect<A, E>,
-  millis: number,
-  onTimeout: () => E2,
-  onInterrupted: () => E2
-): Effect.Effect<A, E | E2> =>
-  Effect.flatMap(Effect.runtime<never>(), (runtime) =>
-    Effect.async<A, E | E2>((resume) => {
-      const fiber = Runtime.runFork(runtime)(effect)
-      const timer = setTimeout(() => {
-        // Answer first: interrupting may complete the fiber at once (on an immediate scheduler), and only the
-        // first resume counts.
-        resume(Effect.fail(onTimeout()))
-        fiber.unsafeInterruptAsFork(FiberId.none)
-      }, millis)
-      fiber.addObserver((exit) => {
-        clearTimeout(timer)
-        // Interrupted by anything but this caller (a pool or runtime shutting down): the store could not answer.
-        resume(Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? Effect.fail(onInterrupted()) : exit)
-      })
-      return Effect.sync(() => {
-        clearTimeout(timer)
-        fiber.unsafeInterruptAsFork(FiberId.none)
-      })
-    }))
-
 // The next value of the store's revision sequence, a store-wide counter: every change takes the next one. The
 // sequence is named by a parameter (nextval takes its name as text), so no SQL text is built from strings.
 const nextRevision = (sql: SqlClient.SqlClient, sequence: string) => sql`nextval(${sequence})`
@@ -170,9 +144,18 @@ const nextRevision = (sql: SqlClient.SqlClient, sequence: string) => sql`nextval
  * @since 0.1.0
  */
 export const migrations = (options: Options = {}) => {
-  const { feed, idempotencyKeys, qualified, removalFunction, removals, sequence, stampFunction, table } = resolve(
-    options
-  )
+  const {
+    feed,
+    idempotencyKeys,
+    limits,
+    methodBoundFunction,
+    qualified,
+    removalFunction,
+    removals,
+    sequence,
+    stampFunction,
+    table
+  } = resolve(options)
   return {
     "1_create_routes": Effect.flatMap(SqlClient.SqlClient, (sql) =>
       sql`CREATE TABLE ${sql(qualified)} (
@@ -246,7 +229,85 @@ export const migrations = (options: Options = {}) => {
           PRIMARY KEY (principal, key)
         )`,
         sql`CREATE INDEX ${sql(`${table}_idem_expires`)} ON ${sql(idempotencyKeys)} (expires_at)`
-      ], { discard: true }))
+      ], { discard: true })),
+    // A key keeps no more than its answer needs (bench/idempotency.ts): a SHA-256 digest of the request instead of the
+    // request, and of the first answer what the request does not say (`RouteRepository.FirstAnswer`). Keys already
+    // stored keep their meaning: the digest is taken of the fingerprint text they hold, as the store takes it.
+    "5_compact_idempotency_keys": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`ALTER TABLE ${sql(idempotencyKeys)}
+          ADD COLUMN digest bytea, ADD COLUMN route_id uuid, ADD COLUMN created_at timestamptz,
+          ADD COLUMN revision bigint`,
+        sql`UPDATE ${sql(idempotencyKeys)} SET
+          digest = sha256(convert_to(fingerprint, 'UTF8')),
+          route_id = COALESCE(outcome #>> '{route,id}', outcome #>> '{conflict,conflictingRouteId}')::uuid,
+          created_at = (outcome #>> '{route,createdAt}')::timestamptz,
+          revision = (outcome #>> '{route,revision}')::bigint`,
+        sql`ALTER TABLE ${sql(idempotencyKeys)} DROP COLUMN fingerprint, DROP COLUMN outcome`,
+        sql`ALTER TABLE ${sql(idempotencyKeys)} RENAME COLUMN digest TO fingerprint`,
+        sql`ALTER TABLE ${sql(idempotencyKeys)}
+          ALTER COLUMN fingerprint SET NOT NULL, ALTER COLUMN route_id SET NOT NULL,
+          ADD CONSTRAINT ${sql(`${table}_idem_outcome`)} CHECK ((created_at IS NULL) = (revision IS NULL))`
+      ], { discard: true })),
+    // At most MAX_METHODS distinct methods (their list is a 405's Allow header), enforced by the database for every
+    // writer. A row of a stored method locks a route of that method (FOR KEY SHARE), so the method stays stored until
+    // the row's transaction ends, and takes no other lock: writes of stored methods never wait for one another nor
+    // for a writer adding a method. A row adding a method takes a transaction advisory lock, waited for, then counts
+    // the methods in a snapshot taken once it holds it (each statement of a plpgsql function takes its own): the
+    // writers adding methods are decided one after the other, across processes, and each counts every method a
+    // concurrent write relies on (its route is locked in place). The count stops at the bound: a walk of the (method,
+    // id) index, one step per method. A method that passed stays so until the transaction ends, so the other rows of a
+    // batch with it skip the check (a transaction-local setting lists them). The bound is a row of its own table,
+    // written from MAX_METHODS.
+    "6_bound_distinct_methods": Effect.flatMap(SqlClient.SqlClient, (sql) => {
+      const pin = sql`SELECT 1 FROM ${sql(qualified)} WHERE method = NEW.method LIMIT 1 FOR KEY SHARE`
+      return Effect.all([
+        sql`CREATE TABLE ${sql(limits)} (
+          single boolean PRIMARY KEY DEFAULT true CHECK (single),
+          max_methods integer NOT NULL
+        )`,
+        sql`INSERT INTO ${sql(limits)} (max_methods) VALUES (${Limits.MAX_METHODS})`,
+        sql`CREATE FUNCTION ${sql(methodBoundFunction)}() RETURNS trigger LANGUAGE plpgsql AS $$
+          DECLARE
+            setting text := 'route_registry.methods_' || TG_RELID;
+            passed text := coalesce(current_setting(setting, true), '');
+            entry text := '|' || NEW.method || '|';
+            leaving uuid := CASE WHEN TG_OP = 'UPDATE' THEN OLD.id END;
+            bound integer;
+            methods integer;
+          BEGIN
+            IF TG_OP = 'UPDATE' AND NEW.method = OLD.method THEN RETURN NEW; END IF;
+            IF strpos(passed, entry) > 0 THEN RETURN NEW; END IF;
+            PERFORM 1 FROM (${pin}) AS stored;
+            IF NOT FOUND THEN
+              PERFORM pg_advisory_xact_lock(hashtextextended(TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME || ' methods', 0));
+              -- Stored meanwhile by a writer that held the lock before: then it is locked in place like any other.
+              PERFORM 1 FROM (${pin}) AS stored;
+              IF NOT FOUND THEN
+                SELECT max_methods INTO bound FROM ${sql(limits)};
+                WITH RECURSIVE distinct_methods(method) AS (
+                  (SELECT method FROM ${sql(qualified)} WHERE id IS DISTINCT FROM leaving ORDER BY method LIMIT 1)
+                  UNION ALL
+                  SELECT (SELECT r.method FROM ${sql(qualified)} AS r
+                          WHERE r.method > d.method AND r.id IS DISTINCT FROM leaving ORDER BY r.method LIMIT 1)
+                  FROM distinct_methods AS d WHERE d.method IS NOT NULL
+                )
+                SELECT count(*) INTO methods
+                FROM (SELECT 1 FROM distinct_methods WHERE method IS NOT NULL LIMIT bound) AS counted;
+                IF methods >= bound THEN
+                  RAISE EXCEPTION 'the registry stores % distinct methods, the most it holds, and % is not one of them',
+                    methods, NEW.method
+                    USING ERRCODE = 'check_violation', CONSTRAINT = TG_TABLE_NAME || '_method_limit';
+                END IF;
+              END IF;
+            END IF;
+            PERFORM set_config(setting, passed || entry, true);
+            RETURN NEW;
+          END $$`,
+        sql`CREATE TRIGGER ${sql(`${table}_bound_methods`)} BEFORE INSERT OR UPDATE OF method ON ${sql(qualified)}
+          FOR EACH ROW EXECUTE FUNCTION ${sql(methodBoundFunction)}()`
+      ], { discard: true })
+    })
   }
 }
 
@@ -259,15 +320,23 @@ export const uninstall = (
   options: Options = {}
 ): Effect.Effect<void, RouteRepository.StoreUnavailable, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    const { feed, idempotencyKeys, migrationsTable, qualified, removalFunction, removals, stampFunction } = resolve(
-      options
-    )
+    const {
+      feed,
+      idempotencyKeys,
+      limits,
+      methodBoundFunction,
+      migrationsTable,
+      qualified,
+      removalFunction,
+      removals,
+      stampFunction
+    } = resolve(options)
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     yield* Effect.all([
       sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(removals)}, ${sql(feed)}, ${sql(idempotencyKeys)}, ${
-        sql(migrationsTable)
-      }`,
-      sql`DROP FUNCTION IF EXISTS ${sql(stampFunction)}(), ${sql(removalFunction)}()`
+        sql(limits)
+      }, ${sql(migrationsTable)}`,
+      sql`DROP FUNCTION IF EXISTS ${sql(stampFunction)}(), ${sql(removalFunction)}(), ${sql(methodBoundFunction)}()`
     ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
   })
 
@@ -352,28 +421,30 @@ const holdsNul = (value: string | undefined) => value !== undefined && value.inc
 
 const EMPTY_PAGE: RouteRepository.Page = { items: [], hasMore: false }
 
+// What a key keeps (see migration 5): whether the request is the first one, and `RouteRepository.FirstAnswer`.
 interface KeyRow {
-  readonly fingerprint: string
-  /** The outcome's JSON, read as text so that no type parser of the host's client is involved. */
-  readonly outcome: string
+  readonly same: boolean
+  readonly route_id: string
+  readonly created_at: Date | null
+  /** A bigint: node-postgres gives a string unless the host's client parses it. */
+  readonly revision: string | number | bigint | null
 }
 
-type Outcome = RouteRepository.Remembered["outcome"]
+// The last instant a Date can hold (ECMA-262 §21.4.1.1).
+const MAX_DATE_MILLIS = 8.64e15
 
-// The outcome a key remembers: the route as it was created (a replay is the first answer, whatever happened to the
-// route since), or the conflict that refused it.
-const encodeOutcome = (outcome: Outcome): string =>
-  Either.match(outcome, {
-    onLeft: ({ conflictingRouteId, method, path }) =>
-      JSON.stringify({ conflict: { method, path, conflictingRouteId } }),
-    onRight: (route) => JSON.stringify({ route: { ...route, createdAt: route.createdAt.toISOString() } })
-  })
+const firstAnswerOf = (row: KeyRow): RouteRepository.FirstAnswer => ({
+  routeId: row.route_id,
+  createdAt: row.created_at === null ? undefined : row.created_at.getTime(),
+  revision: row.revision === null ? undefined : Number(row.revision)
+})
 
-const decodeOutcome = (json: string): Outcome => {
-  const { conflict, route } = JSON.parse(json)
-  return route === undefined
-    ? Either.left(new RouteRepository.RouteConflict(conflict, true))
-    : Either.right(new Route.StoredRoute({ ...route, createdAt: new Date(route.createdAt) }, true))
+// A principal's live keys: how many, the bytes they count (`RouteRepository.keySize`) and when the oldest expires.
+interface HeldRow {
+  readonly keys: string | number
+  readonly key_bytes: string | number
+  /** `Infinity` for a key that never expires (node-postgres reads the timestamp `infinity` so). */
+  readonly oldest: Date | number | null
 }
 
 /**
@@ -404,19 +475,29 @@ export const make = (
 
     const interrupted = () => new RouteRepository.StoreUnavailable({ reason: "the database operation was interrupted" })
 
-    const guard = <A, E>(effect: Effect.Effect<A, E | SqlError>) =>
-      withDeadline(
-        Effect.catchIf(effect, (e): e is SqlError => (e as { _tag?: unknown })._tag === "SqlError", toStoreError),
-        millis,
-        timedOut,
-        interrupted
-      )
+    const pg = Option.getOrUndefined(yield* Effect.serviceOption(PgClient.PgClient))
+    const deadline = Deadline.make({
+      sql,
+      millis,
+      timedOut,
+      interrupted,
+      table: qualified,
+      connect: pg === undefined ? undefined : Connect.fromConfig(pg.config)
+    })
+    // Starts every read statement: past the deadline, the store finds it by this and cancels it.
+    const readMark = sql.literal(deadline.mark)
+    const storeErrors = <A, E>(effect: Effect.Effect<A, E | SqlError>) =>
+      Effect.catchIf(effect, (e): e is SqlError => (e as { _tag?: unknown })._tag === "SqlError", toStoreError)
+    // A read under the store's deadline (a late read changes nothing), and a write in a transaction of its own that
+    // is never committed past it (internal/pgDeadline.ts).
+    const guard = <A, E>(effect: Effect.Effect<A, E | SqlError>) => deadline.read(storeErrors(effect))
+    const { write } = deadline
 
     const notFound = (id: string) => Effect.fail(new RouteRepository.RouteNotFound({ id }))
 
     // A route id is a UUID: any other string is not found without asking the database (which would refuse it).
     const withRouteId = <A, E>(id: string, operation: (id: Route.RouteId) => Effect.Effect<A, E | SqlError>) =>
-      Route.isRouteId(id) ? guard(operation(id)) : notFound(id)
+      Route.isRouteId(id) ? storeErrors(operation(id)) : notFound(id)
 
     // Revisions only ever are integers: others in a precondition name no revision (and would not parse as bigint).
     const revisionIn = (precondition: RouteRepository.Precondition | undefined) =>
@@ -425,7 +506,7 @@ export const make = (
         : sql`AND revision = ANY(${precondition.ifMatch.filter(Number.isSafeInteger)})`
 
     const readRoute = (id: Route.RouteId) =>
-      Effect.map(sql<RouteRow>`SELECT ${columns} FROM ${table} WHERE id = ${id}`, (rows) => rows[0])
+      Effect.map(sql<RouteRow>`${readMark}SELECT ${columns} FROM ${table} WHERE id = ${id}`, (rows) => rows[0])
 
     // A conditional statement that changed nothing says only that the route was missing, did not meet the
     // precondition, or needed no change. One read decides which; when it shows none of them (the route changed
@@ -452,7 +533,19 @@ export const make = (
       return cause._tag === "SqlError" && cause.cause?.code === "23505" && cause.cause.constraint === shapeConstraint
     }
 
-    const create = (route: Route.Route): Effect.Effect<Route.StoredRoute, RouteRepository.RouteConflict | SqlError> => {
+    // The method bound's trigger (migration 6) refused the row: the whole statement is rolled back.
+    const methodConstraint = `${tableName}_method_limit`
+    const isMethodLimit = (error: unknown): error is SqlError => {
+      const cause = error as { _tag?: unknown; cause?: { code?: unknown; constraint?: unknown } }
+      return cause._tag === "SqlError" && cause.cause?.code === "23514" &&
+        cause.cause.constraint === methodConstraint
+    }
+    const tooManyMethods = (method: string) =>
+      Effect.fail(new RouteRepository.TooManyMethods({ method, limit: Limits.MAX_METHODS }))
+
+    type CreateError = RouteRepository.RouteConflict | RouteRepository.TooManyMethods
+
+    const create = (route: Route.Route): Effect.Effect<Route.StoredRoute, CreateError | SqlError> => {
       const shape = Route.shapeOf(route.path)
       // The unique index decides conflicts: of concurrent inserts of one shape exactly one returns a row.
       return sql<RouteRow>`
@@ -461,6 +554,7 @@ export const make = (
                 ${route.createdAt}, ${revision})
         ON CONFLICT (method, path_shape) DO NOTHING
         RETURNING ${columns}`.pipe(
+        Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
         Effect.flatMap((inserted) =>
           inserted.length > 0
             ? Effect.succeed(fromRow(inserted[0]!))
@@ -483,31 +577,63 @@ export const make = (
 
     const keys = sql(settings.idempotencyKeys)
 
-    // One transaction locks the key, reads it and, when it is new, writes the route and the key's outcome together:
-    // a 201 is remembered exactly when its route is committed. The lock is a transaction advisory lock on the table
-    // and key, taken without waiting: while a create with the key runs anywhere, another fails at once.
+    // Refuses a new key of `size` bytes past the principal's bounds. The principal's lock (a transaction advisory lock,
+    // waited for) makes the count and the write that follows it one step across processes.
+    const checkHeld = (idempotency: RouteRepository.Idempotency, size: number, at: Date) =>
+      Effect.gen(function*() {
+        const { key, maxBytes, maxKeys, principal } = idempotency
+        const lockName = JSON.stringify([settings.idempotencyKeys, principal])
+        yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${lockName}, 0))`
+        const [held] = yield* sql<HeldRow>`
+          SELECT count(*) AS keys, COALESCE(sum(octet_length(key)), 0) AS key_bytes, min(expires_at) AS oldest
+          FROM ${keys} WHERE principal = ${principal} AND expires_at > ${at}`
+        const count = Number(held?.keys ?? 0)
+        const bytes = Number(held?.key_bytes ?? 0) + count * Limits.IDEMPOTENCY_KEY_OVERHEAD_BYTES
+        if (count < maxKeys && bytes + size <= maxBytes) return
+        const oldest = held?.oldest ?? null
+        const oldestMillis = oldest instanceof Date ? oldest.getTime() : oldest ?? at.getTime()
+        return yield* new RouteRepository.TooManyIdempotencyKeys({
+          key,
+          keys: count,
+          bytes,
+          maxKeys,
+          maxBytes,
+          retryAfterMillis: Math.max(0, oldestMillis - at.getTime())
+        })
+      })
+
+    // One transaction locks the key, reads it and, when it is new, checks the principal's bounds and writes the route
+    // and the key's first answer together: a 201 is remembered exactly when its route is committed. The key's lock is
+    // a transaction advisory lock on the table and key, taken without waiting: while a create with the key runs
+    // anywhere, another fails at once.
     const createIdempotent = (
       input: Route.CreateRoute,
       idempotency: RouteRepository.Idempotency,
       now: number
     ): Effect.Effect<
       RouteRepository.Remembered,
-      RouteRepository.IdempotencyKeyReused | RouteRepository.IdempotencyKeyInUse | SqlError
+      | RouteRepository.IdempotencyKeyReused
+      | RouteRepository.IdempotencyKeyInUse
+      | RouteRepository.TooManyIdempotencyKeys
+      | RouteRepository.TooManyMethods
+      | SqlError
     > =>
       Effect.gen(function*() {
-        const { fingerprint, key, principal } = idempotency
+        const { key, principal } = idempotency
+        const fingerprint = Buffer.from(RouteRepository.fingerprint(input), "base64url")
         const at = new Date(now)
         const lockName = JSON.stringify([settings.idempotencyKeys, principal, key])
         const [lock] = yield* sql<{ locked: boolean }>`
           SELECT pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) AS locked`
         if (lock?.locked !== true) return yield* new RouteRepository.IdempotencyKeyInUse({ key })
         const [kept] = yield* sql<KeyRow>`
-          SELECT fingerprint, outcome::text AS outcome FROM ${keys}
+          SELECT fingerprint = ${fingerprint} AS same, route_id, created_at, revision FROM ${keys}
           WHERE principal = ${principal} AND key = ${key} AND expires_at > ${at}`
         if (kept !== undefined) {
-          if (kept.fingerprint !== fingerprint) return yield* new RouteRepository.IdempotencyKeyReused({ key })
-          return { outcome: decodeOutcome(kept.outcome), replayed: true }
+          if (!kept.same) return yield* new RouteRepository.IdempotencyKeyReused({ key })
+          return { outcome: RouteRepository.answerAgain(input, firstAnswerOf(kept)), replayed: true }
         }
+        yield* checkHeld(idempotency, RouteRepository.keySize(key), at)
         // Each keyed create forgets a batch of expired keys, skipping those another one is forgetting: expiry needs
         // no background job, and no create waits for another's.
         yield* sql`DELETE FROM ${keys} WHERE (principal, key) IN (
@@ -516,14 +642,19 @@ export const make = (
           Effect.map(Either.right),
           Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Either.left(conflict)))
         )
+        const first = RouteRepository.firstAnswerOf(outcome)
         const lifetime = Duration.toMillis(idempotency.expiresAfter)
-        const expiresAt = Number.isFinite(lifetime) ? new Date(now + lifetime) : "infinity"
+        // Past the last instant a Date holds, a key never expires.
+        const expiresAt = now + lifetime <= MAX_DATE_MILLIS ? new Date(now + lifetime) : "infinity"
+        const createdAt = first.createdAt === undefined ? null : new Date(first.createdAt)
         // The lock is ours and no live row holds the key, so a row in the way has expired: it is replaced.
         yield* sql`
-          INSERT INTO ${keys} (principal, key, fingerprint, outcome, expires_at)
-          VALUES (${principal}, ${key}, ${fingerprint}, ${encodeOutcome(outcome)}::jsonb, ${expiresAt})
+          INSERT INTO ${keys} (principal, key, fingerprint, route_id, created_at, revision, expires_at)
+          VALUES (${principal}, ${key}, ${fingerprint}, ${first.routeId}, ${createdAt}, ${first.revision ?? null},
+                  ${expiresAt})
           ON CONFLICT (principal, key) DO UPDATE
-          SET fingerprint = excluded.fingerprint, outcome = excluded.outcome, expires_at = excluded.expires_at`
+          SET fingerprint = excluded.fingerprint, route_id = excluded.route_id, created_at = excluded.created_at,
+            revision = excluded.revision, expires_at = excluded.expires_at`
         return { outcome, replayed: false }
       })
 
@@ -533,9 +664,13 @@ export const make = (
       precondition: RouteRepository.Precondition | undefined
     ): Effect.Effect<
       Route.StoredRoute,
-      RouteRepository.RouteNotFound | RouteRepository.PreconditionFailed | RouteRepository.RouteConflict | SqlError
+      | RouteRepository.RouteNotFound
+      | RouteRepository.PreconditionFailed
+      | RouteRepository.RouteConflict
+      | RouteRepository.TooManyMethods
+      | RouteRepository.StoreUnavailable
+      | SqlError
     > => {
-      const again = () => update(id, patch, precondition)
       const unchanged = (current: Route.StoredRoute) =>
         RouteRepository.patchChanges(current, patch) ? undefined : Effect.succeed(current)
       const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
@@ -544,7 +679,6 @@ export const make = (
       if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", shape])
       if (patch.middleware !== undefined) given.push(["middleware", patch.middleware])
       if (patch.handler !== undefined) given.push(["handler", patch.handler])
-      if (given.length === 0) return decide(id, precondition, unchanged, again)
       // One statement checks the precondition and writes only a real change; the unique index decides conflicts.
       const statement = sql<RouteRow>`
         UPDATE ${table} SET ${sql.csv(given.map(([column, value]) => sql`${sql(column)} = ${value}`))},
@@ -553,21 +687,30 @@ export const make = (
           AND ${sql.or(given.map(([column, value]) => sql`${value} IS DISTINCT FROM ${sql(column)}`))}
         RETURNING ${columns}`
       // The route that holds the new method and shape, and that method and path, read after the unique index refused.
-      const holder = sql<{ holder: string; method: string; path: string }>`
+      const holder = sql<{ holder: string; method: string; path: string }>`${readMark}
         SELECT other.id AS holder, COALESCE(${patch.method ?? null}, self.method) AS method,
                COALESCE(${patch.path ?? null}, self.path) AS path
         FROM ${table} AS self JOIN ${table} AS other
           ON other.method = COALESCE(${patch.method ?? null}, self.method)
           AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
         WHERE self.id = ${id}`
-      return statement.pipe(
-        Effect.flatMap((rows) =>
-          rows.length > 0 ? Effect.succeed(fromRow(rows[0]!)) : decide(id, precondition, unchanged, again)
-        ),
+      // In one transaction: the statement and, when it changed nothing, why. A refused shape ends the transaction, so the
+      // holder is read after it.
+      const attempt = (): Effect.Effect<
+        Route.StoredRoute,
+        RouteRepository.RouteNotFound | RouteRepository.PreconditionFailed | SqlError
+      > =>
+        given.length === 0 ?
+          decide(id, precondition, unchanged, attempt) :
+          Effect.flatMap(statement, (rows) =>
+            rows.length > 0 ? Effect.succeed(fromRow(rows[0]!)) : decide(id, precondition, unchanged, attempt))
+      // A refusal by the method bound or the unique index ends the transaction: both are answered after it.
+      return write(attempt()).pipe(
+        Effect.catchIf(isMethodLimit, () => tooManyMethods(patch.method!)),
         Effect.catchIf(isShapeConflict, () =>
-          Effect.flatMap(holder, (holders) =>
+          Effect.flatMap(deadline.read(holder), (holders) =>
             holders.length === 0
-              ? again() // the holder moved or went away in between
+              ? update(id, patch, precondition) // the holder moved or went away in between
               : Effect.fail(
                 new RouteRepository.RouteConflict({
                   method: holders[0]!.method,
@@ -581,13 +724,21 @@ export const make = (
     const remove = (
       id: Route.RouteId,
       precondition: RouteRepository.Precondition | undefined
-    ): Effect.Effect<void, RouteRepository.RouteNotFound | RouteRepository.PreconditionFailed | SqlError> =>
-      Effect.flatMap(
-        // A delete is a change too: it takes a revision, which a change feed can carry.
-        sql`DELETE FROM ${table} WHERE id = ${id} ${revisionIn(precondition)} RETURNING ${revision}`,
-        (deleted) =>
-          deleted.length > 0 ? Effect.void : decide(id, precondition, () => undefined, () => remove(id, precondition))
-      )
+    ): Effect.Effect<
+      void,
+      RouteRepository.RouteNotFound | RouteRepository.PreconditionFailed | RouteRepository.StoreUnavailable | SqlError
+    > => {
+      const attempt = (): Effect.Effect<
+        void,
+        RouteRepository.RouteNotFound | RouteRepository.PreconditionFailed | SqlError
+      > =>
+        Effect.flatMap(
+          // A delete is a change too: it takes a revision, which a change feed can carry.
+          sql`DELETE FROM ${table} WHERE id = ${id} ${revisionIn(precondition)} RETURNING ${revision}`,
+          (deleted) => deleted.length > 0 ? Effect.void : decide(id, precondition, () => undefined, attempt)
+        )
+      return write(attempt())
+    }
 
     const list = (query: RouteRepository.ListQuery) => {
       const { after, handler, method, middleware, pathPrefix } = query
@@ -606,7 +757,7 @@ export const make = (
       ].filter((condition) => condition !== undefined)
       // One more row than the page says whether another follows.
       return Effect.map(
-        sql<RouteRow>`
+        sql<RouteRow>`${readMark}
           SELECT ${columns} FROM ${table} WHERE ${sql.and(conditions)} ORDER BY id LIMIT ${query.limit + 1}`,
         (rows): RouteRepository.Page => ({
           items: rows.slice(0, query.limit).map(fromRow),
@@ -618,9 +769,12 @@ export const make = (
     // Creates and reads made at the same moment outside a host's transaction share one statement each (a batch per
     // turn of the event loop), so concurrent clients share round trips and commits. In a batch of creates the unique
     // index still decides: of two rows of one method and shape the first is inserted, and every row it skipped takes
-    // the single-route path, which names the holder or, if the holder went away, inserts.
+    // the single-route path, which names the holder or, if the holder went away, inserts. A row refused by the
+    // method bound fails the whole statement: then each route takes the single-route path, and only that one is
+    // refused. Rows of methods not stored yet go first, so a batch waits for the bound's lock before it holds rows
+    // another writer could wait for (each waiting for the other would deadlock).
     const createBatch = Batch.make((routes: ReadonlyArray<Route.Route>) =>
-      Effect.flatMap(
+      write(Effect.flatMap(
         sql<RouteRow>`
           WITH input AS (
             SELECT * FROM json_to_recordset(${JSON.stringify(routes.map(batchRow))}::json) AS x(
@@ -629,27 +783,43 @@ export const make = (
             )
           )
           INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
-          SELECT id, method, path, path_shape, middleware, handler, created_at, ${revision} FROM input ORDER BY ord
+          SELECT id, method, path, path_shape, middleware, handler, created_at, ${revision} FROM input
+          ORDER BY EXISTS (SELECT 1 FROM ${table} AS stored WHERE stored.method = input.method), ord
           ON CONFLICT (method, path_shape) DO NOTHING
           RETURNING ${columns}`,
         (inserted) => {
           const stored = new Map(inserted.map((row) => [row.id, fromRow(row)]))
+          // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
           return Effect.forEach(routes, (route) => {
             const created = stored.get(route.id)
-            return Effect.exit(created === undefined ? create(route) : Effect.succeed(created))
+            if (created !== undefined) return Effect.succeed(Exit.succeed(created))
+            return create(route).pipe(
+              Effect.map((alone): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(alone)),
+              Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
+            )
           }, { concurrency: "unbounded" })
         }
+      )).pipe(
+        // The method bound refused a row: the whole statement and its transaction are undone. Each route then takes a
+        // transaction of its own, and only the ones past the bound are refused.
+        Effect.catchIf(
+          isMethodLimit,
+          () => Effect.forEach(routes, (route) => Effect.exit(write(create(route))), { concurrency: "unbounded" })
+        )
       )
     )
 
     const findBatch = Batch.make((wanted: ReadonlyArray<Route.RouteId>) =>
-      Effect.map(sql<RouteRow>`SELECT ${columns} FROM ${table} WHERE id = ANY(${wanted}::uuid[])`, (rows) => {
-        const found = new Map(rows.map((row) => [row.id, fromRow(row)]))
-        return wanted.map((id) => {
-          const route = found.get(id)
-          return route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id })) : Exit.succeed(route)
-        })
-      })
+      Effect.map(
+        sql<RouteRow>`${readMark}SELECT ${columns} FROM ${table} WHERE id = ANY(${wanted}::uuid[])`,
+        (rows) => {
+          const found = new Map(rows.map((row) => [row.id, fromRow(row)]))
+          return wanted.map((id) => {
+            const route = found.get(id)
+            return route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id })) : Exit.succeed(route)
+          })
+        }
+      )
     )
 
     // Inside a host's transaction a statement must run on its connection: no batch.
@@ -659,7 +829,7 @@ export const make = (
         (transaction) => transaction._tag === "Some" ? alone : batched
       )
 
-    const feed = ChangeFeed.make({ client, sql, settings, columns, fromJson, guard })
+    const feed = ChangeFeed.make({ pg, sql, settings, columns, fromJson, guard, readMark })
     // Every change is announced once committed, so the other processes' tables have it at once.
     const announced = <E, R>(effect: Effect.Effect<Route.StoredRoute, E, R>) =>
       Effect.tap(effect, (route) => feed.announce({ upserted: route }))
@@ -667,22 +837,22 @@ export const make = (
     return RouteRepository.RouteRepository.of({
       create: (input) =>
         announced(
-          guard(Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          storeErrors(Effect.flatMap(Clock.currentTimeMillis, (now) => {
             const route = RouteRepository.makeRoute(ids, input, now)
-            return unlessInTransaction(createBatch(route), create(route))
+            return unlessInTransaction(createBatch(route), write(create(route)))
           }))
         ),
       findById: (id) =>
         withRouteId(
           id,
           (routeId) =>
-            unlessInTransaction(
+            deadline.read(unlessInTransaction(
               findBatch(routeId),
               Effect.flatMap(
                 readRoute(routeId),
                 (row) => row === undefined ? notFound(id) : Effect.succeed(fromRow(row))
               )
-            )
+            ))
         ),
       list: (query) =>
         [query.method, query.handler, query.middleware, query.pathPrefix].some(holdsNul)
@@ -700,11 +870,8 @@ export const make = (
       // Announced only when this call created a route.
       createIdempotent: (input, idempotency) =>
         Effect.tap(
-          guard(
-            Effect.flatMap(
-              Clock.currentTimeMillis,
-              (now) => sql.withTransaction(createIdempotent(input, idempotency, now))
-            )
+          storeErrors(
+            Effect.flatMap(Clock.currentTimeMillis, (now) => write(createIdempotent(input, idempotency, now)))
           ),
           ({ outcome, replayed }) =>
             replayed || Either.isLeft(outcome) ? Effect.void : feed.announce({ upserted: outcome.right })

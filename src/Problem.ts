@@ -27,10 +27,12 @@ export const codes = {
   request_timeout: 408,
   route_conflict: 409,
   idempotency_key_in_use: 409,
+  too_many_methods: 409,
   precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
+  too_many_idempotency_keys: 429,
   internal_error: 500,
   handler_unavailable: 503,
   store_unavailable: 503
@@ -67,6 +69,9 @@ export const descriptions: Readonly<Record<Code, string>> = {
   route_conflict: "A stored route has the same method and shape; `conflictingRouteId` names it.",
   idempotency_key_in_use:
     "A create with the same Idempotency-Key is still being answered; nothing was created. Retry with the key once it has finished.",
+  too_many_methods: `The registry already stores ${Limits.MAX_METHODS} distinct methods (the most it holds, so that ` +
+    "the Allow header of a 405 stays small) and the route would add another; nothing was written. Use a stored method, " +
+    "or delete the routes of one no longer needed.",
   precondition_failed: "`If-Match` names no current tag of the route; nothing changed.",
   payload_too_large: `The body is larger than the configured limit (${
     Limits.describeBytes(Limits.DEFAULT_MAX_BODY_BYTES)
@@ -75,6 +80,11 @@ export const descriptions: Readonly<Record<Code, string>> = {
     "The body is not sent as `application/json` (PATCH also takes `application/merge-patch+json`; a charset other than UTF-8 is refused).",
   idempotency_key_reused:
     "The Idempotency-Key was first used with a different body; nothing was created. Repeat the first body, or use a new key.",
+  too_many_idempotency_keys: `The client already holds as many Idempotency-Keys as it may (${
+    Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL.toLocaleString("en-US")
+  } keys or ${
+    Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
+  } by default); nothing was created. Send the create without a key, or retry after \`Retry-After\` seconds, when its oldest key expires.`,
   internal_error: "Something unexpected failed; the cause is logged, never sent.",
   handler_unavailable:
     "The route names a handler or middleware this process has not registered (another process may have it).",
@@ -98,6 +108,7 @@ export const titles: Readonly<Record<number, string>> = {
   413: "Content Too Large",
   415: "Unsupported Media Type",
   422: "Unprocessable Content",
+  429: "Too Many Requests",
   500: "Internal Server Error",
   503: "Service Unavailable"
 }

@@ -118,6 +118,12 @@ export const MAX_PATH_LENGTH: number = Grammar.MAX_PATH_LENGTH
  * @since 0.1.0
  */
 export const MAX_PARAM_NAME_LENGTH: number = Grammar.MAX_PARAM_NAME_LENGTH
+/**
+ * Most segments a path pattern may have.
+ *
+ * @since 0.1.0
+ */
+export const MAX_SEGMENTS: number = Grammar.MAX_SEGMENTS
 
 /**
  * Why `method` is refused, or `undefined` when it is a valid HTTP method token.
@@ -209,7 +215,7 @@ export type HttpMethod = typeof HttpMethod.Type
 export const RoutePath = Schema.String.pipe(
   Schema.filter((s) => Either.match(Grammar.parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
     identifier: "RoutePath",
-    description: "Path pattern: \"/\" or one or more \"/segment\"; a segment is static or a parameter \":name\". " +
+    description: "Path pattern: \"/\" or 1–64 \"/segment\"; a segment is static or a parameter \":name\". " +
       "Beyond the pattern, a parameter name may be used only once in a path.",
     jsonSchema: { pattern: PathPattern.PATH_PATTERN, minLength: 1, maxLength: Grammar.MAX_PATH_LENGTH },
     examples: ["/users/:id" as never]

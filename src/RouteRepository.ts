@@ -4,7 +4,9 @@
  * @since 0.1.0
  */
 import { Context, Duration, Effect, Either, Exit, Layer, Schema } from "effect"
+import { createHash } from "node:crypto"
 import * as Fold from "./internal/fold.js"
+import * as Limits from "./internal/limits.js"
 import * as Route from "./Route.js"
 
 /**
@@ -90,8 +92,55 @@ export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>
 }
 
 /**
- * What makes a create idempotent: the client's key, scoped to the principal that sent it, the fingerprint of the
- * request it was first used with, and how long the first answer is remembered.
+ * A create with a new idempotency key would take its principal past the keys or bytes it may hold at once (see
+ * `Idempotency`). Nothing was written. Keys held are counted without the expired ones; `retryAfterMillis` is the
+ * time until the oldest of them expires.
+ *
+ * @since 0.3.0
+ */
+export class TooManyIdempotencyKeys extends Schema.TaggedError<TooManyIdempotencyKeys>()("TooManyIdempotencyKeys", {
+  key: Schema.String,
+  /** The keys the principal holds, and the bytes they count (`keySize`). */
+  keys: Schema.Number,
+  bytes: Schema.Number,
+  maxKeys: Schema.Number,
+  maxBytes: Schema.Number,
+  retryAfterMillis: Schema.Number
+}) {
+  override get message(): string {
+    return `the principal holds ${this.keys} idempotency keys of ${this.bytes} bytes; one more would pass its limit ` +
+      `of ${this.maxKeys} keys or ${this.maxBytes} bytes`
+  }
+}
+
+/**
+ * A create or an update would store a method no stored route has while the registry already holds `limit` distinct
+ * methods (`MAX_METHODS`). Nothing was written.
+ *
+ * @since 0.3.0
+ */
+export class TooManyMethods extends Schema.TaggedError<TooManyMethods>()("TooManyMethods", {
+  method: Schema.String,
+  limit: Schema.Number
+}) {
+  override get message(): string {
+    return `the registry stores ${this.limit} distinct methods, the most it holds, and ${this.method} is not one of them`
+  }
+}
+
+/**
+ * The most distinct methods a store holds: a create or update that would add one more fails with `TooManyMethods`.
+ * It bounds the `Allow` header of a 405, which lists every method a path serves: 129 methods (`HEAD` comes with
+ * `GET`) of at most 32 characters fit in about 4.4 KB.
+ *
+ * @since 0.3.0
+ */
+export const MAX_METHODS: number = Limits.MAX_METHODS
+
+/**
+ * What makes a create idempotent: the client's key, scoped to the principal that sent it, how long the first answer
+ * is remembered, and how many keys the principal may hold at once. Two requests with one key are the same request
+ * when their inputs are equal (`fingerprint`).
  *
  * @since 0.3.0
  */
@@ -99,10 +148,15 @@ export interface Idempotency {
   readonly key: string
   /** The authenticated principal's id: two principals' equal keys are different keys. */
   readonly principal: string
-  /** Equal for equal requests: a key used again with another fingerprint fails with `IdempotencyKeyReused`. */
-  readonly fingerprint: string
   /** Counted from the first answer; after it the key is forgotten and behaves as new. */
   readonly expiresAfter: Duration.Duration
+  /**
+   * The most keys the principal may hold at once, expired ones not counted: a create with a new key past it fails
+   * with `TooManyIdempotencyKeys`, and writes nothing.
+   */
+  readonly maxKeys: number
+  /** The most bytes the principal's keys may count at once (`keySize` each); past it, as past `maxKeys`. */
+  readonly maxBytes: number
 }
 
 /**
@@ -115,6 +169,77 @@ export interface Remembered {
   /** `true` when this is the first answer given again; `false` when this call decided it. */
   readonly replayed: boolean
 }
+
+/**
+ * What a store keeps of a first answer. Only a request with an equal input (`fingerprint`) is given it again, so the
+ * input says the rest: the method, path, middleware and handler of the route created, or of the create refused.
+ *
+ * @since 0.3.0
+ */
+export interface FirstAnswer {
+  /** The id of the route created, or of the route the create conflicted with. */
+  readonly routeId: string
+  /** The created route's `createdAt`, in epoch milliseconds; `undefined` when the create conflicted. */
+  readonly createdAt: number | undefined
+  /** The created route's revision; `undefined` when the create conflicted. */
+  readonly revision: number | undefined
+}
+
+/**
+ * Equal exactly for equal create inputs: a SHA-256 digest (base64url) of the input in a canonical form, so the order
+ * of a body's fields, its whitespace and an omitted `middleware` make no difference. A store keeps it with a key, and a
+ * key used again with another input fails with `IdempotencyKeyReused`.
+ *
+ * @since 0.3.0
+ */
+export const fingerprint = (input: Route.CreateRoute): string =>
+  createHash("sha256")
+    .update(JSON.stringify([input.method, input.path, input.middleware, input.handler]), "utf8")
+    .digest("base64url")
+
+const utf8 = new TextEncoder()
+
+/**
+ * What one remembered key counts against its principal's byte budget (`Idempotency.maxBytes`): its own bytes in
+ * UTF-8, and `IDEMPOTENCY_KEY_OVERHEAD_BYTES` for what is kept with it.
+ *
+ * @since 0.3.0
+ */
+export const keySize = (key: string): number => utf8.encode(key).byteLength + Limits.IDEMPOTENCY_KEY_OVERHEAD_BYTES
+
+/**
+ * What a store keeps of `outcome`.
+ *
+ * @since 0.3.0
+ */
+export const firstAnswerOf = (outcome: Remembered["outcome"]): FirstAnswer =>
+  Either.match(outcome, {
+    onLeft: (conflict) => ({ routeId: conflict.conflictingRouteId, createdAt: undefined, revision: undefined }),
+    onRight: (route) => ({ routeId: route.id, createdAt: route.createdAt.getTime(), revision: route.revision })
+  })
+
+/**
+ * The first answer again, from what the store kept of it and the input of the request that repeats it: the route as it
+ * was created (whatever happened to it since), or the conflict that refused it.
+ *
+ * @since 0.3.0
+ */
+export const answerAgain = (input: Route.CreateRoute, first: FirstAnswer): Remembered["outcome"] =>
+  first.createdAt === undefined || first.revision === undefined
+    ? Either.left(
+      new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: first.routeId }, true)
+    )
+    : Either.right(
+      new Route.StoredRoute({
+        id: first.routeId as Route.RouteId,
+        method: input.method,
+        path: input.path,
+        middleware: input.middleware,
+        handler: input.handler,
+        createdAt: new Date(first.createdAt),
+        revision: first.revision
+      }, true)
+    )
 
 /**
  * A condition on the route's current revision, checked atomically with the change it guards. `ifMatch` lists the
@@ -216,21 +341,30 @@ export interface ChangeListener {
  * @since 0.1.0
  */
 export class RouteRepository extends Context.Tag("route-registry/RouteRepository")<RouteRepository, {
-  /** Stores a new route with a fresh id and `createdAt`; fails if a route with the same method and shape exists. */
-  readonly create: (input: Route.CreateRoute) => Effect.Effect<Route.StoredRoute, RouteConflict | StoreUnavailable>
+  /**
+   * Stores a new route with a fresh id and `createdAt`; fails if a route with the same method and shape exists, or if
+   * its method would be one more than the `MAX_METHODS` distinct methods stored.
+   */
+  readonly create: (
+    input: Route.CreateRoute
+  ) => Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods | StoreUnavailable>
   /** The route with that id; any string is accepted, and one that is not a route id is simply not found. */
   readonly findById: (id: string) => Effect.Effect<Route.StoredRoute, RouteNotFound | StoreUnavailable>
   /** One page of routes in ascending id order (keyset pagination: one indexed range read). */
   readonly list: (query: ListQuery) => Effect.Effect<Page, StoreUnavailable>
   /**
    * Replaces the fields `patch` gives, keeping `id` and `createdAt`. A patch that changes nothing leaves the route
-   * and its revision as they are. Decided in this order: not found, precondition, conflict.
+   * and its revision as they are. Decided in this order: not found, precondition, conflict, then the method bound (a
+   * new method past `MAX_METHODS` distinct ones; a conflict names a stored method, so the two never meet).
    */
   readonly update: (
     id: string,
     patch: Route.RoutePatch,
     precondition?: Precondition
-  ) => Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | RouteConflict | StoreUnavailable>
+  ) => Effect.Effect<
+    Route.StoredRoute,
+    RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable
+  >
   /** Removes the route; its method and shape are free again at once. Not found first, then the precondition. */
   readonly remove: (
     id: string,
@@ -250,14 +384,19 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
   /**
    * Offered by a store that remembers idempotency keys (both stores of the library): `create` at most once per key.
    * The first call with a key creates (or is refused with a conflict) and remembers that outcome together with the
-   * write, atomically; a later call with the key and the same fingerprint gives it again (`replayed`), one with
-   * another fingerprint fails with `IdempotencyKeyReused`, one while the first is running with `IdempotencyKeyInUse`.
-   * A failure (`StoreUnavailable`) remembers nothing, so a retry runs anew.
+   * write, atomically; a later call with the key and an equal input (`fingerprint`) gives it again (`replayed`), one
+   * with another input fails with `IdempotencyKeyReused`, one while the first is running with `IdempotencyKeyInUse`.
+   * A new key that would take its principal past `maxKeys` or `maxBytes` fails with `TooManyIdempotencyKeys`. A
+   * failure (`TooManyIdempotencyKeys`, `TooManyMethods`, `StoreUnavailable`) remembers nothing, so a retry runs anew.
+   * A store keeps what `firstAnswerOf` gives, no more, and answers again with `answerAgain`.
    */
   readonly createIdempotent?: (
     input: Route.CreateRoute,
     idempotency: Idempotency
-  ) => Effect.Effect<Remembered, IdempotencyKeyReused | IdempotencyKeyInUse | StoreUnavailable>
+  ) => Effect.Effect<
+    Remembered,
+    IdempotencyKeyReused | IdempotencyKeyInUse | TooManyIdempotencyKeys | TooManyMethods | StoreUnavailable
+  >
 }>() {}
 
 /**
@@ -468,24 +607,75 @@ const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
 const preconditionFailed = (route: Route.StoredRoute) =>
   Effect.fail(new PreconditionFailed({ id: route.id, revision: route.revision }, true))
 
-/** An idempotency key the memory store remembers: the first request's fingerprint and outcome, until `expiresAt`. */
-interface KeptKey {
+/** An idempotency key the memory store remembers: the first request's fingerprint, its answer, until `expiresAt`. */
+interface KeptKey extends FirstAnswer {
   readonly fingerprint: string
-  readonly outcome: Either.Either<Route.StoredRoute, RouteConflict>
   readonly expiresAt: number
+  /** What it counts against its principal's byte budget (`keySize`). */
+  readonly size: number
 }
 
-// A key under its principal, as JSON so that no other pair of strings spells the same slot.
-const slotOf = (idempotency: Idempotency) => JSON.stringify([idempotency.principal, idempotency.key])
+/** One principal's keys, in the order they were stored, and what they count. */
+interface PrincipalKeys {
+  readonly keys: Map<string, KeptKey>
+  bytes: number
+  /** The latest expiry of its keys: once it has passed, every key of the principal has expired. */
+  latestExpiry: number
+}
 
-// A Map iterates in insertion order and a key is inserted again whenever it is stored, so with one lifetime for all
-// the oldest come first and forgetting stops at the first live key. A key stored with a longer lifetime may keep
-// expired ones behind it for a while; a read checks the expiry, so they are never answered.
-const forgetExpired = (keys: Map<string, KeptKey>, now: number): void => {
-  for (const [slot, kept] of keys) {
+const forgetKey = (held: PrincipalKeys, key: string, kept: KeptKey): void => {
+  held.keys.delete(key)
+  held.bytes -= kept.size
+}
+
+// Keys are stored in order, so with one lifetime for all the oldest come first, and forgetting stops at the first
+// live key. A key stored with a shorter lifetime than the ones before it stays until they go (or `forgetAllExpired`).
+const forgetExpiredPrefix = (held: PrincipalKeys, now: number): void => {
+  for (const [key, kept] of held.keys) {
     if (kept.expiresAt > now) return
-    keys.delete(slot)
+    forgetKey(held, key, kept)
   }
+}
+
+// Forgets every expired key of the principal; the earliest expiry of the keys left (Infinity when none is).
+const forgetAllExpired = (held: PrincipalKeys, now: number): number => {
+  let earliest = Infinity
+  for (const [key, kept] of held.keys) {
+    if (kept.expiresAt <= now) forgetKey(held, key, kept)
+    else earliest = Math.min(earliest, kept.expiresAt)
+  }
+  return earliest
+}
+
+// Principals are kept in the order they last stored a key: the ones whose every key has expired come first and are
+// forgotten whole, so a principal that stops sending keys leaves nothing behind.
+const forgetIdlePrincipals = (principals: Map<string, PrincipalKeys>, now: number): void => {
+  for (const [principal, held] of principals) {
+    if (held.latestExpiry > now) return
+    principals.delete(principal)
+  }
+}
+
+// Refuses a new key of `size` bytes past the principal's bounds; expired keys are forgotten first, so they never count.
+const overLimit = (
+  held: PrincipalKeys,
+  idempotency: Idempotency,
+  size: number,
+  now: number
+): TooManyIdempotencyKeys | undefined => {
+  const fits = () => held.keys.size < idempotency.maxKeys && held.bytes + size <= idempotency.maxBytes
+  if (fits()) return undefined
+  const earliest = forgetAllExpired(held, now)
+  if (fits()) return undefined
+  return new TooManyIdempotencyKeys({
+    key: idempotency.key,
+    keys: held.keys.size,
+    bytes: held.bytes,
+    maxKeys: idempotency.maxKeys,
+    maxBytes: idempotency.maxBytes,
+    // Infinity only when the principal holds no key yet: a single key larger than the byte budget.
+    retryAfterMillis: Number.isFinite(earliest) ? earliest - now : 0
+  }, true)
 }
 
 /**
@@ -505,17 +695,32 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
     byMiddleware: new Map(),
     revision: 0
   }
-  const keys = new Map<string, KeptKey>()
+  const principals = new Map<string, PrincipalKeys>()
   const conflict = (method: string, path: string, conflictingRouteId: string) =>
     Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))
-  const insert = (input: Route.CreateRoute, millis: number): Either.Either<Route.StoredRoute, RouteConflict> => {
+  // A method no stored route has, while MAX_METHODS are stored, is one too many; `leaving` is a route that gives up
+  // its method in the same change (an update), which frees the method when it was that method's only route.
+  const tooManyMethods = (method: string, leaving?: Route.StoredRoute): TooManyMethods | undefined => {
+    if (memory.byMethod.has(method)) return undefined
+    const freed = leaving !== undefined && memory.byMethod.get(leaving.method)?.length === 1 ? 1 : 0
+    return memory.byMethod.size - freed < Limits.MAX_METHODS
+      ? undefined
+      : new TooManyMethods({ method, limit: Limits.MAX_METHODS }, true)
+  }
+  // Left: refused, nothing decided (the method bound); right: the outcome, which a key remembers.
+  const insert = (
+    input: Route.CreateRoute,
+    millis: number
+  ): Either.Either<Either.Either<Route.StoredRoute, RouteConflict>, TooManyMethods> => {
     const key = conflictKey(input.method, input.path)
     const existing = memory.idByKey.get(key)
     if (existing !== undefined) {
-      return Either.left(
+      return Either.right(Either.left(
         new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: existing }, true)
-      )
+      ))
     }
+    const refused = tooManyMethods(input.method)
+    if (refused !== undefined) return Either.left(refused)
     // Built at once as stored (what `makeRoute` builds, with its revision): one class instance per create, no copy.
     const stored = new Route.StoredRoute({
       id: ids.next(millis),
@@ -527,33 +732,50 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
       revision: ++memory.revision
     }, true)
     addRoute(memory, stored, key)
-    return Either.right(stored)
+    return Either.right(Either.right(stored))
   }
+  // The key's first answer again, or the refusal of a key used with another input.
+  const again = (input: Route.CreateRoute, idempotency: Idempotency, kept: KeptKey) =>
+    kept.fingerprint === fingerprint(input)
+      ? Exit.succeed<Remembered>({ outcome: answerAgain(input, kept), replayed: true })
+      : Exit.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
   return RouteRepository.of({
     // Decided at once from the clock: the HTTP core answers a create without a fiber (see `Fold.withClock`).
     create: (input) =>
-      Fold.withClock((clock) => {
-        const outcome = insert(input, clock.unsafeCurrentTimeMillis())
+      Fold.withClock((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
+        const decided = insert(input, clock.unsafeCurrentTimeMillis())
+        if (Either.isLeft(decided)) return Exit.fail(decided.left)
+        const outcome = decided.right
         return Either.isRight(outcome) ? Exit.succeed(outcome.right) : Exit.fail(outcome.left)
       }),
     // Read, decided and written without yielding: no other create with the key can start in between, so none is
-    // ever in flight here.
+    // ever in flight here, and the principal's bounds hold exactly.
     createIdempotent: (input, idempotency) =>
-      Effect.clockWith((clock): Effect.Effect<Remembered, IdempotencyKeyReused> => {
+      Effect.clockWith((
+        clock
+      ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
         const now = clock.unsafeCurrentTimeMillis()
-        const slot = slotOf(idempotency)
-        const kept = keys.get(slot)
-        if (kept !== undefined && kept.expiresAt > now) {
-          return kept.fingerprint === idempotency.fingerprint
-            ? Effect.succeed({ outcome: kept.outcome, replayed: true })
-            : Effect.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
-        }
-        forgetExpired(keys, now)
-        keys.delete(slot)
-        const outcome = insert(input, now)
+        const { key, principal } = idempotency
+        const kept = principals.get(principal)?.keys.get(key)
+        if (kept !== undefined && kept.expiresAt > now) return again(input, idempotency, kept)
+        forgetIdlePrincipals(principals, now)
+        const held = principals.get(principal) ?? { keys: new Map(), bytes: 0, latestExpiry: 0 }
+        forgetExpiredPrefix(held, now)
+        const expired = held.keys.get(key)
+        if (expired !== undefined) forgetKey(held, key, expired)
+        const size = keySize(key)
+        const refused = overLimit(held, idempotency, size, now)
+        if (refused !== undefined) return Exit.fail(refused)
+        const decided = insert(input, now)
+        if (Either.isLeft(decided)) return Exit.fail(decided.left)
         const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
-        keys.set(slot, { fingerprint: idempotency.fingerprint, outcome, expiresAt })
-        return Effect.succeed({ outcome, replayed: false })
+        held.keys.set(key, { fingerprint: fingerprint(input), ...firstAnswerOf(decided.right), expiresAt, size })
+        held.bytes += size
+        held.latestExpiry = Math.max(held.latestExpiry, expiresAt)
+        // Stored again, so the principal moves to the end: the order of their last keys.
+        principals.delete(principal)
+        principals.set(principal, held)
+        return Exit.succeed({ outcome: decided.right, replayed: false })
       }),
     unsafeFindById: (id) => memory.byId.get(id),
     findById: (id) =>
@@ -563,7 +785,10 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
       }),
     list: (query) => Effect.sync(() => listMemory(memory, query)),
     update: (id, patch, precondition) =>
-      Effect.suspend((): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | RouteConflict> => {
+      Effect.suspend((): Effect.Effect<
+        Route.StoredRoute,
+        RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods
+      > => {
         const current = memory.byId.get(id)
         if (current === undefined) return notFound(id)
         if (!meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
@@ -572,6 +797,8 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
         const path = patch.path ?? current.path
         const holder = memory.idByKey.get(conflictKey(method, path))
         if (holder !== undefined && holder !== id) return conflict(method, path, holder)
+        const refused = method === current.method ? undefined : tooManyMethods(method, current)
+        if (refused !== undefined) return Exit.fail(refused)
         const updated = patched(current, patch, ++memory.revision)
         replaceRoute(memory, current, updated)
         return Effect.succeed(updated)

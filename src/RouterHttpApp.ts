@@ -7,11 +7,17 @@
  * @since 0.2.0
  */
 import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Context, Effect } from "effect"
+import { Cause, Context, Effect, Either, Fiber, Runtime, Stream } from "effect"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Body from "./internal/body.js"
+import * as NodeTransport from "./internal/nodeTransport.js"
 import * as Answers from "./internal/routerAnswers.js"
+import * as Guard from "./internal/routerGuard.js"
+import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteTable from "./RouteTable.js"
 
@@ -43,6 +49,14 @@ export interface Functions<E, R> {
   readonly middleware?: Readonly<Record<string, Middleware<E, R>>> | undefined
 }
 
+/**
+ * The router's options (`bodyTimeoutMillis`, applied when it is served by `@effect/platform-node`); each is checked
+ * when the app is made, which fails with `InvalidOption` naming one out of its range.
+ *
+ * @since 0.2.0
+ */
+export type Options = Guard.Options
+
 const toResponse = (answer: Answers.Answer) =>
   HttpServerResponse.text(answer.body, {
     status: answer.status,
@@ -50,30 +64,158 @@ const toResponse = (answer: Answers.Answer) =>
     contentType: answer.headers["content-type"]
   })
 
+const encoder = new TextEncoder()
+
+// An answer that closes the connection while the body is still coming: the rest of the body is read and discarded
+// before the response ends (and so before the platform closes the connection), so the client does not lose the
+// answer to a reset; `then` runs after that.
+const lingering = (req: IncomingMessage, answer: Answers.Answer, then: Effect.Effect<unknown>) => {
+  const body = encoder.encode(answer.body)
+  const rest = Stream.execute(Effect.zipRight(NodeTransport.discarding(req), then))
+  return HttpServerResponse.stream(Stream.concat(Stream.succeed(body), rest), {
+    status: answer.status,
+    headers: answer.headers,
+    contentType: answer.headers["content-type"],
+    contentLength: body.length
+  })
+}
+
+const ROUTE = Symbol.for("route-registry/RouterHttpApp/Route")
+
+interface Guarded extends ServerResponse {
+  [ROUTE]?: Route.StoredRoute
+}
+
+// Cuts the Node response and marks it ended, so that the platform writes nothing more on it.
+const cutForGood = (res: ServerResponse) => {
+  Guard.cut(res)
+  res.end()
+}
+
 /**
  * The app over the table in context. Lookups read the table in memory, never the store.
+ *
+ * Served by `@effect/platform-node`, a route's app never takes the process down or leaves a connection hanging when
+ * it misbehaves on the Node response beneath the request: a write after the response ended, an answer started there
+ * and then another returned or a failure (the started answer is cut), or a streamed answer that fails midway (cut,
+ * rather than ended as if whole). Each is logged once per route and kind; a failure after the answer started also
+ * goes on to the host's error handling, as any failure does.
  *
  * @since 0.2.0
  */
 export const make = <E, R>(
-  functions: Functions<E, R>
+  functions: Functions<E, R>,
+  options: Options = {}
 ): Effect.Effect<
   HttpApp.Default<E | HttpServerError.RouteNotFound, Exclude<R, Match>>,
-  never,
+  InvalidOption,
   RouteTable.RouteTable
 > =>
+  Either.match(Guard.bodyTimeout(options), {
+    onLeft: Effect.fail,
+    onRight: (bodyTimeoutMillis) => app(functions, bodyTimeoutMillis)
+  })
+
+const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const middleware = functions.middleware ?? {}
     const missing = new Set<string>()
     // Each stored version of a route composes its app once (an update is a new object).
     const composed = new WeakMap<Route.StoredRoute, HttpApp.Default<E, R | Match> | string>()
+    const timedOut = Answers.requestTimeout(bodyTimeoutMillis)
+    const report = Guard.reportOnce((message, error) => runFork(Effect.logError(message, Cause.die(error))))
+
+    // Node emits 'error' on a response written after its end; with no listener, that would end the process.
+    function onResponseError(this: Guarded, error: unknown) {
+      const route = this[ROUTE]
+      if (route !== undefined) report(route, undefined, Guard.kindOfResponseError(error), error)
+    }
+
+    // What the route's app answered, checked against what its functions did to the Node response themselves.
+    const answered = (
+      route: Route.StoredRoute,
+      res: ServerResponse,
+      response: HttpServerResponse.HttpServerResponse
+    ) => {
+      if (res.headersSent && !res.writableEnded) {
+        // An answer started on the Node response, and another returned: neither can be sent whole.
+        report(
+          route,
+          undefined,
+          "answeredTwice",
+          new Error("an answer was started on the Node response and another returned")
+        )
+        cutForGood(res)
+        return response
+      }
+      if (response.body._tag !== "Stream") return response
+      // The platform ends a streamed answer whose stream fails as if it were whole: cut it instead.
+      const stream = Stream.tapErrorCause(response.body.stream, (cause) =>
+        Effect.sync(() => {
+          if (Cause.isInterruptedOnly(cause)) return
+          report(route, undefined, "failedAfterAnswering", Cause.squash(cause))
+          Guard.cut(res)
+        }))
+      return HttpServerResponse.setBody(
+        response,
+        HttpBody.stream(stream, response.body.contentType, response.body.contentLength)
+      )
+    }
+
+    const failedAfter = (route: Route.StoredRoute, res: ServerResponse, cause: Cause.Cause<unknown>) => {
+      if (!res.headersSent || Cause.isInterruptedOnly(cause)) return
+      report(route, undefined, "failedAfterAnswering", Cause.squash(cause))
+      // A whole answer stands; a partial one is cut, and marked ended so the host's error answer is not written on it.
+      if (!res.writableEnded) cutForGood(res)
+    }
+
+    // Past the body deadline with nothing answered, the 408 wins the race. The route's app is interrupted only once
+    // the 408 has been sent: interrupting a body read destroys the request, and with it the connection.
+    const withBodyDeadline = <A, E1, R1>(app: Effect.Effect<A, E1, R1>, req: IncomingMessage, res: ServerResponse) =>
+      Effect.raceWith(Effect.interruptible(app), Effect.interruptible(bodyDeadline(req, res)), {
+        onSelfDone: (exit, deadline) => Effect.zipRight(Fiber.interrupt(deadline), exit),
+        onOtherDone: (_, app) => Effect.succeed(lingering(req, timedOut, Fiber.interrupt(app)))
+      })
+
+    // Completes at the body deadline if nothing has been answered by then; never, otherwise.
+    const bodyDeadline = (req: IncomingMessage, res: ServerResponse) =>
+      Effect.async<void>((resume) => {
+        let racing = true
+        Guard.watchBody(req, res, bodyTimeoutMillis, () => {
+          if (!racing) return false
+          racing = false
+          resume(Effect.void)
+          return true
+        })
+        return Effect.sync(() => {
+          racing = false
+        })
+      })
+
+    const guard = (route: Route.StoredRoute, app: HttpApp.Default<E, R | Match>): HttpApp.Default<E, R | Match> =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        const res = NodeTransport.serverResponseOf(request)
+        const req = request.source
+        // Elsewhere than on Node, the server's own limits apply.
+        if (res === undefined || !Body.isIncomingMessage(req)) return app
+        ;(res as Guarded)[ROUTE] = route
+        res.on("error", onResponseError)
+        return Effect.matchCauseEffect(Guard.bodyPending(req) ? withBodyDeadline(app, req, res) : app, {
+          onSuccess: (response) => Effect.succeed(answered(route, res, response)),
+          onFailure: (cause) => {
+            failedAfter(route, res, cause)
+            return Effect.failCause(cause)
+          }
+        })
+      })
 
     const appOf = (route: Route.StoredRoute): HttpApp.Default<E, R | Match> | string => {
       let app = composed.get(route)
       if (app === undefined) {
         const fns = Answers.resolveFunctions<unknown>(route, functions.handlers, middleware)
-        app = typeof fns === "string" ? fns : compose(fns)
+        app = typeof fns === "string" ? fns : guard(route, compose(fns))
         composed.set(route, app)
       }
       return app

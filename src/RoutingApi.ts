@@ -118,6 +118,14 @@ export const IdempotencyKeyInUseProblem = problem("idempotency_key_in_use")
  * @since 0.3.0
  */
 export const IdempotencyKeyReusedProblem = problem("idempotency_key_reused")
+/**
+ * @since 0.3.0
+ */
+export const TooManyIdempotencyKeysProblem = problem("too_many_idempotency_keys")
+/**
+ * @since 0.3.0
+ */
+export const TooManyMethodsProblem = problem("too_many_methods")
 
 /**
  * `304 Not Modified` to a get sent with `If-None-Match`: the caller's copy is current. The typed client fails with
@@ -243,6 +251,8 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .addError(InvalidIdempotencyKeyProblem)
       .addError(IdempotencyKeyInUseProblem)
       .addError(IdempotencyKeyReusedProblem)
+      .addError(TooManyIdempotencyKeysProblem)
+      .addError(TooManyMethodsProblem)
       .annotate(OpenApi.Summary, "Create a route")
       .annotate(
         OpenApi.Description,
@@ -277,6 +287,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .addError(PreconditionFailedProblem)
       .addError(PayloadTooLargeProblem)
       .addError(UnsupportedMediaTypeProblem)
+      .addError(TooManyMethodsProblem)
       .annotate(OpenApi.Summary, "Update a route")
       .annotate(
         OpenApi.Description,
@@ -378,7 +389,10 @@ const idempotencyKey = {
       Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS / 3600
     } hours by default: the same key ` +
     "with the same route gets it again, marked Idempotency-Replayed: true; with another route the answer is 422 " +
-    "idempotency_key_reused, and while the first request is running 409 idempotency_key_in_use.",
+    "idempotency_key_reused, and while the first request is running 409 idempotency_key_in_use. A client holds at " +
+    `most ${Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL.toLocaleString("en-US")} keys (${
+      Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
+    }) at once by default: a new key past that is 429 too_many_idempotency_keys, with Retry-After.`,
   schema: { type: "string", minLength: 1, maxLength: 2 * Idempotency.MAX_KEY_LENGTH + 2 },
   example: Idempotency.EXAMPLE
 }
@@ -407,6 +421,13 @@ const errorHeaders: Record<string, Record<string, Header>> = {
   },
   "408": { Connection: { description: "close: the rest of the body is not read.", required: true, schema: string } },
   "413": { Connection: { description: "close: the rest of the body is not read.", required: true, schema: string } },
+  "429": {
+    "Retry-After": {
+      description: "Seconds until the client's oldest Idempotency-Key expires, freeing a place for a new one.",
+      required: true,
+      schema: { type: "integer", minimum: 1 }
+    }
+  },
   "503": {
     "Retry-After": {
       description: "Seconds to wait before retrying.",

@@ -39,6 +39,8 @@ export type BodyFailure =
   | "Incomplete"
   /** The whole body did not arrive within the time allowed. */
   | "Timeout"
+  /** Something else read the body first (a body parser mounted before the API): the host is misconfigured. */
+  | "Consumed"
 
 /**
  * What the core needs of a request.
@@ -51,6 +53,11 @@ export interface Request {
   readonly path: string
   /** The query string, without the `?`, as received (empty when there is none). */
   readonly query: string
+  /**
+   * The path the API is mounted under (`"/admin"` for Express's `app.use("/admin", …)`), without a trailing slash;
+   * `undefined` or `""` at the origin's root. `Location` and `Link` carry it, so they name what a client requests.
+   */
+  readonly base?: string | undefined
   /**
    * A header's value by lowercase name; `undefined` when absent. Several lines of one header come joined by ", ",
    * as the web `Headers` joins them (so two `Authorization` headers are seen, and refused).
@@ -75,8 +82,8 @@ export interface Response {
 }
 
 /**
- * Each option is a whole number from 1 to `Number.MAX_SAFE_INTEGER`; any other value fails `make` with
- * `InvalidOption` naming it.
+ * Each option is a whole number from 1 (`idempotencyKeyBytesPerPrincipal`: 511) to `Number.MAX_SAFE_INTEGER`; any
+ * other value fails `make` with `InvalidOption` naming it.
  *
  * @since 0.1.0
  */
@@ -95,6 +102,18 @@ export interface Options {
    * this time gets that answer again; after it the key is new. Default 86,400 (24 hours).
    */
   readonly idempotencyKeyExpirySeconds?: number | undefined
+  /**
+   * The most idempotency keys one principal (one client) may hold at once, expired keys not counted. A create with a
+   * new key past it is answered `429 too_many_idempotency_keys` with `Retry-After` (until its oldest key expires), and
+   * nothing is written. Default 10,000. The store enforces it atomically, across processes on Postgres.
+   */
+  readonly idempotencyKeysPerPrincipal?: number | undefined
+  /**
+   * The most bytes one principal's idempotency keys may count at once, each its length in UTF-8 plus 256 bytes for
+   * what is kept with it; past it, as past `idempotencyKeysPerPrincipal`. Default 4,194,304 (4 MiB); at least 511,
+   * so that a client holding no key can always send one of the longest (255 characters).
+   */
+  readonly idempotencyKeyBytesPerPrincipal?: number | undefined
 }
 
 /**
@@ -197,6 +216,9 @@ interface Core {
   readonly catalog: Catalog.Names | undefined
   /** How long a store remembers an idempotency key. */
   readonly keyExpiry: Duration.Duration
+  /** How many keys, and how many bytes of them, one principal may hold at once. */
+  readonly maxKeys: number
+  readonly maxKeyBytes: number
   /** The idempotency keys (under their principals) of the creates this core is running. */
   readonly keysInFlight: Set<string>
   /**
@@ -216,6 +238,8 @@ type ServiceError =
   | RouteRepository.StoreUnavailable
   | RouteRepository.IdempotencyKeyReused
   | RouteRepository.IdempotencyKeyInUse
+  | RouteRepository.TooManyIdempotencyKeys
+  | RouteRepository.TooManyMethods
 
 // The answer to a declared error of a service; `undefined` for anything else, which is answered as a defect.
 const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Effect.Effect<Response> | undefined => {
@@ -240,6 +264,12 @@ const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Ef
       return Exit.succeed(Idempotency.keyReused((error as RouteRepository.IdempotencyKeyReused).key))
     case "IdempotencyKeyInUse":
       return Exit.succeed(Idempotency.keyInUse((error as RouteRepository.IdempotencyKeyInUse).key))
+    case "TooManyIdempotencyKeys":
+      return Exit.succeed(Answers.tooManyIdempotencyKeys(error as RouteRepository.TooManyIdempotencyKeys))
+    case "TooManyMethods": {
+      const refused = error as RouteRepository.TooManyMethods
+      return Exit.succeed(Answers.tooManyMethods(refused.method, refused.limit))
+    }
   }
   return undefined
 }
@@ -329,14 +359,14 @@ const withRoute = (
   return Exit.succeed(answer)
 }
 
-const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page): Response => {
+const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page, base: string): Response => {
   const last = result.items[result.items.length - 1]
   const next = result.hasMore && last !== undefined ? last.id : undefined
   const items = result.items.map(Route.toJson).join(",")
   return Answers.json(
     200,
     `{"items":[${items}],"nextCursor":${next === undefined ? "null" : `"${ListQuery.encodeCursor(next)}"`}}`,
-    next === undefined ? undefined : { link: ListQuery.nextLink(COLLECTION, query, next) }
+    next === undefined ? undefined : { link: ListQuery.nextLink(base + COLLECTION, query, next) }
   )
 }
 
@@ -344,25 +374,27 @@ const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page): R
 // The operations
 // ---------------------------------------------------------------------------------------------------------------
 
-const created = (core: Core, route: Route.StoredRoute): Effect.Effect<Response> =>
-  withRoute(core, 201, route, { location: location(route.id) })
+const created = (core: Core, route: Route.StoredRoute, base: string): Effect.Effect<Response> =>
+  withRoute(core, 201, route, { location: base + location(route.id) })
 
 // With an Idempotency-Key, on a store that remembers keys: created at most once per key and principal, and the first
 // answer (201 or 409 route_conflict) given again. A store that remembers no keys creates as if the header was absent.
 const createOnce = (
   core: Core,
   input: Route.CreateRoute,
-  requestKey: Idempotency.RequestKey | undefined
+  requestKey: Idempotency.RequestKey | undefined,
+  base: string
 ): Effect.Effect<Response, ServiceError> => {
   const createIdempotent = core.repository.createIdempotent
   if (requestKey === undefined || createIdempotent === undefined) {
-    return flatMapNow(call(() => core.repository.create(input)), (route) => created(core, route))
+    return flatMapNow(call(() => core.repository.create(input)), (route) => created(core, route, base))
   }
   const idempotency: RouteRepository.Idempotency = {
     key: requestKey.key,
     principal: requestKey.principal,
-    fingerprint: Idempotency.fingerprint(input),
-    expiresAfter: core.keyExpiry
+    expiresAfter: core.keyExpiry,
+    maxKeys: core.maxKeys,
+    maxBytes: core.maxKeyBytes
   }
   return flatMapNow(
     Idempotency.exclusive(core.keysInFlight, requestKey, () => createIdempotent(input, idempotency)),
@@ -371,7 +403,7 @@ const createOnce = (
         Either.match(outcome, {
           onLeft: ({ conflictingRouteId, method, path }) =>
             Exit.succeed(Answers.conflict(method, path, conflictingRouteId)),
-          onRight: (route) => created(core, route)
+          onRight: (route) => created(core, route, base)
         }),
         (response) => Exit.succeed(Idempotency.replay(response, replayed))
       )
@@ -391,7 +423,7 @@ const create = (core: Core, request: Request): Effect.Effect<Response> =>
           Content.readJson(request, Content.CREATE_TYPES, core.limits),
           flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
           flatMapNow((input) => cataloged(core, input)),
-          flatMapNow((input) => createOnce(core, input, requestKey))
+          flatMapNow((input) => createOnce(core, input, requestKey, request.base ?? ""))
         )
       )
     )
@@ -419,7 +451,8 @@ const list = (core: Core, request: Request): Effect.Effect<Response> =>
       authorize(core, request, "routes:read", Answers.READ_SCOPE),
       flatMapNow(() => validated(ListQuery.parse(request.query), Answers.invalidQuery)),
       flatMapNow((query) =>
-        flatMapNow(call(() => core.repository.list(query)), (result) => Exit.succeed(page(query, result)))
+        flatMapNow(call(() => core.repository.list(query)), (result) =>
+          Exit.succeed(page(query, result, request.base ?? "")))
       )
     )
   )
@@ -494,6 +527,8 @@ const makeCore = (
     unavailable: Answers.unavailable(config.retryAfterSeconds),
     catalog,
     keyExpiry: Duration.seconds(config.idempotencyKeyExpirySeconds),
+    maxKeys: config.idempotencyKeysPerPrincipal,
+    maxKeyBytes: config.idempotencyKeyBytesPerPrincipal,
     keysInFlight: new Set(),
     answers: repository.unsafeFindById === undefined ? undefined : new Map()
   }

@@ -92,6 +92,8 @@ export const make = (
           method: request.method,
           path: Target.pathOf(request.url),
           query: ListQuery.queryOf(request.url),
+          // A router that mounted the app under a prefix (HttpRouter.mount) keeps the target as received.
+          base: Target.baseOf(request.originalUrl, request.url),
           // On Node the platform's headers are Node's, which keep only the first Authorization line.
           header: Body.isIncomingMessage(source)
             ? (name) => NodeHeaders.header(source, name)

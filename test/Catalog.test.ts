@@ -22,13 +22,22 @@ describe("Catalog.check", () => {
     assert.include(issues[0]!.message, "did you mean \"requestId\"?")
     assert.notInclude(issues[1]!.message, "did you mean")
     assert.include(issues[1]!.message, "register it")
+    assert.include(issues[1]!.message, "this process registers \"auth\", \"requestId\", \"timing\"")
     assert.include(issues[2]!.message, "did you mean \"showUser\"?")
   })
 
   it("suggests nothing far from every registered name, and says when none is registered", () => {
     assert.notInclude(Catalog.check(names, { handler: "deleteEverything" })[0]!.message, "did you mean")
     const empty = Catalog.check({ handlers: [], middleware: [] }, { handler: "h" })
-    assert.include(empty[0]!.message, "0 handler names")
+    assert.include(empty[0]!.message, "this process registers no handler")
+  })
+
+  it("lists at most ten registered names, sorted, and counts the rest", () => {
+    const many = Array.from({ length: 12 }, (_, i) => `handler${String(i).padStart(2, "0")}`)
+    const message = Catalog.check({ handlers: many, middleware: [] }, { handler: "somethingElse" })[0]!.message
+    assert.include(message, `"handler00", "handler01"`)
+    assert.include(message, `"handler09" and 2 more`)
+    assert.notInclude(message, "handler10")
   })
 
   it("suggests the name behind a swapped pair of letters", () => {

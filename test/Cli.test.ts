@@ -10,7 +10,6 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import Pg from "pg"
 import { SyncFailed } from "route-registry/Cli"
 import * as Yaml from "yaml"
 import * as Apply from "../src/internal/cli/apply.js"
@@ -161,9 +160,9 @@ describe("route-registry sync", () => {
     assert.strictEqual(again.stdout, await readFile(exported, "utf8"))
   })
 
-  it("into a host on Postgres as well", async (ctx) => {
-    TestDatabase.requireServer(ctx, "the npm start host needs a PostgreSQL server it can reach by URL")
-    const database = await freshDatabase()
+  it("into a host on Postgres as well", async () => {
+    // A database of its own, so a sync with the host's default table never meets another suite's routes.
+    const database = await TestDatabase.freshDatabase()
     const host = await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url })
     try {
       const exported = join(dir, "to-postgres.json")
@@ -287,6 +286,9 @@ describe("route-registry sync", () => {
       "  - method: GET",
       "    path: /broken/:b",
       "    handler: h",
+      "  - method: GET",
+      "    path: /broken/:c",
+      "    handler: 9h",
       ""
     ].join("\n")
     const routes = await file("broken.yaml", text)
@@ -299,12 +301,17 @@ describe("route-registry sync", () => {
       String(lineOf(text, "/broken//path")),
       String(lineOf(text, "[auth, auth]")),
       String(lineOf(text, "middlewares")),
-      String(lineOf(text, "/broken/:b") - 1)
+      String(lineOf(text, "/broken/:b") - 1),
+      String(lineOf(text, "/broken/:c") - 1),
+      String(lineOf(text, "9h"))
     ])
     assert.include(result.stderr, "routes[0].method: methods are case-sensitive")
     assert.include(result.stderr, "routes[1].middleware[1]:")
     assert.include(result.stderr, "routes[1].middlewares: unknown field \"middlewares\"")
     assert.include(result.stderr, "routes[3]: GET /broken/:b has the method and shape of routes[2]")
+    // A duplicate is reported with the route's other problems, not only once they are fixed.
+    assert.include(result.stderr, "routes[4]: GET /broken/:c has the method and shape of routes[2]")
+    assert.include(result.stderr, "routes[4].handler:")
     assert.lengthOf(await stored(target.origin, "/broken/"), 0)
 
     const syntax = await file("syntax.json", "{\"routes\": [\n  {\"method\": \"GET\",\n  \"path\": }\n]}\n")
@@ -396,20 +403,15 @@ describe("route-registry list and get", () => {
   })
 })
 
-/** A database of its own, so a sync with the host's default table never meets another suite's routes. */
-const freshDatabase = async () => {
-  const name = `rr_cli_${process.pid}_${Date.now().toString(36)}`
-  const admin = async (statement: string) => {
-    const client = new Pg.Client({ connectionString: process.env.DATABASE_URL })
-    await client.connect()
-    try {
-      await client.query(statement)
-    } finally {
-      await client.end()
-    }
-  }
-  await admin(`CREATE DATABASE ${name}`)
-  const url = new URL(process.env.DATABASE_URL!)
-  url.pathname = `/${name}`
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-}
+describe("route-registry help", () => {
+  it("is plain text when piped, as are usage errors", async () => {
+    const help = await cli(["--help"])
+    assert.strictEqual(help.code, 0, help.stderr)
+    assert.include(help.stdout, "USAGE")
+    assert.notInclude(help.stdout, "\x1b[")
+    const usage = await cli(["bogus"])
+    assert.strictEqual(usage.code, 1)
+    assert.include(usage.stderr, "Invalid subcommand")
+    assert.notInclude(usage.stderr, "\x1b[")
+  })
+})

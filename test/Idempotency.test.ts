@@ -5,7 +5,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer, Schedule, TestClock } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer, Schedule } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
@@ -247,6 +247,57 @@ for (const adapter of adapters) {
         })
       })
 
+      it("past the keys a client may hold: 429 too_many_idempotency_keys with Retry-After, and nothing written", async () => {
+        const offset = { millis: 0 }
+        const clocked = wrapped(store, (service) => ({
+          ...service,
+          createIdempotent: (input, idempotency) =>
+            Effect.withClock(remembering(service)(input, idempotency), shiftedClock(offset))
+        }))
+        await serve(clocked, async (send) => {
+          const first = await send(keyed(route, "\"one\""))
+          assert.strictEqual(first.status, 201, first.text)
+          offset.millis = 10_000
+          assert.strictEqual((await send(keyed(other, "\"two\""))).status, 201)
+          const refused = await send(keyed({ ...route, path: "/third/:id" }, "\"three\""))
+          assertProblem(refused, "too_many_idempotency_keys")
+          // The oldest key expires 60 s after its answer, 10 s ago: in 50 s, give or take the time the requests take.
+          const retryAfter = Number(refused.headers.get("retry-after"))
+          assert.isAtLeast(retryAfter, 49)
+          assert.isAtMost(retryAfter, 50)
+          assert.match(
+            refused.json.detail,
+            /^This client holds 2 Idempotency-Keys and may hold at most 2 \(idempotencyKeysPerPrincipal\), so nothing/
+          )
+          assert.match(
+            refused.json.detail,
+            /send the create without an Idempotency-Key, or retry after \d+ seconds, when its oldest key expires\.$/
+          )
+          assert.isNull(replayed(refused))
+          assert.lengthOf(await routes(send), 2)
+          // Its keys still answer; without a key, or as another client, it creates.
+          assert.strictEqual((await send(keyed(route, "\"one\""))).text, first.text)
+          assert.strictEqual((await send(post({ ...route, path: "/third/:id" }))).status, 201)
+          assert.strictEqual((await send(keyed({ ...route, path: "/fourth/:id" }, "\"three\"", WRITER))).status, 201)
+          // Once the oldest key expires its place is free, and the refused key was never taken.
+          offset.millis = 60_000 + 1000
+          const later = await send(keyed({ ...route, path: "/fifth/:id" }, "\"three\""))
+          assert.strictEqual(later.status, 201, later.text)
+          assert.isNull(replayed(later))
+        }, { idempotencyKeysPerPrincipal: 2, idempotencyKeyExpirySeconds: 60 })
+      })
+
+      it("past the bytes a client's keys may count: 429 naming idempotencyKeyBytesPerPrincipal", () =>
+        serve(store, async (send) => {
+          assert.strictEqual((await send(keyed(route, "\"a\""))).status, 201)
+          const refused = await send(keyed(other, `"${"b".repeat(Idempotency.MAX_KEY_LENGTH)}"`))
+          assertProblem(refused, "too_many_idempotency_keys")
+          assert.match(refused.json.detail, /idempotencyKeyBytesPerPrincipal: 600 bytes/)
+          assert.match(refused.headers.get("retry-after") ?? "", /^\d+$/)
+          assert.lengthOf(await routes(send), 1)
+          assert.strictEqual((await send(keyed(other, "\"b\""))).status, 201)
+        }, { idempotencyKeyBytesPerPrincipal: 600 }))
+
       it("forgets a key once it expires (24 hours by default, configurable): an expired key is new", async () => {
         const offset = { millis: 0 }
         const lifetimes: Array<number> = []
@@ -280,16 +331,22 @@ for (const adapter of adapters) {
   }
 }
 
-describe("idempotencyKeyExpirySeconds", () => {
-  it("is refused unless a whole number of seconds from 1", async () => {
-    for (const value of [0, -1, 1.5, Number.NaN]) {
-      const failed = await nodeListener.start(Layer.merge(RouteRepository.layerMemory, tokens), {
-        idempotencyKeyExpirySeconds: value
-      }).then(() => undefined, (error: unknown) => error)
-      assert.include(String((failed as { message?: unknown })?.message), "idempotencyKeyExpirySeconds", String(value))
-    }
+for (
+  const option of ["idempotencyKeyExpirySeconds", "idempotencyKeysPerPrincipal", "idempotencyKeyBytesPerPrincipal"]
+) {
+  describe(option, () => {
+    it("is refused unless a whole number from 1", async () => {
+      // A byte budget holds at least one key of the longest kind.
+      const values = option === "idempotencyKeyBytesPerPrincipal" ? [0, 510, 1.5e3 + 0.5] : [0, -1, 1.5, Number.NaN]
+      for (const value of values) {
+        const failed = await nodeListener.start(Layer.merge(RouteRepository.layerMemory, tokens), {
+          [option]: value
+        }).then(() => undefined, (error: unknown) => error)
+        assert.include(String((failed as { message?: unknown })?.message), option, String(value))
+      }
+    })
   })
-})
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Postgres: several processes on one database, and the key written with its route
@@ -299,11 +356,14 @@ const input = { method: "GET", path: "/users/:id", middleware: [], handler: "sho
   Service["create"]
 >[0]
 
+const otherInput = { ...input, handler: "another" } as typeof input
+
 const idempotency: RouteRepository.Idempotency = {
   key: "k",
   principal: "admin",
-  fingerprint: Idempotency.fingerprint(input),
-  expiresAfter: Duration.hours(24)
+  expiresAfter: Duration.hours(24),
+  maxKeys: 10_000,
+  maxBytes: 4 * 1024 * 1024
 }
 
 /** Two stores on one table, each with a pool of its own (two processes), and a third pool for the test. */
@@ -363,8 +423,7 @@ const settled = (sql: SqlClient.SqlClient, table: string) =>
   )
 
 describe("Postgres store, several processes on one database", () => {
-  it.live("a key held by one process is in use for another, and replayed to it once committed", (ctx) => {
-    TestDatabase.requireServer(ctx, "needs two sessions of a PostgreSQL server")
+  it.live("a key held by one process is in use for another, and replayed to it once committed", () => {
     return Effect.scoped(Effect.gen(function*() {
       const { a, b, sql, table } = yield* twoStores()
       const release = yield* Deferred.make<void>()
@@ -380,13 +439,12 @@ describe("Postgres store, several processes on one database", () => {
       const again = yield* remembering(b)(input, idempotency)
       assert.isTrue(again.replayed)
       assert.deepStrictEqual(again.outcome, created.outcome)
-      const reused = yield* Effect.flip(remembering(b)(input, { ...idempotency, fingerprint: "another" }))
+      const reused = yield* Effect.flip(remembering(b)(otherInput, idempotency))
       assert.strictEqual(reused._tag, "IdempotencyKeyReused")
     }))
   })
 
-  it.live("a create that fails between its route and its key leaves neither, and a retry creates", (ctx) => {
-    TestDatabase.requireServer(ctx, "needs two sessions of a PostgreSQL server")
+  it.live("a create that fails between its route and its key leaves neither, and a retry creates", () => {
     return Effect.scoped(Effect.gen(function*() {
       const { a, sql, table } = yield* twoStores({ queryTimeout: Duration.millis(300) })
       const release = yield* Deferred.make<void>()
@@ -404,8 +462,32 @@ describe("Postgres store, several processes on one database", () => {
     }))
   })
 
-  it("concurrent POSTs with one key to two processes create exactly one route", async (ctx) => {
-    TestDatabase.requireServer(ctx, "needs two pools on a PostgreSQL server")
+  it("concurrent POSTs with new keys to two processes: the client's bound holds exactly", async () => {
+    const table = TestDatabase.freshTable()
+    const store = TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer()))
+    const bound = { idempotencyKeysPerPrincipal: 5 }
+    const one = await nodeListener.start(Layer.merge(store, tokens), bound)
+    const two = await nodeListener.start(Layer.merge(store, tokens), bound)
+    try {
+      const answers = await Promise.all(
+        Array.from(
+          { length: 16 },
+          (_, i) => (i % 2 === 0 ? one : two).send(keyed({ ...route, path: `/race/${i}/:id` }, `"key-${i}"`))
+        )
+      )
+      assert.lengthOf(answers.filter((answer) => answer.status === 201), 5)
+      for (const answer of answers) if (answer.status !== 201) assertProblem(answer, "too_many_idempotency_keys")
+      assert.lengthOf(await routes(one.send), 5)
+    } finally {
+      await one.close()
+      await two.close()
+      await Effect.runPromise(
+        PgRouteRepository.uninstall({ table }).pipe(Effect.provide(TestDatabase.layer()), Effect.orDie)
+      )
+    }
+  })
+
+  it("concurrent POSTs with one key to two processes create exactly one route", async () => {
     const table = TestDatabase.freshTable()
     const store = TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer()))
     const one = await nodeListener.start(Layer.merge(store, tokens))
@@ -433,28 +515,6 @@ describe("Postgres store, several processes on one database", () => {
       )
     }
   })
-})
-
-// The memory store decides a keyed create without yielding: nothing can find its key in flight.
-describe("memory store", () => {
-  it.effect("remembers keys by principal, and forgets them on the Clock (TestClock here)", () =>
-    Effect.gen(function*() {
-      const store = yield* RouteRepository.makeMemory
-      const create = remembering(store)
-      const first = yield* create(input, idempotency)
-      assert.isFalse(first.replayed)
-      assert.isTrue((yield* create(input, idempotency)).replayed)
-      const elsewhere = yield* create(input, { ...idempotency, principal: "writer" })
-      assert.isFalse(elsewhere.replayed)
-      assert.isTrue(Either.isLeft(elsewhere.outcome), "the same route again is a conflict for another principal")
-      const another = { ...idempotency, fingerprint: "another" }
-      yield* TestClock.adjust(Duration.subtract(idempotency.expiresAfter, Duration.millis(1)))
-      assert.strictEqual((yield* Effect.flip(create(input, another)))._tag, "IdempotencyKeyReused")
-      yield* TestClock.adjust(Duration.millis(1))
-      const renewed = yield* create(input, another)
-      assert.isFalse(renewed.replayed)
-      assert.isTrue(Either.isLeft(renewed.outcome), "a new key: the route is created again, and conflicts")
-    }))
 })
 
 // A route table over the store (npm start, every host that routes) must see a keyed create as it sees a create.

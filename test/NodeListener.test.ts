@@ -1,11 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Layer } from "effect"
+import { Config, Effect, Layer, Runtime } from "effect"
+import express from "express"
 import * as Http from "node:http"
 import * as Net from "node:net"
+import * as Authenticator from "route-registry/Authenticator"
 import * as NodeListener from "route-registry/NodeListener"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteRepository from "route-registry/RouteRepository"
-import { closeServer, fetchFrom, listen, nodeListener } from "./utils/adapters.js"
+import { onTestFinished } from "vitest"
+import { closeServer, fetchFrom, listen, nodeListener, serveNode } from "./utils/adapters.js"
 import {
   ADMIN,
   assertProblem,
@@ -93,5 +96,63 @@ describe("NodeListener", () => {
     const failing = Layer.merge(PgRouteRepository.layer().pipe(Layer.provide(TestDatabase.unreachable)), tokens)
     const error = await NodeListener.fromLayer(failing).then(() => undefined, (e: unknown) => e)
     assert.include(String(error), "StoreUnavailable")
+  })
+
+  it("fromLayer says which configuration is missing, as a plain Error rather than a FiberFailure", async () => {
+    const unset = `ROUTE_REGISTRY_TEST_UNSET_${process.pid}`
+    const fromConfig = Layer.unwrapEffect(
+      Effect.map(
+        Config.redacted(unset),
+        (token) => Authenticator.layerStaticTokens([{ token, scopes: ["routes:read"] }])
+      )
+    )
+    const error = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, fromConfig)).then(
+      () => undefined,
+      (e: unknown) => e
+    )
+    assert.instanceOf(error, Error)
+    assert.isFalse(Runtime.isFiberFailure(error))
+    assert.strictEqual((error as Error).message, `route-registry: could not build the services: ${unset} is not set`)
+  })
+
+  describe("in Express", () => {
+    const expressApp = async (mount: (app: express.Express, listener: NodeListener.Listener) => void) => {
+      const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+      const app = express()
+      mount(app, listener)
+      return serveNode(app, listener.dispose)
+    }
+    const admin = { authorization: `Bearer ${ADMIN}` }
+
+    it("mounted under a prefix, Location and Link carry it", async () => {
+      const server = await expressApp((app, listener) => app.use("/admin", listener))
+      onTestFinished(() => server.close())
+      const created = await server.send({
+        ...post({ method: "GET", path: "/a", handler: "h" }),
+        path: "/admin/v1/routing"
+      })
+      assert.strictEqual(created.status, 201, created.text)
+      assert.strictEqual(created.headers.get("location"), `/admin/v1/routing/${created.json.id}`)
+      const found = await server.send({ method: "GET", path: created.headers.get("location")!, headers: admin })
+      assert.strictEqual(found.status, 200)
+      await server.send({ ...post({ method: "GET", path: "/b", handler: "h" }), path: "/admin/v1/routing" })
+      const page = await server.send({ method: "GET", path: "/admin/v1/routing?limit=1", headers: admin })
+      assert.match(page.headers.get("link")!, /^<\/admin\/v1\/routing\?limit=1&cursor=[^>]+>; rel="next"$/)
+      const next = page.headers.get("link")!.slice(1, page.headers.get("link")!.indexOf(">"))
+      assert.deepStrictEqual(
+        (await server.send({ method: "GET", path: next, headers: admin })).json.items[0].path,
+        "/b"
+      )
+    })
+
+    it("after a body parser, a write says the body was read first and how to mount the API, and writes nothing", async () => {
+      const server = await expressApp((app, listener) => app.use(express.json(), listener))
+      onTestFinished(() => server.close())
+      const refused = await server.send(post({ method: "GET", path: "/a", handler: "h" }))
+      assertProblem(refused, "internal_error")
+      assert.include(refused.json.detail, "another middleware read the request body")
+      assert.include(refused.json.detail, "mount the routing API before any body parser")
+      assert.deepStrictEqual((await server.send({ method: "GET", path: "/v1/routing", headers: admin })).json.items, [])
+    })
   })
 })

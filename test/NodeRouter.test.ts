@@ -15,6 +15,8 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import { closeServer, fetchFrom, listen, type Received, type Sent } from "./utils/adapters.js"
 import { assertProblem, type Store } from "./utils/httpContract.js"
+import { methodName } from "./utils/repositoryContract.js"
+import * as Contract from "./utils/routerContract.js"
 import { admin, createRoute, hostRuntime, type LogLine } from "./utils/routerHost.js"
 import { stores } from "./utils/stores.js"
 
@@ -42,6 +44,7 @@ const recording = (name: string): NodeRouter.RouteFunction => (req, _res, next) 
 
 const functions: NodeRouter.Functions = {
   handlers: {
+    ...Contract.nodeFunctions.handlers,
     show: (req, res) => {
       const match = NodeRouter.matchOf(req)!
       const params = (req as Http.IncomingMessage & { params?: unknown }).params
@@ -119,9 +122,8 @@ const hosts: ReadonlyArray<Host> = [
         api(req, res, () =>
           router(req, res, (error) => {
             if (error === undefined) return json(res, 404, { host: "not found" })
+            // A naive error handler: it does nothing once the answer has started, and the router must cut it.
             if (!res.headersSent) return json(res, 500, { host: "error", message: (error as Error).message })
-            // As Express does: an answer already under way is cut short.
-            res.destroy()
           }))
       )
   },
@@ -171,6 +173,7 @@ const hosts: ReadonlyArray<Host> = [
 ]
 
 interface Running {
+  readonly origin: string
   readonly send: (request: Sent) => Promise<Received>
   readonly create: (route: Parameters<typeof createRoute>[0]) => Promise<Route.StoredRoute>
   readonly logs: Array<LogLine>
@@ -182,13 +185,18 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((server) => server.close()))
 })
 
-const start = async (host: Host, store: Store = RouteRepository.layerMemory): Promise<Running> => {
+const start = async (
+  host: Host,
+  store: Store = RouteRepository.layerMemory,
+  options?: NodeRouter.Options
+): Promise<Running> => {
   const { logs, runtime } = hostRuntime(store)
   const api = await runtime.runPromise(Effect.orDie(NodeListener.make()))
-  const router = await runtime.runPromise(NodeRouter.make(functions))
+  const router = await runtime.runPromise(NodeRouter.make(functions, options))
   const served = await host.serve(api, router)
   const send = fetchFrom(served.origin)
   const server: Running = {
+    origin: served.origin,
     send,
     create: async (route) => {
       const created = await send(createRoute(route))
@@ -196,11 +204,10 @@ const start = async (host: Host, store: Store = RouteRepository.layerMemory): Pr
       return created.json
     },
     logs,
-    close: async () => {
-      await served.close()
-      await runtime.dispose()
-    }
+    // Once, whoever closes it first (a test, or the clean-up after it).
+    close: () => closing ??= served.close().then(() => runtime.dispose())
   }
+  let closing: Promise<void> | undefined
   running.push(server)
   return server
 }
@@ -272,6 +279,7 @@ describe.each(hosts)("NodeRouter on $name", (host) => {
       const response = await server.send({ method: "GET", path })
       assertProblem(response, "handler_unavailable")
       assert.include(response.json.detail, path === "/b" ? "\"phantom\"" : "\"ghost\"")
+      assert.strictEqual(response.headers.get("retry-after"), "1")
     }
     const warnings = server.logs.filter((line) => line.level === "WARN").map((line) => line.message)
     assert.strictEqual(warnings.length, 2, warnings.join("\n"))
@@ -304,11 +312,11 @@ describe.each(hosts)("NodeRouter on $name", (host) => {
     assert.strictEqual((await server.send({ method: "GET", path: "/ok" })).status, 200)
   })
 
-  it("a failure after the function passed on or answered is logged, never answered twice", async () => {
+  it("a failure after the function passed on is logged once per route and function, never answered twice", async () => {
     const server = await start(host)
     await server.create({ method: "GET", path: "/s1", middleware: ["strayThrow"], handler: "other" })
     await server.create({ method: "GET", path: "/s2", middleware: ["strayReject"], handler: "other" })
-    for (const path of ["/s1", "/s2"]) {
+    for (const path of ["/s1", "/s2", "/s1", "/s2", "/s1"]) {
       const response = await server.send({ method: "GET", path })
       assert.strictEqual(response.status, 200)
       assert.deepStrictEqual(response.json, { handler: "other" })
@@ -316,7 +324,10 @@ describe.each(hosts)("NodeRouter on $name", (host) => {
     await Effect.runPromise(Effect.sleep(20))
     const logged = errors(server.logs)
     assert.strictEqual(logged.length, 2, JSON.stringify(logged))
+    assert.include(logged[0]!.message, "The function \"strayThrow\" of the route GET /s1 (")
+    assert.include(logged[0]!.message, "failed after it had passed on")
     assert.include(logged[0]!.cause, "stray throw")
+    assert.include(logged[1]!.message, "The function \"strayReject\" of the route GET /s2 (")
     assert.include(logged[1]!.cause, "stray rejection")
   })
 
@@ -369,6 +380,97 @@ describe.each(hosts)("NodeRouter on $name", (host) => {
     })
     assert.strictEqual(listed.status, 200)
     assert.deepStrictEqual(listed.json.items, [])
+  })
+})
+
+describe("NodeRouter with a host whose next throws", () => {
+  it("the process serves on: an unanswered request gets 500, a started answer is cut; logged once per route", async () => {
+    const throwing: Host = {
+      name: "node:http whose next throws",
+      next: true,
+      serve: (api, router) =>
+        serveListener((req, res) =>
+          api(req, res, () =>
+            router(req, res, (error) => {
+              // A host handler that answers blindly: after a started answer, writeHead throws.
+              res.writeHead(error === undefined ? 404 : 500)
+              throw new Error("the host's handler failed too")
+            }))
+        )
+    }
+    const server = await start(throwing)
+    await server.create({ method: "GET", path: "/fails", handler: "throws" })
+    await server.create({ method: "GET", path: "/partial", handler: "partialThenThrows" })
+    await server.create({ method: "GET", path: "/ok", handler: "other" })
+    for (let i = 0; i < 2; i++) {
+      // The host wrote its 500's head before it threw; the router ends what it can.
+      const failed = await server.send({ method: "GET", path: "/fails" }).then((r) => r.status, () => "cut")
+      assert.include([500, "cut"], failed)
+      const partial = await server.send({ method: "GET", path: "/partial" }).then(() => "whole", () => "cut")
+      assert.strictEqual(partial, "cut")
+    }
+    assert.strictEqual((await server.send({ method: "GET", path: "/ok" })).status, 200)
+    const logged = errors(server.logs).filter((line) => line.message.includes("which threw"))
+    assert.strictEqual(logged.length, 2, JSON.stringify(server.logs))
+  })
+})
+
+describe("NodeRouter options", () => {
+  it("a bodyTimeoutMillis out of range is refused with InvalidOption naming it, by make and by fromLayer", async () => {
+    for (const bodyTimeoutMillis of [0, -1, 1.5, 2 ** 31, Number.NaN]) {
+      const made = await Effect.runPromise(Effect.flip(Effect.provideService(
+        NodeRouter.make(functions, { bodyTimeoutMillis }),
+        RouteTable.RouteTable,
+        RouteTable.fromIterable<Route.StoredRoute>([])
+      )))
+      assert.strictEqual(made._tag, "InvalidOption")
+      assert.strictEqual(made.option, "bodyTimeoutMillis")
+      assert.include(made.message, "bodyTimeoutMillis must be a whole number of milliseconds from 1 to 2147483647")
+      const layer = RouteTable.layer.pipe(Layer.provide(RouteRepository.layerMemory))
+      const refused = await NodeRouter.fromLayer(layer, functions, { bodyTimeoutMillis }).then(() => "made", (e) => e)
+      assert.strictEqual(refused.option, "bodyTimeoutMillis")
+    }
+  })
+})
+
+describe.each(hosts)("the router contract: NodeRouter on $name", (host) => {
+  Contract.routerContract({
+    name: host.name,
+    start: () => start(host, RouteRepository.layerMemory, { bodyTimeoutMillis: Contract.BODY_TIMEOUT_MILLIS })
+  })
+})
+
+/** A request through Node's own client (its parser refuses a head over 16 KiB: "Header overflow"). */
+const nodeRequest = (origin: string, method: string, path: string) =>
+  new Promise<{ readonly status: number; readonly allow: string | undefined }>((resolve, reject) => {
+    const request = Http.request(new URL(path, origin), { method }, (response) => {
+      response.resume()
+      response.on("end", () => resolve({ status: response.statusCode!, allow: response.headers.allow }))
+    })
+    request.on("error", reject)
+    request.end()
+  })
+
+// The longest methods there are (32 characters), as many as the registry holds, GET among them (so HEAD is too).
+const longestMethods = Array.from({ length: RouteRepository.MAX_METHODS }, (_, i) => {
+  if (i === 0) return "GET"
+  const letters = methodName(i, "")
+  return `${"M".repeat(Route.MAX_METHOD_LENGTH - 1 - letters.length)}-${letters}`
+})
+
+describe.each(hosts.filter((host) => !host.next))("NodeRouter on $name, answering 405 itself", (host) => {
+  it("at the most methods the registry holds, Allow stays under 8 KiB and Node's client reads it", async () => {
+    const server = await start(host)
+    for (const method of longestMethods) await server.create({ method, path: "/many/:id", handler: "other" })
+    assertProblem(
+      await server.send(createRoute({ method: "ONE-MORE", path: "/many/:id", handler: "other" })),
+      "too_many_methods"
+    )
+    const answer = await nodeRequest(server.origin, "PUT", "/many/1")
+    assert.strictEqual(answer.status, 405)
+    const allow = answer.allow!.split(", ")
+    assert.deepStrictEqual(allow, [...longestMethods, "HEAD"].sort())
+    assert.isBelow(Buffer.byteLength(answer.allow!), 8 * 1024)
   })
 })
 

@@ -3,9 +3,10 @@
  * pools, separate connections on the server) standing in for separate host processes. The tests with real child
  * processes, killed connections and a restarted server are in test/reliability/processes.test.ts.
  */
+import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, layer } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Layer } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Logger } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -49,6 +50,20 @@ const contents = (table: RouteTable.Table<Route.StoredRoute>) =>
 const storedRows = (store: Store) =>
   Effect.map(store.list({ limit: 1000 }), (page) => page.items.map((route) => `${route.id}@${route.revision}`).sort())
 
+/** The pid of the one connection listening on `table`'s channel once there is one other than `killed`, within 10 s. */
+const listenerOf = (table: string, killed?: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const deadline = Date.now() + 10_000
+    for (;;) {
+      const rows = yield* sql<{ pid: number }>`
+        SELECT pid FROM pg_stat_activity WHERE query = ${`LISTEN "${table}_changes"`} AND pid <> pg_backend_pid()`
+      if (rows.length === 1 && rows[0]!.pid !== killed) return rows[0]!.pid
+      if (Date.now() > deadline) return yield* Effect.die(new Error(`no new listener on ${table}: ${rows.length}`))
+      yield* Effect.sleep(20)
+    }
+  })
+
 layer(TestDatabase.layer(), { excludeTestServices: true })("the Postgres store's change feed", (it) => {
   it.effect("a transaction that took an older revision and commits later is still read (the out-of-order trap)", () => {
     const table = TestDatabase.freshTable()
@@ -56,6 +71,9 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("the Postgres store's
       const sql = yield* SqlClient.SqlClient
       const store = yield* RouteRepository.RouteRepository
       const feed = feedOf(store)
+      // The method is stored before the writers start: two writers both adding a method new to the registry are
+      // decided one after the other (the method bound), and writer 2 would wait for writer 1 to commit.
+      yield* Effect.flatMap(input("/stored"), store.create)
       const start = yield* feed.cursor
 
       // Writer 1 takes its revision first and holds its transaction open; writer 2 takes the next one and commits.
@@ -203,6 +221,38 @@ layer(TestDatabase.layer(), { excludeTestServices: true })(
       }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
     })
 
+    it.effect("rows of more than 64 segments (written before the limit) are left out of every table, and logged", () => {
+      const table = TestDatabase.freshTable()
+      const tooLong = "/s".repeat(65)
+      return Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const lines: Array<string> = []
+        const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => lines.push(String(message))))
+        const a = yield* build(processTable(table)).pipe(Effect.provide(capture))
+        const storeA = Context.get(a, RouteRepository.RouteRepository)
+        const tableA = Context.get(a, RouteTable.RouteTable)
+        const kept = yield* Effect.flatMap(input("/kept"), storeA.create)
+        const legacy = yield* Effect.flatMap(input("/legacy"), storeA.create)
+        // What an older version wrote, when paths had no segment limit (a change takes the next revision).
+        yield* sql`UPDATE ${sql(table)} SET path = ${tooLong}, path_shape = ${tooLong},
+          revision = nextval(${`${table}_revision_seq`}) WHERE id = ${legacy.id}`
+
+        // A process following the change drops the route's older version: the table never serves what is gone.
+        yield* eventually("A drops the route it cannot hold", () => RouteTable.get(tableA, legacy.id) === undefined)
+        assert.strictEqual(RouteTable.lookup(tableA, "GET", "/legacy")._tag, "NotFound")
+        // A process starting now loads every other row.
+        const b = yield* build(processTable(table)).pipe(Effect.provide(capture))
+        const tableB = Context.get(b, RouteTable.RouteTable)
+        assert.deepStrictEqual(Array.from(tableB, (route) => route.id), [kept.id])
+        assert.strictEqual(Context.get(b, RouteTable.TableStatus).unsafeGet().reachable, true)
+        yield* eventually("both logged the row", () => lines.filter((line) => line.includes(legacy.id)).length >= 2)
+        assert.isTrue(
+          lines.every((line) => line.includes("has 65 segments, more than the 64 allowed")),
+          lines.join("\n")
+        )
+      }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
+    })
+
     it.effect("a process that cannot read the store keeps routing, says how stale it is, and catches up", () => {
       const table = TestDatabase.freshTable()
       return Effect.gen(function*() {
@@ -251,39 +301,28 @@ layer(TestDatabase.layer(), { excludeTestServices: true })(
 
         away = false
         yield* eventually(
-          "B catches up",
-          () => RouteTable.get(tableB, during.id) !== undefined && RouteTable.get(tableB, doomed.id) === undefined
+          "B catches up and says so",
+          // The table is current a step before the read that made it so has ended, which the status then reports.
+          () =>
+            RouteTable.get(tableB, during.id) !== undefined && RouteTable.get(tableB, doomed.id) === undefined &&
+            statusB.unsafeGet().reachable
         )
         assert.deepStrictEqual(contents(tableB), yield* storedRows(storeA))
         assert.isDefined(RouteTable.get(tableB, before.id))
-        const current = statusB.unsafeGet()
-        assert.isTrue(current.reachable)
-        assert.isBelow(current.stalenessMillis, 1_000)
+        assert.isBelow(statusB.unsafeGet().stalenessMillis, 1_000)
       }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
     })
 
-    it.effect("a killed listening connection is replaced, and changes keep coming", (ctx) => {
-      TestDatabase.requireServer(ctx, "killing a backend needs a PostgreSQL server")
+    it.effect("a killed listening connection is replaced, and changes keep coming", () => {
       const table = TestDatabase.freshTable()
       return Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const options = { pollInterval: "100 millis" } as const
         const a = yield* build(processStore(table, options))
         const b = yield* build(processTable(table, options))
-        const listeners = sql<{ pid: number }>`
-        SELECT pid FROM pg_stat_activity WHERE query = ${`LISTEN "${table}_changes"`} AND pid <> pg_backend_pid()`
-        let pids: ReadonlyArray<number> = []
-        const refresh = Effect.map(listeners, (rows) => {
-          pids = rows.map((row) => row.pid)
-        })
-        yield* eventually("B listens", () => pids.length === 1).pipe(
-          Effect.race(Effect.forever(Effect.zipRight(refresh, Effect.sleep(20))))
-        )
-        const killed = pids[0]!
+        const killed = yield* listenerOf(table)
         yield* sql`SELECT pg_terminate_backend(${killed})`
-        yield* eventually("B listens on a new connection", () => pids.length === 1 && pids[0] !== killed, 10_000).pipe(
-          Effect.race(Effect.forever(Effect.zipRight(refresh, Effect.sleep(20))))
-        )
+        yield* listenerOf(table, killed)
         const created = yield* Effect.flatMap(
           input("/after-kill"),
           Context.get(a, RouteRepository.RouteRepository).create
@@ -291,6 +330,60 @@ layer(TestDatabase.layer(), { excludeTestServices: true })(
         yield* eventually(
           "B routes a change made after",
           () => RouteTable.get(Context.get(b, RouteTable.RouteTable), created.id) !== undefined
+        )
+      }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
+    })
+
+    it.effect("right after its listening connection is killed, a table hears the next change long before a poll", () => {
+      const table = TestDatabase.freshTable()
+      return Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        // Polls 30 s apart; a listener that died silently would be found out by its pings after 3 s at the earliest.
+        const options = { pollInterval: "30 seconds" } as const
+        const a = yield* build(processStore(table, options))
+        const b = yield* build(processTable(table, options))
+        const tableB = Context.get(b, RouteTable.RouteTable)
+        let listening = yield* listenerOf(table)
+        for (let round = 0; round < 3; round++) {
+          yield* sql`SELECT pg_terminate_backend(${listening})`
+          const created = yield* Effect.flatMap(
+            input(`/after-kill/${round}`),
+            Context.get(a, RouteRepository.RouteRepository).create
+          )
+          yield* eventually(
+            `B routes the change made right after the kill (round ${round})`,
+            () => RouteTable.get(tableB, created.id) !== undefined,
+            2_000
+          )
+          listening = yield* listenerOf(table, listening)
+        }
+      }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
+    })
+
+    it.effect("where the client's config does not reach its database, the table listens through PgClient.listen", () => {
+      const table = TestDatabase.freshTable()
+      // A PgClient whose config names a port nothing listens on, as a pool's config may not say how it connects.
+      const misleading = Layer.effectContext(Effect.gen(function*() {
+        const pg = yield* PgClient.PgClient
+        const config = { ...pg.config, url: undefined, host: "127.0.0.1", port: 1 }
+        return Context.make(PgClient.PgClient, { ...pg, config } as PgClient.PgClient).pipe(
+          Context.add(SqlClient.SqlClient, yield* SqlClient.SqlClient)
+        )
+      })).pipe(Layer.provide(TestDatabase.layer()))
+      const options = { table, pollInterval: "1 hour" } as const
+      return Effect.gen(function*() {
+        const a = yield* build(processStore(table, options))
+        const b = yield* build(
+          RouteTable.layer.pipe(Layer.provide(PgRouteRepository.layer(options)), Layer.provide(misleading))
+        )
+        const created = yield* Effect.flatMap(
+          input("/through-listen"),
+          Context.get(a, RouteRepository.RouteRepository).create
+        )
+        yield* eventually(
+          "B hears A's create",
+          () => RouteTable.get(Context.get(b, RouteTable.RouteTable), created.id) !== undefined,
+          10_000
         )
       }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
     })

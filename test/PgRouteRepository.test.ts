@@ -3,12 +3,24 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Layer, Scheduler, String as Str } from "effect"
+import {
+  Cause,
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  Layer,
+  Schedule,
+  Scheduler,
+  String as Str
+} from "effect"
 import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
-import { repositoryContract } from "./utils/repositoryContract.js"
+import { methodName, repositoryContract } from "./utils/repositoryContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
 const body = (path: string) =>
@@ -240,6 +252,108 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
     )
   })
 
+  it.effect("migration 5 keeps the idempotency keys stored before it: a replay gives their first answer", () => {
+    const table = TestDatabase.freshTable()
+    const migrationsTable = `${table}_migrations`
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const all = PgRouteRepository.migrations({ table })
+      yield* Migrator.make({})({
+        loader: Migrator.fromRecord({
+          "1_create_routes": all["1_create_routes"],
+          "2_add_revisions_and_list_indexes": all["2_add_revisions_and_list_indexes"],
+          "3_add_change_feed": all["3_add_change_feed"],
+          "4_idempotency_keys": all["4_idempotency_keys"]
+        }),
+        table: migrationsTable
+      })
+      // Keys as migration 4's store wrote them: the request's canonical text, and the whole first answer.
+      const created = { method: "GET", path: "/users/:id", middleware: ["auth"], handler: "show" }
+      const conflicted = { method: "GET", path: "/teams/:id", middleware: [], handler: "team" }
+      const first = {
+        id: Route.makeRouteId(1000),
+        ...created,
+        createdAt: "2026-01-02T03:04:05.678Z",
+        revision: 7
+      }
+      const holder = Route.makeRouteId(2000)
+      const canonical = (r: typeof created) => JSON.stringify([r.method, r.path, r.middleware, r.handler])
+      const expires = new Date(Date.now() + 3_600_000)
+      yield* sql`INSERT INTO ${sql(`${table}_idempotency`)} (principal, key, fingerprint, outcome, expires_at) VALUES
+        ('admin', 'created', ${canonical(created)}, ${JSON.stringify({ route: first })}::jsonb, ${expires}),
+        ('admin', 'conflicted', ${canonical(conflicted)},
+         ${JSON.stringify({ conflict: { ...conflicted, conflictingRouteId: holder } })}::jsonb, ${expires})`
+      yield* PgRouteRepository.migrate({ table })
+      const repo = yield* PgRouteRepository.make({ table })
+      const idempotency = (key: string): RouteRepository.Idempotency => ({
+        key,
+        principal: "admin",
+        expiresAfter: Duration.hours(1),
+        maxKeys: 100,
+        maxBytes: 1 << 20
+      })
+      const again = yield* repo.createIdempotent!(yield* Route.decodeCreate(created), idempotency("created"))
+      assert.isTrue(again.replayed)
+      assert.deepStrictEqual(JSON.parse(JSON.stringify(Either.getOrThrow(again.outcome))), first)
+      const refused = yield* repo.createIdempotent!(yield* Route.decodeCreate(conflicted), idempotency("conflicted"))
+      assert.isTrue(refused.replayed)
+      assert.strictEqual(Either.getOrThrow(Either.flip(refused.outcome)).conflictingRouteId, holder)
+      const reused = yield* Effect.flip(
+        repo.createIdempotent!(yield* Route.decodeCreate(conflicted), idempotency("created"))
+      )
+      assert.strictEqual(reused._tag, "IdempotencyKeyReused")
+      const columns = yield* sql<{ column_name: string }>`
+        SELECT column_name FROM information_schema.columns WHERE table_name = ${`${table}_idempotency`}
+        ORDER BY ordinal_position`
+      assert.deepStrictEqual(columns.map((c) => c.column_name), [
+        "principal",
+        "key",
+        "expires_at",
+        "fingerprint",
+        "route_id",
+        "created_at",
+        "revision"
+      ])
+    }).pipe(Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
+  })
+
+  it.effect("the method bound holds for two processes adding methods at once, and for any writer's SQL", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* PgRouteRepository.migrate({ table })
+      // Two stores, each on a pool of its own: two host processes.
+      const process = () =>
+        Effect.flatMap(
+          Layer.build(TestDatabase.layer()),
+          (context) => PgRouteRepository.make({ table }).pipe(Effect.provide(context))
+        )
+      const one = yield* process()
+      const two = yield* process()
+      for (let i = 0; i < RouteRepository.MAX_METHODS - 1; i++) {
+        yield* one.create(yield* Route.decodeCreate({ method: methodName(i), path: "/methods", handler: "h" }))
+      }
+      const results = yield* Effect.all(
+        Array.from({ length: 16 }, (_, i) =>
+          Effect.flatMap(
+            Route.decodeCreate({ method: methodName(i, "RACE-"), path: "/race", handler: "h" }),
+            (input) => Effect.either((i % 2 === 0 ? one : two).create(input))
+          )),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(results.filter(Either.isRight).length, 1)
+      for (const result of results) if (Either.isLeft(result)) assert.strictEqual(result.left._tag, "TooManyMethods")
+      const methods = yield* sql<{ n: string }>`SELECT count(DISTINCT method)::text AS n FROM ${sql(table)}`
+      assert.strictEqual(methods[0]!.n, String(RouteRepository.MAX_METHODS))
+      // An operator's INSERT is held to the bound too, by the database.
+      const insert = yield* Effect.flip(
+        sql`INSERT INTO ${sql(table)} (id, method, path, path_shape, middleware, handler, created_at)
+            VALUES (${Route.makeRouteId(0)}, 'BY-HAND', '/x', '/x', '{}', 'h', now())`
+      )
+      assert.match(String(insert.cause), /distinct methods, the most it holds, and BY-HAND is not one of them/)
+    }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
+  })
+
   it.effect("concurrent creates and gets share statements; a conflict in a batch fails only its own create", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {
@@ -415,5 +529,58 @@ describe("PgRouteRepository without a database", () => {
     assert.isTrue(PgRouteRepository.isUnavailable(new AggregateError([new Error("x"), { code: "ECONNRESET" }])))
     assert.isFalse(PgRouteRepository.isUnavailable({ code: "42601" })) // syntax error: our bug, not the network
     assert.isFalse(PgRouteRepository.isUnavailable({ code: "23505" }))
+  })
+})
+
+describe("PgRouteRepository, the method bound under a delete", () => {
+  // The race a count alone would lose: a write of a stored method is in flight while the last route of that method is
+  // deleted and another writer adds a method. The write keeps a route of its method in place until it commits.
+  it.live("a write of a stored method keeps it stored: the delete waits, and the new method is refused", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* PgRouteRepository.migrate({ table })
+      const store = yield* PgRouteRepository.make({ table })
+      const create = (method: string, path: string) =>
+        Effect.flatMap(Route.decodeCreate({ method, path, handler: "h" }), store.create)
+      const routes = []
+      for (let i = 0; i < RouteRepository.MAX_METHODS; i++) routes.push(yield* create(methodName(i), "/methods"))
+      // A host's transaction writes a route of a stored method (the only route of it so far) and stays open.
+      const written = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const writer = yield* sql.withTransaction(
+        Effect.zipRight(
+          create(methodName(0), "/pinned"),
+          Effect.zipRight(Deferred.succeed(written, undefined), Deferred.await(release))
+        )
+      ).pipe(Effect.fork)
+      yield* Deferred.await(written)
+      // Whatever happens below, the writer ends, so its locks do not outlive the test (its table is dropped after).
+      yield* Effect.addFinalizer(() => Deferred.succeed(release, undefined))
+      const deletion = yield* Effect.fork(store.remove(routes[0]!.id))
+      const waiting = Effect.map(
+        sql<{ waiting: string }>`
+          SELECT count(*) AS waiting FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND strpos(query, ${table}) > 0`,
+        (rows) => Number(rows[0]!.waiting)
+      )
+      yield* waiting.pipe(
+        Effect.repeat({ until: (n) => n > 0, schedule: Schedule.spaced("10 millis").pipe(Schedule.upTo("5 seconds")) })
+      )
+      assert.strictEqual(yield* waiting, 1, "the delete waits for the write")
+      // The deleted route's method still counts: the write in flight relies on it.
+      const refused = yield* Effect.flip(create("ONE-MORE", "/one-more"))
+      assert.strictEqual(refused._tag, "TooManyMethods")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(writer)
+      yield* Fiber.join(deletion)
+      const methods = yield* sql<{ n: string }>`SELECT count(DISTINCT method)::text AS n FROM ${sql(table)}`
+      assert.strictEqual(methods[0]!.n, String(RouteRepository.MAX_METHODS))
+      assert.strictEqual((yield* Effect.flip(create("ONE-MORE", "/one-more")))._tag, "TooManyMethods")
+    }).pipe(
+      Effect.scoped,
+      Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))),
+      Effect.provide(TestDatabase.layer())
+    )
   })
 })

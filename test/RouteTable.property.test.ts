@@ -2,12 +2,16 @@
  * Differential property test of the route table (CONTRACT §10): random tables, changed by random inserts, updates and
  * removes, answer random requests (hits, near misses, escapes of reserved and unreserved characters in both cases,
  * HEAD, trailing slashes, empty segments, malformed escapes, bytes that are not UTF-8) exactly as a brute-force model
- * written here from the contract: every route is tried, and the matching ones ranked by specificity.
+ * written here from the contract: every route is tried, and the matching ones ranked by specificity. Dense tables,
+ * built as those that force a backtracking lookup (long routes of one character with parameters at different
+ * positions, shared and branching suffixes, several methods), exercise the lookup's skipping of subtrees whose class
+ * failed already, and after every change the classes are checked to be exact.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as Route from "route-registry/Route"
 import * as RouteTable from "route-registry/RouteTable"
+import * as RouteTree from "../src/internal/routeTree.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // The model
@@ -105,19 +109,39 @@ const patternArb: fc.Arbitrary<string> = fc
 
 const routeSpecArb = fc.record({ method: fc.constantFrom(...METHODS), path: patternArb })
 
+// Dense tables: up to 10 segments, nearly all "a", parameters at any positions, now and then a "b" that branches a
+// suffix off. Most requests then match a prefix of most routes, and many subtrees share their structure.
+const DENSE_METHODS = ["GET", "HEAD", "PUT", "POST"]
+
+const densePatternArb: fc.Arbitrary<string> = fc
+  .array(
+    fc.oneof(
+      { weight: 6, arbitrary: fc.constant("a") },
+      { weight: 1, arbitrary: fc.constant("b") },
+      { weight: 3, arbitrary: fc.constant(":") }
+    ),
+    { maxLength: 10 }
+  )
+  .map((segments) => "/" + segments.map((s, i) => (s === ":" ? `:p${i}` : s)).join("/"))
+
+const denseSpecArb = fc.record({ method: fc.constantFrom(...DENSE_METHODS), path: densePatternArb })
+
+type Spec = { readonly method: string; readonly path: string }
+
 type Op =
   | { readonly kind: "insert"; readonly method: string; readonly path: string }
   | { readonly kind: "update"; readonly pick: number; readonly method: string; readonly path: string }
   | { readonly kind: "remove"; readonly pick: number }
 
-const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: routeSpecArb.map((spec) => ({ kind: "insert" as const, ...spec })) },
-  {
-    weight: 2,
-    arbitrary: fc.tuple(fc.nat(), routeSpecArb).map(([pick, spec]) => ({ kind: "update" as const, pick, ...spec }))
-  },
-  { weight: 2, arbitrary: fc.nat().map((pick) => ({ kind: "remove" as const, pick })) }
-)
+const opsOf = (specArb: fc.Arbitrary<Spec>): fc.Arbitrary<Op> =>
+  fc.oneof(
+    { weight: 5, arbitrary: specArb.map((spec) => ({ kind: "insert" as const, ...spec })) },
+    {
+      weight: 2,
+      arbitrary: fc.tuple(fc.nat(), specArb).map(([pick, spec]) => ({ kind: "update" as const, pick, ...spec }))
+    },
+    { weight: 2, arbitrary: fc.nat().map((pick) => ({ kind: "remove" as const, pick })) }
+  )
 
 // A request segment standing for a parameter: plain values, values equal to static segments, escapes of unreserved
 // characters and of reserved ones in either case, bytes that are not UTF-8, malformed escapes and the empty segment.
@@ -186,6 +210,22 @@ const requestArb: fc.Arbitrary<RequestSpec> = fc.record({
   ).map((s) => s ?? undefined)
 })
 
+// Against dense tables: parameter values that keep most routes alive ("a"), branch ("b") or match parameters only
+// ("x"), and as often a path of those pieces unrelated to any route.
+const denseValueArb = fc.oneof(
+  { weight: 6, arbitrary: fc.constant("a") },
+  { weight: 1, arbitrary: fc.constantFrom("b", "x", "%61", "%FF", "") }
+)
+
+const denseRequestArb: fc.Arbitrary<RequestSpec> = fc.record({
+  method: fc.constantFrom(...DENSE_METHODS, "DELETE"),
+  pick: fc.nat(),
+  values: fc.array(denseValueArb, { minLength: 10, maxLength: 10 }),
+  edit: editArb,
+  random: fc.option(fc.array(denseValueArb, { maxLength: 11 }).map((s) => "/" + s.join("/")), { freq: 2 })
+    .map((s) => s ?? undefined)
+})
+
 // The target of a request: a route's pattern with values for its parameters, then one edit.
 const targetOf = (spec: RequestSpec, routes: ReadonlyArray<ModelRoute>): string => {
   if (spec.random !== undefined || routes.length === 0) return spec.random ?? "/"
@@ -215,60 +255,120 @@ const targetOf = (spec: RequestSpec, routes: ReadonlyArray<ModelRoute>): string 
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// The classes
+// ---------------------------------------------------------------------------------------------------------------
+
+// The classes are exact: two nodes share one exactly when their depths and suffix structures are equal (the methods
+// ending at each node below, the static keys, the parameters), as computed here from scratch; and the tree keeps no
+// class that no node has.
+const checkClasses = (tree: RouteTree.Tree<Route.Route>): void => {
+  const structures = new Map<string, number>()
+  const classOf = new Map<number, unknown>()
+  const structureOf = new Map<unknown, number>()
+  const visit = (node: RouteTree.Node<Route.Route>): number => {
+    const statics = Array.from(node.statics ?? [], ([key, child]) => `${key}>${visit(child)}`).sort()
+    const param = node.param === undefined ? "" : String(visit(node.param))
+    const methods = Array.from(node.leaves?.keys() ?? []).sort()
+    const key = `${node.depth}|${methods.join(",")}|${param}|${statics.join("/")}`
+    let structure = structures.get(key)
+    if (structure === undefined) structures.set(key, structure = structures.size)
+    assert.isDefined(node.class, key)
+    assert.strictEqual(classOf.get(structure) ?? node.class, node.class, `one structure, two classes: ${key}`)
+    assert.strictEqual(structureOf.get(node.class) ?? structure, structure, `one class, two structures: ${key}`)
+    classOf.set(structure, node.class)
+    structureOf.set(node.class, structure)
+    return structure
+  }
+  visit(tree.root)
+  let kept = 0
+  for (const head of tree.classes.values()) {
+    for (let cls: typeof head | undefined = head; cls; cls = cls.nextWithHash) kept++
+  }
+  assert.strictEqual(kept, structureOf.size, "the tree keeps a class no node has")
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // The property
 // ---------------------------------------------------------------------------------------------------------------
 
+// The table's tree: the one a `RouteTable` has, or one that finds classes by 3 bits of their hash, so that most
+// nodes collide with nodes of other structures and only the comparison keeps the classes exact.
+const fullHash = () => RouteTable.empty().tree
+const threeBitHash = () => new RouteTree.Tree<Route.Route>(0b111)
+
+const agreesAfterEveryChange = (
+  ops: fc.Arbitrary<ReadonlyArray<Op>>,
+  requests: fc.Arbitrary<ReadonlyArray<RequestSpec>>,
+  numRuns: number,
+  makeTree: () => RouteTree.Tree<Route.Route> = fullHash
+) => {
+  let clock = Date.UTC(2026, 10, 23)
+  fc.assert(
+    fc.property(ops, requests, (ops, requests) => {
+      const tree = makeTree()
+      let routes: Array<ModelRoute> = []
+      let seq = 0
+      const make = (method: string, path: string, id?: string) =>
+        new Route.Route({
+          id: (id ?? Route.makeRouteId(clock++)) as Route.RouteId,
+          method: method as Route.HttpMethod,
+          path: path as Route.RoutePath,
+          middleware: [],
+          handler: "h" as Route.HandlerName,
+          createdAt: new Date(clock)
+        })
+      for (const op of ops) {
+        if (op.kind === "insert") {
+          const route = make(op.method, op.path)
+          RouteTree.insert(tree, route)
+          routes.push({ route, seq: seq++ })
+        } else if (routes.length > 0) {
+          const victim = routes[op.pick % routes.length]!
+          routes = routes.filter((r) => r !== victim)
+          if (op.kind === "update") {
+            const route = make(op.method, op.path, victim.route.id)
+            RouteTree.insert(tree, route)
+            routes.push({ route, seq: seq++ })
+          } else {
+            RouteTree.remove(tree, victim.route.id)
+          }
+        }
+        assert.strictEqual(tree.byId.size, routes.length)
+        checkClasses(tree)
+        for (const request of requests) {
+          const target = targetOf(request, routes)
+          const expected = model(routes, request.method, target)
+          const got = actual(RouteTree.lookup(tree, request.method, target))
+          assert.deepStrictEqual(got, expected, `${request.method} ${target}`)
+        }
+      }
+      for (const { route } of routes) RouteTree.remove(tree, route.id)
+      assert.strictEqual(tree.root.statics, undefined, "removing every route leaves no node behind")
+      assert.strictEqual(tree.root.param, undefined, "removing every route leaves no node behind")
+      checkClasses(tree)
+    }),
+    { numRuns }
+  )
+}
+
 describe("RouteTable (property-based, against a brute-force model of §10)", () => {
   it("answers every request as the model does, after every insert, update and remove", () => {
-    let clock = Date.UTC(2026, 10, 23)
-    fc.assert(
-      fc.property(
-        fc.array(opArb, { minLength: 1, maxLength: 24 }),
-        fc.array(requestArb, { minLength: 6, maxLength: 6 }),
-        (ops, requests) => {
-          const table = RouteTable.empty()
-          let routes: Array<ModelRoute> = []
-          let seq = 0
-          const make = (method: string, path: string, id?: string) =>
-            new Route.Route({
-              id: (id ?? Route.makeRouteId(clock++)) as Route.RouteId,
-              method: method as Route.HttpMethod,
-              path: path as Route.RoutePath,
-              middleware: [],
-              handler: "h" as Route.HandlerName,
-              createdAt: new Date(clock)
-            })
-          for (const op of ops) {
-            if (op.kind === "insert") {
-              const route = make(op.method, op.path)
-              RouteTable.insert(table, route)
-              routes.push({ route, seq: seq++ })
-            } else if (routes.length > 0) {
-              const victim = routes[op.pick % routes.length]!
-              routes = routes.filter((r) => r !== victim)
-              if (op.kind === "update") {
-                const route = make(op.method, op.path, victim.route.id)
-                RouteTable.insert(table, route)
-                routes.push({ route, seq: seq++ })
-              } else {
-                RouteTable.remove(table, victim.route.id)
-              }
-            }
-            assert.strictEqual(RouteTable.size(table), routes.length)
-            for (const request of requests) {
-              const target = targetOf(request, routes)
-              const expected = model(routes, request.method, target)
-              const got = actual(RouteTable.lookup(table, request.method, target))
-              assert.deepStrictEqual(got, expected, `${request.method} ${target}`)
-            }
-          }
-          for (const { route } of routes) RouteTable.remove(table, route.id)
-          assert.strictEqual(table.tree.root.statics, undefined, "removing every route leaves no node behind")
-          assert.strictEqual(table.tree.root.param, undefined, "removing every route leaves no node behind")
-        }
-      ),
-      { numRuns: 1500 }
+    agreesAfterEveryChange(
+      fc.array(opsOf(routeSpecArb), { minLength: 1, maxLength: 24 }),
+      fc.array(requestArb, { minLength: 6, maxLength: 6 }),
+      1500
     )
+  })
+
+  const denseOps = fc.array(opsOf(denseSpecArb), { minLength: 1, maxLength: 40 })
+  const denseRequests = fc.array(denseRequestArb, { minLength: 8, maxLength: 8 })
+
+  it("answers as the model does on dense tables built to force backtracking, after every change", () => {
+    agreesAfterEveryChange(denseOps, denseRequests, 1000)
+  })
+
+  it("and so it does when structure hashes collide all the time: a collision never joins two structures", () => {
+    agreesAfterEveryChange(denseOps, denseRequests, 500, threeBitHash)
   })
 
   it("agrees with the model on tables that keep the stores' rule (one route per method and shape)", () => {

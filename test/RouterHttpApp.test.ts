@@ -16,6 +16,7 @@ import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
 import { fetchFrom, type Received, type Sent } from "./utils/adapters.js"
 import { assertProblem, type Store, tokens } from "./utils/httpContract.js"
+import * as Contract from "./utils/routerContract.js"
 import { admin, captureLogs, createRoute, type LogLine } from "./utils/routerHost.js"
 import { stores } from "./utils/stores.js"
 
@@ -35,6 +36,7 @@ const recording = (name: string): RouterHttpApp.Middleware<Boom, never> => (app)
 
 const functions: RouterHttpApp.Functions<Boom, never> = {
   handlers: {
+    ...Contract.effectFunctions.handlers,
     show: Effect.flatMap(
       Effect.zip(RouterHttpApp.Match, HttpServerRequest.HttpServerRequest),
       ([match, request]) =>
@@ -61,9 +63,11 @@ const functions: RouterHttpApp.Functions<Boom, never> = {
 }
 
 interface Running {
+  readonly origin: string
   readonly send: (request: Sent) => Promise<Received>
   readonly create: (route: Parameters<typeof createRoute>[0]) => Promise<any>
   readonly logs: Array<LogLine>
+  readonly close: () => Promise<void>
 }
 
 const running: Array<() => Promise<void>> = []
@@ -71,11 +75,11 @@ afterEach(async () => {
   await Promise.all(running.splice(0).map((close) => close()))
 })
 
-const start = async (store: Store = RouteRepository.layerMemory): Promise<Running> => {
+const start = async (store: Store = RouteRepository.layerMemory, options?: RouterHttpApp.Options): Promise<Running> => {
   const logs = captureLogs()
   const app = Effect.gen(function*() {
     const api = yield* Effect.orDie(RoutingHttpApp.make())
-    const router = yield* RouterHttpApp.make(functions)
+    const router = yield* RouterHttpApp.make(functions, options)
     // The API first, then the stored routes; what neither serves, and the routes' failures, go to the host.
     return api.pipe(
       Effect.catchTag("RouteNotFound", () => router),
@@ -93,9 +97,15 @@ const start = async (store: Store = RouteRepository.layerMemory): Promise<Runnin
     )
   )
   const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
-  running.push(() => runtime.dispose())
-  const send = fetchFrom(address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : "")
+  // Once, whoever closes it first (a test, or the clean-up after it).
+  let closing: Promise<void> | undefined
+  const close = () => closing ??= runtime.dispose()
+  running.push(close)
+  const origin = address._tag === "TcpAddress" ? `http://127.0.0.1:${address.port}` : ""
+  const send = fetchFrom(origin)
   return {
+    origin,
+    close,
     send,
     logs: logs.lines,
     create: async (route) => {
@@ -161,7 +171,10 @@ describe("RouterHttpApp on NodeHttpServer", () => {
     await server.create({ method: "GET", path: "/a", handler: "ghost" })
     await server.create({ method: "GET", path: "/b", middleware: ["phantom"], handler: "other" })
     for (const path of ["/a", "/b", "/a", "/b"]) {
-      assertProblem(await server.send({ method: "GET", path }), "handler_unavailable")
+      const response = await server.send({ method: "GET", path })
+      assertProblem(response, "handler_unavailable")
+      assert.include(response.json.detail, path === "/b" ? "\"phantom\"" : "\"ghost\"")
+      assert.strictEqual(response.headers.get("retry-after"), "1")
     }
     const warnings = server.logs.filter((line) => line.level === "WARN").map((line) => line.message)
     assert.strictEqual(warnings.length, 2, warnings.join("\n"))
@@ -178,6 +191,27 @@ describe("RouterHttpApp on NodeHttpServer", () => {
     assert.deepStrictEqual(failed.json, { host: "error", message: "boom" })
     assert.strictEqual((await server.send({ method: "GET", path: "/dies" })).status, 500)
     assert.strictEqual((await server.send({ method: "GET", path: "/v1/routing", headers: admin })).status, 200)
+  })
+})
+
+describe("RouterHttpApp options", () => {
+  it("a bodyTimeoutMillis out of range is refused with InvalidOption naming it", async () => {
+    for (const bodyTimeoutMillis of [0, 1.5, 2 ** 31]) {
+      const made = await Effect.runPromise(Effect.flip(Effect.provideService(
+        RouterHttpApp.make(functions, { bodyTimeoutMillis }),
+        RouteTable.RouteTable,
+        RouteTable.fromIterable<Route.StoredRoute>([])
+      )))
+      assert.strictEqual(made.option, "bodyTimeoutMillis")
+      assert.include(made.message, "from 1 to 2147483647")
+    }
+  })
+})
+
+describe("the router contract: RouterHttpApp on NodeHttpServer", () => {
+  Contract.routerContract({
+    name: "RouterHttpApp on NodeHttpServer",
+    start: () => start(RouteRepository.layerMemory, { bodyTimeoutMillis: Contract.BODY_TIMEOUT_MILLIS })
   })
 })
 

@@ -11,6 +11,7 @@ import * as RoutingApi from "route-registry/RoutingApi"
 import { PATH_PATTERN } from "../src/internal/pathPattern.js"
 import { adapters, type Received, type Sent, type Served } from "./utils/adapters.js"
 import { ADMIN, get, post, quiet, READER, stalledBody, tokens, WRITER } from "./utils/httpContract.js"
+import { methodName } from "./utils/repositoryContract.js"
 
 const spec = RoutingApi.openApi as any
 const COLLECTION = "/v1/routing"
@@ -97,9 +98,20 @@ const probes = async (served: Served): Promise<Record<Operation, Array<Received>
       await send(keyed(sample, "\"unclosed")),
       await send(keyed({ ...sample, path: "/keyed" }, "\"k\"")),
       await send(keyed({ ...sample, path: "/keyed/again" }, "\"k\"")),
+      await send(keyed({ ...sample, path: "/keyed/second" }, "\"k2\"")),
+      // Past idempotencyKeysPerPrincipal (2, below).
+      await send(keyed({ ...sample, path: "/keyed/third" }, "\"k3\"")),
       await send({ ...post(sample), body: stalledBody() }),
       ...await authentication((headers) => post(sample, { ...headers, ...json }), READER),
-      collection405
+      collection405,
+      // Every method the registry may hold stored (GET is), then one more.
+      ...await Promise.all(
+        Array.from(
+          { length: RouteRepository.MAX_METHODS - 1 },
+          (_, i) => send(post({ ...sample, method: methodName(i), path: "/methods" }))
+        )
+      ),
+      await send(post({ ...sample, method: "ONE-MORE" }))
     ],
     get: [
       await send(get(id)),
@@ -118,6 +130,7 @@ const probes = async (served: Served): Promise<Record<Operation, Array<Received>
       await send(patch(id, "x".repeat(70_000))),
       await send(patch(id, { handler: "edit" }, { ...auth(ADMIN), "content-type": "text/plain" })),
       await send({ ...patch(id, {}), body: stalledBody() }),
+      await send(patch(id, { method: "ONE-MORE" })),
       ...await authentication((headers) => patch(id, { handler: "edit" }, { ...headers, ...json }), READER),
       item405
     ],
@@ -258,7 +271,10 @@ describe("RoutingApi", () => {
           [failingStore("defect"), storeProbes]
         ] as const
         for (const [store, draw] of stores) {
-          const served = await adapter.start(Layer.mergeAll(store, tokens, quiet), { bodyTimeoutMillis: 300 })
+          const served = await adapter.start(Layer.mergeAll(store, tokens, quiet), {
+            bodyTimeoutMillis: 300,
+            idempotencyKeysPerPrincipal: 2
+          })
           try {
             const drawn = await draw(served)
             for (const operation of names) {

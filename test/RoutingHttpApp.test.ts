@@ -49,6 +49,38 @@ describe("RoutingHttpApp", () => {
     }
   })
 
+  it("mounted under a prefix (HttpRouter.mount), Location and Link carry it", async () => {
+    const serve = Layer.unwrapEffect(
+      Effect.map(
+        RoutingHttpApp.make(),
+        (routing) => HttpServer.serve(HttpRouter.empty.pipe(HttpRouter.mountApp("/admin", routing)))
+      )
+    )
+    const runtime = ManagedRuntime.make(
+      serve.pipe(
+        Layer.provide(Layer.merge(RouteRepository.layerMemory, tokens)),
+        Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), { port: 0, host: "127.0.0.1" }))
+      )
+    )
+    try {
+      const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+      const send = fetchFrom(`http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`)
+      const admin = { authorization: `Bearer ${ADMIN}` }
+      const created = await send({ ...post({ method: "GET", path: "/a", handler: "h" }), path: "/admin/v1/routing" })
+      assert.strictEqual(created.status, 201, created.text)
+      assert.strictEqual(created.headers.get("location"), `/admin/v1/routing/${created.json.id}`)
+      assert.strictEqual(
+        (await send({ method: "GET", path: created.headers.get("location")!, headers: admin })).status,
+        200
+      )
+      await send({ ...post({ method: "GET", path: "/b", handler: "h" }), path: "/admin/v1/routing" })
+      const page = await send({ method: "GET", path: "/admin/v1/routing?limit=1", headers: admin })
+      assert.match(page.headers.get("link")!, /^<\/admin\/v1\/routing\?limit=1&cursor=[^>]+>; rel="next"$/)
+    } finally {
+      await runtime.dispose()
+    }
+  })
+
   describe("body sources other than a Node request", () => {
     const services = Layer.merge(RouteRepository.layerMemory, tokens)
     const body = JSON.stringify({ method: "GET", path: "/from/:source", handler: "h" })

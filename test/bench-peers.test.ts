@@ -4,8 +4,6 @@
  * peer and the library's Node listener on the test database, and the entries that serve the library's adapters.
  */
 import { afterAll, describe, it } from "@effect/vitest"
-import { PGlite } from "@electric-sql/pglite"
-import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import Pg from "pg"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as OursHttpApp from "../bench/ours/http-app.js"
@@ -88,21 +86,12 @@ describe("benchmark servers", () => {
     createGetContract(asAdapter("Fastify", Fastify.start), RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
 
   describe("on Postgres", () => {
-    if (process.env.CI === "true" && !TestDatabase.usingServer) {
-      throw new Error("CI must test against the PostgreSQL server: set DATABASE_URL (see .ci/run)")
-    }
-    // The test database: the server named by DATABASE_URL, else an embedded PGlite (one session, one connection).
-    let pool: Promise<Pg.Pool> | undefined
-    const database = () => {
-      pool ??= TestDatabase.usingServer
-        ? Promise.resolve(new Pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 }))
-        : PGlite.create().then((pglite) => new Pg.Pool(createPgConfig(pglite) as Pg.PoolConfig))
-      return pool
-    }
-    afterAll(() => pool?.then((pool) => pool.end()))
+    let pool: Pg.Pool | undefined
+    const database = () => (pool ??= new Pg.Pool({ connectionString: TestDatabase.url, max: 10 }))
+    afterAll(() => pool?.end())
     // A fresh table for each server, dropped with its migrations table when the server closes.
     const onFreshTable = (start: (options: Options) => Promise<Started>) => async (options: Options) => {
-      const db = { pool: await database(), table: TestDatabase.freshTable() }
+      const db = { pool: database(), table: TestDatabase.freshTable() }
       const server = await start({ ...options, database: db })
       return {
         ...server,

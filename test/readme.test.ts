@@ -3,9 +3,10 @@
  * first word of a block's info string:
  *
  * - `ts`: type-checked as a module of its own against the package (the `route-registry` paths and compiler options
- *   of tsconfig.json, less the unused-name checks). A block continues the ones before it: it may use the top-level
- *   declarations of earlier `ts` blocks (`services`), which it gets as imports from them. Imports do not carry over:
- *   each block imports what it uses, as a reader copying it needs. The environment variables a block reads
+ *   of tsconfig.json, less the unused-name checks). A block whose first line is `// file: NAME.ts` is that file, as
+ *   the reader saves it: later blocks import from it as `./NAME.js`, as a reader's own files would. Otherwise a
+ *   block continues the ones before it: it may use the top-level declarations of earlier `ts` blocks, which it gets
+ *   as imports from them. Imports do not carry over: each block imports what it uses, as a reader copying it needs. The environment variables a block reads
  *   (`process.env.NAME`, `Config.…("NAME")`) must be ones a README table documents (the `npm start` variables), so
  *   a snippet never names a variable the runnable host calls otherwise.
  * - `json`: parsed.
@@ -75,24 +76,43 @@ const ofLanguage = (language: string) => all.filter((block) => block.language ==
 interface Declared {
   readonly name: string
   readonly type: boolean
+  /** Exported by the block itself (`export const …`). */
+  readonly exported: boolean
 }
+
+const isExported = (statement: ts.Statement) =>
+  ts.canHaveModifiers(statement) &&
+  (ts.getModifiers(statement) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword)
 
 // The names a block declares at its top level; types are imported by later blocks with `import type`.
 const declaredIn = (code: string): Array<Declared> =>
   ts.createSourceFile("block.ts", code, ts.ScriptTarget.Latest).statements.flatMap((statement): Array<Declared> => {
+    const exported = isExported(statement)
     if (ts.isVariableStatement(statement)) {
       return statement.declarationList.declarations.flatMap((d) =>
-        ts.isIdentifier(d.name) ? [{ name: d.name.text, type: false }] : []
+        ts.isIdentifier(d.name) ? [{ name: d.name.text, type: false, exported }] : []
       )
     }
     if ((ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement)) && statement.name !== undefined) {
-      return [{ name: statement.name.text, type: false }]
+      return [{ name: statement.name.text, type: false, exported }]
     }
     if (ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) {
-      return [{ name: statement.name.text, type: true }]
+      return [{ name: statement.name.text, type: true, exported }]
     }
     return []
   })
+
+// The names a block imports itself.
+const importedIn = (code: string): Set<string> =>
+  new Set(
+    ts.createSourceFile("block.ts", code, ts.ScriptTarget.Latest).statements.flatMap((statement) => {
+      const bindings = ts.isImportDeclaration(statement) ? statement.importClause?.namedBindings : undefined
+      return bindings !== undefined && ts.isNamedImports(bindings) ? bindings.elements.map((e) => e.name.text) : []
+    })
+  )
+
+// `// file: services.ts` on a block's first line: the module name the reader saves it under.
+const FILE_NAME = /^\/\/ file: ([A-Za-z0-9_-]+)\.ts\s*$/
 
 const uses = (code: string, name: string) => new RegExp(`(?<![\\w$])${name.replace(/\$/g, "\\$")}(?![\\w$])`).test(code)
 
@@ -102,11 +122,14 @@ const modules = (tsBlocks: ReadonlyArray<Block>): Map<string, { readonly block: 
   const result = new Map<string, { block: Block; text: string }>()
   const earlier = new Map<string, { readonly module: string; readonly type: boolean }>()
   for (const block of tsBlocks) {
-    const module = `readme-line-${block.line}`
+    const module = FILE_NAME.exec(block.code.split("\n")[0]!)?.[1] ?? `readme-line-${block.line}`
     const own = declaredIn(block.code)
-    const imports = [...earlier].filter(([name]) => !own.some((d) => d.name === name) && uses(block.code, name))
-      .map(([name, from]) => `import ${from.type ? "type " : ""}{ ${name} } from "./${from.module}.js";`)
-    const text = `${imports.join(" ")}\n${block.code}\nexport { ${own.map((d) => d.name).join(", ")} }\n`
+    const imported = importedIn(block.code)
+    const imports = [...earlier].filter(([name]) =>
+      !own.some((d) => d.name === name) && !imported.has(name) && uses(block.code, name)
+    ).map(([name, from]) => `import ${from.type ? "type " : ""}{ ${name} } from "./${from.module}.js";`)
+    const exports = own.filter((d) => !d.exported).map((d) => d.name)
+    const text = `${imports.join(" ")}\n${block.code}\nexport { ${exports.join(", ")} }\n`
     result.set(join(ROOT, `${module}.ts`), { block, text })
     for (const d of own) earlier.set(d.name, { module, type: d.type })
   }
@@ -263,6 +286,11 @@ const exec = promisify(execFile)
 describe("README.md", () => {
   it("has only code blocks whose language this test knows", () => {
     for (const block of all) assert.include(["ts", "json", "sh", ""], block.language, `${at(block)}: no convention`)
+  })
+
+  it("cites no document a reader of the repository does not have (an RFC's sections are fine)", () => {
+    assert.notInclude(markdown, "CONTRACT")
+    assert.deepStrictEqual([...markdown.matchAll(/(?<!RFC \d+ )§\s*\d+/g)].map((m) => m[0]), [])
   })
 
   describe("json blocks parse", () => {

@@ -34,6 +34,7 @@ import {
   PATCH_TYPES,
   preconditionFailed,
   type Stored,
+  tooManyMethods,
   unsupportedMediaType
 } from "./lean-node.js"
 import type { Answer, Options, Started } from "./shared.js"
@@ -215,6 +216,7 @@ export const start = async (options: Options): Promise<Started> => {
     const input = Route.validateCreate(request.body)
     if (input._tag === "Left") return send(reply, invalidRoute(input.left))
     const result = store.create(input.right)
+    if ("tooManyMethods" in result) return send(reply, tooManyMethods())
     if (!("created" in result)) {
       return send(reply, routeConflict(input.right.method, input.right.path, result.conflictingRouteId))
     }
@@ -250,6 +252,7 @@ export const start = async (options: Options): Promise<Started> => {
     const result = store.update(id, patch.right, ifMatch(request.headers["if-match"]))
     if (result === "NotFound") return send(reply, routeNotFound(id))
     if (result === "PreconditionFailed") return send(reply, preconditionFailed(id))
+    if ("tooManyMethods" in result) return send(reply, tooManyMethods())
     if ("conflictingRouteId" in result) {
       return send(reply, routeConflict(result.method, result.path, result.conflictingRouteId))
     }

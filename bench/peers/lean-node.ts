@@ -14,9 +14,10 @@ import * as Http from "node:http"
 import type { Scope } from "route-registry/Authenticator"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
 import type { ListQuery } from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
-import type { Answer, Created, Options, RouteRecord, Started, Token } from "./shared.js"
+import type { Answer, Created, Options, RouteRecord, Started, Token, TooManyMethods } from "./shared.js"
 import {
   closeServer,
   COLLECTION,
@@ -133,6 +134,9 @@ export const invalidRoute = (errors: ReadonlyArray<Route.FieldIssue>): Prepared 
 
 export const invalidQuery = (errors: ReadonlyArray<Route.FieldIssue>): Prepared =>
   problem("invalid_query", `The listing query has ${countOf(errors, "problem")}.`, undefined, { errors })
+
+// The library's own sentence is kept in its answers; its description of the code says as much.
+export const tooManyMethods = (): Prepared => problem("too_many_methods", Problem.descriptions.too_many_methods)
 
 export const preconditionFailed = (id: string): Prepared =>
   problem(
@@ -376,7 +380,7 @@ export interface Page<R> {
 }
 
 /** Why a change of an existing route was refused, in the order it is decided. */
-export type Refusal = "NotFound" | "PreconditionFailed" | Conflict
+export type Refusal = "NotFound" | "PreconditionFailed" | Conflict | TooManyMethods
 
 export interface Conflict {
   readonly method: string
@@ -494,11 +498,20 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
     return shortest
   }
 
+  // A method no route has, when MAX_METHODS are stored; `leaving` gives up its method in the same change.
+  const refusesMethod = (method: string, leaving?: R): TooManyMethods | undefined => {
+    if (byMethod.lists.has(method)) return undefined
+    const freed = leaving !== undefined && byMethod.lists.get(leaving.method)?.length === 1 ? 1 : 0
+    return byMethod.lists.size - freed < RouteRepository.MAX_METHODS ? undefined : { tooManyMethods: method }
+  }
+
   return {
-    create: (input: Route.CreateRoute): Created<R> => {
+    create: (input: Route.CreateRoute): Created<R> | TooManyMethods => {
       const key = keyOf(input.method, input.path)
       const holder = idByKey.get(key)
       if (holder !== undefined) return { conflictingRouteId: holder }
+      const refused = refusesMethod(input.method)
+      if (refused !== undefined) return refused
       const now = Date.now()
       const route = version({
         id: Route.makeRouteId(now),
@@ -536,6 +549,8 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
       const key = keyOf(method, path)
       const holder = idByKey.get(key)
       if (holder !== undefined && holder !== id) return { method, path, conflictingRouteId: holder }
+      const refused = method === current.method ? undefined : refusesMethod(method, current)
+      if (refused !== undefined) return refused
       const updated = version({
         id,
         method,
@@ -690,6 +705,7 @@ export const start = async (options: Options): Promise<Started> => {
       const input = Route.validateCreate(json)
       if (input._tag === "Left") return send(req, res, invalidRoute(input.left))
       const result = store.create(input.right)
+      if ("tooManyMethods" in result) return send(req, res, tooManyMethods())
       if (!("created" in result)) {
         return send(req, res, prepare(routeConflict(input.right.method, input.right.path, result.conflictingRouteId)))
       }
@@ -744,6 +760,7 @@ export const start = async (options: Options): Promise<Started> => {
       const result = store.update(id, patch.right, ifMatch(req.headers["if-match"]))
       if (result === "NotFound") return send(req, res, prepare(routeNotFound(id)))
       if (result === "PreconditionFailed") return send(req, res, preconditionFailed(id))
+      if ("tooManyMethods" in result) return send(req, res, tooManyMethods())
       if ("conflictingRouteId" in result) {
         return send(req, res, prepare(routeConflict(result.method, result.path, result.conflictingRouteId)))
       }

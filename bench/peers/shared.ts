@@ -277,6 +277,11 @@ export const newRecord = (input: Route.CreateRoute): RouteRecord => {
   }
 }
 
+/** A method refused because the registry already stores `RouteRepository.MAX_METHODS` distinct ones. */
+export interface TooManyMethods {
+  readonly tooManyMethods: string
+}
+
 export type Created<R> = { readonly created: R } | { readonly conflictingRouteId: string }
 
 /** Two plain `Map`s: routes by id, and ids by method and shape (the conflict rule). */
@@ -309,12 +314,12 @@ export const seedInput = (i: number): Route.CreateRoute =>
 /** Seeds a synchronous store. */
 export const seedSync = <R extends { readonly id: string }>(
   count: number,
-  create: (input: Route.CreateRoute) => Created<R>
+  create: (input: Route.CreateRoute) => Created<R> | TooManyMethods
 ): Array<string> => {
   const ids: Array<string> = []
   for (let i = 0; i < count; i++) {
     const result = create(seedInput(i))
-    if (!("created" in result)) throw new Error(`seed route ${i} conflicts with ${result.conflictingRouteId}`)
+    if (!("created" in result)) throw new Error(`seed route ${i} was refused: ${JSON.stringify(result)}`)
     ids.push(result.created.id)
   }
   return ids

@@ -5,7 +5,9 @@
  */
 import * as Problem from "../Problem.js"
 import type { FieldIssue } from "../Route.js"
+import type { TooManyIdempotencyKeys } from "../RouteRepository.js"
 import type { Response } from "../RoutingHandler.js"
+import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./limits.js"
 import { MAX_ISSUES } from "./validate.js"
 
 export const JSON_TYPE = "application/json"
@@ -142,6 +144,13 @@ export const INCOMPLETE = problem(
 
 export const malformedJson = (detail: string) => problem("malformed_json", detail)
 
+export const BODY_CONSUMED = problem(
+  "internal_error",
+  "The server is misconfigured: another middleware read the request body before the routing API could (a body " +
+    "parser such as express.json() mounted before it). Its operator must mount the routing API before any body " +
+    "parser; the request changed nothing."
+)
+
 // How many problems a list names; a full list may not be all of them (the validators stop at MAX_ISSUES).
 const countOf = (errors: ReadonlyArray<FieldIssue>, word: string) =>
   errors.length >= MAX_ISSUES
@@ -171,6 +180,40 @@ export const preconditionFailed = (id: string) =>
     "precondition_failed",
     `Route ${id} has changed since the version If-Match names, and nothing was changed: get it again and retry with its current ETag.`
   )
+
+export const tooManyMethods = (method: string, limit: number) =>
+  problem(
+    "too_many_methods",
+    `The registry already stores ${limit} distinct methods, the most it holds, and ${method} is none of them, so ` +
+      "nothing was written (every method a path serves goes into the Allow header of a 405, which must stay small): " +
+      `use a method already stored, or delete the routes of a method no longer needed to free its place.`
+  )
+
+/**
+ * Whole seconds until `millis` have passed, at least 1 (a `Retry-After` of 0 would invite a retry at once), and a
+ * number a header can carry even for a key that never expires.
+ */
+const secondsFor = (millis: number) => Math.max(1, Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(millis / 1000)))
+
+// Which bound the new key would pass: the number of keys, else the bytes they count.
+const boundPassed = ({ bytes, keys, maxBytes, maxKeys }: TooManyIdempotencyKeys) =>
+  keys >= maxKeys
+    ? `This client holds ${plural(keys, "Idempotency-Key")} and may hold at most ${maxKeys} ` +
+      "(idempotencyKeysPerPrincipal)"
+    : `This client holds ${plural(keys, "Idempotency-Key")} counting ${plural(bytes, "byte")}, and this key would ` +
+      `take them past the most they may count (idempotencyKeyBytesPerPrincipal: ${plural(maxBytes, "byte")}, each ` +
+      `key its length plus ${IDEMPOTENCY_KEY_OVERHEAD_BYTES})`
+
+export const tooManyIdempotencyKeys = (refused: TooManyIdempotencyKeys) => {
+  const seconds = secondsFor(refused.retryAfterMillis)
+  return problem(
+    "too_many_idempotency_keys",
+    `${boundPassed(refused)}, so nothing was created: send the create without an Idempotency-Key, or retry after ${
+      plural(seconds, "second")
+    }, when its oldest key expires.`,
+    { "retry-after": String(seconds) }
+  )
+}
 
 export const unavailable = (retryAfterSeconds: number) =>
   problem(

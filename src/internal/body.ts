@@ -37,6 +37,11 @@ export const readIncomingMessage = (
   ms: number,
   done: (body: Exit.Exit<Uint8Array, BodyFailure>) => void
 ): () => void => {
+  // Ended before this reader started: a body parser mounted before the API took it (its 'end' will not come again).
+  if (req.readableEnded) {
+    done(Exit.fail("Consumed"))
+    return () => {}
+  }
   if (res !== undefined) NodeTransport.sendContinue(req, res)
   // One chunk is the common case: an array only for more.
   let first: Buffer | undefined
@@ -89,6 +94,8 @@ export const fromIncomingMessage = (req: IncomingMessage, res?: ServerResponse) 
  */
 export const fromWebRequest = (request: Request) => (maxBytes: number, timeoutMillis: number) =>
   Effect.async<Uint8Array, BodyFailure>((resume, signal) => {
+    // Read before the API could: a middleware of the host took it.
+    if (request.bodyUsed) return resume(Effect.fail("Consumed"))
     if (request.body === null) return resume(Effect.succeed(new Uint8Array(0)))
     const reader = request.body.getReader()
     const chunks: Array<Uint8Array> = []

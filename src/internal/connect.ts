@@ -16,6 +16,11 @@ export type NodeFunction = (
   next: (error?: unknown) => void
 ) => unknown
 
+/** How far a chain has got: `fns[started - 1]` is the function running, or the last one that ran. */
+export interface Progress {
+  started: number
+}
+
 const isPromiseLike = (u: unknown): u is PromiseLike<unknown> =>
   typeof u === "object" && u !== null && typeof (u as PromiseLike<unknown>).then === "function"
 
@@ -24,33 +29,35 @@ const failure = (error: unknown): unknown =>
   error === undefined || error === null ? new Error("a route function failed without an error value") : error
 
 /**
- * Calls `fns` in order. `done()` is called once: with no argument when the last function passed on, or with the
- * error of the first function that failed. A function that neither answers nor calls `next` ends the chain there,
- * as in Connect. Only a function's first call of `next` counts; what it throws or rejects with after that goes to
- * `stray`, so it is logged rather than lost or answered twice.
+ * Calls `fns` in order, counting them in `progress`. `done` is called once: with no argument when the last function
+ * passed on, or with the error of the first function that failed and that function's index. A function that neither
+ * answers nor calls `next` ends the chain there, as in Connect. Only a function's first call of `next` counts; what
+ * it throws or rejects with after that goes to `stray` with its index, so it is reported rather than lost or answered
+ * twice.
  */
 export const run = (
   fns: ReadonlyArray<NodeFunction>,
   req: IncomingMessage,
   res: ServerResponse,
-  done: (error?: unknown) => void,
-  stray: (error: unknown) => void
+  progress: Progress,
+  done: (error?: unknown, at?: number) => void,
+  stray: (error: unknown, at: number) => void
 ): void => {
-  let index = 0
   const step = (): void => {
-    if (index === fns.length) return done()
-    const fn = fns[index++]!
+    const at = progress.started
+    if (at === fns.length) return done()
+    progress.started = at + 1
     let settled = false
     const next = (error?: unknown) => {
       if (settled) return
       settled = true
       // As in Express, a falsy argument passes on and anything else is an error.
-      if (error) done(error)
+      if (error) done(error, at)
       else step()
     }
-    const fail = (error: unknown) => settled ? stray(failure(error)) : next(failure(error))
+    const fail = (error: unknown) => settled ? stray(failure(error), at) : next(failure(error))
     try {
-      const result = fn(req, res, next)
+      const result = fns[at]!(req, res, next)
       if (isPromiseLike(result)) result.then(undefined, fail)
     } catch (error) {
       fail(error)

@@ -3,8 +3,7 @@
  *
  * @internal
  */
-import type { Effect } from "effect"
-import { Either, Exit } from "effect"
+import { Effect, Either, Exit } from "effect"
 import type { Request, Response } from "../RoutingHandler.js"
 import * as Answers from "./answers.js"
 import { call, matchNow, type Refusal, refuse } from "./fold.js"
@@ -51,6 +50,9 @@ export const bodyLimits = (maxBodyBytes: number, bodyTimeoutMillis: number): Bod
   timedOut: Answers.timedOut(bodyTimeoutMillis)
 })
 
+const CONSUMED_LOG = "route-registry: the request body was read before the routing API could read it: mount the " +
+  "routing API before any body parser (express.json(), body-parser, a framework's content-type parsers)"
+
 /**
  * The parsed JSON body of `request`, or the answer that refuses it. A `Content-Length` over the limit is refused
  * before anything is read.
@@ -69,7 +71,11 @@ export const readJson = (
   return matchNow(
     call(() => request.body(limits.maxBodyBytes, limits.bodyTimeoutMillis)),
     (failure) =>
-      refuse(failure === "TooLarge" ? limits.tooLarge : failure === "Timeout" ? limits.timedOut : Answers.INCOMPLETE),
+      failure === "Consumed"
+        ? Effect.zipRight(Effect.logError(CONSUMED_LOG), refuse(Answers.BODY_CONSUMED))
+        : refuse(
+          failure === "TooLarge" ? limits.tooLarge : failure === "Timeout" ? limits.timedOut : Answers.INCOMPLETE
+        ),
     (bytes) =>
       Either.match(parseJson(bytes), {
         onLeft: (detail) => refuse(Answers.malformedJson(detail)),

@@ -21,6 +21,8 @@ export const MAX_MIDDLEWARE = 32
 export const MAX_NAME_LENGTH = 128
 export const MAX_METHOD_LENGTH = 32
 export const MAX_PATH_LENGTH = 2048
+/** Most segments a path pattern may have: what bounds the work of a lookup (CONTRACT §10). */
+export const MAX_SEGMENTS = 64
 export const MAX_PARAM_NAME_LENGTH = 64
 
 /**
@@ -183,10 +185,12 @@ export const parsePath = (path: string): Either.Either<ParsedPath, ReadonlyArray
   const segments: Array<PathSegment> = []
   const params: Array<string> = []
   const paramIndex = new Map<string, number>()
+  let count = 0
 
   while (start <= length) {
     let end = path.indexOf("/", start)
     if (end === -1) end = length
+    if (++count === MAX_SEGMENTS + 1) issues.push(tooManySegments(path, start))
     if (end === start) {
       if (end === length) {
         issues.push({ index: start - 1, message: `trailing slash at index ${start - 1}: remove it` })
@@ -224,6 +228,18 @@ export const parsePath = (path: string): Either.Either<ParsedPath, ReadonlyArray
 
   if (issues.length > 0) return Either.left(issues)
   return Either.right({ path: path as RoutePath, segments, params, shape: shapeOf(path as RoutePath) })
+}
+
+// The issue of a path with more than `MAX_SEGMENTS` segments, reported where the first one too many starts.
+const tooManySegments = (path: string, start: number): PathIssue => {
+  let count = path.charCodeAt(0) === 47 ? 0 : 1
+  for (let i = 0; i < path.length; i++) if (path.charCodeAt(i) === 47) count++
+  return {
+    index: start,
+    message: `has ${count} segments, more than the ${MAX_SEGMENTS} allowed: the ${
+      MAX_SEGMENTS + 1
+    }th starts at index ${start}; shorten the path to at most ${MAX_SEGMENTS} segments`
+  }
 }
 
 // Checks a parameter segment `path[start, end)` (starting with ":"); returns its name when valid.

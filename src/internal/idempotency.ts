@@ -5,7 +5,6 @@
  * @internal
  */
 import { Effect, Either, Exit } from "effect"
-import type * as Route from "../Route.js"
 import { IdempotencyKeyInUse } from "../RouteRepository.js"
 import type { Response } from "../RoutingHandler.js"
 import * as Answers from "./answers.js"
@@ -93,13 +92,6 @@ export const requestKey = (
     onRight: (key) => Exit.succeed({ key, principal, slot: JSON.stringify([principal, key]) })
   })
 }
-
-/**
- * What two requests with one key are compared by: the validated create input in a canonical form, so the order of
- * the body's fields, its whitespace and an omitted `middleware` (which means `[]`) make no difference.
- */
-export const fingerprint = (input: Route.CreateRoute): string =>
-  JSON.stringify([input.method, input.path, input.middleware, input.handler])
 
 /**
  * Runs `create` unless a create with the same key and principal is running in this process: then it fails with

@@ -17,6 +17,29 @@ export const DEFAULT_RETRY_AFTER_SECONDS = 1
 /** How long a create's `Idempotency-Key` and its first answer are remembered by default: 24 hours. */
 export const DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS = 24 * 60 * 60
 
+/**
+ * The most idempotency keys one principal may hold at once, by default: keys past their expiry do not count. A create
+ * with a new key past it is refused (429), so one client cannot fill the store with keys.
+ */
+export const DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL = 10_000
+
+/** The most bytes one principal's idempotency keys may take at once (see `IDEMPOTENCY_KEY_OVERHEAD_BYTES`): 4 MiB. */
+export const DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL = 4 * 1024 * 1024
+
+/**
+ * What a remembered key counts against its principal's byte budget besides its own bytes: about what either store
+ * holds for a key besides its text (its fingerprint, the first answer's route id, creation time and revision, the
+ * expiry, and the store's own bookkeeping; measured by bench/idempotency.ts).
+ */
+export const IDEMPOTENCY_KEY_OVERHEAD_BYTES = 256
+
+/**
+ * The most distinct methods the registry stores. Every method a path serves goes into the `Allow` header of a 405
+ * (RFC 9110 §15.5.6), so this bounds it: at most 129 methods (`HEAD` comes with `GET`) of at most 32 characters and
+ * their ", " separators, about 4.4 KB, well under the 8 KiB a client reads in one header.
+ */
+export const MAX_METHODS = 128
+
 /** Routes in one page of a listing when the query gives no `limit`. */
 export const DEFAULT_PAGE_SIZE = 100
 

@@ -41,6 +41,17 @@ export interface Live {
 
 const PAGE_SIZE = 1000
 
+// How many refused rows one log line names; the rest are counted.
+const SKIPPED_NAMED = 10
+
+// Logs the stored rows the table refused, each with why.
+const skipped = (refused: ReadonlyArray<string>): Effect.Effect<void> =>
+  Effect.logError(
+    `route table: ${refused.length} stored row(s) that are not routes were skipped: ${
+      refused.slice(0, SKIPPED_NAMED).join("; ")
+    }${refused.length > SKIPPED_NAMED ? `; and ${refused.length - SKIPPED_NAMED} more` : ""}`
+  )
+
 // The least time between two reads of the feed. Under a stream of changes every process is woken for each, and
 // reading once per change would cost the database a read per change per process; waiting this long after a read
 // lets the next one take every change woken meanwhile, for at most this much latency (bench/propagation.ts).
@@ -62,12 +73,22 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
     // While a reload runs: the ids it loaded and those this process changed meanwhile, which it must not take for gone.
     let touched: Set<string> | undefined
 
-    // The newest revision wins: a late, older version of a route never replaces a newer one.
-    const upsert = (route: Route.StoredRoute): void => {
-      if (removed.has(route.id)) return
+    // The newest revision wins: a late, older version of a route never replaces a newer one. A stored row the table
+    // cannot hold (written by other means than this library, such as an operator's SQL, or under older rules, such as
+    // a path of more than 64 segments) is left out, its older version with it, and named in what this returns: it
+    // must not hold up the load, the changes after it, or the answer to a change that did commit.
+    const upsert = (route: Route.StoredRoute): string | undefined => {
+      if (removed.has(route.id)) return undefined
       touched?.add(route.id)
       const known = target.get(route.id)
-      if (known === undefined || known.revision < route.revision) target.insert(route)
+      if (known !== undefined && known.revision >= route.revision) return undefined
+      try {
+        target.insert(route)
+        return undefined
+      } catch (error) {
+        target.remove(route.id)
+        return `${route.id} (${route.method} ${route.path}): ${String(error)}`
+      }
     }
 
     const drop = (id: string): void => {
@@ -82,10 +103,26 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
       }
     }
 
+    // Upserts each route, telling `arrived` of each new to the table; returns the rows refused.
+    const upsertAll = (
+      routes: ReadonlyArray<Route.StoredRoute>,
+      arrived?: (route: Route.StoredRoute) => void
+    ): Array<string> => {
+      const refused: Array<string> = []
+      for (const route of routes) {
+        const arriving = arrived !== undefined && target.get(route.id) === undefined
+        const problem = upsert(route)
+        if (problem !== undefined) refused.push(problem)
+        else if (arriving && target.get(route.id) !== undefined) arrived(route)
+      }
+      return refused
+    }
+
     const load = (after: string | undefined): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
       Effect.flatMap(store.list({ limit: PAGE_SIZE, after }), (page) => {
-        page.items.forEach(upsert)
-        return page.hasMore ? load(page.items[page.items.length - 1]!.id) : Effect.void
+        const refused = upsertAll(page.items)
+        const next = page.hasMore ? load(page.items[page.items.length - 1]!.id) : Effect.void
+        return refused.length === 0 ? next : Effect.zipRight(skipped(refused), next)
       })
 
     const feed = store.changes
@@ -107,23 +144,10 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
         return cursor
       })
 
-    // Applies changes read from the feed or heard from it; returns the routes it refused. A row written by other
-    // means than this library (an operator's SQL) may not be a valid route: it is left out of the table rather than
-    // holding up every change after it.
+    // Applies changes read from the feed or heard from it; returns the rows it refused.
     const apply = (upserted: ReadonlyArray<Route.StoredRoute>, removed: ReadonlyArray<string>): Array<string> => {
       for (const id of removed) drop(id)
-      const refused: Array<string> = []
-      const arrived = target.arrived
-      for (const route of upserted) {
-        try {
-          const arriving = arrived !== undefined && target.get(route.id) === undefined
-          upsert(route)
-          if (arriving && target.get(route.id) !== undefined) arrived(route)
-        } catch (error) {
-          refused.push(`${route.id} (${route.method} ${route.path}): ${String(error)}`)
-        }
-      }
-      return refused
+      return upsertAll(upserted, target.arrived)
     }
 
     let cursor: string | undefined
@@ -139,9 +163,7 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
         cursor = read.cursor
         // The snapshot the read saw was taken after it was asked for: the table is current as of then.
         confirmed.at = askedAt
-        if (refused.length > 0) {
-          yield* Effect.logError(`route table: stored rows that are not routes were skipped: ${refused.join("; ")}`)
-        }
+        if (refused.length > 0) yield* skipped(refused)
       })
 
     if (feed === undefined) {
@@ -152,10 +174,11 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
       yield* poll(feed) // what changed while the pages were read
     }
 
+    // The change committed, so it is answered as such even when the table cannot hold the route.
     const applied = <E>(effect: Effect.Effect<Route.StoredRoute, E>) =>
       flatMapNow(effect, (route) => {
-        upsert(route)
-        return Exit.succeed(route)
+        const refused = upsert(route)
+        return refused === undefined ? Exit.succeed(route) : Effect.as(skipped([refused]), route)
       })
 
     const createIdempotent = store.createIdempotent
@@ -167,8 +190,10 @@ export const make = (store: Store, target: Target): Effect.Effect<Live, RouteRep
       ...(createIdempotent === undefined ? {} : {
         createIdempotent: (input, idempotency) =>
           flatMapNow(createIdempotent(input, idempotency), (remembered) => {
-            if (!remembered.replayed && Either.isRight(remembered.outcome)) upsert(remembered.outcome.right)
-            return Exit.succeed(remembered)
+            const refused = !remembered.replayed && Either.isRight(remembered.outcome)
+              ? upsert(remembered.outcome.right)
+              : undefined
+            return refused === undefined ? Exit.succeed(remembered) : Effect.as(skipped([refused]), remembered)
           })
       }),
       update: (id, patch, precondition) => applied(store.update(id, patch, precondition)),

@@ -6,6 +6,7 @@
 import { Either } from "effect"
 import { InvalidOption } from "../InvalidOption.js"
 import type { Options } from "../RoutingHandler.js"
+import * as Idempotency from "./idempotency.js"
 import * as Limits from "./limits.js"
 
 /** The options with their defaults applied, every one checked. */
@@ -14,29 +15,49 @@ export interface Config {
   readonly bodyTimeoutMillis: number
   readonly retryAfterSeconds: number
   readonly idempotencyKeyExpirySeconds: number
+  readonly idempotencyKeysPerPrincipal: number
+  readonly idempotencyKeyBytesPerPrincipal: number
 }
 
-// A positive safe integer, or the error naming the option and its allowed range.
-const positiveInteger = (option: keyof Config, value: unknown, unit: string): InvalidOption | undefined =>
-  typeof value === "number" && Number.isSafeInteger(value) && value > 0
+/** Longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days): a longer one would fire at once. */
+export const MAX_TIMER_MILLIS = 2_147_483_647
+
+/** A whole number from `least` to `most`, or the error naming the option and its allowed range. */
+export const positiveInteger = (
+  option: string,
+  value: unknown,
+  unit: string,
+  { least = 1, most = Number.MAX_SAFE_INTEGER }: { readonly least?: number; readonly most?: number } = {}
+): InvalidOption | undefined =>
+  typeof value === "number" && Number.isSafeInteger(value) && value >= least && value <= most
     ? undefined
     : new InvalidOption({
       option,
-      message: `${option} must be a whole number of ${unit} from 1 to ${Number.MAX_SAFE_INTEGER} (got ${
+      message: `${option} must be a whole number of ${unit} from ${least} to ${most} (got ${
         typeof value === "number" ? value : typeof value
       })`
     })
+
+// The byte budget holds at least one key of the longest kind, so a client holding no key is never refused.
+const LEAST_KEY_BYTES = Idempotency.MAX_KEY_LENGTH + Limits.IDEMPOTENCY_KEY_OVERHEAD_BYTES
 
 export const resolve = (options: Options): Either.Either<Config, InvalidOption> => {
   const config: Config = {
     maxBodyBytes: options.maxBodyBytes ?? Limits.DEFAULT_MAX_BODY_BYTES,
     bodyTimeoutMillis: options.bodyTimeoutMillis ?? Limits.DEFAULT_BODY_TIMEOUT_MILLIS,
     retryAfterSeconds: options.retryAfterSeconds ?? Limits.DEFAULT_RETRY_AFTER_SECONDS,
-    idempotencyKeyExpirySeconds: options.idempotencyKeyExpirySeconds ?? Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS
+    idempotencyKeyExpirySeconds: options.idempotencyKeyExpirySeconds ?? Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS,
+    idempotencyKeysPerPrincipal: options.idempotencyKeysPerPrincipal ?? Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL,
+    idempotencyKeyBytesPerPrincipal: options.idempotencyKeyBytesPerPrincipal ??
+      Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL
   }
   const invalid = positiveInteger("maxBodyBytes", config.maxBodyBytes, "bytes") ??
-    positiveInteger("bodyTimeoutMillis", config.bodyTimeoutMillis, "milliseconds") ??
+    positiveInteger("bodyTimeoutMillis", config.bodyTimeoutMillis, "milliseconds", { most: MAX_TIMER_MILLIS }) ??
     positiveInteger("retryAfterSeconds", config.retryAfterSeconds, "seconds") ??
-    positiveInteger("idempotencyKeyExpirySeconds", config.idempotencyKeyExpirySeconds, "seconds")
+    positiveInteger("idempotencyKeyExpirySeconds", config.idempotencyKeyExpirySeconds, "seconds") ??
+    positiveInteger("idempotencyKeysPerPrincipal", config.idempotencyKeysPerPrincipal, "keys") ??
+    positiveInteger("idempotencyKeyBytesPerPrincipal", config.idempotencyKeyBytesPerPrincipal, "bytes", {
+      least: LEAST_KEY_BYTES
+    })
   return invalid === undefined ? Either.right(config) : Either.left(invalid)
 }

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import { MAX_SEGMENTS } from "./grammar.js"
 
 // A percent-escape in uppercase hex of any byte but a letter, digit or "- . _ ~" (those are written plainly).
 const ESCAPE = "%(?:[0189A-F][0-9A-F]|2[0-9A-CF]|3[A-F]|40|5[B-E]|60|7[B-DF])"
@@ -16,6 +17,6 @@ const STATIC = `\\.*${NOT_DOT}${UNIT}*|\\.{3,}`
 const PARAM = ":[A-Za-z_][A-Za-z0-9_]{0,63}"
 
 /**
- * `/` alone, or one or more `/segment`, each a parameter `:name` or a static segment.
+ * `/` alone, or 1–64 `/segment`, each a parameter `:name` or a static segment.
  */
-export const PATH_PATTERN = `^(?:/|(?:/(?:${PARAM}|${STATIC}))+)$`
+export const PATH_PATTERN = `^(?:/|(?:/(?:${PARAM}|${STATIC})){1,${MAX_SEGMENTS}})$`

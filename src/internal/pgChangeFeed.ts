@@ -16,14 +16,17 @@
  *
  * @internal
  */
+import type * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
-import type { Stream } from "effect"
-import { Duration, Effect, Stream as S } from "effect"
+import type { Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Stream as S } from "effect"
 import { randomUUID } from "node:crypto"
+import Pg from "pg"
 import type * as Route from "../Route.js"
 import type * as RouteRepository from "../RouteRepository.js"
+import * as Connect from "./pgConnect.js"
 
 /** The names and settings the feed works with, as the store resolved them. */
 export interface Settings {
@@ -54,17 +57,16 @@ interface SinceRow {
   readonly removed: ReadonlyArray<string>
 }
 
-/** `@effect/sql-pg`'s client offers `listen`; another driver's does not, and its tables follow by polling. */
-type Listen = (channel: string) => Stream.Stream<string, SqlError>
-
 export interface Parts {
-  /** The host's client as it is in context (the one with `listen`, when it has it). */
-  readonly client: SqlClient.SqlClient
+  /** The host's `PgClient`, when it has one: without, there is no listening, and tables follow by polling. */
+  readonly pg: PgClient.PgClient | undefined
   /** The same client without the host's name transforms. */
   readonly sql: SqlClient.SqlClient
   readonly settings: Settings
   readonly columns: Statement.Fragment
   readonly fromJson: (row: JsonRow) => Route.StoredRoute
+  /** Starts every read statement, so that one past the deadline can be found and cancelled (internal/pgDeadline.ts). */
+  readonly readMark: Statement.Fragment
   /** Runs a statement under the store's deadline, turning an unreachable database into `StoreUnavailable`. */
   readonly guard: <A>(effect: Effect.Effect<A, SqlError>) => Effect.Effect<A, RouteRepository.StoreUnavailable>
 }
@@ -78,6 +80,10 @@ const MAX_PAYLOAD = 7_500
 const PING_MILLIS = 1_000
 const FIRST_PING_MILLIS = 25
 const DEAF_PERIODS = 3
+// The first pause before listening again on a connection that died soon after it was opened.
+const RETRY_MILLIS = 10
+// Sessions on the store's own connection that end without hearing a ping, before it listens through PgClient.listen.
+const UNHEARD_BEFORE_SHARED = 2
 
 /** A committed change, as announced: the route as it was left, or the id of a removed route. */
 export type Announcement = { readonly upserted: Route.StoredRoute } | { readonly removed: string }
@@ -93,7 +99,7 @@ export interface Feed {
   readonly prune: Effect.Effect<void>
 }
 
-export const make = ({ client, columns, fromJson, guard, settings, sql }: Parts): Feed => {
+export const make = ({ columns, fromJson, guard, pg, readMark, settings, sql }: Parts): Feed => {
   const routes = sql(settings.qualified)
   const removals = sql(settings.removals)
   const feed = sql(settings.feed)
@@ -103,7 +109,7 @@ export const make = ({ client, columns, fromJson, guard, settings, sql }: Parts)
 
   const since = (cursor: string) =>
     Effect.map(
-      sql<SinceRow>`
+      sql<SinceRow>`${readMark}
         SELECT pg_current_snapshot()::text AS cursor,
           (SELECT pruned_through FROM ${feed}) >= pg_snapshot_xmin(${cursor}::pg_snapshot) AS lost,
           (SELECT COALESCE(json_agg(changed), '[]') FROM (SELECT ${columns} FROM ${routes} WHERE ${unseenBy(cursor)})
@@ -115,16 +121,21 @@ export const make = ({ client, columns, fromJson, guard, settings, sql }: Parts)
           : { cursor: row!.cursor, upserted: row!.upserted.map(fromJson), removed: row!.removed, complete: true }
     )
 
-  const listen = (client as { readonly listen?: Listen }).listen
+  const channels = pg === undefined ? undefined : channelsOf(pg, settings.channel)
   // Names this store's announcements, so its own listener skips them: its table has those changes already.
   const origin = randomUUID()
   const changes: RouteRepository.ChangeFeed = {
     cursor: guard(
-      Effect.map(sql<{ cursor: string }>`SELECT pg_current_snapshot()::text AS cursor`, ([row]) => row!.cursor)
+      Effect.map(
+        sql<{ cursor: string }>`${readMark}SELECT pg_current_snapshot()::text AS cursor`,
+        ([row]) => row!.cursor
+      )
     ),
     since: (cursor) => guard(since(cursor)),
     pollInterval: settings.pollInterval,
-    listen: settings.notifications && listen !== undefined ? hear(listen, sql, settings, fromJson, origin) : undefined
+    listen: settings.notifications && channels !== undefined
+      ? hear(channels, sql, settings, fromJson, origin)
+      : undefined
   }
 
   return {
@@ -134,13 +145,66 @@ export const make = ({ client, columns, fromJson, guard, settings, sql }: Parts)
   }
 }
 
+/** Listening on one connection: `open` starts it, and gives an Effect that fails when that connection dies. */
+interface Channel {
+  readonly open: (
+    heard: (payload: string) => void
+  ) => Effect.Effect<Effect.Effect<never, unknown>, unknown, Scope.Scope>
+}
+
 /**
- * Listens on the table's channel, giving `listener` each change another process announces. It proves its own
- * connection alive by pinging itself; when pings stop coming back (the connection was killed, the server restarted),
- * it listens on a new connection, and wakes the reader once it hears again, for what was said while it could not.
+ * Where a table listens: on a connection of the store's own, made from the `PgClient`'s config, whose `error` and
+ * `end` events say at once that it died (a terminated backend, a restarted server); else through `PgClient.listen`,
+ * whose connection keeps its death to itself (pings find it out, within a few periods).
+ */
+interface Channels {
+  readonly own: Channel | undefined
+  readonly shared: Channel
+}
+
+const channelsOf = (pg: PgClient.PgClient, name: string): Channels => {
+  const make = Connect.fromConfig(pg.config)
+  return {
+    own: make === undefined ? undefined : {
+      open: (heard) =>
+        Effect.gen(function*() {
+          const dead = yield* Deferred.make<never, string>()
+          const client = yield* Connect.connected(() => {
+            const client = make()
+            client.on(
+              "error",
+              (error) => Deferred.unsafeDone(dead, Exit.fail(`the listening connection failed: ${error}`))
+            )
+            client.on("end", () => Deferred.unsafeDone(dead, Exit.fail("the listening connection ended")))
+            client.on("notification", (message) => {
+              if (message.channel === name && message.payload !== undefined) heard(message.payload)
+            })
+            return client
+          })
+          yield* Effect.tryPromise(() => client.query(`LISTEN ${Pg.escapeIdentifier(name)}`))
+          return Deferred.await(dead)
+        })
+    },
+    shared: {
+      open: (heard) =>
+        Effect.map(
+          Effect.forkScoped(S.runForEach(pg.listen(name), (payload) => Effect.sync(() => heard(payload)))),
+          (fiber) => Effect.zipRight(Fiber.join(fiber), Effect.fail("the listening stream ended"))
+        )
+    }
+  }
+}
+
+/**
+ * Listens on the table's channel, giving `listener` each change another process announces. When the connection
+ * dies, it listens on a new one at once, and wakes the reader once it hears its first ping there, for what was said
+ * meanwhile. The pings also find out a connection that dies without a word (a network that drops everything): one
+ * that has not heard its own ping for a few periods is taken as dead too. A connection of the store's own that never
+ * heard a ping reaches another database than the pool (a config that does not say how the pool connects, such as a
+ * PGlite pool's): after a second such one, the table listens through `PgClient.listen` for good.
  */
 const hear = (
-  listen: Listen,
+  channels: Channels,
   sql: SqlClient.SqlClient,
   settings: Settings,
   fromJson: Parts["fromJson"],
@@ -160,28 +224,52 @@ const hear = (
       listener.wake() // not an announcement of this version: read the feed instead
     }
   }
-  const session = Effect.scoped(Effect.gen(function*() {
-    const startedAt = Date.now()
+  // Whether the store's own connection ever heard a ping, and how many of its sessions ended before one did.
+  let verified = false
+  let unheard = 0
+  const channel = () =>
+    channels.own !== undefined && (verified || unheard < UNHEARD_BEFORE_SHARED) ? channels.own : channels.shared
+  // When the last session opened, and for how long it listened.
+  let openedAt: number | undefined
+  const session = Effect.suspend(() => {
+    const using = channel()
+    openedAt = undefined
     let heardAt: number | undefined
-    yield* Effect.forkScoped(S.runForEach(listen(settings.channel), (payload) =>
-      Effect.sync(() => {
+    return Effect.scoped(Effect.gen(function*() {
+      const died = yield* using.open((payload) => {
         if (payload === ping) {
           if (heardAt === undefined) listener.wake()
           heardAt = Date.now()
         } else if (!payload.startsWith(PING_PREFIX)) {
           heard(payload)
         }
-      })))
-    return yield* Effect.forever(Effect.gen(function*() {
-      yield* Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${ping})`)
-      // Until the first ping comes back, `LISTEN` may not have been sent yet: ping again soon.
-      yield* Effect.sleep(heardAt === undefined ? FIRST_PING_MILLIS : period)
-      if (Date.now() - (heardAt ?? startedAt) > DEAF_PERIODS * period) {
-        return yield* Effect.fail("the listening connection stopped hearing")
-      }
-    }))
-  }))
-  return Effect.forever(Effect.zipRight(Effect.catchAllCause(session, () => Effect.void), Effect.sleep(period)))
+      })
+      const startedAt = Date.now()
+      openedAt = startedAt
+      const pinging = Effect.forever(Effect.gen(function*() {
+        yield* Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${ping})`)
+        // Until the first ping comes back, `LISTEN` may not be in place (through PgClient.listen): ping again soon.
+        yield* Effect.sleep(heardAt === undefined ? FIRST_PING_MILLIS : period)
+        if (Date.now() - (heardAt ?? startedAt) > DEAF_PERIODS * period) {
+          return yield* Effect.fail("the listening connection stopped hearing")
+        }
+      }))
+      return yield* Effect.raceFirst(died, pinging)
+    })).pipe(Effect.ensuring(Effect.sync(() => {
+      if (using !== channels.own) return
+      if (heardAt !== undefined) verified = true
+      else if (!verified) unheard++
+    })))
+  })
+  // A connection that listened a while is replaced at once. One that could not be opened, or died soon after, is
+  // tried again after a pause that doubles, up to a period, so a server refusing or killing connections is not
+  // hammered.
+  let failures = 0
+  const pause = Effect.suspend(() => {
+    failures = openedAt !== undefined && Date.now() - openedAt >= period ? 0 : failures + 1
+    return failures === 0 ? Effect.void : Effect.sleep(Math.min(period, RETRY_MILLIS * 2 ** (failures - 1)))
+  })
+  return Effect.forever(Effect.zipRight(Effect.catchAllCause(session, () => Effect.void), pause))
 }
 
 /** An announcement's payload: who sent it, routes as JSON rows (as the feed reads them), and removed ids. */

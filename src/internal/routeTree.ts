@@ -7,9 +7,18 @@
  * two patterns differ, the static one comes first); a failed branch is left for the next, which is the backtracking
  * `/a/b/:y` then `/a/:x/c` needs. Inserting or removing a route touches only the nodes of its own path.
  *
+ * Backtracking alone can be made slow: with 64-segment routes of one character, each with a parameter at a different
+ * position, a request of those characters matches a prefix of every route and a miss shows only at its end, so a
+ * depth-first walk visits every node (n²/2 for n routes; n³/6 with two parameters each). What bounds it is that
+ * subtrees at one depth with the same *suffix structure* (the methods ending at each node, the static keys, where the
+ * parameters are; not which routes) answer a request's remaining segments alike. Every node belongs to a class of
+ * nodes of that depth and structure, kept exact by hash-consing as routes come and go (see Classes); a lookup marks
+ * each class whose subtree failed and skips every other node of it, so a subtree is explored at most once per class,
+ * and the tables above cost a miss a few times a hit (test/RouteTable.test.ts counts it, bench/table.ts times it).
+ *
  * Two routes of one method never share a shape (the stores refuse it). Should it happen anyway, the table keeps
  * both and the last inserted serves; removing it brings back the one it hid, so the table depends only on which
- * routes it holds, not on the order the changes came in.
+ * routes it holds, not on the order the changes came in. A hidden route changes no class: only the methods count.
  *
  * @internal
  */
@@ -70,19 +79,165 @@ export class Node<R extends Route.Route> {
   leaves: Map<string, Leaf<R>> | undefined = undefined
   /** The methods of `leaves` as a 405 lists them, computed on first use after a change. */
   allow: ReadonlyArray<string> | undefined = undefined
-  constructor(readonly parent: Node<R> | undefined, readonly key: string | undefined) {}
+  readonly depth: number
+  /** The hash of `key`, which the parent's structure hash takes for this child. */
+  readonly keyHash: number
+  /** The hash of its structure (see Classes), kept as its methods and its children's classes change. */
+  hash: number
+  /** Its class: `undefined` only while a change is being applied along its path. */
+  class: Class | undefined = undefined
+  /** Its neighbours in the list of its class's nodes. */
+  previousOfClass: Node<R> | undefined = undefined
+  nextOfClass: Node<R> | undefined = undefined
+  constructor(readonly parent: Node<R> | undefined, readonly key: string | undefined) {
+    this.depth = parent === undefined ? 0 : parent.depth + 1
+    this.keyHash = key === undefined ? 0 : stringHash(key)
+    this.hash = depthHash(this.depth)
+  }
 }
 
 export class Tree<R extends Route.Route> {
   readonly root = new Node<R>(undefined, undefined)
   readonly byId = new Map<string, Leaf<R>>()
+  /** The classes of its nodes by structure hash; those sharing a hash (a collision) are chained. */
+  readonly classes = new Map<number, Class>()
   headRoutes = 0
+  /**
+   * @param hashBits the bits of a structure hash that find a class: all of them, but for the tests, which keep few to
+   * make collisions common and so check that they cost a comparison, never a wrong class.
+   */
+  constructor(readonly hashBits = -1) {
+    join(this, this.root)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Classes
+// ---------------------------------------------------------------------------------------------------------------
+//
+// A node's structure is its depth, the methods of the routes ending at it, and its children, each as its edge (the
+// static key, or "parameter") and its class. Two nodes of one structure have subtrees that match the same requests
+// with the same methods at every end, so one answers a lookup's remaining segments exactly as the other: that is
+// what lets a lookup skip a node whose class failed already (see Lookup). Edges of other kinds (mixed segments,
+// wildcards) join the structure the same way: a hash of the edge's label mixed with the child's class.
+//
+// Classes are exact, by hash-consing: a node's structure hash is a sum of one term per method and per child (so a
+// change updates it in constant time), the classes are found by that hash, and a node joins a class only after its
+// structure is compared, child class by child class, with a node of the class. A hash collision costs a comparison,
+// never a wrong answer. The comparison costs the node's fan-out, and is made only when another node has the same
+// structure (or a colliding hash); no fan-out is too large to be classed. A change re-classes the nodes of its own
+// path, bottom-up; a class with no node left is dropped, so there are never more classes than nodes. (Hashes alone,
+// without the comparison, would be as fast and could, on a collision, skip a subtree that matches.)
+
+class Class {
+  /** The number of the last lookup in which a node of this class failed (see Lookup). */
+  failed = 0
+  /** Its nodes, as a list through `nextOfClass`: the first is compared with a node that may join. */
+  first: Node<any> | undefined = undefined
+  /** The next class with the same structure hash (as the tree keys it). */
+  nextWithHash: Class | undefined = undefined
+  /** Stands for the class in its parents' structure hashes: random, so no two classes are likely to mix alike. */
+  readonly value = (Math.random() * 0x1_0000_0000) | 0
+  constructor(readonly hash: number) {}
+}
+
+// A 32-bit finaliser (MurmurHash3's): spreads every input bit over the output, so the sums below rarely collide.
+const mix = (h: number): number => {
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  return h ^ (h >>> 16)
+}
+
+// FNV-1a over UTF-16 units.
+const stringHash = (s: string): number => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193)
+  return h
+}
+
+const depthHash = (depth: number): number => mix(depth + 0x6a09e667)
+const methodHash = (method: string): number => mix(stringHash(method) ^ 0x3c6ef372)
+
+// The term of a child in its parent's structure hash: its edge mixed with its class.
+const childHash = (child: Node<any>, cls: Class): number =>
+  child.key === undefined ? mix(cls.value ^ 0x510e527f) : mix(child.keyHash ^ Math.imul(cls.value, 0x9e3779b1))
+
+const sameMethods = (a: Map<string, unknown> | undefined, b: Map<string, unknown> | undefined): boolean => {
+  if ((a?.size ?? 0) !== (b?.size ?? 0)) return false
+  if (a !== undefined) { for (const method of a.keys()) if (!b!.has(method)) return false }
+  return true
+}
+
+const sameStatics = (a: Map<string, Node<any>> | undefined, b: Map<string, Node<any>> | undefined): boolean => {
+  if ((a?.size ?? 0) !== (b?.size ?? 0)) return false
+  if (a !== undefined) { for (const [key, child] of a) if (b!.get(key)?.class !== child.class) return false }
+  return true
+}
+
+const sameStructure = (a: Node<any>, b: Node<any>): boolean =>
+  a.depth === b.depth && a.param?.class === b.param?.class && sameMethods(a.leaves, b.leaves) &&
+  sameStatics(a.statics, b.statics)
+
+// Puts `node` into the class of its structure, made when there is none.
+const join = (tree: Tree<any>, node: Node<any>): Class => {
+  const hash = node.hash & tree.hashBits
+  let cls = tree.classes.get(hash)
+  while (cls !== undefined && !sameStructure(node, cls.first!)) cls = cls.nextWithHash
+  if (cls === undefined) {
+    cls = new Class(hash)
+    cls.nextWithHash = tree.classes.get(hash)
+    tree.classes.set(hash, cls)
+  }
+  node.nextOfClass = cls.first
+  if (cls.first !== undefined) cls.first.previousOfClass = node
+  cls.first = node
+  node.class = cls
+  return cls
+}
+
+// Takes `node` out of its class, dropping the class when it was the last of it.
+const leave = (tree: Tree<any>, node: Node<any>): void => {
+  const cls = node.class!
+  if (node.previousOfClass === undefined) cls.first = node.nextOfClass
+  else node.previousOfClass.nextOfClass = node.nextOfClass
+  if (node.nextOfClass !== undefined) node.nextOfClass.previousOfClass = node.previousOfClass
+  node.previousOfClass = undefined
+  node.nextOfClass = undefined
+  node.class = undefined
+  if (cls.first !== undefined) return
+  const head = tree.classes.get(cls.hash)!
+  if (head === cls) {
+    if (cls.nextWithHash === undefined) tree.classes.delete(cls.hash)
+    else tree.classes.set(cls.hash, cls.nextWithHash)
+    return
+  }
+  let previous = head
+  while (previous.nextWithHash !== cls) previous = previous.nextWithHash!
+  previous.nextWithHash = cls.nextWithHash
+}
+
+// Re-classes `node`, whose structure hash is up to date, and each ancestor in turn, whose hash then changes with it.
+const settle = (tree: Tree<any>, node: Node<any>): void => {
+  let current: Node<any> | undefined = node
+  while (current !== undefined) {
+    const before = current.class
+    if (before !== undefined) leave(tree, current)
+    const after = join(tree, current)
+    const parent: Node<any> | undefined = current.parent
+    if (after === before || parent === undefined) return
+    const term = before === undefined ? 0 : childHash(current, before)
+    parent.hash = (parent.hash - term + childHash(current, after)) | 0
+    current = parent
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 // Changes
 // ---------------------------------------------------------------------------------------------------------------
 
+// The child of `node` for `segment`, made when there is none; a new node has no class until the change settles.
 const childOf = <R extends Route.Route>(node: Node<R>, segment: Grammar.PathSegment): Node<R> => {
   if (segment._tag === "Param") return node.param ??= new Node(node, undefined)
   const statics = node.statics ??= new Map()
@@ -111,14 +266,18 @@ export const insert = <R extends Route.Route>(tree: Tree<R>, route: R): void => 
   const leaf = new Leaf(route, parsed.right.params, node)
   const leaves = node.leaves ??= new Map()
   const hidden = leaves.get(route.method)
-  if (hidden !== undefined) {
-    leaf.hidden = [...(hidden.hidden ?? []), hidden]
-    hidden.hidden = undefined
-  }
   leaves.set(route.method, leaf)
-  node.allow = undefined
   if (route.method === "HEAD") tree.headRoutes++
   tree.byId.set(route.id, leaf)
+  if (hidden !== undefined) {
+    // The same method ends here already: no node is new and no structure changes.
+    leaf.hidden = [...(hidden.hidden ?? []), hidden]
+    hidden.hidden = undefined
+    return
+  }
+  node.allow = undefined
+  node.hash = (node.hash + methodHash(route.method)) | 0
+  settle(tree, node)
 }
 
 /**
@@ -150,20 +309,23 @@ const detach = <R extends Route.Route>(tree: Tree<R>, leaf: Leaf<R>): void => {
     return
   }
   leaves.delete(method)
+  if (leaves.size === 0) node.leaves = undefined
   node.allow = undefined
-  if (leaves.size > 0) return
-  node.leaves = undefined
-  prune(node)
+  node.hash = (node.hash - methodHash(method)) | 0
+  settle(tree, prune(tree, node))
 }
 
-// Drops the nodes that lead to no route any more, from `node` up.
-const prune = <R extends Route.Route>(node: Node<R>): void => {
+// Drops the nodes that lead to no route any more, from `node` up; returns the deepest node left, whose structure
+// changed.
+const prune = <R extends Route.Route>(tree: Tree<R>, node: Node<R>): Node<R> => {
   let current = node
   while (
     current.parent !== undefined && current.leaves === undefined && current.param === undefined &&
     current.statics === undefined
   ) {
     const parent: Node<R> = current.parent
+    parent.hash = (parent.hash - childHash(current, current.class!)) | 0
+    leave(tree, current)
     if (current.key === undefined) {
       parent.param = undefined
     } else {
@@ -174,6 +336,7 @@ const prune = <R extends Route.Route>(node: Node<R>): void => {
     }
     current = parent
   }
+  return current
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -185,16 +348,48 @@ const prune = <R extends Route.Route>(node: Node<R>): void => {
 const spans: Array<number> = []
 const reached: Array<Node<any>> = []
 
+// For a HEAD request to a table with HEAD routes: the first GET route reached (the most specific), with the spans of
+// its parameters, which serves when no HEAD route does. One walk finds both, so no node is examined twice.
+let fallback: Leaf<any> | undefined
+const fallbackSpans: Array<number> = []
+let wantsFallback = false
+
+// The number of the current lookup: a class whose `failed` holds it failed in this lookup. `backtracked`: whether
+// some node failed in this lookup yet.
+let lookupNumber = 0
+let backtracked = false
+
+// Nodes examined by lookups, ever: a lookup's work, counted (not timed) by the tests and the benchmark.
+let examined = 0
+
+/** How many nodes lookups have examined since the process started: the difference around a lookup is its work. */
+export const examinedNodes = (): number => examined
+
 // The end of the path is reached at `node`: its route of `method`, or none, noting that the path has routes there.
 const atEnd = <R extends Route.Route>(node: Node<R>, method: string): Leaf<R> | undefined => {
+  examined++
   const leaves = node.leaves
   if (leaves === undefined) return undefined
   const leaf = leaves.get(method)
-  if (leaf === undefined) reached.push(node)
+  if (leaf === undefined) {
+    reached.push(node)
+    if (wantsFallback && fallback === undefined) keepFallback(leaves.get("GET"))
+  }
   return leaf
 }
 
-// The most specific route of `method` below `node` for the segments of `path` from `start` on, `k` parameters in.
+const keepFallback = (leaf: Leaf<any> | undefined): void => {
+  if (leaf === undefined) return
+  fallback = leaf
+  for (let i = 0; i < 2 * leaf.names.length; i++) fallbackSpans[i] = spans[i]!
+}
+
+/**
+ * The most specific route of `method` below `node` for the segments of `path` from `start` on, `k` parameters in.
+ * A node whose class failed already in this lookup is skipped: its subtree would fail alike, and would note the
+ * same methods for a 405 as the one that failed first (the class holds the methods at every node below). Only a
+ * failure marks a class, so a lookup that does not backtrack writes nothing.
+ */
 const search = <R extends Route.Route>(
   node: Node<R>,
   path: string,
@@ -202,29 +397,40 @@ const search = <R extends Route.Route>(
   method: string,
   k: number
 ): Leaf<R> | undefined => {
+  examined++
+  // Until something failed in this lookup, nothing can be skipped: a hit without backtracking reads no class.
+  if (backtracked && node.class!.failed === lookupNumber) return undefined
   let end = path.indexOf("/", start)
   if (end === -1) end = path.length
   // An empty segment matches nothing: a static segment is never empty, nor is a parameter's value.
-  if (end === start) return undefined
-  const last = end === path.length
-  const only = node.only
-  const child = only !== undefined
-    ? (only.key!.length === end - start && path.startsWith(only.key!, start) ? only : undefined)
-    : node.statics?.get(path.slice(start, end))
-  if (child !== undefined) {
-    const leaf = last ? atEnd(child, method) : search(child, path, end + 1, method, k)
-    if (leaf !== undefined) return leaf
+  if (end !== start) {
+    const last = end === path.length
+    const only = node.only
+    const child = only !== undefined
+      ? (only.key!.length === end - start && path.startsWith(only.key!, start) ? only : undefined)
+      : node.statics?.get(path.slice(start, end))
+    if (child !== undefined) {
+      const leaf = last ? atEnd(child, method) : search(child, path, end + 1, method, k)
+      if (leaf !== undefined) return leaf
+    }
+    const param = node.param
+    if (param !== undefined) {
+      spans[2 * k] = start
+      spans[2 * k + 1] = end
+      const leaf = last ? atEnd(param, method) : search(param, path, end + 1, method, k + 1)
+      if (leaf !== undefined) return leaf
+    }
   }
-  const param = node.param
-  if (param === undefined) return undefined
-  spans[2 * k] = start
-  spans[2 * k + 1] = end
-  return last ? atEnd(param, method) : search(param, path, end + 1, method, k + 1)
+  node.class!.failed = lookupNumber
+  backtracked = true
+  return undefined
 }
 
 const find = <R extends Route.Route>(tree: Tree<R>, path: string, method: string): Leaf<R> | undefined => {
   // Setting an array's length is a call into the runtime: skipped when there is nothing to clear.
   if (reached.length !== 0) reached.length = 0
+  lookupNumber++
+  backtracked = false
   return path.length === 1 ? atEnd(tree.root, method) : search(tree.root, path, 1, method, 0)
 }
 
@@ -250,7 +456,11 @@ const methodNotAllowed = (): MethodNotAllowed | NotFound => {
   return { _tag: "MethodNotAllowed", allow }
 }
 
-const found = <R extends Route.Route>(leaf: Leaf<R>, path: string): Found<R> | BadPath => {
+const found = <R extends Route.Route>(
+  leaf: Leaf<R>,
+  path: string,
+  spans: ReadonlyArray<number>
+): Found<R> | BadPath => {
   const names = leaf.names
   const params: Record<string, string> = {}
   for (let i = 0; i < names.length; i++) {
@@ -272,6 +482,18 @@ const segmentNumber = (path: string, start: number): number => {
   return n
 }
 
+// A HEAD request: its HEAD route, else the GET route that the same walk reached first.
+const findHead = <R extends Route.Route>(tree: Tree<R>, path: string): Found<R> | BadPath | undefined => {
+  fallback = undefined
+  wantsFallback = true
+  const leaf = find(tree, path, "HEAD")
+  wantsFallback = false
+  if (leaf !== undefined) return found(leaf, path, spans)
+  const get: Leaf<R> | undefined = fallback
+  fallback = undefined
+  return get === undefined ? undefined : found(get, path, fallbackSpans)
+}
+
 /**
  * Resolves a request: the route that serves it with its parameters, the methods that would be served, nothing, or
  * a malformed path.
@@ -281,13 +503,8 @@ export const lookup = <R extends Route.Route>(tree: Tree<R>, method: string, tar
   if (raw === undefined) return notFound
   const path = RequestPath.normalise(raw)
   if (typeof path === "number") return { _tag: "BadPath", reason: RequestPath.badEscape(path) }
-  let leaf: Leaf<R> | undefined
-  if (method === "HEAD") {
-    // A HEAD route for the path serves first; else the GET route, without a body.
-    if (tree.headRoutes > 0) leaf = find(tree, path, "HEAD")
-    if (leaf === undefined) leaf = find(tree, path, "GET")
-  } else {
-    leaf = find(tree, path, method)
-  }
-  return leaf === undefined ? methodNotAllowed() : found(leaf, path)
+  if (method === "HEAD" && tree.headRoutes > 0) return findHead(tree, path) ?? methodNotAllowed()
+  // Without HEAD routes, a HEAD request is served by the GET route, without a body.
+  const leaf = find(tree, path, method === "HEAD" ? "GET" : method)
+  return leaf === undefined ? methodNotAllowed() : found(leaf, path, spans)
 }

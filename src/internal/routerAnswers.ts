@@ -6,6 +6,8 @@
  */
 import * as Problem from "../Problem.js"
 import type * as Route from "../Route.js"
+import * as ApiAnswers from "./answers.js"
+import * as Limits from "./limits.js"
 
 /** An answer: status, headers (lowercase names) and a JSON body. */
 export interface Answer {
@@ -43,8 +45,14 @@ export const malformedPath = (reason: string): Answer =>
 export const handlerUnavailable = (name: string): Answer =>
   answer(
     "handler_unavailable",
-    `This route needs the function ${JSON.stringify(name)}, which this process has not registered: retry later.`
+    `This route needs the function ${JSON.stringify(name)}, which this process has not registered: another process ` +
+      "of this host may serve it, so retry; if none does, register a function under that name, or change the " +
+      "route to name a registered one.",
+    { "retry-after": String(Limits.DEFAULT_RETRY_AFTER_SECONDS) }
   )
+
+/** The routing API's own 408 (its text, and `Connection: close`): a routed body that did not arrive in time. */
+export const requestTimeout: (bodyTimeoutMillis: number) => Answer = ApiAnswers.timedOut
 
 /**
  * The route's middleware then its handler, from the registered functions; the first name registered nowhere when

@@ -8,3 +8,17 @@ export const pathOf = (target: string): string => {
   const query = path.indexOf("?")
   return query === -1 ? path : path.slice(0, query)
 }
+
+/**
+ * The path a host mounted the API under: what a router (Express, Connect, Effect's `HttpRouter.mount`) cut from the
+ * front of the request's path, found by comparing the target it received (`originalUrl`) with the one it passed on.
+ * `""` when nothing was cut.
+ */
+export const baseOf = (originalUrl: unknown, url: string): string => {
+  if (typeof originalUrl !== "string" || originalUrl === url) return ""
+  const original = pathOf(originalUrl)
+  const rest = pathOf(url)
+  return original.length > rest.length && original.endsWith(rest)
+    ? original.slice(0, original.length - rest.length)
+    : ""
+}

@@ -2,7 +2,18 @@
  * `npm start` (examples/server.ts) as a user runs it: a separate process, configured by its environment.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
+import type * as Http from "node:http"
+import type * as NodeRouter from "route-registry/NodeRouter"
+import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingApi from "route-registry/RoutingApi"
+import * as Demo from "../../examples/catalog.js"
+import * as Env from "../../examples/env.js"
+import { makeHost } from "../../examples/server.js"
+import { closeServer, listen } from "../utils/adapters.js"
+import { ADMIN, tokens } from "../utils/httpContract.js"
+import { answersIn, converse, head } from "../utils/routerContract.js"
+import { createRoute } from "../utils/routerHost.js"
 import { run as runFile, start as startFile } from "../utils/spawned.js"
 import * as TestDatabase from "../utils/TestDatabase.js"
 
@@ -136,18 +147,16 @@ describe("examples/server.ts (npm start)", () => {
     assert.include(other.output, "DATABASE_URL must be a postgres:// or postgresql:// URL")
   })
 
-  it("with a DATABASE_URL naming a database that does not exist, exits 1 naming it", async (ctx) => {
-    TestDatabase.requireServer(ctx, "it needs a PostgreSQL server to refuse the database")
-    const url = new URL(process.env.DATABASE_URL!)
+  it("with a DATABASE_URL naming a database that does not exist, exits 1 naming it", async () => {
+    const url = new URL(TestDatabase.url)
     url.pathname = `/rr_missing_${Date.now()}`
     const result = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: url.toString() })
     assert.strictEqual(result.code, 1)
     assert.include(result.output, `database "${url.pathname.slice(1)}" does not exist`)
   })
 
-  it("with DATABASE_URL, stores in Postgres: a route survives a restart byte for byte", async (ctx) => {
-    TestDatabase.requireServer(ctx, "the server process needs a PostgreSQL server it can reach by URL")
-    const env = { ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: process.env.DATABASE_URL! }
+  it("with DATABASE_URL, stores in Postgres: a route survives a restart byte for byte", async () => {
+    const env = { ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: TestDatabase.url }
     const first = await start(env)
     const created = await create(first.origin, "t", { method: "GET", path: `/restart/${Date.now()}`, handler: "h" })
     const text = await created.text()
@@ -160,5 +169,153 @@ describe("examples/server.ts (npm start)", () => {
     } finally {
       await second.stop()
     }
+  })
+})
+
+// Functions a host could register by mistake: the demo catalog stays as CONTRACT §5 fixes it, so the host is built
+// here from the example's parts, with these beside the demo's own.
+const misbehaving: Record<string, NodeRouter.RouteFunction> = {
+  answersTwice: (_req, res) => {
+    res.end("first answer")
+    res.end("second answer")
+  },
+  throwsAfterWriteHead: (_req, res) => {
+    res.writeHead(200, { "content-type": "text/plain", "content-length": 100 })
+    res.write("part of it")
+    throw new Error("boom after writeHead")
+  },
+  readsBody: (req, res) => {
+    let size = 0
+    req.on("data", (chunk: Buffer) => (size += chunk.length))
+    req.on("end", () => res.writeHead(200).end(`read ${size} bytes`))
+  }
+}
+
+const BODY_TIMEOUT_MILLIS = 300
+
+// The example host of `npm start`, from its own parts, on a server made as `npm start` makes it.
+const startHost = async () => {
+  const { dispose, listener } = await makeHost({
+    services: Layer.merge(RouteRepository.layerMemory, tokens),
+    functions: { ...Demo.functions, handlers: { ...Demo.functions.handlers, ...misbehaving } },
+    bodyTimeoutMillis: BODY_TIMEOUT_MILLIS
+  })
+  const server: Http.Server = Env.createServer(listener, {
+    headersMillis: 10_000,
+    bodyMillis: BODY_TIMEOUT_MILLIS,
+    requestMillis: 30_000
+  })
+  const origin = await listen(server)
+  const create = async (route: { method: string; path: string; handler: string }) => {
+    const { body, headers, method } = createRoute(route)
+    const created = await fetch(`${origin}/v1/routing`, { method, headers, body })
+    assert.strictEqual(created.status, 201, await created.text())
+  }
+  return { origin, create, close: () => closeServer(server).then(dispose) }
+}
+
+describe("examples/server.ts (npm start): misbehaving route functions and slow clients", () => {
+  it("a handler that answers twice: the first answer stands and the host serves on", async () => {
+    const host = await startHost()
+    try {
+      await host.create({ method: "GET", path: "/twice", handler: "answersTwice" })
+      await host.create({ method: "GET", path: "/hello/:name", handler: "echo" })
+      for (let i = 0; i < 3; i++) {
+        const response = await fetch(`${host.origin}/twice`)
+        assert.strictEqual(await response.text(), "first answer")
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50)) // Node emits the error on the next tick
+      assert.strictEqual((await fetch(`${host.origin}/hello/world`)).status, 200)
+    } finally {
+      await host.close()
+    }
+  })
+
+  it("a handler that throws after writeHead: the answer is cut and the connection closed, not left hanging", async () => {
+    const host = await startHost()
+    try {
+      await host.create({ method: "GET", path: "/throws", handler: "throwsAfterWriteHead" })
+      for (let i = 0; i < 2; i++) {
+        const { closedAfterMillis, received } = await converse(host.origin, [[0, head("GET", "/throws")]], 5_000)
+        assert.isDefined(closedAfterMillis, `the connection was left hanging: ${received}`)
+        for (const answer of answersIn(received)) assert.isBelow(answer.body.length, 100)
+      }
+      assert.strictEqual((await fetch(`${host.origin}/readyz`)).status, 200)
+    } finally {
+      await host.close()
+    }
+  })
+
+  it("a routed body that does not arrive within BODY_TIMEOUT_MS: 408 request_timeout and the connection closed", async () => {
+    const host = await startHost()
+    try {
+      await host.create({ method: "POST", path: "/upload", handler: "readsBody" })
+      const { closedAfterMillis, received } = await converse(
+        host.origin,
+        [[0, head("POST", "/upload", { "content-length": 100 }) + "only ten b"]],
+        5_000
+      )
+      assert.isDefined(closedAfterMillis)
+      const [answer] = answersIn(received)
+      assert.strictEqual(answer!.status, 408, received)
+      assert.strictEqual(JSON.parse(answer!.body).code, "request_timeout")
+      assert.strictEqual(answer!.headers.connection, "close")
+    } finally {
+      await host.close()
+    }
+  })
+})
+
+describe("examples/server.ts (npm start): slow clients", () => {
+  it("a slow body to a stored route is not held past BODY_TIMEOUT_MS once echo has answered", async () => {
+    const server = await start({ ROUTING_ADMIN_TOKENS: ADMIN, BODY_TIMEOUT_MS: "500" })
+    try {
+      const created = await create(server.origin, ADMIN, { method: "POST", path: "/slow", handler: "echo" })
+      assert.strictEqual(created.status, 201)
+      const { closedAfterMillis, received } = await converse(
+        server.origin,
+        [
+          [0, head("POST", "/slow", { "content-type": "text/plain", "content-length": 1000 }) + "a"],
+          ...Array.from({ length: 25 }, (_, i) => [200 * (i + 1), "b"] as const) // a byte every 200 ms, for 5 s
+        ],
+        5_000
+      )
+      assert.strictEqual(answersIn(received)[0]?.status, 200, received)
+      assert.isDefined(closedAfterMillis, "the connection was held open for the rest of the body")
+      assert.isBelow(closedAfterMillis!, 2_000)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it("headers that do not arrive within HEADERS_TIMEOUT_MS: the connection is closed", async () => {
+    const server = await start({ ROUTING_ADMIN_TOKENS: ADMIN, HEADERS_TIMEOUT_MS: "500" })
+    try {
+      const { closedAfterMillis, received } = await converse(
+        server.origin,
+        [
+          [0, "GET /hello HTTP/1.1\r\nHost: x\r\n"],
+          ...Array.from({ length: 25 }, (_, i) => [200 * (i + 1), `X-Slow-${i}: y\r\n`] as const)
+        ],
+        5_000
+      )
+      assert.isDefined(closedAfterMillis, "the connection was held open for the rest of the headers")
+      assert.isBelow(closedAfterMillis!, 2_500) // Node checks its timeouts every second
+      assert.match(received, /^HTTP\/1\.1 408 /)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it("refuses a timeout that is not a whole number of milliseconds, or a request timeout shorter than the others", async () => {
+    const body = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", BODY_TIMEOUT_MS: "10s" })
+    assert.strictEqual(body.code, 1)
+    assert.include(body.output, "BODY_TIMEOUT_MS must be a whole number of milliseconds")
+    const zero = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", HEADERS_TIMEOUT_MS: "0" })
+    assert.strictEqual(zero.code, 1)
+    assert.include(zero.output, "HEADERS_TIMEOUT_MS must be a whole number of milliseconds from 1")
+    const request = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", REQUEST_TIMEOUT_MS: "15000" })
+    assert.strictEqual(request.code, 1)
+    assert.include(request.output, "REQUEST_TIMEOUT_MS must be more than HEADERS_TIMEOUT_MS + BODY_TIMEOUT_MS (20000)")
   })
 })

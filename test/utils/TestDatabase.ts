@@ -1,51 +1,32 @@
 /**
- * The database the Postgres suites run against: the server named by DATABASE_URL, or, when it is unset, an
- * embedded PGlite (real Postgres compiled to WASM) so `npm test` needs no server. Under CI the server is
- * required: a missing DATABASE_URL fails the suites instead of quietly testing something else.
+ * The database the Postgres suites run against: the server named by DATABASE_URL, or, when it is unset, the server
+ * the run started for itself (see globalSetup.ts). Every suite runs on either; none is skipped.
  */
 import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { PGlite } from "@electric-sql/pglite"
-import { createPgConfig } from "@electric-sql/pglite/node-postgres"
 import { Effect, Layer, Redacted } from "effect"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
 import { readdirSync } from "node:fs"
 import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import { inject } from "vitest"
+import * as EmbeddedServer from "./EmbeddedServer.js"
+import type {} from "./globalSetup.js"
 
-const url = process.env.DATABASE_URL
-export const usingServer = url !== undefined && url !== ""
+const database = inject("database")
 
-/**
- * For a test that needs a PostgreSQL server (not the embedded one): reported skipped, with `reason`, where none is
- * configured; under CI, where one always is, a missing server fails the test instead.
- */
-export const requireServer = (ctx: { readonly skip: (condition: boolean, note?: string) => void }, reason: string) => {
-  ctx.skip(!usingServer && process.env.CI !== "true", `${reason}: set DATABASE_URL to run it`)
-  if (!usingServer) throw new Error("CI must test against the PostgreSQL server: set DATABASE_URL (see .ci/run)")
-}
+/** The URL of the run's database. */
+export const url = database.url
 
 export type ClientOptions = Pick<
   PgClient.PgClientConfig,
   "transformResultNames" | "transformQueryNames" | "maxConnections"
 >
 
-// One PGlite per test file: it is a single session, so every client shares its one pool.
-let embedded: Promise<Pg.Pool> | undefined
-const embeddedPool = () =>
-  embedded ??= PGlite.create().then((pglite) => new Pg.Pool(createPgConfig(pglite) as Pg.PoolConfig))
-
 /** A `SqlClient` on the test database; each call makes a new client (a new pool on the server). */
-export const layer = (options: ClientOptions = {}): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError> => {
-  if (usingServer) return PgClient.layer({ url: Redacted.make(url!), maxConnections: 20, ...options })
-  if (process.env.CI === "true") {
-    return Layer.die(new Error("CI must test against the PostgreSQL server: set DATABASE_URL (see .ci/run)"))
-  }
-  // The embedded database has one connection whatever is asked.
-  const { maxConnections: _, ...transforms } = options
-  return PgClient.layerFromPool({ acquire: Effect.promise(embeddedPool), ...transforms })
-}
+export const layer = (options: ClientOptions = {}): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError> =>
+  PgClient.layer({ url: Redacted.make(url), maxConnections: 20, ...options })
 
 let counter = 0
 
@@ -75,8 +56,8 @@ export const unreachable: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, S
 })
 
 /**
- * A database of its own on the server named by DATABASE_URL, for tests that run several host processes against one
- * database; `drop` removes it (closing any connection left).
+ * A database of its own on the test server, for tests that run several host processes against one database; `drop`
+ * removes it (closing any connection left).
  */
 export const freshDatabase = async (): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
   const name = `rr_${freshTable()}`
@@ -87,7 +68,7 @@ export const freshDatabase = async (): Promise<{ readonly url: string; readonly 
   } finally {
     await admin.end()
   }
-  const own = new URL(url!)
+  const own = new URL(url)
   own.pathname = `/${name}`
   return {
     url: own.toString(),
@@ -103,11 +84,25 @@ export const freshDatabase = async (): Promise<{ readonly url: string; readonly 
   }
 }
 
-/** Stops or starts the PostgreSQL server the machine runs (the one DATABASE_URL names). */
-export const cluster = (action: "start" | "stop") =>
+/**
+ * Stops or starts the test server: the run's own server, or, where DATABASE_URL names one (CI), the PostgreSQL server
+ * the machine runs.
+ */
+export const cluster = (action: "start" | "stop") => {
+  if (database.embedded !== undefined) return EmbeddedServer[action](database.embedded)
   execFileSync("pg_ctlcluster", ["--skip-systemctl-redirect", readdirSync("/etc/postgresql")[0]!, "main", action], {
     stdio: "ignore"
   })
+}
+
+/** Starts the test server if a test stopped it and failed before starting it again: it is left up, whatever happened. */
+export const keepUp = () => {
+  const { hostname, port } = new URL(url)
+  const up = database.embedded !== undefined
+    ? EmbeddedServer.running(database.embedded)
+    : spawnSync("pg_isready", ["-q", "-h", hostname, "-p", port || "5432"]).status === 0
+  if (!up) cluster("start")
+}
 
 /** Runs `f` on a connection of its own to `url`, retrying for 5 s while the server starts. */
 export const admin = async <A>(url: string, f: (client: Pg.Client) => Promise<A>): Promise<A> => {

@@ -68,7 +68,28 @@ export const padTo = (path: string, n: number): string => {
   return out
 }
 
-/** Valid paths, generated from the grammar (a few near the 2048-character limit, those over it included). */
+/** Paths of 60–68 short segments, around the 64-segment limit (all valid but for the count). */
+export const segmentCountPath: fc.Arbitrary<string> = fc
+  .integer({ min: 60, max: 68 })
+  .chain((n) =>
+    fc.array(
+      fc.oneof(
+        { weight: 3, arbitrary: fc.array(staticUnit, { minLength: 1, maxLength: 3 }).map((units) => units.join("")) },
+        { weight: 1, arbitrary: fc.constantFrom(":p", ":id", ":_") }
+      ),
+      { minLength: n, maxLength: n }
+    )
+  )
+  // A parameter's name takes its position, so none is used twice; a lone "." or ".." gets a letter.
+  .map((segments) =>
+    segments.map((s, i) => (s.startsWith(":") ? `${s}${i}` : s === "." || s === ".." ? `${s}a` : s)).map((s) => "/" + s)
+      .join("")
+  )
+
+/**
+ * Valid paths, generated from the grammar (a few near the 2048-character limit and the 64-segment limit, those over
+ * them included).
+ */
 export const grammarPath: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.constant("/") },
   {
@@ -80,7 +101,8 @@ export const grammarPath: fc.Arbitrary<string> = fc.oneof(
     arbitrary: fc
       .tuple(fc.array(segment, { minLength: 1, maxLength: 4 }), fc.constantFrom(2046, 2047, 2048, 2049, 2050))
       .map(([s, n]) => padTo("/" + uniqueParams(s).join("/"), n))
-  }
+  },
+  { weight: 1, arbitrary: segmentCountPath }
 )
 
 /** Characters that matter to the grammar, weighted towards the ones a parser can get wrong. */

@@ -14,6 +14,7 @@ import type * as RoutingHandler from "route-registry/RoutingHandler"
 import { accepted, refused } from "../fixtures/samples.js"
 import type { Adapter, Received, Sent, Served } from "./adapters.js"
 import { rawRequest } from "./adapters.js"
+import { methodName } from "./repositoryContract.js"
 import * as TestDatabase from "./TestDatabase.js"
 
 export const ADMIN = "admin-token"
@@ -571,6 +572,24 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
       assert.deepStrictEqual(all, [...ids].sort())
     })
 
+    it("the Link of the longest filters the rules allow stays under 8 KiB, and leads to the next page", async () => {
+      // Every value at its longest, in characters the query must percent-encode (three bytes each).
+      const method = "M".repeat(Route.MAX_METHOD_LENGTH)
+      const name = "$".repeat(Route.MAX_NAME_LENGTH)
+      const prefix = "/" + "$".repeat(Route.MAX_PATH_LENGTH - 2)
+      const bodies = ["a", "b"].map((last) => ({ method, path: prefix + last, middleware: [name], handler: name }))
+      if (JSON.stringify(bodies[0]).length >= limitOf(options)) return
+      const ids = [(await create(bodies[0]!)).json.id, (await create(bodies[1]!)).json.id].sort()
+      const query = new URLSearchParams({ limit: "1", method, pathPrefix: prefix, handler: name, middleware: name })
+      const first = await send(list(query.toString()))
+      assert.deepStrictEqual(idsOf(first), [ids[0]])
+      const link = first.headers.get("link")!
+      assert.isAbove(link.length, 7000)
+      assert.isBelow(Buffer.byteLength(link), 8 * 1024)
+      const next = await send({ method: "GET", path: /^<([^>]+)>/.exec(link)![1]!, headers: auth(ADMIN) })
+      assert.deepStrictEqual(idsOf(next), [ids[1]])
+    })
+
     it("nextCursor is null exactly when no route follows: a full last page ends the walk", async () => {
       await create(routes[0])
       await create(routes[1])
@@ -867,6 +886,32 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
       assertProblem(await send(patch(id, big)), "payload_too_large")
       assertProblem(await send(patch(Route.makeRouteId(0), "{")), "malformed_json")
       assertProblem(await send(patch(Route.makeRouteId(0), { id: "x" })), "invalid_route", ["errors"])
+    })
+  })
+
+  describe("the method bound", () => {
+    const MAX = RouteRepository.MAX_METHODS
+    it(`at most ${MAX} distinct methods: one more is 409 too_many_methods on create and PATCH, nothing written`, async () => {
+      // Created a few at a time, as clients would.
+      for (let i = 0; i < MAX; i += 16) {
+        await Promise.all(
+          Array.from(
+            { length: Math.min(16, MAX - i) },
+            (_, j) => create({ ...sample, method: methodName(i + j), path: "/methods" })
+          )
+        )
+      }
+      const refused = await send(post({ ...sample, method: "ONE-MORE" }))
+      assertProblem(refused, "too_many_methods")
+      assert.include(refused.json.detail, `${MAX} distinct methods`)
+      assert.match(refused.json.detail, /delete the routes of/)
+      // The method of `second` stays stored by its first route: moving it would add a method.
+      const second = await create({ ...sample, method: methodName(0), path: "/second" })
+      assertProblem(await send(patch(second.json.id, { method: "ONE-MORE" })), "too_many_methods")
+      assert.strictEqual((await send(get(second.json.id))).text, second.text)
+      assert.strictEqual((await send(list("limit=1000"))).json.items.length, MAX + 1)
+      // A stored method is never refused.
+      assert.strictEqual((await send(post({ ...sample, method: methodName(1), path: "/third" }))).status, 201)
     })
   })
 

@@ -26,9 +26,11 @@ export const oracle = (path: string): OracleParse | undefined => {
   if (path.length < 1 || path.length > 2048) return undefined
   if (path === "/") return { segments: [], params: [], shape: "/" }
   if (!path.startsWith("/")) return undefined
+  const parts = path.slice(1).split("/")
+  if (parts.length > 64) return undefined
   const segments: Array<OracleSegment> = []
   const params: Array<string> = []
-  for (const part of path.slice(1).split("/")) {
+  for (const part of parts) {
     const param = PARAM_SEGMENT.exec(part)
     if (param !== null) {
       const name = param[1]!
@@ -50,7 +52,7 @@ export const oracle = (path: string): OracleParse | undefined => {
 /**
  * Positions the contract says must be reported for a refused path of 1–2048 characters: every "?", "#", space,
  * "*", "(", ")", non-ASCII character (its first UTF-16 unit), ":" that does not start a segment, empty segment,
- * trailing slash, dot segment, empty parameter name and reused parameter name.
+ * trailing slash, dot segment, empty parameter name and reused parameter name, and the start of a 65th segment.
  */
 export const mustReport = (path: string): ReadonlyArray<number> => {
   if (path.length < 1 || path.length > 2048) return []
@@ -68,7 +70,8 @@ export const mustReport = (path: string): ReadonlyArray<number> => {
     if (path.length > 1 && path.endsWith("/")) positions.add(path.length - 1)
     const seen = new Set<string>()
     let start = path.startsWith("/") ? 1 : 0
-    for (const part of path.slice(start).split("/")) {
+    for (const [i, part] of path.slice(start).split("/").entries()) {
+      if (i === 64) positions.add(start)
       if (part === "" && start < path.length) positions.add(start - 1) // "//"
       if (part === "." || part === "..") positions.add(start)
       if (part === ":") positions.add(start)

@@ -4,7 +4,7 @@
  */
 import type { Vitest } from "@effect/vitest"
 import { assert, describe } from "@effect/vitest"
-import { Effect, Either, Fiber, Layer, TestClock } from "effect"
+import { Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
@@ -243,6 +243,8 @@ export const repositoryContract = <R>(
   describe("remove", () => removing(test))
   describe("revisions", () => revisions(test))
   describe("concurrent changes", () => concurrency(test))
+  describe("the method bound", () => methodBound(test))
+  describe("idempotency keys", () => idempotencyKeys(test))
 }
 
 type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
@@ -764,5 +766,249 @@ const concurrency = (test: Test) => {
       // The winner decides what the others see: a removed route is not found, an updated one has moved on.
       const loss = Either.isLeft(found) ? "RouteNotFound" : "PreconditionFailed"
       for (const result of results) if (Either.isLeft(result)) assert.strictEqual(result.left._tag, loss)
+    }))
+}
+
+/** The `i`-th of many distinct methods: letters only, as the method rule wants (`"M-A"`, `"M-B"`, … `"M-AB"`, …). */
+export const methodName = (i: number, prefix = "M-"): string => {
+  let letters = ""
+  for (let n = i + 1; n > 0; n = Math.floor((n - 1) / 26)) letters = String.fromCharCode(65 + (n - 1) % 26) + letters
+  return prefix + letters
+}
+
+const countRoutes = Effect.map(list({ limit: 1000 }), (page) => page.items.length)
+
+// Fills the store with routes of `count` distinct methods, one route each at /bound.
+const storeMethods = (count: number) =>
+  createAll(range(count).map((i) => ({ method: methodName(i), path: "/bound", handler: "h" })))
+
+/** An error's tag and its fields (a store's error may carry more, such as the span it failed in). */
+const fieldsOf = (error: unknown) => ({
+  _tag: (error as { _tag?: unknown })._tag,
+  ...Object.fromEntries(Object.entries(error as object))
+})
+
+const assertError = (actual: unknown, expected: unknown) => assert.deepStrictEqual(fieldsOf(actual), fieldsOf(expected))
+
+const assertTooManyMethods = (error: unknown, method: string) =>
+  assertError(error, new RouteRepository.TooManyMethods({ method, limit: RouteRepository.MAX_METHODS }))
+
+const methodBound = (test: Test) => {
+  const MAX = RouteRepository.MAX_METHODS
+
+  test("at most MAX_METHODS distinct methods: a create adding one more fails with TooManyMethods, writing nothing", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(MAX, 128)
+      yield* storeMethods(MAX)
+      const error = yield* Effect.flip(create({ method: "ONE-MORE", path: "/other", handler: "h" }))
+      assertTooManyMethods(error, "ONE-MORE")
+      assert.strictEqual(yield* countRoutes, MAX)
+      // A stored method still takes new routes; a conflict is still a conflict.
+      yield* create({ method: methodName(0), path: "/other", handler: "h" })
+      assert.strictEqual(
+        (yield* Effect.flip(create({ method: methodName(1), path: "/bound", handler: "x" })))._tag,
+        "RouteConflict"
+      )
+      assert.strictEqual(yield* countRoutes, MAX + 1)
+    }))
+
+  test("a method's place is free once its last route is removed", () =>
+    Effect.gen(function*() {
+      const routes = yield* storeMethods(MAX)
+      const second = yield* create({ method: methodName(0), path: "/second", handler: "h" })
+      yield* remove(routes[0]!.id)
+      // methodName(0) is still stored (by `second`): no place is free yet.
+      assertTooManyMethods(yield* Effect.flip(create({ method: "NEW", path: "/new", handler: "h" })), "NEW")
+      yield* remove(second.id)
+      const created = yield* create({ method: "NEW", path: "/new", handler: "h" })
+      assert.strictEqual(created.method, "NEW")
+      assertTooManyMethods(yield* Effect.flip(create({ method: "NEWER", path: "/new", handler: "h" })), "NEWER")
+    }))
+
+  test("an update to a method not stored is refused past the bound, unless the route's own method leaves with it", () =>
+    Effect.gen(function*() {
+      const routes = yield* storeMethods(MAX)
+      const shared = yield* create({ method: methodName(1), path: "/shared", handler: "h" })
+      // methodName(1) stays stored by routes[1]: moving `shared` away would add a method.
+      assertTooManyMethods(yield* Effect.flip(update(shared.id, { method: "MOVED" })), "MOVED")
+      assert.strictEqual(JSON.stringify(yield* findById(shared.id)), JSON.stringify(shared))
+      // routes[2] is the only route of its method: moving it trades one method for another.
+      const moved = yield* update(routes[2]!.id, { method: "MOVED", handler: "moved" })
+      assert.strictEqual(moved.method, "MOVED")
+      assertTooManyMethods(yield* Effect.flip(update(shared.id, { method: methodName(2) })), methodName(2))
+      // Changing other fields of a route is never refused.
+      assert.strictEqual((yield* update(shared.id, { path: "/elsewhere" as Route.RoutePath })).path, "/elsewhere")
+    }))
+
+  test("concurrent creates of new methods with one place left: exactly one wins", () =>
+    Effect.gen(function*() {
+      yield* storeMethods(MAX - 1)
+      const results = yield* Effect.all(
+        range(20).map((i) =>
+          Effect.either(create({ method: `RACE-${methodName(i, "")}`, path: "/race", handler: "h" }))
+        ),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(results.filter(Either.isRight).length, 1)
+      for (const result of results) if (Either.isLeft(result)) assert.strictEqual(result.left._tag, "TooManyMethods")
+      assert.strictEqual(yield* countRoutes, MAX)
+    }))
+
+  test("concurrent creates of stored methods go through beside a refused new one", () =>
+    Effect.gen(function*() {
+      yield* storeMethods(MAX)
+      const results = yield* Effect.all(
+        [
+          ...range(10).map((i) => Effect.either(create({ method: methodName(i), path: `/more/${i}`, handler: "h" }))),
+          Effect.either(create({ method: "ONE-MORE", path: "/more/x", handler: "h" }))
+        ],
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(results.filter(Either.isRight).length, 10)
+      assert.strictEqual(results.filter(Either.isLeft).map((r) => r.left._tag).join(), "TooManyMethods")
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Idempotency keys (`createIdempotent`)
+// ---------------------------------------------------------------------------------------------------------------
+
+const LIFETIME = 60_000
+
+const keyed = (
+  body: Record<string, unknown>,
+  key: string,
+  options: Partial<RouteRepository.Idempotency> = {}
+) =>
+  Effect.gen(function*() {
+    const repo = yield* RouteRepository.RouteRepository
+    assert.isDefined(repo.createIdempotent, "the store remembers idempotency keys")
+    return yield* repo.createIdempotent!(yield* input(body), {
+      key,
+      principal: "admin",
+      expiresAfter: Duration.millis(LIFETIME),
+      maxKeys: 100,
+      maxBytes: 1024 * 1024,
+      ...options
+    })
+  })
+
+const route = { method: "GET", path: "/users/:id", middleware: ["auth"], handler: "show" }
+
+const idempotencyKeys = (test: Test) => {
+  test("gives the first answer again for an equal input: the route as created, after it changed and went", () =>
+    Effect.gen(function*() {
+      const first = yield* keyed(route, "k")
+      assert.isFalse(first.replayed)
+      const created = Either.getOrThrow(first.outcome)
+      yield* update(created.id, { handler: "changed" })
+      // The same input written another way (middleware order is part of it; field order and [] vs omitted are not).
+      const again = yield* keyed({ handler: "show", path: "/users/:id", method: "GET", middleware: ["auth"] }, "k")
+      assert.isTrue(again.replayed)
+      assert.strictEqual(JSON.stringify(Either.getOrThrow(again.outcome)), JSON.stringify(created))
+      yield* remove(created.id)
+      const gone = yield* keyed(route, "k")
+      assert.strictEqual(JSON.stringify(Either.getOrThrow(gone.outcome)), JSON.stringify(created))
+      assert.strictEqual(Either.getOrThrow(gone.outcome).revision, created.revision)
+      assert.strictEqual(yield* countRoutes, 0)
+    }))
+
+  test("gives a conflict again, naming the route that was in the way, after it went", () =>
+    Effect.gen(function*() {
+      const holder = yield* create({ ...route, path: "/users/:userId" })
+      const first = yield* keyed(route, "k")
+      const conflict = new RouteRepository.RouteConflict({
+        method: "GET",
+        path: "/users/:id",
+        conflictingRouteId: holder.id
+      })
+      assertError(Either.getOrThrow(Either.flip(first.outcome)), conflict)
+      yield* remove(holder.id)
+      const again = yield* keyed(route, "k")
+      assert.isTrue(again.replayed)
+      assertError(Either.getOrThrow(Either.flip(again.outcome)), conflict)
+      assert.strictEqual(yield* countRoutes, 0)
+    }))
+
+  test("a key used with another input fails with IdempotencyKeyReused; another principal's equal key is its own", () =>
+    Effect.gen(function*() {
+      yield* keyed(route, "k")
+      const reused = yield* Effect.flip(keyed({ ...route, middleware: ["auth", "log"] }, "k"))
+      assertError(reused, new RouteRepository.IdempotencyKeyReused({ key: "k" }))
+      const elsewhere = yield* keyed({ ...route, path: "/teams/:id" }, "k", { principal: "writer" })
+      assert.isFalse(elsewhere.replayed)
+      assert.isTrue(Either.isRight(elsewhere.outcome))
+      assert.strictEqual(yield* countRoutes, 2)
+    }))
+
+  test("an expired key is new again", () =>
+    Effect.gen(function*() {
+      const first = yield* keyed(route, "k")
+      yield* TestClock.adjust(LIFETIME - 1)
+      assert.strictEqual(
+        (yield* Effect.flip(keyed({ ...route, path: "/teams/:id" }, "k")))._tag,
+        "IdempotencyKeyReused"
+      )
+      yield* TestClock.adjust(1)
+      const renewed = yield* keyed({ ...route, path: "/teams/:id" }, "k")
+      assert.isFalse(renewed.replayed)
+      assert.notStrictEqual(Either.getOrThrow(renewed.outcome).id, Either.getOrThrow(first.outcome).id)
+    }))
+
+  test("a principal holds at most maxKeys live keys: the next new key fails, writing nothing, until the oldest expires", () =>
+    Effect.gen(function*() {
+      const bound = { maxKeys: 3 }
+      for (let i = 0; i < 3; i++) {
+        yield* keyed({ ...route, path: `/k/${i}` }, `k${i}`, bound)
+        yield* TestClock.adjust(1000)
+      }
+      const refused = yield* Effect.flip(keyed({ ...route, path: "/k/3" }, "k3", bound))
+      assertError(
+        refused,
+        new RouteRepository.TooManyIdempotencyKeys({
+          key: "k3",
+          keys: 3,
+          bytes: 3 * RouteRepository.keySize("k0"),
+          maxKeys: 3,
+          maxBytes: 1024 * 1024,
+          retryAfterMillis: LIFETIME - 3000
+        })
+      )
+      assert.strictEqual(yield* countRoutes, 3)
+      // Keys it holds still answer; another principal has keys of its own.
+      assert.isTrue((yield* keyed({ ...route, path: "/k/0" }, "k0", bound)).replayed)
+      assert.isFalse((yield* keyed({ ...route, path: "/k/w" }, "k3", { ...bound, principal: "writer" })).replayed)
+      // Nothing was remembered of the refused key: once the oldest key expires, it creates.
+      yield* TestClock.adjust(LIFETIME - 3000)
+      const later = yield* keyed({ ...route, path: "/k/3" }, "k3", bound)
+      assert.isFalse(later.replayed)
+      assert.isTrue(Either.isRight(later.outcome))
+      // The expired key no longer counts, but the three live ones do.
+      assert.strictEqual(
+        (yield* Effect.flip(keyed({ ...route, path: "/k/4" }, "k4", bound)))._tag,
+        "TooManyIdempotencyKeys"
+      )
+    }))
+
+  test("a principal's keys count at most maxBytes, each its length plus the overhead (keySize)", () =>
+    Effect.gen(function*() {
+      const bound = { maxBytes: RouteRepository.keySize("a") + RouteRepository.keySize("bb") }
+      yield* keyed({ ...route, path: "/b/1" }, "a", bound)
+      const tooLong = yield* Effect.flip(keyed({ ...route, path: "/b/2" }, "bbb", bound))
+      assert.strictEqual(tooLong._tag, "TooManyIdempotencyKeys")
+      assert.strictEqual((tooLong as RouteRepository.TooManyIdempotencyKeys).bytes, RouteRepository.keySize("a"))
+      assert.isFalse((yield* keyed({ ...route, path: "/b/2" }, "bb", bound)).replayed)
+      assert.strictEqual(yield* countRoutes, 2)
+    }))
+
+  test("a create refused by the method bound remembers nothing: the key stays free", () =>
+    Effect.gen(function*() {
+      yield* storeMethods(RouteRepository.MAX_METHODS)
+      const refused = yield* Effect.flip(keyed({ ...route, method: "ONE-MORE" }, "k"))
+      assertTooManyMethods(refused, "ONE-MORE")
+      yield* remove((yield* list({ limit: 1 })).items[0]!.id)
+      const created = yield* keyed({ ...route, method: "ONE-MORE" }, "k")
+      assert.isFalse(created.replayed)
+      assert.strictEqual(Either.getOrThrow(created.outcome).method, "ONE-MORE")
     }))
 }

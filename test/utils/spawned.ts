@@ -24,6 +24,10 @@ export const run = (file: string, env: Record<string, string> = {}): Run => {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
+  // When the run's main process is gone, this test process ends (workerSetup.ts), and the example with it.
+  const kill = () => child.kill("SIGKILL")
+  process.once("disconnect", kill)
+  child.once("exit", () => process.off("disconnect", kill))
   let output = ""
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))

@@ -73,6 +73,20 @@ const nodeIn = (doc: Yaml.Document, path: ReadonlyArray<string | number>): Yaml.
   return Yaml.isNode(node) ? node : undefined
 }
 
+interface Given {
+  readonly method: string
+  readonly path: string
+}
+
+// The method and path of an entry when both are valid, whatever its other fields hold.
+const identityOf = (value: unknown): Given | undefined => {
+  const { method, path } = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>
+  return typeof method === "string" && typeof path === "string" && Route.checkMethod(method) === undefined &&
+      Either.isRight(Route.parsePath(path))
+    ? { method, path }
+    : undefined
+}
+
 /**
  * Reads a routes file: every problem at once (syntax, structure, each route's rules, two routes of one method and
  * shape), or the routes with their positions.
@@ -103,9 +117,22 @@ export const parse = (text: string): Either.Either<ReadonlyArray<Item>, Readonly
   }
   const problems: Array<Problem> = []
   const items: Array<Item> = []
-  const seen = new Map<string, Item>()
+  const seen = new Map<string, { readonly index: number; readonly line: number; readonly given: Given }>()
   routes.forEach((value: unknown, index) => {
     const itemNode = nodeIn(doc, ["routes", index])
+    const first = at(itemNode, "")
+    // A route whose method and path are valid is checked against the others even when another field is not, so
+    // every problem of the file is reported at once.
+    const given = identityOf(value)
+    const twin = given === undefined ? undefined : seen.get(keyOf(given))
+    if (given !== undefined && twin === undefined) seen.set(keyOf(given), { index, line: first.line, given })
+    if (given !== undefined && twin !== undefined) {
+      problems.push(at(
+        itemNode,
+        `routes[${index}]: ${given.method} ${given.path} has the method and shape of routes[${twin.index}] ` +
+          `(${twin.given.method} ${twin.given.path}, line ${twin.line}): a registry holds only one of them`
+      ))
+    }
     Either.match(Route.validateCreate(value), {
       onLeft: (issues) => {
         for (const issue of issues) {
@@ -115,19 +142,7 @@ export const parse = (text: string): Either.Either<ReadonlyArray<Item>, Readonly
         }
       },
       onRight: (route) => {
-        const first = at(itemNode, "")
-        const item: Item = { index, line: first.line, column: first.column, route }
-        const twin = seen.get(keyOf(route))
-        if (twin === undefined) {
-          seen.set(keyOf(route), item)
-          items.push(item)
-        } else {
-          problems.push(at(
-            itemNode,
-            `routes[${index}]: ${route.method} ${route.path} has the method and shape of routes[${twin.index}] ` +
-              `(${twin.route.method} ${twin.route.path}, line ${twin.line}): a registry holds only one of them`
-          ))
-        }
+        if (twin === undefined) items.push({ index, line: first.line, column: first.column, route })
       }
     })
   })

@@ -1,0 +1,52 @@
+/**
+ * The demo catalog of `npm start` (examples/catalog.ts): its middleware set response headers, and a client cannot
+ * make them grow. Served by the Node router beside the routing API, as `npm start` serves them.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Http from "node:http"
+import * as NodeListener from "route-registry/NodeListener"
+import * as NodeRouter from "route-registry/NodeRouter"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as Demo from "../../examples/catalog.js"
+import { closeServer, fetchFrom, listen, type Received, type Sent } from "../utils/adapters.js"
+import { createRoute, hostRuntime } from "../utils/routerHost.js"
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+describe("the demo catalog's headers", () => {
+  const { runtime } = hostRuntime(RouteRepository.layerMemory)
+  let server: Http.Server
+  let send: (request: Sent) => Promise<Received>
+  beforeAll(async () => {
+    const api = await runtime.runPromise(Effect.orDie(NodeListener.make()))
+    const router = await runtime.runPromise(NodeRouter.make(Demo.functions))
+    server = Http.createServer((req, res) => api(req, res, () => router(req, res)))
+    send = fetchFrom(await listen(server))
+    const created = await send(
+      createRoute({ method: "GET", path: "/demo", middleware: ["requestId", "timing"], handler: "echo" })
+    )
+    assert.strictEqual(created.status, 201, created.text)
+  })
+  afterAll(async () => {
+    await closeServer(server)
+    await runtime.dispose()
+  })
+
+  const requestId = async (sent?: string) =>
+    (await send({ method: "GET", path: "/demo", headers: sent === undefined ? {} : { "x-request-id": sent } }))
+      .headers.get("x-request-id")
+
+  it("X-Request-Id: the client's own when it is 1-128 sane characters, else a fresh UUID, never longer", async () => {
+    assert.strictEqual(await requestId("req-42.a:b_c"), "req-42.a:b_c")
+    assert.strictEqual(await requestId("r".repeat(128)), "r".repeat(128))
+    for (const sent of [undefined, "r".repeat(129), "x".repeat(12_000), "has space", "quote\"d"]) {
+      assert.match((await requestId(sent)) ?? "", UUID, String(sent?.slice(0, 20)))
+    }
+  })
+
+  it("Server-Timing: one fixed-form entry, whatever the request", async () => {
+    const answer = await send({ method: "GET", path: "/demo", headers: { "server-timing": "x".repeat(8000) } })
+    assert.match(answer.headers.get("server-timing") ?? "", /^app;dur=\d+\.\d{3}$/)
+  })
+})
