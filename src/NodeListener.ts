@@ -14,6 +14,7 @@ import * as Fold from "./internal/fold.js"
 import * as ListQuery from "./internal/listQuery.js"
 import * as NodeHeaders from "./internal/nodeHeaders.js"
 import * as NodeTransport from "./internal/nodeTransport.js"
+import * as Now from "./internal/now.js"
 import * as Target from "./internal/target.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import * as Problem from "./Problem.js"
@@ -126,7 +127,7 @@ export const make = (
     const runtime = Runtime.setFiberRef(yield* Effect.runtime<never>(), FiberRef.currentScheduler, immediate)
     const runFork = Runtime.runFork(runtime)
     // The clock this runtime's fibers read, for the steps decided without one.
-    const given: Fold.Given = { clock: yield* Effect.clock }
+    const given: Now.Given = { clock: yield* Effect.clock }
     const answer = (req: IncomingMessage, res: ServerResponse, effect: Effect.Effect<RoutingHandler.Response>) => {
       // Decided without waiting: answer now, inside this callback, with no fiber to run.
       if (Exit.isExit(effect)) return respond(runFork, req, res, effect as Exit.Exit<RoutingHandler.Response>)
@@ -141,12 +142,12 @@ export const make = (
         NodeTransport.sendContinue(req, res)
         return next()
       }
-      if (!Fold.isPending(effect)) return answer(req, res, effect)
-      if (request.maxBytes === undefined) return answer(req, res, Fold.resolve(effect, given))
+      if (!Now.isPending(effect)) return answer(req, res, effect)
+      if (request.maxBytes === undefined) return answer(req, res, Now.resolve(effect, given))
       // Everything before the body passed at once: the body is read here, and the steps after it are decided in its
       // "end" event, with no fiber when the services answer at once.
       Body.readIncomingMessage(req, res, request.maxBytes, request.timeoutMillis, (body) =>
-        answer(req, res, Fold.resolve(effect, { clock: given.clock, body })))
+        answer(req, res, Now.resolve(effect, { clock: given.clock, body })))
     }
   })
 

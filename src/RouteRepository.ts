@@ -5,8 +5,8 @@
  */
 import { Context, Duration, Effect, Either, Exit, Layer, Schema } from "effect"
 import { createHash } from "node:crypto"
-import * as Fold from "./internal/fold.js"
 import * as Limits from "./internal/limits.js"
+import * as Now from "./internal/now.js"
 import * as Route from "./Route.js"
 
 /**
@@ -740,9 +740,9 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
       ? Exit.succeed<Remembered>({ outcome: answerAgain(input, kept), replayed: true })
       : Exit.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
   return RouteRepository.of({
-    // Decided at once from the clock: the HTTP core answers a create without a fiber (see `Fold.withClock`).
+    // Decided at once from the clock: the HTTP core answers a create without a fiber (see `Now.withClock`).
     create: (input) =>
-      Fold.withClock((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
+      Now.withClock((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
         const decided = insert(input, clock.unsafeCurrentTimeMillis())
         if (Either.isLeft(decided)) return Exit.fail(decided.left)
         const outcome = decided.right

@@ -8,7 +8,8 @@ import { Effect, Either, Exit } from "effect"
 import { IdempotencyKeyInUse } from "../RouteRepository.js"
 import type { Response } from "../RoutingHandler.js"
 import * as Answers from "./answers.js"
-import { call, type Refusal, refuse } from "./fold.js"
+import { type Refusal, refuse } from "./fold.js"
+import { call } from "./now.js"
 
 /** The request header, by its lowercase name. */
 export const HEADER = "idempotency-key"

@@ -10,7 +10,7 @@ import { Cause, Duration, Effect, Either, Exit, Queue } from "effect"
 import type * as Route from "../Route.js"
 import * as RouteRepository from "../RouteRepository.js"
 import type { Status } from "../RouteTable.js"
-import { flatMapNow } from "./fold.js"
+import { flatMapNow } from "./now.js"
 
 /** What the table offers to be kept current. */
 export interface Target {
