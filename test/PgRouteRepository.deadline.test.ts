@@ -25,7 +25,7 @@ const lockHolder = (table: string) =>
   Effect.gen(function*() {
     const client = yield* Effect.acquireRelease(
       Effect.promise(async () => {
-        const client = new Pg.Client({ connectionString: process.env.DATABASE_URL })
+        const client = new Pg.Client({ connectionString: TestDatabase.url })
         await client.connect()
         return client
       }),
@@ -241,7 +241,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository re
     const table = TestDatabase.freshTable()
     const application = `deadline-reads-${process.pid}`
     const client = PgClient.layer({
-      url: Redacted.make(process.env.DATABASE_URL!),
+      url: Redacted.make(TestDatabase.url),
       maxConnections: 2,
       applicationName: application
     })
@@ -286,7 +286,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository re
 const throughProxy = (table: string) =>
   Effect.gen(function*() {
     const proxy = yield* Effect.acquireRelease(
-      Effect.promise(() => TcpProxy.start(process.env.DATABASE_URL!)),
+      Effect.promise(() => TcpProxy.start(TestDatabase.url)),
       (proxy) => Effect.promise(() => proxy.close())
     )
     const client = PgClient.layer({ url: Redacted.make(proxy.url), maxConnections: 4 })
