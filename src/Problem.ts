@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Limits from "./internal/limits.js"
+import { MAX_METHODS } from "./internal/store/rules.js"
 
 /**
  * Every `code` the API can answer with, and its HTTP status. The codes are stable: clients may branch on them.
@@ -69,7 +70,7 @@ export const descriptions: Readonly<Record<Code, string>> = {
   route_conflict: "A stored route has the same method and shape; `conflictingRouteId` names it.",
   idempotency_key_in_use:
     "A create with the same Idempotency-Key is still being answered; nothing was created. Retry with the key once it has finished.",
-  too_many_methods: `The registry already stores ${Limits.MAX_METHODS} distinct methods (the most it holds, so that ` +
+  too_many_methods: `The registry already stores ${MAX_METHODS} distinct methods (the most it holds, so that ` +
     "the Allow header of a 405 stays small) and the route would add another; nothing was written. Use a stored method, " +
     "or delete the routes of one no longer needed.",
   precondition_failed: "`If-Match` names no current tag of the route; nothing changed.",

@@ -325,11 +325,15 @@ describe("SQL only through parameters", () => {
     assert.deepStrictEqual(problems.map((problem) => problem.split(":")[0]), ["line 2", "line 3"])
   })
 
-  // The files that put values into SQL. internal/pgDeadline.ts is not among them: its statements are constant text
+  // The files that put values into SQL. internal/pg/deadline.ts is not among them: its statements are constant text
   // with only numbers it computed itself (a timeout, a savepoint counter), sent through the driver's raw calls.
   const storeFiles = [
-    { file: "PgRouteRepository.ts", literals: ["deadline.mark"], templates: 4 },
-    { file: "internal/pgChangeFeed.ts", literals: [], templates: 1 }
+    { file: "PgRouteRepository.ts", literals: ["deadline.mark"], templates: 1 },
+    { file: "internal/pg/schema.ts", literals: [], templates: 4 },
+    { file: "internal/pg/store.ts", literals: [], templates: 4 },
+    { file: "internal/pg/keys.ts", literals: [], templates: 4 },
+    { file: "internal/pg/row.ts", literals: [], templates: 1 },
+    { file: "internal/pg/feed.ts", literals: [], templates: 1 }
   ]
   for (const { file, literals, templates } of storeFiles) {
     it(`src/${file}: no sql.unsafe, sql.literal only for the read mark, no SQL text outside sql\`…\`, identifiers via sql(…)`, () => {

@@ -7,7 +7,7 @@ import * as Problem from "../Problem.js"
 import type { FieldIssue } from "../Route.js"
 import type { TooManyIdempotencyKeys } from "../RouteRepository.js"
 import type { Response } from "../RoutingHandler.js"
-import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./limits.js"
+import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./store/rules.js"
 import { MAX_ISSUES } from "./validate.js"
 
 export const JSON_TYPE = "application/json"

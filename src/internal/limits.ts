@@ -1,6 +1,6 @@
 /**
- * The contract's default values, each in one place: the HTTP core, the problem descriptions and the OpenAPI
- * document read them from here.
+ * The HTTP core's default values, each in one place: the core, the problem descriptions and the OpenAPI document read
+ * them from here. The stores' bounds live with the store contract (internal/store/rules.ts).
  *
  * @internal
  */
@@ -25,20 +25,6 @@ export const DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL = 10_000
 
 /** The most bytes one principal's idempotency keys may take at once (see `IDEMPOTENCY_KEY_OVERHEAD_BYTES`): 4 MiB. */
 export const DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL = 4 * 1024 * 1024
-
-/**
- * What a remembered key counts against its principal's byte budget besides its own bytes: about what either store
- * holds for a key besides its text (its fingerprint, the first answer's route id, creation time and revision, the
- * expiry, and the store's own bookkeeping; measured by bench/idempotency.ts).
- */
-export const IDEMPOTENCY_KEY_OVERHEAD_BYTES = 256
-
-/**
- * The most distinct methods the registry stores. Every method a path serves goes into the `Allow` header of a 405
- * (RFC 9110 §15.5.6), so this bounds it: at most 129 methods (`HEAD` comes with `GET`) of at most 32 characters and
- * their ", " separators, about 4.4 KB, well under the 8 KiB a client reads in one header.
- */
-export const MAX_METHODS = 128
 
 /** Routes in one page of a listing when the query gives no `limit`. */
 export const DEFAULT_PAGE_SIZE = 100

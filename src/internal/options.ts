@@ -8,6 +8,7 @@ import { InvalidOption } from "../InvalidOption.js"
 import type { Options } from "../RoutingHandler.js"
 import * as Idempotency from "./idempotency.js"
 import * as Limits from "./limits.js"
+import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./store/rules.js"
 
 /** The options with their defaults applied, every one checked. */
 export interface Config {
@@ -39,7 +40,7 @@ export const positiveInteger = (
     })
 
 // The byte budget holds at least one key of the longest kind, so a client holding no key is never refused.
-const LEAST_KEY_BYTES = Idempotency.MAX_KEY_LENGTH + Limits.IDEMPOTENCY_KEY_OVERHEAD_BYTES
+const LEAST_KEY_BYTES = Idempotency.MAX_KEY_LENGTH + IDEMPOTENCY_KEY_OVERHEAD_BYTES
 
 export const resolve = (options: Options): Either.Either<Config, InvalidOption> => {
   const config: Config = {

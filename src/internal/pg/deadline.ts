@@ -1,6 +1,6 @@
 /**
  * The Postgres store's deadline (`queryTimeout`), kept so that an answer never says what is not so: an operation
- * answered `StoreUnavailable` wrote nothing, and a change the database committed is never answered so (CONTRACT §3).
+ * answered `StoreUnavailable` wrote nothing, and a change the database committed is never answered so.
  *
  * A write runs in a transaction of its own: `BEGIN` with `SET LOCAL statement_timeout` (the server cancels a statement
  * still running at the deadline, whatever it waits for: a lock, a full disk) and `SET LOCAL
@@ -31,8 +31,8 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Context, Effect, Exit, FiberId, Option, Runtime, Stream } from "effect"
 import Pg from "pg"
-import type * as RouteRepository from "../RouteRepository.js"
-import * as Connect from "./pgConnect.js"
+import type * as RouteRepository from "../../RouteRepository.js"
+import * as Connect from "./connect.js"
 
 export interface Options {
   readonly sql: SqlClient.SqlClient
@@ -43,7 +43,7 @@ export interface Options {
   readonly interrupted: () => RouteRepository.StoreUnavailable
   /** The store's table, named in the mark its read statements start with. */
   readonly table: string
-  /** Makes a connection outside the pool, where the host's config allows one (internal/pgConnect.ts). */
+  /** Makes a connection outside the pool, where the host's config allows one (internal/pg/connect.ts). */
   readonly connect: Connect.MakeClient | undefined
 }
 

@@ -1,0 +1,134 @@
+/**
+ * The Postgres store's idempotency keys: a create with a key, decided once across every process.
+ *
+ * @internal
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import { Duration, Effect, Either } from "effect"
+import type * as Route from "../../Route.js"
+import type { FirstAnswer, Idempotency, Remembered } from "../../RouteRepository.js"
+import {
+  IdempotencyKeyInUse,
+  IdempotencyKeyReused,
+  TooManyIdempotencyKeys,
+  type TooManyMethods
+} from "../store/errors.js"
+import {
+  answerAgain,
+  fingerprint,
+  firstAnswerOf,
+  IDEMPOTENCY_KEY_OVERHEAD_BYTES,
+  keySize,
+  makeRoute
+} from "../store/rules.js"
+import { create, type Store } from "./store.js"
+
+// What a key keeps (see migration 5): whether the request is the first one, and `FirstAnswer`.
+interface KeyRow {
+  readonly same: boolean
+  readonly route_id: string
+  readonly created_at: Date | null
+  /** A bigint: node-postgres gives a string unless the host's client parses it. */
+  readonly revision: string | number | bigint | null
+}
+
+// The last instant a Date can hold (ECMA-262 §21.4.1.1).
+const MAX_DATE_MILLIS = 8.64e15
+
+const keptAnswer = (row: KeyRow): FirstAnswer => ({
+  routeId: row.route_id,
+  createdAt: row.created_at === null ? undefined : row.created_at.getTime(),
+  revision: row.revision === null ? undefined : Number(row.revision)
+})
+
+// A principal's live keys: how many, the bytes they count (`keySize`) and when the oldest expires.
+interface HeldRow {
+  readonly keys: string | number
+  readonly key_bytes: string | number
+  /** `Infinity` for a key that never expires (node-postgres reads the timestamp `infinity` so). */
+  readonly oldest: Date | number | null
+}
+
+// Refuses a new key of `size` bytes past the principal's bounds. The principal's lock (a transaction advisory lock,
+// waited for) makes the count and the write that follows it one step across processes.
+const checkHeld = ({ settings, sql }: Store, idempotency: Idempotency, size: number, at: Date) =>
+  Effect.gen(function*() {
+    const { key, maxBytes, maxKeys, principal } = idempotency
+    const lockName = JSON.stringify([settings.idempotencyKeys, principal])
+    yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${lockName}, 0))`
+    const [held] = yield* sql<HeldRow>`
+      SELECT count(*) AS keys, COALESCE(sum(octet_length(key)), 0) AS key_bytes, min(expires_at) AS oldest
+      FROM ${sql(settings.idempotencyKeys)} WHERE principal = ${principal} AND expires_at > ${at}`
+    const count = Number(held?.keys ?? 0)
+    const bytes = Number(held?.key_bytes ?? 0) + count * IDEMPOTENCY_KEY_OVERHEAD_BYTES
+    if (count < maxKeys && bytes + size <= maxBytes) return
+    const oldest = held?.oldest ?? null
+    const oldestMillis = oldest instanceof Date ? oldest.getTime() : oldest ?? at.getTime()
+    return yield* new TooManyIdempotencyKeys({
+      key,
+      keys: count,
+      bytes,
+      maxKeys,
+      maxBytes,
+      retryAfterMillis: Math.max(0, oldestMillis - at.getTime())
+    })
+  })
+
+// One transaction locks the key, reads it and, when it is new, checks the principal's bounds and writes the route
+// and the key's first answer together: a 201 is remembered exactly when its route is committed. The key's lock is
+// a transaction advisory lock on the table and key, taken without waiting: while a create with the key runs
+// anywhere, another fails at once.
+export const createIdempotent = (
+  store: Store,
+  input: Route.CreateRoute,
+  idempotency: Idempotency,
+  now: number
+): Effect.Effect<
+  Remembered,
+  | IdempotencyKeyReused
+  | IdempotencyKeyInUse
+  | TooManyIdempotencyKeys
+  | TooManyMethods
+  | SqlError
+> =>
+  Effect.gen(function*() {
+    const { settings, sql } = store
+    const keys = sql(settings.idempotencyKeys)
+    const { key, principal } = idempotency
+    const digest = Buffer.from(fingerprint(input), "base64url")
+    const at = new Date(now)
+    const lockName = JSON.stringify([settings.idempotencyKeys, principal, key])
+    const [lock] = yield* sql<{ locked: boolean }>`
+      SELECT pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) AS locked`
+    if (lock?.locked !== true) return yield* new IdempotencyKeyInUse({ key })
+    const [kept] = yield* sql<KeyRow>`
+      SELECT fingerprint = ${digest} AS same, route_id, created_at, revision FROM ${keys}
+      WHERE principal = ${principal} AND key = ${key} AND expires_at > ${at}`
+    if (kept !== undefined) {
+      if (!kept.same) return yield* new IdempotencyKeyReused({ key })
+      return { outcome: answerAgain(input, keptAnswer(kept)), replayed: true }
+    }
+    yield* checkHeld(store, idempotency, keySize(key), at)
+    // Each keyed create forgets a batch of expired keys, skipping those another one is forgetting: expiry needs
+    // no background job, and no create waits for another's.
+    yield* sql`DELETE FROM ${keys} WHERE (principal, key) IN (
+      SELECT principal, key FROM ${keys} WHERE expires_at <= ${at} LIMIT 100 FOR UPDATE SKIP LOCKED)`
+    const outcome = yield* create(store, makeRoute(store.ids, input, now)).pipe(
+      Effect.map(Either.right),
+      Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Either.left(conflict)))
+    )
+    const first = firstAnswerOf(outcome)
+    const lifetime = Duration.toMillis(idempotency.expiresAfter)
+    // Past the last instant a Date holds, a key never expires.
+    const expiresAt = now + lifetime <= MAX_DATE_MILLIS ? new Date(now + lifetime) : "infinity"
+    const createdAt = first.createdAt === undefined ? null : new Date(first.createdAt)
+    // The lock is ours and no live row holds the key, so a row in the way has expired: it is replaced.
+    yield* sql`
+      INSERT INTO ${keys} (principal, key, fingerprint, route_id, created_at, revision, expires_at)
+      VALUES (${principal}, ${key}, ${digest}, ${first.routeId}, ${createdAt}, ${first.revision ?? null},
+              ${expiresAt})
+      ON CONFLICT (principal, key) DO UPDATE
+      SET fingerprint = excluded.fingerprint, route_id = excluded.route_id, created_at = excluded.created_at,
+        revision = excluded.revision, expires_at = excluded.expires_at`
+    return { outcome, replayed: false }
+  })

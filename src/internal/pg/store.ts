@@ -1,0 +1,303 @@
+/**
+ * The Postgres store's operations, as functions over one context record (`Store`): what `PgRouteRepository.make`
+ * builds once and every operation reads.
+ *
+ * @internal
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
+import type { Context } from "effect"
+import { Effect, Exit } from "effect"
+import * as Route from "../../Route.js"
+import type { ListQuery, Page, Precondition, RouteIdGenerator } from "../../RouteRepository.js"
+import {
+  PreconditionFailed,
+  RouteConflict,
+  RouteNotFound,
+  type StoreUnavailable,
+  TooManyMethods
+} from "../store/errors.js"
+import { MAX_METHODS, meetsPrecondition, patchChanges } from "../store/rules.js"
+import * as Batch from "./batch.js"
+import type * as Deadline from "./deadline.js"
+import { storeErrors } from "./errors.js"
+import type { Settings } from "./options.js"
+import * as Row from "./row.js"
+
+/** What every operation of the store reads: the client, its names and statement parts, and the deadline. */
+export interface Store {
+  /** The host's client without its name transforms: the store's rows keep their SQL names. */
+  readonly sql: SqlClient.SqlClient
+  readonly settings: Settings
+  readonly ids: Context.Tag.Service<typeof RouteIdGenerator>
+  readonly columns: Statement.Fragment
+  /** The next value of the store-wide revision sequence: every change takes the next one. */
+  readonly revision: Statement.Fragment
+  /** Starts every read statement: past the deadline, the store finds it by this and cancels it. */
+  readonly readMark: Statement.Fragment
+  readonly deadline: Deadline.Deadline
+  /** The unique index on method and shape refused the row. */
+  readonly isShapeConflict: (error: unknown) => error is SqlError
+  /** The method bound refused the row; the whole statement is rolled back. */
+  readonly isMethodLimit: (error: unknown) => error is SqlError
+}
+
+/** The failures of a create, besides the database's. */
+export type CreateError = RouteConflict | TooManyMethods
+
+/** The route that holds a method and shape another route asked for. */
+interface Holder {
+  readonly id: string
+  readonly method: string
+  readonly path: string
+}
+
+export const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }))
+
+export const tooManyMethods = (method: string) => Effect.fail(new TooManyMethods({ method, limit: MAX_METHODS }))
+
+// The conflict with the route that holds the method and shape, or, when none does any more (it moved or went away
+// between the refusal and the read), the operation again.
+const conflictOr = <A, E>(holders: ReadonlyArray<Holder>, retry: () => Effect.Effect<A, E>) =>
+  holders.length === 0
+    ? retry()
+    : Effect.fail(
+      new RouteConflict({ method: holders[0]!.method, path: holders[0]!.path, conflictingRouteId: holders[0]!.id })
+    )
+
+/** A route id is a UUID: any other string is not found without asking the database (which would refuse it). */
+export const withRouteId = <A, E>(id: string, operation: (id: Route.RouteId) => Effect.Effect<A, E | SqlError>) =>
+  Route.isRouteId(id) ? storeErrors(operation(id)) : notFound(id)
+
+// Revisions only ever are integers: others in a precondition name no revision (and would not parse as bigint).
+const revisionIn = ({ sql }: Store, precondition: Precondition | undefined) =>
+  precondition?.ifMatch === undefined
+    ? sql``
+    : sql`AND revision = ANY(${precondition.ifMatch.filter(Number.isSafeInteger)})`
+
+export const readRoute = ({ columns, readMark, settings, sql }: Store, id: Route.RouteId) => {
+  const table = sql(settings.qualified)
+  return Effect.map(sql<Row.RouteRow>`${readMark}SELECT ${columns} FROM ${table} WHERE id = ${id}`, (rows) => rows[0])
+}
+
+// A conditional statement that changed nothing says only that the route was missing, did not meet the precondition,
+// or needed no change. One read decides which; when it shows none of them (the route changed between the two
+// statements), `retry` runs the operation again on the new state.
+const decide = <A, E>(
+  store: Store,
+  id: Route.RouteId,
+  precondition: Precondition | undefined,
+  settled: (route: Route.StoredRoute) => Effect.Effect<A, E | SqlError> | undefined,
+  retry: () => Effect.Effect<A, E | SqlError>
+): Effect.Effect<A, E | SqlError | RouteNotFound | PreconditionFailed> =>
+  Effect.flatMap(readRoute(store, id), (row): Effect.Effect<A, E | SqlError | RouteNotFound | PreconditionFailed> => {
+    if (row === undefined) return notFound(id)
+    const current = Row.decode(row)
+    if (!meetsPrecondition(precondition, current.revision)) {
+      return Effect.fail(new PreconditionFailed({ id, revision: current.revision }))
+    }
+    return settled(current) ?? retry()
+  })
+
+/** Inserts one route; the unique index decides conflicts: of concurrent inserts of one shape exactly one returns. */
+export const create = (store: Store, route: Route.Route): Effect.Effect<Route.StoredRoute, CreateError | SqlError> => {
+  const { columns, isMethodLimit, revision, settings, sql } = store
+  const table = sql(settings.qualified)
+  const shape = Route.shapeOf(route.path)
+  return sql<Row.RouteRow>`
+    INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
+    VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
+            ${route.createdAt}, ${revision})
+    ON CONFLICT (method, path_shape) DO NOTHING
+    RETURNING ${columns}`.pipe(
+    Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
+    Effect.flatMap((inserted) =>
+      inserted.length > 0
+        ? Effect.succeed(Row.decode(inserted[0]!))
+        : Effect.flatMap(
+          sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
+          (holders) =>
+            conflictOr(
+              holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
+              () => create(store, route)
+            )
+        )
+    )
+  )
+}
+
+/** Replaces the fields `patch` gives, checking the precondition and writing only a real change. */
+export const update = (
+  store: Store,
+  id: Route.RouteId,
+  patch: Route.RoutePatch,
+  precondition: Precondition | undefined
+): Effect.Effect<
+  Route.StoredRoute,
+  RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable | SqlError
+> => {
+  const { columns, deadline, isMethodLimit, isShapeConflict, readMark, revision, settings, sql } = store
+  const table = sql(settings.qualified)
+  const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
+  const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
+  const given: Array<readonly [column: string, value: unknown]> = []
+  if (patch.method !== undefined) given.push(["method", patch.method])
+  if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", shape])
+  if (patch.middleware !== undefined) given.push(["middleware", patch.middleware])
+  if (patch.handler !== undefined) given.push(["handler", patch.handler])
+  // One statement checks the precondition and writes only a real change; the unique index decides conflicts.
+  const statement = sql<Row.RouteRow>`
+    UPDATE ${table} SET ${sql.csv(given.map(([column, value]) => sql`${sql(column)} = ${value}`))},
+      revision = ${revision}
+    WHERE id = ${id} ${revisionIn(store, precondition)}
+      AND ${sql.or(given.map(([column, value]) => sql`${value} IS DISTINCT FROM ${sql(column)}`))}
+    RETURNING ${columns}`
+  // The route that holds the new method and shape, and that method and path, read after the unique index refused.
+  const holder = sql<Holder>`${readMark}
+    SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
+           COALESCE(${patch.path ?? null}, self.path) AS path
+    FROM ${table} AS self JOIN ${table} AS other
+      ON other.method = COALESCE(${patch.method ?? null}, self.method)
+      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
+    WHERE self.id = ${id}`
+  // In one transaction: the statement and, when it changed nothing, why.
+  const attempt = (): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | SqlError> =>
+    given.length === 0 ?
+      decide(store, id, precondition, unchanged, attempt) :
+      Effect.flatMap(
+        statement,
+        (rows) =>
+          rows.length > 0 ? Effect.succeed(Row.decode(rows[0]!)) : decide(store, id, precondition, unchanged, attempt)
+      )
+  // A refusal by the method bound or the unique index ends the transaction: both are answered after it.
+  return deadline.write(attempt()).pipe(
+    Effect.catchIf(isMethodLimit, () => tooManyMethods(patch.method!)),
+    Effect.catchIf(
+      isShapeConflict,
+      () =>
+        Effect.flatMap(
+          deadline.read(holder),
+          (holders) => conflictOr(holders, () => update(store, id, patch, precondition))
+        )
+    )
+  )
+}
+
+/** Removes the route, checking the precondition. */
+export const remove = (
+  store: Store,
+  id: Route.RouteId,
+  precondition: Precondition | undefined
+): Effect.Effect<void, RouteNotFound | PreconditionFailed | StoreUnavailable | SqlError> => {
+  const { revision, settings, sql } = store
+  const table = sql(settings.qualified)
+  const attempt = (): Effect.Effect<void, RouteNotFound | PreconditionFailed | SqlError> =>
+    Effect.flatMap(
+      // A delete is a change too: it takes a revision, which a change feed can carry.
+      sql`DELETE FROM ${table} WHERE id = ${id} ${revisionIn(store, precondition)} RETURNING ${revision}`,
+      (deleted) => deleted.length > 0 ? Effect.void : decide(store, id, precondition, () => undefined, attempt)
+    )
+  return store.deadline.write(attempt())
+}
+
+// Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
+const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** One page of routes in id order, read in one statement. */
+export const list = ({ columns, readMark, settings, sql }: Store, query: ListQuery) => {
+  const table = sql(settings.qualified)
+  const { after, handler, method, middleware, pathPrefix } = query
+  const conditions = [
+    after === undefined
+      ? undefined
+      : CANONICAL_UUID.test(after)
+      ? sql`id > ${after}`
+      // Any other string is compared as text, in byte order; ids hold no NUL, so the part before one orders them the
+      // same way.
+      : sql`id::text COLLATE "C" > ${after.split("\u0000")[0]}`,
+    method === undefined ? undefined : sql`method = ${method}`,
+    handler === undefined ? undefined : sql`handler = ${handler}`,
+    middleware === undefined ? undefined : sql`middleware @> ARRAY[${middleware}]::text[]`,
+    pathPrefix === undefined ? undefined : sql`starts_with(path, ${pathPrefix})`
+  ].filter((condition) => condition !== undefined)
+  // One more row than the page says whether another follows.
+  return Effect.map(
+    sql<Row.RouteRow>`${readMark}
+      SELECT ${columns} FROM ${table} WHERE ${sql.and(conditions)} ORDER BY id LIMIT ${query.limit + 1}`,
+    (rows): Page => ({ items: rows.slice(0, query.limit).map(Row.decode), hasMore: rows.length > query.limit })
+  )
+}
+
+// Creates and reads made at the same moment outside a host's transaction share one statement each (a batch per turn
+// of the event loop), so concurrent clients share round trips and commits. In a batch of creates the unique index
+// still decides: of two rows of one method and shape the first is inserted, and every row it skipped takes the
+// single-route path, which names the holder or, if the holder went away, inserts. A row refused by the method bound
+// fails the whole statement: then each route takes the single-route path, and only that one is refused. Rows of
+// methods not stored yet go first, so a batch waits for the bound's lock before it holds rows another writer could
+// wait for (each waiting for the other would deadlock).
+export const createBatch = (store: Store) => {
+  const { columns, deadline, isMethodLimit, revision, settings, sql } = store
+  const table = sql(settings.qualified)
+  return Batch.make((routes: ReadonlyArray<Route.Route>) =>
+    deadline.write(Effect.flatMap(
+      sql<Row.RouteRow>`
+        WITH input AS (
+          SELECT * FROM json_to_recordset(${JSON.stringify(routes.map(Row.encodeInsert))}::json) AS x(
+            ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
+            created_at timestamptz
+          )
+        )
+        INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
+        SELECT id, method, path, path_shape, middleware, handler, created_at, ${revision} FROM input
+        ORDER BY EXISTS (SELECT 1 FROM ${table} AS stored WHERE stored.method = input.method), ord
+        ON CONFLICT (method, path_shape) DO NOTHING
+        RETURNING ${columns}`,
+      (inserted) => {
+        const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
+        // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
+        return Effect.forEach(routes, (route) => {
+          const created = stored.get(route.id)
+          if (created !== undefined) return Effect.succeed(Exit.succeed(created))
+          return create(store, route).pipe(
+            Effect.map((alone): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(alone)),
+            Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
+          )
+        }, { concurrency: "unbounded" })
+      }
+    )).pipe(
+      // The method bound refused a row: the whole statement and its transaction are undone. Each route then takes a
+      // transaction of its own, and only the ones past the bound are refused.
+      Effect.catchIf(
+        isMethodLimit,
+        () =>
+          Effect.forEach(routes, (route) => Effect.exit(deadline.write(create(store, route))), {
+            concurrency: "unbounded"
+          })
+      )
+    )
+  )
+}
+
+export const findBatch = ({ columns, readMark, settings, sql }: Store) => {
+  const table = sql(settings.qualified)
+  return Batch.make((wanted: ReadonlyArray<Route.RouteId>) =>
+    Effect.map(
+      sql<Row.RouteRow>`${readMark}SELECT ${columns} FROM ${table} WHERE id = ANY(${wanted}::uuid[])`,
+      (rows) => {
+        const found = new Map(rows.map((row) => [row.id, Row.decode(row)]))
+        return wanted.map((id) => {
+          const route = found.get(id)
+          return route === undefined ? Exit.fail(new RouteNotFound({ id })) : Exit.succeed(route)
+        })
+      }
+    )
+  )
+}
+
+/** Inside a host's transaction a statement must run on its connection: no batch. */
+export const unlessInTransaction = <A, E>(batched: Effect.Effect<A, E>, alone: Effect.Effect<A, E>) =>
+  Effect.flatMap(
+    Effect.serviceOption(SqlClient.TransactionConnection),
+    (transaction) => transaction._tag === "Some" ? alone : batched
+  )

@@ -1,0 +1,126 @@
+/**
+ * The tagged errors of the route store contract (`RouteRepository`), which re-exports them. They live here so that the
+ * stores built on the contract import them without importing the module that builds the memory store.
+ *
+ * @internal
+ */
+import { Schema } from "effect"
+
+/**
+ * A stored route already has the same method and shape; `conflictingRouteId` names it.
+ *
+ * @since 0.1.0
+ */
+export class RouteConflict extends Schema.TaggedError<RouteConflict>()("RouteConflict", {
+  method: Schema.String,
+  path: Schema.String,
+  conflictingRouteId: Schema.String
+}) {
+  override get message(): string {
+    return `${this.method} ${this.path} has the same method and shape as route ${this.conflictingRouteId}`
+  }
+}
+
+/**
+ * No route has the id (including ids that could never exist).
+ *
+ * @since 0.1.0
+ */
+export class RouteNotFound extends Schema.TaggedError<RouteNotFound>()("RouteNotFound", {
+  id: Schema.String
+}) {
+  override get message(): string {
+    return `no route has the id ${JSON.stringify(this.id)}`
+  }
+}
+
+/**
+ * The store could not be reached or did not answer in time. Nothing was written.
+ *
+ * @since 0.1.0
+ */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  reason: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    return `the route store is unavailable: ${this.reason}`
+  }
+}
+
+/**
+ * `If-Match` failed: the route's current revision is none of the ones the caller named. Nothing changed.
+ *
+ * @since 0.2.0
+ */
+export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", {
+  id: Schema.String,
+  revision: Schema.Number
+}) {
+  override get message(): string {
+    return `route ${this.id} is at revision ${this.revision}, which the precondition does not name`
+  }
+}
+
+/**
+ * A create with this `Idempotency-Key` was first made with another body (another fingerprint). Nothing was written.
+ *
+ * @since 0.3.0
+ */
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()("IdempotencyKeyReused", {
+  key: Schema.String
+}) {
+  override get message(): string {
+    return `the idempotency key ${JSON.stringify(this.key)} was first used with another request`
+  }
+}
+
+/**
+ * A create with this `Idempotency-Key` is still running (in this process or another). Nothing was written.
+ *
+ * @since 0.3.0
+ */
+export class IdempotencyKeyInUse extends Schema.TaggedError<IdempotencyKeyInUse>()("IdempotencyKeyInUse", {
+  key: Schema.String
+}) {
+  override get message(): string {
+    return `a request with the idempotency key ${JSON.stringify(this.key)} is still running`
+  }
+}
+
+/**
+ * A create with a new idempotency key would take its principal past the keys or bytes it may hold at once (see
+ * `Idempotency`). Nothing was written. Keys held are counted without the expired ones; `retryAfterMillis` is the
+ * time until the oldest of them expires.
+ *
+ * @since 0.3.0
+ */
+export class TooManyIdempotencyKeys extends Schema.TaggedError<TooManyIdempotencyKeys>()("TooManyIdempotencyKeys", {
+  key: Schema.String,
+  /** The keys the principal holds, and the bytes they count (`keySize`). */
+  keys: Schema.Number,
+  bytes: Schema.Number,
+  maxKeys: Schema.Number,
+  maxBytes: Schema.Number,
+  retryAfterMillis: Schema.Number
+}) {
+  override get message(): string {
+    return `the principal holds ${this.keys} idempotency keys of ${this.bytes} bytes; one more would pass its limit ` +
+      `of ${this.maxKeys} keys or ${this.maxBytes} bytes`
+  }
+}
+
+/**
+ * A create or an update would store a method no stored route has while the registry already holds `limit` distinct
+ * methods (`MAX_METHODS`). Nothing was written.
+ *
+ * @since 0.3.0
+ */
+export class TooManyMethods extends Schema.TaggedError<TooManyMethods>()("TooManyMethods", {
+  method: Schema.String,
+  limit: Schema.Number
+}) {
+  override get message(): string {
+    return `the registry stores ${this.limit} distinct methods, the most it holds, and ${this.method} is not one of them`
+  }
+}

@@ -1,0 +1,375 @@
+/**
+ * The in-memory store: the embedded default, and the store tests swap in. `RouteRepository.layerMemory` serves it.
+ *
+ * @internal
+ */
+import type { Context } from "effect"
+import { Duration, Effect, Either, Exit } from "effect"
+import * as Route from "../../Route.js"
+import type {
+  FirstAnswer,
+  Idempotency,
+  ListQuery,
+  Page,
+  Remembered,
+  RouteIdGenerator,
+  RouteRepository
+} from "../../RouteRepository.js"
+import * as Now from "../now.js"
+import {
+  IdempotencyKeyReused,
+  PreconditionFailed,
+  RouteConflict,
+  RouteNotFound,
+  TooManyIdempotencyKeys,
+  TooManyMethods
+} from "./errors.js"
+import * as Rules from "./rules.js"
+
+// Ids kept in ascending order (JavaScript string order: byte order for the ASCII ids stores make). Ids are UUIDv7,
+// so an insert is nearly always an append, but a replaced RouteIdGenerator may give any order.
+
+/** The position of the first id greater than `after` (0 without one): where a page after it starts. */
+const firstAfter = (ids: ReadonlyArray<string>, after: string | undefined): number => {
+  if (after === undefined) return 0
+  let low = 0
+  let high = ids.length
+  while (low < high) {
+    const middle = (low + high) >>> 1
+    if (ids[middle]! <= after) low = middle + 1
+    else high = middle
+  }
+  return low
+}
+
+const insertSorted = (ids: Array<string>, id: string): void => {
+  if (ids.length === 0 || ids[ids.length - 1]! < id) ids.push(id)
+  else ids.splice(firstAfter(ids, id), 0, id)
+}
+
+const removeSorted = (ids: Array<string>, id: string): void => {
+  const at = firstAfter(ids, id) - 1
+  if (ids[at] === id) ids.splice(at, 1)
+}
+
+/** Sorted ids under each value of one field: the routes a filter on that field can match, already in page order. */
+type Postings = Map<string, Array<string>>
+
+const post = (postings: Postings, key: string, id: string): void => {
+  const ids = postings.get(key)
+  if (ids === undefined) postings.set(key, [id])
+  else insertSorted(ids, id)
+}
+
+const unpost = (postings: Postings, key: string, id: string): void => {
+  const ids = postings.get(key)
+  if (ids === undefined) return
+  removeSorted(ids, id)
+  if (ids.length === 0) postings.delete(key)
+}
+
+const NONE: ReadonlyArray<string> = []
+
+/** Everything the memory store holds. Every change updates all of it synchronously, so readers never see it torn. */
+interface Memory {
+  readonly byId: Map<string, Route.StoredRoute>
+  readonly idByKey: Map<string, string>
+  /** Every id, ascending. */
+  readonly ids: Array<string>
+  readonly byMethod: Postings
+  readonly byHandler: Postings
+  readonly byMiddleware: Postings
+  /** The revision of the store's last change. */
+  revision: number
+}
+
+// `key`: the route's conflict key, which the caller computed to check for a conflict.
+const addRoute = (memory: Memory, route: Route.StoredRoute, key: string): void => {
+  memory.byId.set(route.id, route)
+  memory.idByKey.set(key, route.id)
+  insertSorted(memory.ids, route.id)
+  post(memory.byMethod, route.method, route.id)
+  post(memory.byHandler, route.handler, route.id)
+  for (const name of route.middleware) post(memory.byMiddleware, name, route.id)
+}
+
+const dropRoute = (memory: Memory, route: Route.StoredRoute): void => {
+  memory.byId.delete(route.id)
+  memory.idByKey.delete(Rules.conflictKey(route.method, route.path))
+  removeSorted(memory.ids, route.id)
+  unpost(memory.byMethod, route.method, route.id)
+  unpost(memory.byHandler, route.handler, route.id)
+  for (const name of route.middleware) unpost(memory.byMiddleware, name, route.id)
+}
+
+/** Replaces a route by its updated form; the id stays, so only the entries of changed fields move. */
+const replaceRoute = (memory: Memory, before: Route.StoredRoute, after: Route.StoredRoute): void => {
+  const id = after.id
+  memory.byId.set(id, after)
+  memory.idByKey.delete(Rules.conflictKey(before.method, before.path))
+  memory.idByKey.set(Rules.conflictKey(after.method, after.path), id)
+  if (before.method !== after.method) {
+    unpost(memory.byMethod, before.method, id)
+    post(memory.byMethod, after.method, id)
+  }
+  if (before.handler !== after.handler) {
+    unpost(memory.byHandler, before.handler, id)
+    post(memory.byHandler, after.handler, id)
+  }
+  for (const name of before.middleware) if (!after.middleware.includes(name)) unpost(memory.byMiddleware, name, id)
+  for (const name of after.middleware) if (!before.middleware.includes(name)) post(memory.byMiddleware, name, id)
+}
+
+const matches = (route: Route.Route, query: ListQuery): boolean =>
+  (query.method === undefined || route.method === query.method) &&
+  (query.handler === undefined || route.handler === query.handler) &&
+  (query.middleware === undefined || route.middleware.includes(query.middleware as Route.MiddlewareName)) &&
+  // Paths are ASCII, so comparing UTF-16 code units is comparing bytes.
+  (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix))
+
+/** The shortest sorted id list that holds every route the query can match: all ids, or a filter's postings. */
+const candidates = (memory: Memory, query: ListQuery): ReadonlyArray<string> => {
+  let shortest: ReadonlyArray<string> = memory.ids
+  const narrow = (postings: Postings, key: string | undefined) => {
+    if (key === undefined) return
+    const ids = postings.get(key) ?? NONE
+    if (ids.length < shortest.length) shortest = ids
+  }
+  narrow(memory.byMethod, query.method)
+  narrow(memory.byHandler, query.handler)
+  narrow(memory.byMiddleware, query.middleware)
+  return shortest
+}
+
+const listMemory = (memory: Memory, query: ListQuery): Page => {
+  const ids = candidates(memory, query)
+  const items: Array<Route.StoredRoute> = []
+  for (let i = firstAfter(ids, query.after); i < ids.length; i++) {
+    const route = memory.byId.get(ids[i]!)!
+    if (!matches(route, query)) continue
+    if (items.length === query.limit) return { items, hasMore: true }
+    items.push(route)
+  }
+  return { items, hasMore: false }
+}
+
+const patched = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: number): Route.StoredRoute =>
+  new Route.StoredRoute({
+    id: route.id,
+    method: patch.method ?? route.method,
+    path: patch.path ?? route.path,
+    middleware: patch.middleware ?? route.middleware,
+    handler: patch.handler ?? route.handler,
+    createdAt: route.createdAt,
+    revision
+  }, true)
+
+const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
+
+const preconditionFailed = (route: Route.StoredRoute) =>
+  Effect.fail(new PreconditionFailed({ id: route.id, revision: route.revision }, true))
+
+/** An idempotency key the memory store remembers: the first request's fingerprint, its answer, until `expiresAt`. */
+interface KeptKey extends FirstAnswer {
+  readonly fingerprint: string
+  readonly expiresAt: number
+  /** What it counts against its principal's byte budget (`keySize`). */
+  readonly size: number
+}
+
+/** One principal's keys, in the order they were stored, and what they count. */
+interface PrincipalKeys {
+  readonly keys: Map<string, KeptKey>
+  bytes: number
+  /** The latest expiry of its keys: once it has passed, every key of the principal has expired. */
+  latestExpiry: number
+}
+
+const forgetKey = (held: PrincipalKeys, key: string, kept: KeptKey): void => {
+  held.keys.delete(key)
+  held.bytes -= kept.size
+}
+
+// Keys are stored in order, so with one lifetime for all the oldest come first, and forgetting stops at the first
+// live key. A key stored with a shorter lifetime than the ones before it stays until they go (or `forgetAllExpired`).
+const forgetExpiredPrefix = (held: PrincipalKeys, now: number): void => {
+  for (const [key, kept] of held.keys) {
+    if (kept.expiresAt > now) return
+    forgetKey(held, key, kept)
+  }
+}
+
+// Forgets every expired key of the principal; the earliest expiry of the keys left (Infinity when none is).
+const forgetAllExpired = (held: PrincipalKeys, now: number): number => {
+  let earliest = Infinity
+  for (const [key, kept] of held.keys) {
+    if (kept.expiresAt <= now) forgetKey(held, key, kept)
+    else earliest = Math.min(earliest, kept.expiresAt)
+  }
+  return earliest
+}
+
+// Principals are kept in the order they last stored a key: the ones whose every key has expired come first and are
+// forgotten whole, so a principal that stops sending keys leaves nothing behind.
+const forgetIdlePrincipals = (principals: Map<string, PrincipalKeys>, now: number): void => {
+  for (const [principal, held] of principals) {
+    if (held.latestExpiry > now) return
+    principals.delete(principal)
+  }
+}
+
+// Refuses a new key of `size` bytes past the principal's bounds; expired keys are forgotten first, so they never count.
+const overLimit = (
+  held: PrincipalKeys,
+  idempotency: Idempotency,
+  size: number,
+  now: number
+): TooManyIdempotencyKeys | undefined => {
+  const fits = () => held.keys.size < idempotency.maxKeys && held.bytes + size <= idempotency.maxBytes
+  if (fits()) return undefined
+  const earliest = forgetAllExpired(held, now)
+  if (fits()) return undefined
+  return new TooManyIdempotencyKeys({
+    key: idempotency.key,
+    keys: held.keys.size,
+    bytes: held.bytes,
+    maxKeys: idempotency.maxKeys,
+    maxBytes: idempotency.maxBytes,
+    // Infinity only when the principal holds no key yet: a single key larger than the byte budget.
+    retryAfterMillis: Number.isFinite(earliest) ? earliest - now : 0
+  }, true)
+}
+
+/**
+ * The in-memory store: O(1) get and conflict check; a page is a binary search to the cursor, then a walk along the
+ * shortest of the sorted id lists its filters select (all ids, or those of one method, handler or middleware name).
+ * Every change decides its checks and writes without yielding, so of concurrent conflicting changes exactly one wins.
+ *
+ * @since 0.1.0
+ */
+export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Service<RouteRepository> => {
+  const memory: Memory = {
+    byId: new Map(),
+    idByKey: new Map(),
+    ids: [],
+    byMethod: new Map(),
+    byHandler: new Map(),
+    byMiddleware: new Map(),
+    revision: 0
+  }
+  const principals = new Map<string, PrincipalKeys>()
+  const conflict = (method: string, path: string, conflictingRouteId: string) =>
+    Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))
+  // A method no stored route has, while MAX_METHODS are stored, is one too many; `leaving` is a route that gives up
+  // its method in the same change (an update), which frees the method when it was that method's only route.
+  const tooManyMethods = (method: string, leaving?: Route.StoredRoute): TooManyMethods | undefined => {
+    if (memory.byMethod.has(method)) return undefined
+    const freed = leaving !== undefined && memory.byMethod.get(leaving.method)?.length === 1 ? 1 : 0
+    return memory.byMethod.size - freed < Rules.MAX_METHODS
+      ? undefined
+      : new TooManyMethods({ method, limit: Rules.MAX_METHODS }, true)
+  }
+  // Left: refused, nothing decided (the method bound); right: the outcome, which a key remembers.
+  const insert = (
+    input: Route.CreateRoute,
+    millis: number
+  ): Either.Either<Either.Either<Route.StoredRoute, RouteConflict>, TooManyMethods> => {
+    const key = Rules.conflictKey(input.method, input.path)
+    const existing = memory.idByKey.get(key)
+    if (existing !== undefined) {
+      return Either.right(Either.left(
+        new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: existing }, true)
+      ))
+    }
+    const refused = tooManyMethods(input.method)
+    if (refused !== undefined) return Either.left(refused)
+    const stored = new Route.StoredRoute({ ...Rules.makeRoute(ids, input, millis), revision: ++memory.revision }, true)
+    addRoute(memory, stored, key)
+    return Either.right(Either.right(stored))
+  }
+  // The key's first answer again, or the refusal of a key used with another input.
+  const again = (input: Route.CreateRoute, idempotency: Idempotency, kept: KeptKey) =>
+    kept.fingerprint === Rules.fingerprint(input)
+      ? Exit.succeed<Remembered>({ outcome: Rules.answerAgain(input, kept), replayed: true })
+      : Exit.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
+  return {
+    // Decided at once from the clock: the HTTP core answers a create without a fiber (see `Now.withClock`).
+    create: (input) =>
+      Now.withClock((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
+        const decided = insert(input, clock.unsafeCurrentTimeMillis())
+        if (Either.isLeft(decided)) return Exit.fail(decided.left)
+        const outcome = decided.right
+        return Either.isRight(outcome) ? Exit.succeed(outcome.right) : Exit.fail(outcome.left)
+      }),
+    // Read, decided and written without yielding: no other create with the key can start in between, so none is
+    // ever in flight here, and the principal's bounds hold exactly.
+    createIdempotent: (input, idempotency) =>
+      Effect.clockWith((
+        clock
+      ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
+        const now = clock.unsafeCurrentTimeMillis()
+        const { key, principal } = idempotency
+        const kept = principals.get(principal)?.keys.get(key)
+        if (kept !== undefined && kept.expiresAt > now) return again(input, idempotency, kept)
+        forgetIdlePrincipals(principals, now)
+        const held = principals.get(principal) ?? { keys: new Map(), bytes: 0, latestExpiry: 0 }
+        forgetExpiredPrefix(held, now)
+        const expired = held.keys.get(key)
+        if (expired !== undefined) forgetKey(held, key, expired)
+        const size = Rules.keySize(key)
+        const refused = overLimit(held, idempotency, size, now)
+        if (refused !== undefined) return Exit.fail(refused)
+        const decided = insert(input, now)
+        if (Either.isLeft(decided)) return Exit.fail(decided.left)
+        const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
+        held.keys.set(key, {
+          fingerprint: Rules.fingerprint(input),
+          ...Rules.firstAnswerOf(decided.right),
+          expiresAt,
+          size
+        })
+        held.bytes += size
+        held.latestExpiry = Math.max(held.latestExpiry, expiresAt)
+        // Stored again, so the principal moves to the end: the order of their last keys.
+        principals.delete(principal)
+        principals.set(principal, held)
+        return Exit.succeed({ outcome: decided.right, replayed: false })
+      }),
+    unsafeFindById: (id) => memory.byId.get(id),
+    findById: (id) =>
+      Effect.suspend(() => {
+        const route = memory.byId.get(id)
+        return route === undefined ? notFound(id) : Effect.succeed(route)
+      }),
+    list: (query) => Effect.sync(() => listMemory(memory, query)),
+    update: (id, patch, precondition) =>
+      Effect.suspend((): Effect.Effect<
+        Route.StoredRoute,
+        RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods
+      > => {
+        const current = memory.byId.get(id)
+        if (current === undefined) return notFound(id)
+        if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+        if (!Rules.patchChanges(current, patch)) return Effect.succeed(current)
+        const method = patch.method ?? current.method
+        const path = patch.path ?? current.path
+        const holder = memory.idByKey.get(Rules.conflictKey(method, path))
+        if (holder !== undefined && holder !== id) return conflict(method, path, holder)
+        const refused = method === current.method ? undefined : tooManyMethods(method, current)
+        if (refused !== undefined) return Exit.fail(refused)
+        const updated = patched(current, patch, ++memory.revision)
+        replaceRoute(memory, current, updated)
+        return Effect.succeed(updated)
+      }),
+    remove: (id, precondition) =>
+      Effect.suspend((): Effect.Effect<void, RouteNotFound | PreconditionFailed> => {
+        const current = memory.byId.get(id)
+        if (current === undefined) return notFound(id)
+        if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+        dropRoute(memory, current)
+        // A delete is a change too: it takes a revision, which a change feed can carry.
+        memory.revision++
+        return Effect.void
+      })
+  }
+}

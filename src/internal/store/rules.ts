@@ -1,0 +1,137 @@
+/**
+ * The rules of the route store contract that every store applies the same way: how a created route is made, what
+ * conflicts, what a precondition and a patch mean, and what an idempotency key keeps and counts. `RouteRepository`
+ * re-exports them.
+ *
+ * @internal
+ */
+import type { Context } from "effect"
+import { Either } from "effect"
+import { createHash } from "node:crypto"
+import * as Route from "../../Route.js"
+import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "../../RouteRepository.js"
+import { RouteConflict } from "./errors.js"
+
+/**
+ * The most distinct methods a store holds: a create or update that would add one more fails with `TooManyMethods`.
+ * Every method a path serves goes into the `Allow` header of a 405 (RFC 9110 §15.5.6), so this bounds it: at most 129
+ * methods (`HEAD` comes with `GET`) of at most 32 characters and their ", " separators, about 4.4 KB, well under the
+ * 8 KiB a client reads in one header.
+ *
+ * @since 0.3.0
+ */
+export const MAX_METHODS: number = 128
+
+/**
+ * What a remembered key counts against its principal's byte budget besides its own bytes: about what either store
+ * holds for a key besides its text (its fingerprint, the first answer's route id, creation time and revision, the
+ * expiry, and the store's own bookkeeping; measured by bench/idempotency.ts).
+ */
+export const IDEMPOTENCY_KEY_OVERHEAD_BYTES = 256
+
+/**
+ * Equal exactly for equal create inputs: a SHA-256 digest (base64url) of the input in a canonical form, so the order
+ * of a body's fields, its whitespace and an omitted `middleware` make no difference. A store keeps it with a key, and a
+ * key used again with another input fails with `IdempotencyKeyReused`.
+ *
+ * @since 0.3.0
+ */
+export const fingerprint = (input: Route.CreateRoute): string =>
+  createHash("sha256")
+    .update(JSON.stringify([input.method, input.path, input.middleware, input.handler]), "utf8")
+    .digest("base64url")
+
+const utf8 = new TextEncoder()
+
+/**
+ * What one remembered key counts against its principal's byte budget (`Idempotency.maxBytes`): its own bytes in
+ * UTF-8, and `IDEMPOTENCY_KEY_OVERHEAD_BYTES` for what is kept with it.
+ *
+ * @since 0.3.0
+ */
+export const keySize = (key: string): number => utf8.encode(key).byteLength + IDEMPOTENCY_KEY_OVERHEAD_BYTES
+
+/**
+ * What a store keeps of `outcome`.
+ *
+ * @since 0.3.0
+ */
+export const firstAnswerOf = (outcome: Remembered["outcome"]): FirstAnswer =>
+  Either.match(outcome, {
+    onLeft: (conflict) => ({ routeId: conflict.conflictingRouteId, createdAt: undefined, revision: undefined }),
+    onRight: (route) => ({ routeId: route.id, createdAt: route.createdAt.getTime(), revision: route.revision })
+  })
+
+/**
+ * The first answer again, from what the store kept of it and the input of the request that repeats it: the route as it
+ * was created (whatever happened to it since), or the conflict that refused it.
+ *
+ * @since 0.3.0
+ */
+export const answerAgain = (input: Route.CreateRoute, first: FirstAnswer): Remembered["outcome"] =>
+  first.createdAt === undefined || first.revision === undefined
+    ? Either.left(
+      new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: first.routeId }, true)
+    )
+    : Either.right(
+      new Route.StoredRoute({
+        id: first.routeId as Route.RouteId,
+        method: input.method,
+        path: input.path,
+        middleware: input.middleware,
+        handler: input.handler,
+        createdAt: new Date(first.createdAt),
+        revision: first.revision
+      }, true)
+    )
+
+/**
+ * The route a store will keep for a create input, before the store gives it its revision: its id from `ids` stamped
+ * with `millis`, and `createdAt` the same instant. Stores read `millis` from Effect's `Clock` (`Effect.clockWith`),
+ * so `TestClock` controls it.
+ *
+ * @since 0.1.0
+ */
+export const makeRoute = (
+  ids: Context.Tag.Service<RouteIdGenerator>,
+  input: Route.CreateRoute,
+  millis: number
+): Route.Route =>
+  new Route.Route({
+    id: ids.next(millis),
+    method: input.method,
+    path: input.path,
+    middleware: input.middleware,
+    handler: input.handler,
+    createdAt: new Date(millis)
+  }, true)
+
+/**
+ * The key under which two conflicting routes collide: method and shape.
+ *
+ * @since 0.1.0
+ */
+export const conflictKey = (method: string, path: Route.RoutePath): string => `${method} ${Route.shapeOf(path)}`
+
+/**
+ * `true` when a route at `revision` meets the precondition: there is none, or it names that revision.
+ *
+ * @since 0.2.0
+ */
+export const meetsPrecondition = (precondition: Precondition | undefined, revision: number): boolean =>
+  precondition?.ifMatch === undefined || precondition.ifMatch.includes(revision)
+
+const sameNames = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
+  a.length === b.length && a.every((name, i) => name === b[i])
+
+/**
+ * `true` when `patch` gives some field a value other than the route's: applying it is a change. A patch that only
+ * repeats stored values changes nothing, so it keeps the route's revision.
+ *
+ * @since 0.2.0
+ */
+export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boolean =>
+  (patch.method !== undefined && patch.method !== route.method) ||
+  (patch.path !== undefined && patch.path !== route.path) ||
+  (patch.handler !== undefined && patch.handler !== route.handler) ||
+  (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware))
