@@ -11,7 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as Route from "route-registry/Route"
 import * as RouteTable from "route-registry/RouteTable"
-import * as RouteTree from "../src/internal/routeTree.js"
+import * as RouteTree from "../src/internal/table/routeTree.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // The model

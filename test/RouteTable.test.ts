@@ -9,7 +9,7 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Adversarial from "../bench/adversarial.js"
-import { examinedNodes } from "../src/internal/routeTree.js"
+import { examinedNodes } from "../src/internal/table/routeTree.js"
 
 let clock = Date.UTC(2026, 10, 23)
 

@@ -1,5 +1,5 @@
 /**
- * The route table (CONTRACT §10): a tree of path segments, changed in place one route at a time.
+ * The route table: a tree of path segments, changed in place one route at a time.
  *
  * Every node stands for a path prefix: its static children by segment, at most one parameter child, and the routes
  * whose pattern ends there, by method. A lookup walks the request's segments depth first, static child before
@@ -23,8 +23,8 @@
  * @internal
  */
 import { Either } from "effect"
-import type * as Route from "../Route.js"
-import * as Grammar from "./grammar.js"
+import type * as Route from "../../Route.js"
+import * as Grammar from "../grammar.js"
 import * as RequestPath from "./requestPath.js"
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -279,6 +279,12 @@ export const insert = <R extends Route.Route>(tree: Tree<R>, route: R): void => 
   node.hash = (node.hash + methodHash(route.method)) | 0
   settle(tree, node)
 }
+
+/** The route with that id, or `undefined`. */
+export const get = <R extends Route.Route>(tree: Tree<R>, id: string): R | undefined => tree.byId.get(id)?.route
+
+/** The ids of the routes in the tree. */
+export const ids = (tree: Tree<any>): Iterable<string> => tree.byId.keys()
 
 /**
  * Removes the route with that id; `false` when the table has none.
