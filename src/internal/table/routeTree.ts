@@ -1,19 +1,21 @@
 /**
- * The route table (CONTRACT §10): a tree of path segments, changed in place one route at a time.
+ * The route table: a tree of path segments, changed in place one route at a time.
  *
- * Every node stands for a path prefix: its static children by segment, at most one parameter child, and the routes
- * whose pattern ends there, by method. A lookup walks the request's segments depth first, static child before
- * parameter child, so the first route of the method it reaches is the most specific one (at the first segment where
- * two patterns differ, the static one comes first); a failed branch is left for the next, which is the backtracking
- * `/a/b/:y` then `/a/:x/c` needs. Inserting or removing a route touches only the nodes of its own path.
+ * Every node stands for a path prefix: its static children by segment, its mixed children by shape, at most one
+ * parameter child and one wildcard child, and the routes whose pattern ends there, by method. A lookup walks the
+ * request's segments depth first, trying a node's children in order of precedence (static, mixed segments by more
+ * static characters then shape in byte order, parameter, wildcard), so the first route of the method it reaches is
+ * the most specific one; a failed branch is left for the next, which is the backtracking `/a/b/:y` then `/a/:x/c`
+ * needs. A wildcard child ends its pattern and takes the rest of the path. Inserting or removing a route touches only
+ * the nodes of its own path.
  *
  * Backtracking alone can be made slow: with 64-segment routes of one character, each with a parameter at a different
  * position, a request of those characters matches a prefix of every route and a miss shows only at its end, so a
  * depth-first walk visits every node (n²/2 for n routes; n³/6 with two parameters each). What bounds it is that
- * subtrees at one depth with the same *suffix structure* (the methods ending at each node, the static keys, where the
- * parameters are; not which routes) answer a request's remaining segments alike. Every node belongs to a class of
- * nodes of that depth and structure, kept exact by hash-consing as routes come and go (see Classes); a lookup marks
- * each class whose subtree failed and skips every other node of it, so a subtree is explored at most once per class,
+ * subtrees at one depth with the same *suffix structure* (the methods ending at each node, the static keys and mixed
+ * shapes, where the parameters and wildcards are; not which routes) answer a request's remaining segments alike. Every
+ * node belongs to a class of nodes of that depth and structure, kept exact by hash-consing as routes come and go (see
+ * Classes); a lookup marks each class whose subtree failed and skips every other node of it, so a subtree is explored at most once per class,
  * and the tables above cost a miss a few times a hit (test/RouteTable.test.ts counts it, bench/table.ts times it).
  *
  * Two routes of one method never share a shape (the stores refuse it). Should it happen anyway, the table keeps
@@ -23,8 +25,8 @@
  * @internal
  */
 import { Either } from "effect"
-import type * as Route from "../Route.js"
-import * as Grammar from "./grammar.js"
+import type * as Route from "../../Route.js"
+import * as Grammar from "../grammar.js"
 import * as RequestPath from "./requestPath.js"
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -74,7 +76,10 @@ export class Node<R extends Route.Route> {
   statics: Map<string, Node<R>> | undefined = undefined
   /** The static child when there is exactly one: compared in place, without cutting the segment out of the path. */
   only: Node<R> | undefined = undefined
+  /** The mixed children, the most specific first (see `moreSpecific`). */
+  mixed: Array<Node<R>> | undefined = undefined
   param: Node<R> | undefined = undefined
+  wildcard: Node<R> | undefined = undefined
   /** The routes whose pattern ends here, by method; `undefined` when there are none. */
   leaves: Map<string, Leaf<R>> | undefined = undefined
   /** The methods of `leaves` as a 405 lists them, computed on first use after a change. */
@@ -89,12 +94,26 @@ export class Node<R extends Route.Route> {
   /** Its neighbours in the list of its class's nodes. */
   previousOfClass: Node<R> | undefined = undefined
   nextOfClass: Node<R> | undefined = undefined
-  constructor(readonly parent: Node<R> | undefined, readonly key: string | undefined) {
+  /**
+   * For a mixed child, the static texts around its parameters (its shape split at each `:`): `["", ".", ""]` for
+   * `:file.:ext`. Static text never holds a `:`.
+   */
+  readonly texts: ReadonlyArray<string> | undefined
+  /**
+   * @param key the edge from the parent: a static segment's value, a mixed segment's shape, `:` for the parameter,
+   * `*` for the wildcard; `undefined` for the root. No static segment is `:` or `*` or holds a `:`, so none is
+   * mistaken for another kind.
+   */
+  constructor(readonly parent: Node<R> | undefined, readonly key: string | undefined, mixed = false) {
     this.depth = parent === undefined ? 0 : parent.depth + 1
     this.keyHash = key === undefined ? 0 : stringHash(key)
     this.hash = depthHash(this.depth)
+    this.texts = mixed ? key!.split(":") : undefined
   }
 }
+
+const PARAM_KEY = ":"
+const WILDCARD_KEY = "*"
 
 export class Tree<R extends Route.Route> {
   readonly root = new Node<R>(undefined, undefined)
@@ -116,10 +135,9 @@ export class Tree<R extends Route.Route> {
 // ---------------------------------------------------------------------------------------------------------------
 //
 // A node's structure is its depth, the methods of the routes ending at it, and its children, each as its edge (the
-// static key, or "parameter") and its class. Two nodes of one structure have subtrees that match the same requests
-// with the same methods at every end, so one answers a lookup's remaining segments exactly as the other: that is
-// what lets a lookup skip a node whose class failed already (see Lookup). Edges of other kinds (mixed segments,
-// wildcards) join the structure the same way: a hash of the edge's label mixed with the child's class.
+// static key, the mixed shape, "parameter" or "wildcard") and its class. Two nodes of one structure have subtrees
+// that match the same requests with the same methods at every end, so one answers a lookup's remaining segments
+// exactly as the other: that is what lets a lookup skip a node whose class failed already (see Lookup).
 //
 // Classes are exact, by hash-consing: a node's structure hash is a sum of one term per method and per child (so a
 // change updates it in constant time), the classes are found by that hash, and a node joins a class only after its
@@ -161,8 +179,7 @@ const depthHash = (depth: number): number => mix(depth + 0x6a09e667)
 const methodHash = (method: string): number => mix(stringHash(method) ^ 0x3c6ef372)
 
 // The term of a child in its parent's structure hash: its edge mixed with its class.
-const childHash = (child: Node<any>, cls: Class): number =>
-  child.key === undefined ? mix(cls.value ^ 0x510e527f) : mix(child.keyHash ^ Math.imul(cls.value, 0x9e3779b1))
+const childHash = (child: Node<any>, cls: Class): number => mix(child.keyHash ^ Math.imul(cls.value, 0x9e3779b1))
 
 const sameMethods = (a: Map<string, unknown> | undefined, b: Map<string, unknown> | undefined): boolean => {
   if ((a?.size ?? 0) !== (b?.size ?? 0)) return false
@@ -176,9 +193,17 @@ const sameStatics = (a: Map<string, Node<any>> | undefined, b: Map<string, Node<
   return true
 }
 
+const sameMixed = (a: ReadonlyArray<Node<any>> | undefined, b: ReadonlyArray<Node<any>> | undefined): boolean => {
+  if ((a?.length ?? 0) !== (b?.length ?? 0)) return false
+  if (a !== undefined) {
+    for (let i = 0; i < a.length; i++) if (a[i]!.key !== b![i]!.key || a[i]!.class !== b![i]!.class) return false
+  }
+  return true
+}
+
 const sameStructure = (a: Node<any>, b: Node<any>): boolean =>
-  a.depth === b.depth && a.param?.class === b.param?.class && sameMethods(a.leaves, b.leaves) &&
-  sameStatics(a.statics, b.statics)
+  a.depth === b.depth && a.param?.class === b.param?.class && a.wildcard?.class === b.wildcard?.class &&
+  sameMethods(a.leaves, b.leaves) && sameStatics(a.statics, b.statics) && sameMixed(a.mixed, b.mixed)
 
 // Puts `node` into the class of its structure, made when there is none.
 const join = (tree: Tree<any>, node: Node<any>): Class => {
@@ -237,9 +262,31 @@ const settle = (tree: Tree<any>, node: Node<any>): void => {
 // Changes
 // ---------------------------------------------------------------------------------------------------------------
 
+const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+const staticLength = (mixed: Node<any>): number => mixed.key!.length - mixed.texts!.length + 1
+
+// Between two mixed segments at one position, the one with more static characters wins, then the one whose shape
+// comes first in byte order: negative when `a` wins.
+const moreSpecific = (a: Node<any>, b: Node<any>): number =>
+  staticLength(b) - staticLength(a) || byteOrder(a.key!, b.key!)
+
+const mixedChildOf = <R extends Route.Route>(node: Node<R>, shape: string): Node<R> => {
+  const mixed = node.mixed ??= []
+  let child = mixed.find((candidate) => candidate.key === shape)
+  if (child === undefined) {
+    child = new Node(node, shape, true)
+    mixed.push(child)
+    mixed.sort(moreSpecific)
+  }
+  return child
+}
+
 // The child of `node` for `segment`, made when there is none; a new node has no class until the change settles.
 const childOf = <R extends Route.Route>(node: Node<R>, segment: Grammar.PathSegment): Node<R> => {
-  if (segment._tag === "Param") return node.param ??= new Node(node, undefined)
+  if (segment._tag === "Param") return node.param ??= new Node(node, PARAM_KEY)
+  if (segment._tag === "Wildcard") return node.wildcard ??= new Node(node, WILDCARD_KEY)
+  if (segment._tag === "Mixed") return mixedChildOf(node, segment.shape)
   const statics = node.statics ??= new Map()
   let child = statics.get(segment.value)
   if (child === undefined) {
@@ -259,11 +306,22 @@ export const insert = <R extends Route.Route>(tree: Tree<R>, route: R): void => 
   if (Either.isLeft(parsed)) {
     throw new TypeError(`RouteTable: route ${route.id} has an invalid path: ${parsed.left[0]!.message}`)
   }
+  insertParsed(tree, route, parsed.right)
+}
+
+/**
+ * Adds `route` whose path is already parsed into `parsed`, replacing the route with the same id if there is one.
+ */
+export const insertParsed = <R extends Route.Route>(
+  tree: Tree<R>,
+  route: R,
+  parsed: Pick<Grammar.ParsedPath, "segments" | "params">
+): void => {
   const previous = tree.byId.get(route.id)
   if (previous !== undefined) detach(tree, previous)
   let node = tree.root
-  for (const segment of parsed.right.segments) node = childOf(node, segment)
-  const leaf = new Leaf(route, parsed.right.params, node)
+  for (const segment of parsed.segments) node = childOf(node, segment)
+  const leaf = new Leaf(route, parsed.params, node)
   const leaves = node.leaves ??= new Map()
   const hidden = leaves.get(route.method)
   leaves.set(route.method, leaf)
@@ -279,6 +337,12 @@ export const insert = <R extends Route.Route>(tree: Tree<R>, route: R): void => 
   node.hash = (node.hash + methodHash(route.method)) | 0
   settle(tree, node)
 }
+
+/** The route with that id, or `undefined`. */
+export const get = <R extends Route.Route>(tree: Tree<R>, id: string): R | undefined => tree.byId.get(id)?.route
+
+/** The ids of the routes in the tree. */
+export const ids = (tree: Tree<any>): Iterable<string> => tree.byId.keys()
 
 /**
  * Removes the route with that id; `false` when the table has none.
@@ -321,16 +385,22 @@ const prune = <R extends Route.Route>(tree: Tree<R>, node: Node<R>): Node<R> => 
   let current = node
   while (
     current.parent !== undefined && current.leaves === undefined && current.param === undefined &&
-    current.statics === undefined
+    current.statics === undefined && current.mixed === undefined && current.wildcard === undefined
   ) {
     const parent: Node<R> = current.parent
     parent.hash = (parent.hash - childHash(current, current.class!)) | 0
     leave(tree, current)
-    if (current.key === undefined) {
+    if (current.key === PARAM_KEY) {
       parent.param = undefined
+    } else if (current.key === WILDCARD_KEY) {
+      parent.wildcard = undefined
+    } else if (current.texts !== undefined) {
+      const mixed = parent.mixed!
+      mixed.splice(mixed.indexOf(current), 1)
+      if (mixed.length === 0) parent.mixed = undefined
     } else {
       const statics = parent.statics!
-      statics.delete(current.key)
+      statics.delete(current.key!)
       if (statics.size === 0) parent.statics = undefined
       parent.only = statics.size === 1 ? statics.values().next().value : undefined
     }
@@ -413,11 +483,28 @@ const search = <R extends Route.Route>(
       const leaf = last ? atEnd(child, method) : search(child, path, end + 1, method, k)
       if (leaf !== undefined) return leaf
     }
+    const mixed = node.mixed
+    if (mixed !== undefined) {
+      for (let i = 0; i < mixed.length; i++) {
+        const child = mixed[i]!
+        const texts = child.texts!
+        if (!split(texts, path, start, end, k)) continue
+        const leaf = last ? atEnd(child, method) : search(child, path, end + 1, method, k + texts.length - 1)
+        if (leaf !== undefined) return leaf
+      }
+    }
     const param = node.param
     if (param !== undefined) {
       spans[2 * k] = start
       spans[2 * k + 1] = end
       const leaf = last ? atEnd(param, method) : search(param, path, end + 1, method, k + 1)
+      if (leaf !== undefined) return leaf
+    }
+    const wildcard = node.wildcard
+    if (wildcard !== undefined && noEmptySegmentFrom(path, start)) {
+      spans[2 * k] = start
+      spans[2 * k + 1] = path.length
+      const leaf = atEnd(wildcard, method)
       if (leaf !== undefined) return leaf
     }
   }
@@ -426,15 +513,55 @@ const search = <R extends Route.Route>(
   return undefined
 }
 
+/**
+ * Whether the segment `path[start, end)` splits as a mixed segment with static `texts` around its parameters, whose
+ * spans it then writes from the `k`-th on. Each parameter but the last takes the shortest non-empty text up to the
+ * next occurrence of the static text after it, the last what remains before the final static text. Taking the first
+ * occurrence is never wrong: were the rest to match from a later one, it would match from this one too (its first
+ * parameter would only be longer), so a segment that fails from the first fails from every one, and one pass decides.
+ * Static text holds no `/`, so no occurrence found from inside the segment runs past its end.
+ */
+const split = (texts: ReadonlyArray<string>, path: string, start: number, end: number, k: number): boolean => {
+  let at = start + texts[0]!.length
+  if (!path.startsWith(texts[0]!, start)) return false
+  const params = texts.length - 1
+  for (let i = 1; i < params; i++) {
+    const text = texts[i]!
+    const next = path.indexOf(text, at + 1)
+    if (next === -1 || next + text.length > end) return false
+    spans[2 * (k + i - 1)] = at
+    spans[2 * (k + i - 1) + 1] = next
+    at = next + text.length
+  }
+  const text = texts[params]!
+  const valueEnd = end - text.length
+  if (valueEnd <= at || !path.startsWith(text, valueEnd)) return false
+  spans[2 * (k + params - 1)] = at
+  spans[2 * (k + params - 1) + 1] = valueEnd
+  return true
+}
+
+// Where the last empty segment of the current lookup's path starts (`-1` for none), found on first use: a wildcard
+// matches only non-empty segments.
+let lastEmpty = -2
+
+// Whether every segment of `path` from `start` on, the one at `start` being non-empty, is non-empty.
+const noEmptySegmentFrom = (path: string, start: number): boolean => {
+  if (lastEmpty === -2) {
+    lastEmpty = path.charCodeAt(path.length - 1) === 47 ? path.length : path.lastIndexOf("//") + 1
+    if (lastEmpty === 0) lastEmpty = -1
+  }
+  return lastEmpty < start
+}
+
 const find = <R extends Route.Route>(tree: Tree<R>, path: string, method: string): Leaf<R> | undefined => {
   // Setting an array's length is a call into the runtime: skipped when there is nothing to clear.
   if (reached.length !== 0) reached.length = 0
   lookupNumber++
   backtracked = false
+  lastEmpty = -2
   return path.length === 1 ? atEnd(tree.root, method) : search(tree.root, path, 1, method, 0)
 }
-
-const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 // The methods of routes at `nodes`, sorted, with HEAD wherever GET is.
 const allowOf = (nodes: ReadonlyArray<Node<any>>): ReadonlyArray<string> => {

@@ -1,5 +1,5 @@
 /**
- * The request side of the route table (CONTRACT §10): the path of a request target, its normalisation (RFC 3986
+ * The request side of the route table: the path of a request target, its normalisation (RFC 3986
  * §6.2.2 and nothing more) and the decoding of parameter values. Plain functions over strings, called once per
  * request.
  *
