@@ -1,36 +1,42 @@
 /**
- * Every code block of README.md is checked or run, so the README cannot drift from the code. The convention, by the
- * first word of a block's info string:
+ * Every code block of README.md and docs/*.md is checked or run, so the documentation cannot drift from the code. The
+ * convention, by the first word of a block's info string:
  *
  * - `ts`: type-checked as a module of its own against the package (the `route-registry` paths and compiler options
  *   of tsconfig.json, less the unused-name checks). A block whose first line is `// file: NAME.ts` is that file, as
- *   the reader saves it: later blocks import from it as `./NAME.js`, as a reader's own files would. Otherwise a
- *   block continues the ones before it: it may use the top-level declarations of earlier `ts` blocks, which it gets
- *   as imports from them. Imports do not carry over: each block imports what it uses, as a reader copying it needs. The environment variables a block reads
- *   (`process.env.NAME`, `Config.…("NAME")`) must be ones a README table documents (the `npm start` variables), so
- *   a snippet never names a variable the runnable host calls otherwise.
+ *   the reader saves it: later blocks, of any document, import from it as `./NAME.js`, as a reader's own files
+ *   would. Otherwise a block continues the ones before it in its document: it may use the top-level declarations of
+ *   earlier `ts` blocks, which it gets as imports from them. Imports do not carry over: each block imports what it
+ *   uses, as a reader copying it needs. The environment variables a block reads (`process.env.NAME`,
+ *   `Config.…("NAME")`) must be ones a table of the documentation documents (the `npm start` variables), so a
+ *   snippet never names a variable the runnable host calls otherwise.
  * - `json`: parsed.
  * - `sh`: parsed by `bash -n`. Every `npm start`, `npm test` and `npm run <script>` names a script of package.json;
  *   every `npm install` names this package (by name, as its `<name>-<version>.tgz` tarball or as
  *   `"git+$REPOSITORY_URL"`), one of its peers or a package it is tested with (devDependencies), at exactly the
  *   range package.json gives.
- *   A block that calls `curl` also runs, in README order, in `bash -euo pipefail`, against the example host of
- *   `npm start` (examples/server.ts on a free port, in-memory store, its generated admin token), with
+ *   A block that calls `curl` also runs, in its document's order, in `bash -euo pipefail`, against an example host
+ *   of `npm start` of the document's own (examples/server.ts on a free port, in-memory store, its generated admin
+ *   token), with
  *   `http://127.0.0.1:3000` replaced by the host's origin. Placeholders are shell variables bound from what came
  *   before: TOKEN (the generated admin token), ID (the id of the last route answered, from `Location` or the body),
  *   ETAG (the last `ETag`) and CURSOR (the last non-null `nextCursor`). A line assigning one of them a value with `…`
  *   in it (`TOKEN=3q2-Xv…   # the token printed above`) tells the reader where the value comes from and is left
- *   out. Every answer must be below 400, unless its `curl` line ends with a comment `# expect <status>` (a README
+ *   out. Every answer must be below 400, unless its `curl` line ends with a comment `# expect <status>` (a document
  *   showing, say, that a deleted route answers 404).
  * - no language: output, left as text.
  *
- * Any other language fails until this convention says what to do with it.
+ * Any other language fails until this convention says what to do with it. Across the documents: the README links
+ * every document of docs/, every relative link reaches an existing file (and heading, for `#anchor`), every file of
+ * the repository named in backquotes exists, none names an internal module's file, and every variable `npm start`
+ * and the command read is in a table.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { execFile, spawnSync } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import ts from "typescript"
@@ -38,20 +44,27 @@ import { type Running, start } from "./utils/spawned.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const README = "README.md"
-const README_ORIGIN = "http://127.0.0.1:3000"
+const DOCUMENTS = [
+  README,
+  ...(await readdir(join(ROOT, "docs"))).filter((n) => n.endsWith(".md")).sort().map((n) => `docs/${n}`)
+]
+// The origin the documents show; their curl blocks run against the example host's instead.
+const DOCUMENTED_ORIGIN = "http://127.0.0.1:3000"
 const BOUND = ["TOKEN", "ID", "ETAG", "CURSOR"] as const
 type Bound = typeof BOUND[number]
 
 const manifest = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8"))
 
 interface Block {
+  /** The document, relative to the repository. */
+  readonly file: string
   readonly language: string
-  /** The README line of the block's first line of code. */
+  /** The document's line of the block's first line of code. */
   readonly line: number
   readonly code: string
 }
 
-const blocks = (markdown: string): Array<Block> => {
+const blocks = (file: string, markdown: string): Array<Block> => {
   const found: Array<Block> = []
   let open: { language: string; line: number; lines: Array<string> } | undefined
   markdown.split("\n").forEach((text, i) => {
@@ -59,7 +72,7 @@ const blocks = (markdown: string): Array<Block> => {
       const fence = /^```\s*(\S*)/.exec(text)
       if (fence !== null) open = { language: fence[1]!, line: i + 2, lines: [] }
     } else if (text.startsWith("```")) {
-      found.push({ language: open.language, line: open.line, code: open.lines.join("\n") })
+      found.push({ file, language: open.language, line: open.line, code: open.lines.join("\n") })
       open = undefined
     } else {
       open.lines.push(text)
@@ -68,10 +81,13 @@ const blocks = (markdown: string): Array<Block> => {
   return found
 }
 
-const markdown = await readFile(join(ROOT, README), "utf8")
-const all = blocks(markdown)
-const at = (block: Block) => `${README}:${block.line}`
-const ofLanguage = (language: string) => all.filter((block) => block.language === language)
+const markdowns = new Map(
+  await Promise.all(DOCUMENTS.map(async (file) => [file, await readFile(join(ROOT, file), "utf8")] as const))
+)
+const all = DOCUMENTS.flatMap((file) => blocks(file, markdowns.get(file)!))
+const at = (block: Block) => `${block.file}:${block.line}`
+const ofLanguage = (language: string, file?: string) =>
+  all.filter((block) => block.language === language && (file === undefined || block.file === file))
 
 interface Declared {
   readonly name: string
@@ -116,13 +132,18 @@ const FILE_NAME = /^\/\/ file: ([A-Za-z0-9_-]+)\.ts\s*$/
 
 const uses = (code: string, name: string) => new RegExp(`(?<![\\w$])${name.replace(/\$/g, "\\$")}(?![\\w$])`).test(code)
 
-// Each block as a module: one line importing what it uses from earlier blocks, its code, then an export of what
-// it declares for the blocks after it.
+// Each block as a module: one line importing what it uses from earlier blocks of its document, its code, then an
+// export of what it declares for the blocks after it.
 const modules = (tsBlocks: ReadonlyArray<Block>): Map<string, { readonly block: Block; readonly text: string }> => {
   const result = new Map<string, { block: Block; text: string }>()
   const earlier = new Map<string, { readonly module: string; readonly type: boolean }>()
+  let document: string | undefined
   for (const block of tsBlocks) {
-    const module = FILE_NAME.exec(block.code.split("\n")[0]!)?.[1] ?? `readme-line-${block.line}`
+    if (block.file !== document) earlier.clear()
+    document = block.file
+    const named = FILE_NAME.exec(block.code.split("\n")[0]!)?.[1]
+    const module = named ?? `${block.file.replace(/\W/g, "-")}-line-${block.line}`
+    assert.isFalse(result.has(join(ROOT, `${module}.ts`)), `${at(block)}: a second ${module}.ts`)
     const own = declaredIn(block.code)
     const imported = importedIn(block.code)
     const imports = [...earlier].filter(([name]) =>
@@ -136,7 +157,7 @@ const modules = (tsBlocks: ReadonlyArray<Block>): Map<string, { readonly block: 
   return result
 }
 
-// The problems of every `ts` block, by README line, from one program holding them all.
+// The problems of every `ts` block, by document line, from one program holding them all.
 const typeCheck = (tsBlocks: ReadonlyArray<Block>): Map<Block, Array<string>> => {
   const files = modules(tsBlocks)
   const config = ts.getParsedCommandLineOfConfigFile(
@@ -164,15 +185,19 @@ const typeCheck = (tsBlocks: ReadonlyArray<Block>): Map<Block, Array<string>> =>
       block,
       diagnostics.map((d) => {
         const { line } = source.getLineAndCharacterOfPosition(d.start ?? 0)
-        return `${README}:${block.line + line - 1}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`
+        return `${block.file}:${block.line + line - 1}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`
       })
     )
   }
   return problems
 }
 
-// The variables in the first column of README's tables: `| \`PORT\` | …`.
-const documented = new Set([...markdown.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1]!))
+// The variables in the first column of the documents' tables: `| \`PORT\` | …`.
+const documented = new Set(
+  [...markdowns.values()].flatMap((markdown) =>
+    [...markdown.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((m) => m[1]!)
+  )
+)
 
 const environmentRead = (code: string): Array<string> =>
   [...code.matchAll(/process\.env\.([A-Z][A-Z0-9_]*)|Config\.\w+\((?:[^()]|\([^()]*\))*?"([A-Z][A-Z0-9_]*)"/g)]
@@ -206,14 +231,14 @@ const npmProblems = (args: ReadonlyArray<string>): Array<string> => {
 
 const PLACEHOLDER = /^\s*([A-Za-z_][A-Za-z0-9_]*)=\S*…\S*\s*(#.*)?$/
 
-// The block as it runs: placeholder lines left out, the README's origin replaced by the host's.
+// The block as it runs: placeholder lines left out, the documented origin replaced by the host's.
 const runnable = (block: Block, origin: string): string =>
   block.code.split("\n").filter((line) => {
     const name = PLACEHOLDER.exec(line)?.[1]
     if (name === undefined) return true
     assert.include(BOUND, name, `${at(block)}: ${name} is a placeholder this test does not bind`)
     return false
-  }).map((line) => line.replace(EXPECTED, "$1EXPECT=$3 $2")).join("\n").replaceAll(README_ORIGIN, origin)
+  }).map((line) => line.replace(EXPECTED, "$1EXPECT=$3 $2")).join("\n").replaceAll(DOCUMENTED_ORIGIN, origin)
 
 // Records every answer: the headers in <n>.head, the output (what the reader sees) in <n>.body, and the status the
 // README says to expect, if any, in <n>.expect.
@@ -283,81 +308,180 @@ const bind = (bindings: Partial<Record<Bound, string>>, { body, headers }: Answe
 
 const exec = promisify(execFile)
 
-describe("README.md", () => {
-  it("has only code blocks whose language this test knows", () => {
-    for (const block of all) assert.include(["ts", "json", "sh", ""], block.language, `${at(block)}: no convention`)
+// The lines outside code blocks, with code spans kept (a link's text may hold one).
+const prose = (markdown: string): Array<string> => {
+  let fenced = false
+  return markdown.split("\n").filter((line) => {
+    if (line.startsWith("```")) fenced = !fenced
+    return !fenced && !line.startsWith("```")
   })
+}
 
-  it("cites no document a reader of the repository does not have (an RFC's sections are fine)", () => {
-    assert.notInclude(markdown, "CONTRACT")
-    assert.deepStrictEqual([...markdown.matchAll(/(?<!RFC \d+ )§\s*\d+/g)].map((m) => m[0]), [])
-  })
-
-  describe("json blocks parse", () => {
-    for (const block of ofLanguage("json")) {
-      it(at(block), () => {
-        JSON.parse(block.code)
-      })
-    }
-  })
-
-  describe("ts blocks type-check against the package", () => {
-    let problems: Map<Block, Array<string>>
-    beforeAll(() => {
-      problems = typeCheck(ofLanguage("ts"))
+// The anchors of a document's headings, as GitHub makes them: lowercased, punctuation dropped, spaces as hyphens,
+// a repeated one numbered.
+const anchors = (markdown: string): Set<string> => {
+  const seen = new Map<string, number>()
+  return new Set(
+    prose(markdown).flatMap((line) => {
+      const heading = /^#{1,6} (.*)$/.exec(line)?.[1]
+      if (heading === undefined) return []
+      const slug = heading.toLowerCase().replace(/[^\p{L}\p{N}_ -]/gu, "").replace(/ /g, "-")
+      const count = seen.get(slug)
+      seen.set(slug, (count ?? 0) + 1)
+      return [count === undefined ? slug : `${slug}-${count}`]
     })
-    for (const block of ofLanguage("ts")) {
-      it(at(block), () => {
-        assert.deepStrictEqual(problems.get(block), [])
-        for (const name of environmentRead(block.code)) {
-          assert.isTrue(documented.has(name), `${at(block)}: reads ${name}, which no README table documents`)
-        }
-      })
-    }
-  })
+  )
+}
 
-  describe("sh blocks parse, and name scripts, this package and its peers as package.json does", () => {
-    for (const block of ofLanguage("sh")) {
-      it(at(block), () => {
+// The relative links of a document's prose: `[text](docs/x.md#anchor)`, `[text](#anchor)`.
+const links = (markdown: string): Array<string> =>
+  prose(markdown).flatMap((line) => [...line.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!))
+    .filter((target) => !/^[a-z][a-z+.-]*:/i.test(target))
+
+const linkProblems = (file: string, target: string): Array<string> => {
+  const [path, anchor] = target.split("#") as [string, string | undefined]
+  const linked = path === "" ? file : relative(ROOT, join(ROOT, dirname(file), path))
+  if (!existsSync(join(ROOT, linked))) return [`${file}: ${target}: no file ${linked}`]
+  if (anchor === undefined) return []
+  if (!linked.endsWith(".md")) return [`${file}: ${target}: an anchor in a file that is not markdown`]
+  const markdown = markdowns.get(linked) ?? readFileSync(join(ROOT, linked), "utf8")
+  return anchors(markdown).has(anchor) ? [] : [`${file}: ${target}: no heading of ${linked} has the anchor #${anchor}`]
+}
+
+// The repository's files a document names in backquotes: `test/NodeRouter.test.ts`, `examples/express.ts`.
+const filesNamed = (markdown: string): Array<string> =>
+  prose(markdown).flatMap((line) =>
+    [...line.matchAll(/`((?:\.ci|bench|docs|examples|src|test)\/[\w./-]*\.\w+)`/g)].map((m) => m[1]!)
+  )
+
+// What `npm start` (examples/server.ts and the helpers of examples/env.ts) and the library (the command) read.
+const environmentOfHosts = async (): Promise<Set<string>> => {
+  const examples = await Promise.all(["server.ts", "env.ts"].map((n) => readFile(join(ROOT, "examples", n), "utf8")))
+  const sources = (await readdir(join(ROOT, "src"), { recursive: true })).filter((n) => n.endsWith(".ts"))
+  const library = await Promise.all(sources.map((n) => readFile(join(ROOT, "src", n), "utf8")))
+  return new Set([
+    ...examples.flatMap((code) => [
+      ...environmentRead(code),
+      ...[...code.matchAll(/\w\("([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)"/g)].map((m) => m[1]!)
+    ]),
+    ...library.flatMap(environmentRead)
+  ])
+}
+
+// A suite of one test per block, when the document has such blocks (an empty suite fails).
+const eachBlock = (title: string, found: ReadonlyArray<Block>, test: (block: Block) => void) => {
+  if (found.length === 0) return
+  describe(title, () => {
+    for (const block of found) it(at(block), () => test(block))
+  })
+}
+
+let problems: Map<Block, Array<string>> | undefined
+// Every `ts` block of every document in one program, checked once.
+const problemsOf = (block: Block) => (problems ??= typeCheck(ofLanguage("ts"))).get(block)
+
+for (const document of DOCUMENTS) {
+  const markdown = markdowns.get(document)!
+  const own = all.filter((block) => block.file === document)
+
+  describe(document, () => {
+    it("has only code blocks whose language this test knows", () => {
+      for (const block of own) assert.include(["ts", "json", "sh", ""], block.language, `${at(block)}: no convention`)
+    })
+
+    it("cites no document a reader of the repository does not have (an RFC's sections are fine)", () => {
+      assert.notInclude(markdown, "CONTRACT")
+      assert.deepStrictEqual([...markdown.matchAll(/(?<!RFC \d+ )§\s*\d+/g)].map((m) => m[0]), [])
+    })
+
+    eachBlock("json blocks parse", ofLanguage("json", document), (block) => {
+      JSON.parse(block.code)
+    })
+
+    eachBlock("ts blocks type-check against the package", ofLanguage("ts", document), (block) => {
+      assert.deepStrictEqual(problemsOf(block), [])
+      for (const name of environmentRead(block.code)) {
+        assert.isTrue(documented.has(name), `${at(block)}: reads ${name}, which no table of the documents has`)
+      }
+    })
+
+    eachBlock(
+      "sh blocks parse, and name scripts, this package and its peers as package.json does",
+      ofLanguage("sh", document),
+      (block) => {
         const syntax = spawnSync("bash", ["-n"], { input: block.code, encoding: "utf8" })
         assert.strictEqual(syntax.status, 0, `${at(block)}: ${syntax.stderr}`)
         assert.deepStrictEqual(npmCommands(block.code).flatMap(npmProblems), [])
-      })
-    }
-  })
+      }
+    )
 
-  describe("sh blocks calling the server run against the example host", () => {
-    let server: Running
-    const bindings: Partial<Record<Bound, string>> = {}
-    beforeAll(async () => {
-      server = await start("examples/server.ts")
-      bindings.TOKEN = /generated admin token (\S+)/.exec(server.output())![1]!
-    })
-    afterAll(() => server?.stop())
+    const calling = ofLanguage("sh", document).filter((b) => /(^|[\s;&|(])curl\s/m.test(b.code))
+    if (calling.length > 0) {
+      describe("sh blocks calling the server run against the example host", () => {
+        let server: Running
+        const bindings: Partial<Record<Bound, string>> = {}
+        beforeAll(async () => {
+          server = await start("examples/server.ts")
+          bindings.TOKEN = /generated admin token (\S+)/.exec(server.output())![1]!
+        })
+        afterAll(() => server?.stop())
 
-    for (const block of ofLanguage("sh").filter((b) => /(^|[\s;&|(])curl\s/m.test(b.code))) {
-      it(at(block), async () => {
-        const responses = await mkdtemp(join(tmpdir(), "readme-"))
-        try {
-          const script = SHELL_PRELUDE + runnable(block, server.origin)
-          const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", RESPONSES: responses, ...bindings }
-          await exec("bash", ["-c", script], { cwd: responses, env }).catch((error) =>
-            assert.fail(`${at(block)}: ${error.stderr || error.message}`)
-          )
-          const answers = await answersIn(responses)
-          assert.isNotEmpty(answers, `${at(block)}: no answer was recorded`)
-          for (const answer of answers) {
-            if (answer.expected === undefined) {
-              assert.isBelow(answer.status, 400, `${at(block)}: answered ${answer.status} ${answer.body}`)
-            } else {
-              assert.strictEqual(answer.status, answer.expected, `${at(block)}: answered ${answer.body}`)
+        for (const block of calling) {
+          it(at(block), async () => {
+            const responses = await mkdtemp(join(tmpdir(), "readme-"))
+            try {
+              const script = SHELL_PRELUDE + runnable(block, server.origin)
+              const env = {
+                PATH: process.env.PATH ?? "",
+                HOME: process.env.HOME ?? "",
+                RESPONSES: responses,
+                ...bindings
+              }
+              await exec("bash", ["-c", script], { cwd: responses, env }).catch((error) =>
+                assert.fail(`${at(block)}: ${error.stderr || error.message}`)
+              )
+              const answers = await answersIn(responses)
+              assert.isNotEmpty(answers, `${at(block)}: no answer was recorded`)
+              for (const answer of answers) {
+                if (answer.expected === undefined) {
+                  assert.isBelow(answer.status, 400, `${at(block)}: answered ${answer.status} ${answer.body}`)
+                } else {
+                  assert.strictEqual(answer.status, answer.expected, `${at(block)}: answered ${answer.body}`)
+                }
+                bind(bindings, answer)
+              }
+            } finally {
+              await rm(responses, { recursive: true, force: true })
             }
-            bind(bindings, answer)
-          }
-        } finally {
-          await rm(responses, { recursive: true, force: true })
+          })
         }
       })
     }
+  })
+}
+
+describe("README.md and docs/*.md together", () => {
+  it("the README links every document of docs/", () => {
+    const linked = new Set(links(markdowns.get(README)!).map((target) => target.split("#")[0]))
+    assert.deepStrictEqual(DOCUMENTS.filter((file) => file !== README && !linked.has(file)), [])
+  })
+
+  it("every relative link reaches an existing file, and a heading of it for an anchor", () => {
+    assert.deepStrictEqual(
+      DOCUMENTS.flatMap((file) => links(markdowns.get(file)!).flatMap((t) => linkProblems(file, t))),
+      []
+    )
+  })
+
+  it("every file of the repository named in backquotes exists, and none is an internal module's", () => {
+    for (const file of DOCUMENTS) {
+      assert.notInclude(markdowns.get(file)!, "src/internal", `${file}: internal files move; name the public module`)
+      const missing = filesNamed(markdowns.get(file)!).filter((named) => !existsSync(join(ROOT, named)))
+      assert.deepStrictEqual(missing, [], `${file} names files the repository does not have`)
+    }
+  })
+
+  it("every variable npm start and the route-registry command read is in a table", async () => {
+    assert.deepStrictEqual([...await environmentOfHosts()].filter((name) => !documented.has(name)), [])
   })
 })
