@@ -30,7 +30,7 @@ export const tokens = Authenticator.layerStaticTokens([
 export type Store = Layer.Layer<RouteRepository.RouteRepository, unknown>
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` })
-const json = { "content-type": "application/json" }
+export const json = { "content-type": "application/json" }
 
 export const post = (body: unknown, headers: Record<string, string> = { ...auth(ADMIN), ...json }): Sent => ({
   method: "POST",
