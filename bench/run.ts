@@ -17,10 +17,10 @@
  * Results go to bench/results/<time>.json; a table is printed.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { seedInput } from "./peers/shared.js"
 import { type Column, printTable } from "./print.js"
 import * as Router from "./router.js"
@@ -55,7 +55,6 @@ const config = {
   scaleSeed: QUICK ? 200_000 : 1_000_000,
   memoryRoutes: 200_000
 }
-if (config.rounds < 3) throw new Error("--rounds must be at least 3")
 const DATABASE_URL = process.env.DATABASE_URL === "" ? undefined : process.env.DATABASE_URL
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -252,7 +251,8 @@ interface Running {
   readonly output: () => string
 }
 
-const work = mkdtempSync(join(tmpdir(), "route-registry-bench-"))
+// Made by main, removed by cleanUp: nothing is written when this module is only imported.
+const work = join(tmpdir(), `route-registry-bench-${process.pid}`)
 // The router scenario's requests, a line each, for wrk's script.
 const routerRequests = join(work, "router.requests")
 const running: Array<Running> = []
@@ -262,7 +262,7 @@ const tables: Array<string> = []
  * What `npm start` runs, read from package.json (`NAME=value … node <args>`), so the benchmark measures that command
  * and not a copy of it. Its process is node itself, pinned and measured as the others are (npm's own process is not).
  */
-const npmStart = ((): { readonly env: Record<string, string>; readonly args: ReadonlyArray<string> } => {
+const npmStartCommand = (): { readonly env: Record<string, string>; readonly args: ReadonlyArray<string> } => {
   const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.start
   const words = script.trim().split(/\s+/)
   const env: Record<string, string> = {}
@@ -272,7 +272,7 @@ const npmStart = ((): { readonly env: Record<string, string>; readonly args: Rea
   }
   if (words.shift() !== "node") throw new Error(`npm start runs something other than node: ${script}`)
   return { env, args: words }
-})()
+}
 
 // The seed routes of a server that stores none itself, created through its API one after another (as `seedInput`).
 const seedThroughApi = async (server: Running) => {
@@ -305,7 +305,8 @@ const startServer = (spec: ServerSpec): Promise<Running> => {
     DATABASE_URL: spec.postgres === true ? DATABASE_URL : "",
     TABLE: table
   }
-  const child = spec.npmStart === true
+  const npmStart = spec.npmStart === true ? npmStartCommand() : undefined
+  const child = npmStart !== undefined
     ? spawn(process.execPath, npmStart.args, {
       cwd: ROOT,
       env: { ...env, ...npmStart.env },
@@ -402,12 +403,12 @@ interface Measurement {
 
 let runs = 0
 
-const TICKS_PER_SECOND = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100
+const ticksPerSecond = () => Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100
 
 /** CPU seconds a process has used, user and system, from /proc. */
 const cpuSeconds = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond()
 }
 
 const load = (server: Running, mode: Mode, seconds: number): Promise<Measurement> => {
@@ -607,6 +608,8 @@ const started = Date.now()
 const elapsed = () => `${Math.round((Date.now() - started) / 1000)} s`
 
 const main = async () => {
+  if (config.rounds < 3) throw new Error("--rounds must be at least 3")
+  mkdirSync(work)
   ensureTools()
   // What users run is the compiled library: build it, and resolve "route-registry" to dist/ (bench/tsconfig.json).
   if (spawnSync("npm", ["run", "build"], { cwd: ROOT, stdio: "inherit" }).status !== 0) {
@@ -777,9 +780,12 @@ const cleanUp = async () => {
   rmSync(work, { recursive: true, force: true })
 }
 
-process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)))
-main().then(cleanUp, async (error) => {
-  console.error(error)
-  await cleanUp()
-  process.exit(1)
-})
+// Runs only as the entry module (npm run bench), so that importing it starts nothing.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)))
+  main().then(cleanUp, async (error) => {
+    console.error(error)
+    await cleanUp()
+    process.exit(1)
+  })
+}

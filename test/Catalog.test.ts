@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import * as Catalog from "route-registry/Catalog"
 import { adapters } from "./utils/adapters.js"
@@ -56,33 +56,30 @@ describe("catalog checking in the routing API", () => {
       for (const [storeName, store] of stores) {
         it(`${storeName}: creates and updates naming unregistered functions are refused, each name once`, async () => {
           const server = await adapter.start(Layer.mergeAll(store, tokens, Catalog.layer(names)))
-          try {
-            const refused = await server.send(
-              post({ method: "GET", path: "/a", middleware: ["auth", "timming"], handler: "shwoUser" })
-            )
-            assertProblem(refused, "invalid_route", ["errors"])
-            assert.deepStrictEqual(refused.json.errors.map((e: { path: string }) => e.path), [
-              "middleware[1]",
-              "handler"
-            ])
-            assert.include(refused.json.errors[0].message, "did you mean \"timing\"?")
-            const created = await server.send(
-              post({ method: "GET", path: "/a", middleware: ["auth"], handler: "showUser" })
-            )
-            assert.strictEqual(created.status, 201, created.text)
-            const patched = await server.send({
-              method: "PATCH",
-              path: `/v1/routing/${created.json.id}`,
-              headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
-              body: JSON.stringify({ handler: "lstUsers" })
-            })
-            assertProblem(patched, "invalid_route", ["errors"])
-            assert.include(patched.json.errors[0].message, "did you mean \"listUsers\"?")
-            const found = await server.send(get(created.json.id))
-            assert.strictEqual(found.json.handler, "showUser", "a refused update changes nothing")
-          } finally {
-            await server.close()
-          }
+          onTestFinished(() => server.close())
+          const refused = await server.send(
+            post({ method: "GET", path: "/a", middleware: ["auth", "timming"], handler: "shwoUser" })
+          )
+          assertProblem(refused, "invalid_route", ["errors"])
+          assert.deepStrictEqual(refused.json.errors.map((e: { path: string }) => e.path), [
+            "middleware[1]",
+            "handler"
+          ])
+          assert.include(refused.json.errors[0].message, "did you mean \"timing\"?")
+          const created = await server.send(
+            post({ method: "GET", path: "/a", middleware: ["auth"], handler: "showUser" })
+          )
+          assert.strictEqual(created.status, 201, created.text)
+          const patched = await server.send({
+            method: "PATCH",
+            path: `/v1/routing/${created.json.id}`,
+            headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+            body: JSON.stringify({ handler: "lstUsers" })
+          })
+          assertProblem(patched, "invalid_route", ["errors"])
+          assert.include(patched.json.errors[0].message, "did you mean \"listUsers\"?")
+          const found = await server.send(get(created.json.id))
+          assert.strictEqual(found.json.handler, "showUser", "a refused update changes nothing")
         })
       }
     })

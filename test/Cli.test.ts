@@ -3,7 +3,7 @@
  * `npm start` hosts (examples/server.ts) on the in-memory store and on Postgres.
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Either, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
@@ -164,20 +164,19 @@ describe("route-registry sync", () => {
     // A database of its own, so a sync with the host's default table never meets another suite's routes.
     const database = await TestDatabase.freshDatabase()
     const host = await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url })
-    try {
-      const exported = join(dir, "to-postgres.json")
-      assert.strictEqual((await cli(["export", "--url", source.origin, "--output", exported])).code, 0)
-      const first = await cli(["sync", "--url", host.origin, exported])
-      assert.strictEqual(first.code, 0, first.stderr)
-      assert.include(first.stdout, `Plan: ${SEED.length} to create`)
-      const second = await cli(["sync", "--url", host.origin, exported])
-      assert.include(second.stdout, "No changes")
-      const copied = await cli(["export", "--url", host.origin, "--format", "json"])
-      assert.strictEqual(copied.stdout, await readFile(exported, "utf8"))
-    } finally {
+    onTestFinished(async () => {
       await host.stop()
       await database.drop()
-    }
+    })
+    const exported = join(dir, "to-postgres.json")
+    assert.strictEqual((await cli(["export", "--url", source.origin, "--output", exported])).code, 0)
+    const first = await cli(["sync", "--url", host.origin, exported])
+    assert.strictEqual(first.code, 0, first.stderr)
+    assert.include(first.stdout, `Plan: ${SEED.length} to create`)
+    const second = await cli(["sync", "--url", host.origin, exported])
+    assert.include(second.stdout, "No changes")
+    const copied = await cli(["export", "--url", host.origin, "--format", "json"])
+    assert.strictEqual(copied.stdout, await readFile(exported, "utf8"))
   })
 
   it("updates in place (same id) when only parameter names, middleware or handler change", async () => {

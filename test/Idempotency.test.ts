@@ -4,7 +4,7 @@
  * written in the same transaction as its route.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer, Schedule } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -99,6 +99,7 @@ for (const adapter of adapters) {
         options?: RoutingHandler.Options
       ) => {
         const served = await adapter.start(Layer.merge(services, tokens), options)
+        // Closed when `test` ends, not when the test does: a test may serve twice, the second time on a fresh store.
         try {
           return await test(served.send)
         } finally {
@@ -387,6 +388,15 @@ const twoStores = (options: PgRouteRepository.Options = {}) =>
     return { table, a, b, sql }
   })
 
+/** A store on a fresh table for two processes to share, uninstalled when the running test finishes. */
+const sharedStore = () => {
+  const table = TestDatabase.freshTable()
+  onTestFinished(() =>
+    Effect.runPromise(PgRouteRepository.uninstall({ table }).pipe(Effect.provide(TestDatabase.layer()), Effect.orDie))
+  )
+  return TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer()))
+}
+
 /**
  * Holds `LOCK TABLE … IN SHARE MODE` on the routes table in a transaction of the test's own until `release`: a create
  * that has taken its key's lock then waits at its insert. Resolves once the lock is held.
@@ -463,57 +473,47 @@ describe("Postgres store, several processes on one database", () => {
   })
 
   it("concurrent POSTs with new keys to two processes: the client's bound holds exactly", async () => {
-    const table = TestDatabase.freshTable()
-    const store = TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer()))
+    const store = sharedStore()
     const bound = { idempotencyKeysPerPrincipal: 5 }
     const one = await nodeListener.start(Layer.merge(store, tokens), bound)
     const two = await nodeListener.start(Layer.merge(store, tokens), bound)
-    try {
-      const answers = await Promise.all(
-        Array.from(
-          { length: 16 },
-          (_, i) => (i % 2 === 0 ? one : two).send(keyed({ ...route, path: `/race/${i}/:id` }, `"key-${i}"`))
-        )
-      )
-      assert.lengthOf(answers.filter((answer) => answer.status === 201), 5)
-      for (const answer of answers) if (answer.status !== 201) assertProblem(answer, "too_many_idempotency_keys")
-      assert.lengthOf(await routes(one.send), 5)
-    } finally {
+    onTestFinished(async () => {
       await one.close()
       await two.close()
-      await Effect.runPromise(
-        PgRouteRepository.uninstall({ table }).pipe(Effect.provide(TestDatabase.layer()), Effect.orDie)
+    })
+    const answers = await Promise.all(
+      Array.from(
+        { length: 16 },
+        (_, i) => (i % 2 === 0 ? one : two).send(keyed({ ...route, path: `/race/${i}/:id` }, `"key-${i}"`))
       )
-    }
+    )
+    assert.lengthOf(answers.filter((answer) => answer.status === 201), 5)
+    for (const answer of answers) if (answer.status !== 201) assertProblem(answer, "too_many_idempotency_keys")
+    assert.lengthOf(await routes(one.send), 5)
   })
 
   it("concurrent POSTs with one key to two processes create exactly one route", async () => {
-    const table = TestDatabase.freshTable()
-    const store = TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer()))
+    const store = sharedStore()
     const one = await nodeListener.start(Layer.merge(store, tokens))
     const two = await nodeListener.start(Layer.merge(store, tokens))
-    try {
-      const answers = await Promise.all(
-        Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? one : two).send(keyed(route)))
-      )
-      const created = answers.filter((answer) => answer.status === 201)
-      for (const answer of answers) {
-        if (answer.status !== 201) assertProblem(answer, "idempotency_key_in_use")
-      }
-      assert.lengthOf(created.filter((answer) => replayed(answer) === null), 1)
-      assert.lengthOf(new Set(created.map((answer) => answer.json.id)), 1)
-      const last = await two.send(keyed(route))
-      assert.strictEqual(replayed(last), "true")
-      assert.strictEqual(last.json.id, created[0]!.json.id)
-      assert.lengthOf(await routes(one.send), 1)
-      assert.strictEqual((await one.send(get(created[0]!.json.id))).status, 200)
-    } finally {
+    onTestFinished(async () => {
       await one.close()
       await two.close()
-      await Effect.runPromise(
-        PgRouteRepository.uninstall({ table }).pipe(Effect.provide(TestDatabase.layer()), Effect.orDie)
-      )
+    })
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? one : two).send(keyed(route)))
+    )
+    const created = answers.filter((answer) => answer.status === 201)
+    for (const answer of answers) {
+      if (answer.status !== 201) assertProblem(answer, "idempotency_key_in_use")
     }
+    assert.lengthOf(created.filter((answer) => replayed(answer) === null), 1)
+    assert.lengthOf(new Set(created.map((answer) => answer.json.id)), 1)
+    const last = await two.send(keyed(route))
+    assert.strictEqual(replayed(last), "true")
+    assert.strictEqual(last.json.id, created[0]!.json.id)
+    assert.lengthOf(await routes(one.send), 1)
+    assert.strictEqual((await one.send(get(created[0]!.json.id))).status, 200)
   })
 })
 

@@ -34,41 +34,39 @@ describe("NodeListener", () => {
       req.url === "/no-next" ? listener(req, res) : listener(req, res, () => res.end("host"))
     )
     const send = fetchFrom(await listen(server))
-    try {
-      for (const path of ["/", "/health", "/v1/routings", "/v1/routing/a/b", "/v2/routing"]) {
-        const response = await send({ method: "GET", path })
-        assert.strictEqual(response.text, "host", path)
-      }
-      assertProblem(await send({ method: "GET", path: "/no-next" }), "not_found")
-    } finally {
+    onTestFinished(async () => {
       await closeServer(server)
       await listener.dispose()
+    })
+    for (const path of ["/", "/health", "/v1/routings", "/v1/routing/a/b", "/v2/routing"]) {
+      const response = await send({ method: "GET", path })
+      assert.strictEqual(response.text, "host", path)
     }
+    assertProblem(await send({ method: "GET", path: "/no-next" }), "not_found")
   })
 
   it("answers 413 on the connection before the body is sent, then closes it", async () => {
     const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
     const server = Http.createServer(listener)
     const port = Number(new URL(await listen(server)).port)
-    try {
-      // Announce a 10 MB body but send none of it: the answer must come anyway, and the socket must close.
-      const socket = Net.connect(port, "127.0.0.1")
-      socket.write(
-        `POST /v1/routing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN}\r\n` +
-          "Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
-      )
-      const answer = await new Promise<string>((resolve) => {
-        let text = ""
-        socket.on("data", (chunk) => (text += chunk))
-        socket.on("close", () => resolve(text))
-      })
-      assert.match(answer, /^HTTP\/1\.1 413 /)
-      assert.match(answer, /connection: close/i)
-      assert.include(answer, "\"code\":\"payload_too_large\"")
-    } finally {
+    onTestFinished(async () => {
       await closeServer(server)
       await listener.dispose()
-    }
+    })
+    // Announce a 10 MB body but send none of it: the answer must come anyway, and the socket must close.
+    const socket = Net.connect(port, "127.0.0.1")
+    socket.write(
+      `POST /v1/routing HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN}\r\n` +
+        "Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n"
+    )
+    const answer = await new Promise<string>((resolve) => {
+      let text = ""
+      socket.on("data", (chunk) => (text += chunk))
+      socket.on("close", () => resolve(text))
+    })
+    assert.match(answer, /^HTTP\/1\.1 413 /)
+    assert.match(answer, /connection: close/i)
+    assert.include(answer, "\"code\":\"payload_too_large\"")
   })
 
   it("a 201 is durable: a restarted host on the same database returns the same bytes (postgres)", async () => {
@@ -83,13 +81,10 @@ describe("NodeListener", () => {
     const second = await nodeListener.start(
       Layer.merge(TestDatabase.storeLayer({ table }).pipe(Layer.provide(TestDatabase.layer())), tokens)
     )
-    try {
-      const found = await second.send(get(created.json.id))
-      assert.strictEqual(found.status, 200)
-      assert.strictEqual(found.text, created.text)
-    } finally {
-      await second.close()
-    }
+    onTestFinished(() => second.close())
+    const found = await second.send(get(created.json.id))
+    assert.strictEqual(found.status, 200)
+    assert.strictEqual(found.text, created.text)
   })
 
   it("fromLayer fails when the services cannot be built, and releases what it built", async () => {

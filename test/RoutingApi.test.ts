@@ -2,7 +2,7 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
@@ -275,16 +275,13 @@ describe("RoutingApi", () => {
             bodyTimeoutMillis: 300,
             idempotencyKeysPerPrincipal: 2
           })
-          try {
-            const drawn = await draw(served)
-            for (const operation of names) {
-              for (const response of drawn[operation]) {
-                seen[operation].add(answer(response))
-                assertHeaders(operation, response)
-              }
+          onTestFinished(() => served.close())
+          const drawn = await draw(served)
+          for (const operation of names) {
+            for (const response of drawn[operation]) {
+              seen[operation].add(answer(response))
+              assertHeaders(operation, response)
             }
-          } finally {
-            await served.close()
           }
         }
         for (const operation of names) {

@@ -4,7 +4,7 @@
  * grammar and returns what it stored byte for byte; and no Authorization header authenticates unless it carries
  * a configured token (also checked on the static authenticator and the request core directly).
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Exit, Layer, Redacted } from "effect"
 import * as fc from "fast-check"
 import * as Authenticator from "route-registry/Authenticator"
@@ -25,11 +25,8 @@ const withServer = async (adapter: Adapter, f: (server: Served) => Promise<void>
   const server = await adapter.start(Layer.mergeAll(RouteRepository.layerMemory, tokens, quiet), {
     maxBodyBytes: LIMIT
   })
-  try {
-    await f(server)
-  } finally {
-    await server.close()
-  }
+  onTestFinished(() => server.close())
+  await f(server)
 }
 
 /** No header value of a response may carry a line break (header injection). */

@@ -4,7 +4,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import * as Http from "node:http"
 import type * as Authenticator from "route-registry/Authenticator"
@@ -30,23 +30,20 @@ describe("RoutingHttpApp", () => {
         Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), { port: 0, host: "127.0.0.1" }))
       )
     )
-    try {
-      const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
-      const send = fetchFrom(`http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`)
-      assert.strictEqual((await send({ method: "GET", path: "/health" })).text, "ok")
-      const created = await send(post({ method: "GET", path: "/", handler: "h" }))
-      assert.strictEqual(created.status, 201)
-      const found = await send({
-        method: "GET",
-        path: `/v1/routing/${created.json.id}`,
-        headers: { authorization: `Bearer ${ADMIN}` }
-      })
-      assert.strictEqual(found.text, created.text)
-      assert.strictEqual((await send({ method: "GET", path: "/v1/routing/a/b" })).status, 404)
-      assert.strictEqual((await send({ method: "GET", path: "/elsewhere" })).status, 404)
-    } finally {
-      await runtime.dispose()
-    }
+    onTestFinished(() => runtime.dispose())
+    const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+    const send = fetchFrom(`http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`)
+    assert.strictEqual((await send({ method: "GET", path: "/health" })).text, "ok")
+    const created = await send(post({ method: "GET", path: "/", handler: "h" }))
+    assert.strictEqual(created.status, 201)
+    const found = await send({
+      method: "GET",
+      path: `/v1/routing/${created.json.id}`,
+      headers: { authorization: `Bearer ${ADMIN}` }
+    })
+    assert.strictEqual(found.text, created.text)
+    assert.strictEqual((await send({ method: "GET", path: "/v1/routing/a/b" })).status, 404)
+    assert.strictEqual((await send({ method: "GET", path: "/elsewhere" })).status, 404)
   })
 
   it("mounted under a prefix (HttpRouter.mount), Location and Link carry it", async () => {
@@ -62,23 +59,20 @@ describe("RoutingHttpApp", () => {
         Layer.provideMerge(NodeHttpServer.layer(() => Http.createServer(), { port: 0, host: "127.0.0.1" }))
       )
     )
-    try {
-      const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
-      const send = fetchFrom(`http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`)
-      const admin = { authorization: `Bearer ${ADMIN}` }
-      const created = await send({ ...post({ method: "GET", path: "/a", handler: "h" }), path: "/admin/v1/routing" })
-      assert.strictEqual(created.status, 201, created.text)
-      assert.strictEqual(created.headers.get("location"), `/admin/v1/routing/${created.json.id}`)
-      assert.strictEqual(
-        (await send({ method: "GET", path: created.headers.get("location")!, headers: admin })).status,
-        200
-      )
-      await send({ ...post({ method: "GET", path: "/b", handler: "h" }), path: "/admin/v1/routing" })
-      const page = await send({ method: "GET", path: "/admin/v1/routing?limit=1", headers: admin })
-      assert.match(page.headers.get("link")!, /^<\/admin\/v1\/routing\?limit=1&cursor=[^>]+>; rel="next"$/)
-    } finally {
-      await runtime.dispose()
-    }
+    onTestFinished(() => runtime.dispose())
+    const address = await runtime.runPromise(Effect.map(HttpServer.HttpServer, (server) => server.address))
+    const send = fetchFrom(`http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`)
+    const admin = { authorization: `Bearer ${ADMIN}` }
+    const created = await send({ ...post({ method: "GET", path: "/a", handler: "h" }), path: "/admin/v1/routing" })
+    assert.strictEqual(created.status, 201, created.text)
+    assert.strictEqual(created.headers.get("location"), `/admin/v1/routing/${created.json.id}`)
+    assert.strictEqual(
+      (await send({ method: "GET", path: created.headers.get("location")!, headers: admin })).status,
+      200
+    )
+    await send({ ...post({ method: "GET", path: "/b", handler: "h" }), path: "/admin/v1/routing" })
+    const page = await send({ method: "GET", path: "/admin/v1/routing?limit=1", headers: admin })
+    assert.match(page.headers.get("link")!, /^<\/admin\/v1\/routing\?limit=1&cursor=[^>]+>; rel="next"$/)
   })
 
   describe("body sources other than a Node request", () => {

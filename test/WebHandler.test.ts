@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as WebHandler from "route-registry/WebHandler"
@@ -12,14 +12,11 @@ describe("WebHandler", () => {
 
   it("answers 404 not_found outside /v1/routing", async () => {
     const handler = await WebHandler.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
-    try {
-      for (const path of ["/", "/v1/routing/a/b", "/v1/routings"]) {
-        const response = await handler(new Request(`http://localhost${path}`))
-        assert.strictEqual(response.status, 404)
-        assertProblem({ status: 404, headers: response.headers, text: "", json: await response.json() }, "not_found")
-      }
-    } finally {
-      await handler.dispose()
+    onTestFinished(() => handler.dispose())
+    for (const path of ["/", "/v1/routing/a/b", "/v1/routings"]) {
+      const response = await handler(new Request(`http://localhost${path}`))
+      assert.strictEqual(response.status, 404)
+      assertProblem({ status: 404, headers: response.headers, text: "", json: await response.json() }, "not_found")
     }
   })
 })

@@ -3,7 +3,7 @@
  * that do the same work: the peers (each over its own store: the suite's store layer is ignored), the Postgres
  * peer and the library's Node listener on the test database, and the entries that serve the library's adapters.
  */
-import { afterAll, describe, it } from "@effect/vitest"
+import { afterAll, describe, it, onTestFinished } from "@effect/vitest"
 import Pg from "pg"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as OursHttpApp from "../bench/ours/http-app.js"
@@ -112,11 +112,8 @@ describe("the router scenario's servers answer alike", () => {
   for (const [name, start] of [["ours: NodeRouter", OursRouter.start], ["Fastify", FastifyRouter.start]] as const) {
     it(name, async () => {
       const server = await start({ tokens, seed: 1000 })
-      try {
-        await RouterScenario.check(name, `http://127.0.0.1:${server.port}`, 1000)
-      } finally {
-        await server.close()
-      }
+      onTestFinished(() => server.close())
+      await RouterScenario.check(name, `http://127.0.0.1:${server.port}`, 1000)
     })
   }
 })

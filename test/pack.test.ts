@@ -3,7 +3,7 @@
  * fresh application beside the Effect peers, and its entry points imported and served from there, not from src/; and
  * its `route-registry` command run there with npx.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { execFile } from "node:child_process"
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -65,35 +65,32 @@ const linkPeers = (app: string, peers: Record<string, string>) =>
 describe("the packed package", () => {
   it("installs from its tarball and serves from dist/ in a fresh application", async () => {
     const temp = await mkdtemp(join(tmpdir(), "route-registry-pack-"))
-    try {
-      const packed = await npm(ROOT, ["pack", "--json", "--pack-destination", temp])
-      const tarball = join(temp, JSON.parse(packed.stdout)[0].filename)
-      const app = join(temp, "app")
-      await mkdir(app)
-      await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }))
-      // Peers are linked below rather than installed, so npm must not try to install them.
-      await npm(app, ["install", "--prefer-offline", "--legacy-peer-deps", "--ignore-scripts", tarball])
-      const installed = join(app, "node_modules", "route-registry")
-      const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8"))
-      await linkPeers(app, manifest.peerDependencies)
+    onTestFinished(() => rm(temp, { recursive: true, force: true }))
+    const packed = await npm(ROOT, ["pack", "--json", "--pack-destination", temp])
+    const tarball = join(temp, JSON.parse(packed.stdout)[0].filename)
+    const app = join(temp, "app")
+    await mkdir(app)
+    await writeFile(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module" }))
+    // Peers are linked below rather than installed, so npm must not try to install them.
+    await npm(app, ["install", "--prefer-offline", "--legacy-peer-deps", "--ignore-scripts", tarball])
+    const installed = join(app, "node_modules", "route-registry")
+    const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8"))
+    await linkPeers(app, manifest.peerDependencies)
 
-      for (const target of exportTargets(manifest.exports)) {
-        await readFile(join(installed, target)).catch(() => assert.fail(`the package lacks ${target}`))
-      }
-      await readFile(join(installed, "LICENSE")).catch(() => assert.fail("the package lacks its LICENSE"))
-
-      await writeFile(join(app, "main.mjs"), APP)
-      const ran = JSON.parse((await exec(process.execPath, ["main.mjs"], { cwd: app })).stdout)
-      assert.strictEqual(ran.status, 201)
-      assert.strictEqual(ran.route.path, "/packed")
-      assert.strictEqual(ran.pgLayer, "function")
-      assert.strictEqual(fileURLToPath(ran.resolved), join(installed, "dist", "index.js"))
-
-      // The package's command, as the host's scripts run it.
-      const help = await exec("npx", ["--no-install", "route-registry", "--help"], { cwd: app })
-      for (const command of ["export", "diff", "sync", "list", "get"]) assert.include(help.stdout, command)
-    } finally {
-      await rm(temp, { recursive: true, force: true })
+    for (const target of exportTargets(manifest.exports)) {
+      await readFile(join(installed, target)).catch(() => assert.fail(`the package lacks ${target}`))
     }
+    await readFile(join(installed, "LICENSE")).catch(() => assert.fail("the package lacks its LICENSE"))
+
+    await writeFile(join(app, "main.mjs"), APP)
+    const ran = JSON.parse((await exec(process.execPath, ["main.mjs"], { cwd: app })).stdout)
+    assert.strictEqual(ran.status, 201)
+    assert.strictEqual(ran.route.path, "/packed")
+    assert.strictEqual(ran.pgLayer, "function")
+    assert.strictEqual(fileURLToPath(ran.resolved), join(installed, "dist", "index.js"))
+
+    // The package's command, as the host's scripts run it.
+    const help = await exec("npx", ["--no-install", "route-registry", "--help"], { cwd: app })
+    for (const command of ["export", "diff", "sync", "list", "get"]) assert.include(help.stdout, command)
   }, 90_000)
 })

@@ -5,7 +5,7 @@
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Http from "node:http"
@@ -365,43 +365,37 @@ for (const kind of [nodeListenerHost, httpAppHost]) {
 
     it("on a server that lets Node send the 100: exactly one 100, then 201", async () => {
       const plain = await kind.start(false)
-      try {
-        const body = JSON.stringify({ method: "GET", path: "/node-sends-100", handler: "h" })
-        const outcome = await exchange(plain.port, {
-          head: headOf("POST", { ...admin, "content-length": body.length, expect: "100-continue" }),
-          onReceive: (received, socket) => {
-            if (received === "HTTP/1.1 100 Continue\r\n\r\n") socket.write(body)
-            closesWhenAnswered(received, socket)
-          }
-        })
-        assert.match(outcome.received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /)
-        assert.strictEqual(outcome.received.split("HTTP/1.1 100").length, 2)
-      } finally {
-        await plain.close()
-      }
+      onTestFinished(() => plain.close())
+      const body = JSON.stringify({ method: "GET", path: "/node-sends-100", handler: "h" })
+      const outcome = await exchange(plain.port, {
+        head: headOf("POST", { ...admin, "content-length": body.length, expect: "100-continue" }),
+        onReceive: (received, socket) => {
+          if (received === "HTTP/1.1 100 Continue\r\n\r\n") socket.write(body)
+          closesWhenAnswered(received, socket)
+        }
+      })
+      assert.match(outcome.received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /)
+      assert.strictEqual(outcome.received.split("HTTP/1.1 100").length, 2)
     })
 
     it("a body that stalls past the body timeout: 408 with Connection: close; the rest sent after is not reset", async () => {
       const slow = await kind.start(true, { bodyTimeoutMillis: 300 })
-      try {
-        let rest = false
-        const outcome = await exchange(slow.port, {
-          head: headOf("POST", { ...admin, "content-length": 1000 }),
-          onConnect: (socket) => socket.write("{\"method\""),
-          onReceive: (received, socket) => {
-            if (rest || finalResponse(received) === undefined) return
-            rest = true
-            socket.write(" ".repeat(991))
-          }
-        })
-        const answer = finalResponse(outcome.received)
-        assert.strictEqual(answer?.status, 408)
-        assert.match(answer!.head, /\r\nconnection: close/i)
-        assert.strictEqual(JSON.parse(answer!.body).code, "request_timeout")
-        assert.isUndefined(outcome.error)
-      } finally {
-        await slow.close()
-      }
+      onTestFinished(() => slow.close())
+      let rest = false
+      const outcome = await exchange(slow.port, {
+        head: headOf("POST", { ...admin, "content-length": 1000 }),
+        onConnect: (socket) => socket.write("{\"method\""),
+        onReceive: (received, socket) => {
+          if (rest || finalResponse(received) === undefined) return
+          rest = true
+          socket.write(" ".repeat(991))
+        }
+      })
+      const answer = finalResponse(outcome.received)
+      assert.strictEqual(answer?.status, 408)
+      assert.match(answer!.head, /\r\nconnection: close/i)
+      assert.strictEqual(JSON.parse(answer!.body).code, "request_timeout")
+      assert.isUndefined(outcome.error)
     })
   })
 }
@@ -417,20 +411,19 @@ describe("NodeListener: a request passed to next() on a server listening for che
       })
     const server = Http.createServer(host).on("checkContinue", host)
     const port = Number(new URL(await listen(server)).port)
-    try {
-      const outcome = await exchange(port, {
-        head: "POST /elsewhere HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
-        onReceive: (received, socket) => {
-          if (received === "HTTP/1.1 100 Continue\r\n\r\n") socket.write("hello")
-          closesWhenAnswered(received, socket)
-        }
-      })
-      assert.match(outcome.received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
-      assert.strictEqual(finalResponse(outcome.received)?.body, "host read hello")
-    } finally {
+    onTestFinished(async () => {
       await closeServer(server)
       await listener.dispose()
-    }
+    })
+    const outcome = await exchange(port, {
+      head: "POST /elsewhere HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+      onReceive: (received, socket) => {
+        if (received === "HTTP/1.1 100 Continue\r\n\r\n") socket.write("hello")
+        closesWhenAnswered(received, socket)
+      }
+    })
+    assert.match(outcome.received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
+    assert.strictEqual(finalResponse(outcome.received)?.body, "host read hello")
   })
 })
 
@@ -438,23 +431,22 @@ describe("examples/server.ts (npm start) with Expect: 100-continue", () => {
   it("refuses a request without a token before its body, and takes a valid one after a 100", async () => {
     const server = await startExample("examples/server.ts", { ROUTING_ADMIN_TOKENS: ADMIN })
     const port = Number(new URL(server.origin).port)
-    try {
-      const refused = await exchange(port, {
-        head: headOf("POST", { "content-type": "application/json", "content-length": 100, expect: "100-continue" }),
-        onReceive: closesWhenAnswered
-      })
-      assert.match(refused.received, /^HTTP\/1\.1 401 /)
-      const body = JSON.stringify({ method: "GET", path: "/from-npm-start", handler: "h" })
-      const created = await exchange(port, {
-        head: headOf("POST", { ...admin, "content-length": body.length, expect: "100-continue" }),
-        onReceive: (received, socket) => {
-          if (received === "HTTP/1.1 100 Continue\r\n\r\n") socket.write(body)
-          closesWhenAnswered(received, socket)
-        }
-      })
-      assert.match(created.received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /)
-    } finally {
+    onTestFinished(async () => {
       await server.stop()
-    }
+    })
+    const refused = await exchange(port, {
+      head: headOf("POST", { "content-type": "application/json", "content-length": 100, expect: "100-continue" }),
+      onReceive: closesWhenAnswered
+    })
+    assert.match(refused.received, /^HTTP\/1\.1 401 /)
+    const body = JSON.stringify({ method: "GET", path: "/from-npm-start", handler: "h" })
+    const created = await exchange(port, {
+      head: headOf("POST", { ...admin, "content-length": body.length, expect: "100-continue" }),
+      onReceive: (received, socket) => {
+        if (received === "HTTP/1.1 100 Continue\r\n\r\n") socket.write(body)
+        closesWhenAnswered(received, socket)
+      }
+    })
+    assert.match(created.received, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 201 /)
   })
 })

@@ -1,7 +1,7 @@
 /**
  * Each example started as its header says (`npx tsx examples/<file>.ts`), configured by its environment alone.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { fetchFrom, nodeListener } from "../utils/adapters.js"
@@ -23,46 +23,36 @@ describe("examples, run directly", () => {
   for (const file of ["express", "fastify", "effect-router"]) {
     it(`${file}: serves the API with ROUTING_ADMIN_TOKENS and its own /health, and exits 0 on SIGTERM`, async () => {
       const server = await start(`examples/${file}.ts`, { ROUTING_ADMIN_TOKENS: ADMIN })
-      try {
-        await roundTrip(server.origin, ADMIN)
-        assert.strictEqual((await fetch(`${server.origin}/health`)).status, 200)
-      } finally {
-        assert.strictEqual(await server.stop(), 0, server.output())
-      }
+      onTestFinished(async () => assert.strictEqual(await server.stop(), 0, server.output()))
+      await roundTrip(server.origin, ADMIN)
+      assert.strictEqual((await fetch(`${server.origin}/health`)).status, 200)
     })
   }
 
   it("express: with no token configured, generates one and prints it once", async () => {
     const server = await start("examples/express.ts")
-    try {
-      const generated = [...server.output().matchAll(/generated admin token (\S+)/g)].map((m) => m[1]!)
-      assert.strictEqual(generated.length, 1)
-      await roundTrip(server.origin, generated[0]!)
-    } finally {
+    onTestFinished(async () => {
       await server.stop()
-    }
+    })
+    const generated = [...server.output().matchAll(/generated admin token (\S+)/g)].map((m) => m[1]!)
+    assert.strictEqual(generated.length, 1)
+    await roundTrip(server.origin, generated[0]!)
   })
 
   it("jwt-authenticator: with no JWT_SECRET, prints a token signed with a fresh secret, which the API accepts", async () => {
     const server = await start("examples/jwt-authenticator.ts")
-    try {
-      const token = /a token valid for one hour: (\S+)/.exec(server.output())?.[1]
-      assert.isDefined(token)
-      await roundTrip(server.origin, token!)
-    } finally {
-      assert.strictEqual(await server.stop("SIGINT"), 0, server.output())
-    }
+    onTestFinished(async () => assert.strictEqual(await server.stop("SIGINT"), 0, server.output()))
+    const token = /a token valid for one hour: (\S+)/.exec(server.output())?.[1]
+    assert.isDefined(token)
+    await roundTrip(server.origin, token!)
   })
 
   it("client: talks to ROUTING_URL with ROUTING_TOKEN and prints the route and the 409 problem", async () => {
     const server = await nodeListener.start(Layer.merge(RouteRepository.layerMemory, tokens))
-    try {
-      const client = run("examples/client.ts", { ROUTING_URL: server.origin, ROUTING_TOKEN: ADMIN })
-      assert.strictEqual(await client.exited, 0, client.output())
-      assert.include(client.output(), "code: 'route_conflict'")
-    } finally {
-      await server.close()
-    }
+    onTestFinished(() => server.close())
+    const client = run("examples/client.ts", { ROUTING_URL: server.origin, ROUTING_TOKEN: ADMIN })
+    assert.strictEqual(await client.exited, 0, client.output())
+    assert.include(client.output(), "code: 'route_conflict'")
   })
 
   it("programmatic: prints each outcome and exits 0", async () => {

@@ -1,5 +1,5 @@
 import * as HttpServer from "@effect/platform/HttpServer"
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { ServerLive } from "../../examples/effect-router.js"
@@ -38,53 +38,47 @@ describe("examples/effect-router", () => {
 
   it("the host's own routes keep working, and other paths get the server's 404", async () => {
     const server = await effectRouter.start(Layer.merge(RouteRepository.layerMemory, tokens))
-    try {
-      const health = await server.send({ method: "GET", path: "/health" })
-      assert.strictEqual(health.status, 200)
-      assert.deepStrictEqual(health.json, { status: "ok" })
-      for (const path of ["/nope", "/v1/routings", "/v1/routing/a/b"]) {
-        const response = await server.send({ method: "GET", path, headers: { authorization: `Bearer ${ADMIN}` } })
-        assert.strictEqual(response.status, 404, path)
-        assert.strictEqual(response.text, "", path) // the platform's empty 404, not a problem document
-      }
-    } finally {
-      await server.close()
+    onTestFinished(() => server.close())
+    const health = await server.send({ method: "GET", path: "/health" })
+    assert.strictEqual(health.status, 200)
+    assert.deepStrictEqual(health.json, { status: "ok" })
+    for (const path of ["/nope", "/v1/routings", "/v1/routing/a/b"]) {
+      const response = await server.send({ method: "GET", path, headers: { authorization: `Bearer ${ADMIN}` } })
+      assert.strictEqual(response.status, 404, path)
+      assert.strictEqual(response.text, "", path) // the platform's empty 404, not a problem document
     }
   })
 
   describe.each(stores)("the router on the %s", (_name, store) => {
     it("a route created through the API is served by the host's functions at once, until it is deleted", async () => {
       const server = await effectRouter.start(Layer.merge(store, tokens))
-      try {
-        const created = await server.send(
-          createRoute({ method: "GET", path: "/users/:id", middleware: ["auth"], handler: "showUser" })
-        )
-        assert.strictEqual(created.status, 201, created.text)
-        const user = await server.send({ method: "GET", path: "/users/1", headers: { authorization: "Bearer x" } })
-        assert.strictEqual(user.status, 200)
-        assert.deepStrictEqual(user.json, { id: "1", name: "Ada Lovelace" })
-        const missing = await server.send({ method: "GET", path: "/users/9", headers: { authorization: "Bearer x" } })
-        assert.strictEqual(missing.status, 404)
-        assert.deepStrictEqual(missing.json, { error: "no user 9" })
-        // The middleware answers itself: the handler never runs.
-        const anonymous = await server.send({ method: "GET", path: "/users/1" })
-        assert.strictEqual(anonymous.status, 401)
-        assert.deepStrictEqual(anonymous.json, { error: "sign in first" })
+      onTestFinished(() => server.close())
+      const created = await server.send(
+        createRoute({ method: "GET", path: "/users/:id", middleware: ["auth"], handler: "showUser" })
+      )
+      assert.strictEqual(created.status, 201, created.text)
+      const user = await server.send({ method: "GET", path: "/users/1", headers: { authorization: "Bearer x" } })
+      assert.strictEqual(user.status, 200)
+      assert.deepStrictEqual(user.json, { id: "1", name: "Ada Lovelace" })
+      const missing = await server.send({ method: "GET", path: "/users/9", headers: { authorization: "Bearer x" } })
+      assert.strictEqual(missing.status, 404)
+      assert.deepStrictEqual(missing.json, { error: "no user 9" })
+      // The middleware answers itself: the handler never runs.
+      const anonymous = await server.send({ method: "GET", path: "/users/1" })
+      assert.strictEqual(anonymous.status, 401)
+      assert.deepStrictEqual(anonymous.json, { error: "sign in first" })
 
-        const listed = await server.send(createRoute({ method: "GET", path: "/users", handler: "listUsers" }))
-        assert.strictEqual(listed.status, 201)
-        assert.strictEqual((await server.send({ method: "GET", path: "/users" })).json.length, 2)
-        // The host's own routes come first.
-        assert.deepStrictEqual((await server.send({ method: "GET", path: "/health" })).json, { status: "ok" })
+      const listed = await server.send(createRoute({ method: "GET", path: "/users", handler: "listUsers" }))
+      assert.strictEqual(listed.status, 201)
+      assert.strictEqual((await server.send({ method: "GET", path: "/users" })).json.length, 2)
+      // The host's own routes come first.
+      assert.deepStrictEqual((await server.send({ method: "GET", path: "/health" })).json, { status: "ok" })
 
-        const removed = await server.send({ method: "DELETE", path: `/v1/routing/${created.json.id}`, headers: admin })
-        assert.strictEqual(removed.status, 204)
-        const gone = await server.send({ method: "GET", path: "/users/1", headers: { authorization: "Bearer x" } })
-        assert.strictEqual(gone.status, 404)
-        assert.strictEqual(gone.text, "") // the server's own 404: the router handed it on
-      } finally {
-        await server.close()
-      }
+      const removed = await server.send({ method: "DELETE", path: `/v1/routing/${created.json.id}`, headers: admin })
+      assert.strictEqual(removed.status, 204)
+      const gone = await server.send({ method: "GET", path: "/users/1", headers: { authorization: "Bearer x" } })
+      assert.strictEqual(gone.status, 404)
+      assert.strictEqual(gone.text, "") // the server's own 404: the router handed it on
     })
   })
 })

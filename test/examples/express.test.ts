@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { makeApp } from "../../examples/express.js"
@@ -31,53 +31,47 @@ describe("examples/express", () => {
 
   it("the host's own routes keep working, express.json() included, and other paths fall through to Express", async () => {
     const server = await express.start(Layer.merge(RouteRepository.layerMemory, tokens))
-    try {
-      const health = await server.send({ method: "GET", path: "/health" })
-      assert.strictEqual(health.status, 200)
-      assert.deepStrictEqual(health.json, { status: "ok" })
-      const echo = await server.send({ ...post({ a: [1, 2] }), path: "/echo" })
-      assert.deepStrictEqual(echo.json, { a: [1, 2] })
-      for (const path of ["/nope", "/v1/routings", "/v1/routing/a/b"]) {
-        const response = await server.send({ method: "GET", path, headers: { authorization: `Bearer ${ADMIN}` } })
-        assert.strictEqual(response.status, 404, path)
-        assert.include(response.text, "Cannot GET", path) // Express's own 404 page
-      }
-    } finally {
-      await server.close()
+    onTestFinished(() => server.close())
+    const health = await server.send({ method: "GET", path: "/health" })
+    assert.strictEqual(health.status, 200)
+    assert.deepStrictEqual(health.json, { status: "ok" })
+    const echo = await server.send({ ...post({ a: [1, 2] }), path: "/echo" })
+    assert.deepStrictEqual(echo.json, { a: [1, 2] })
+    for (const path of ["/nope", "/v1/routings", "/v1/routing/a/b"]) {
+      const response = await server.send({ method: "GET", path, headers: { authorization: `Bearer ${ADMIN}` } })
+      assert.strictEqual(response.status, 404, path)
+      assert.include(response.text, "Cannot GET", path) // Express's own 404 page
     }
   })
 
   describe.each(stores)("the router on the %s", (_name, store) => {
     it("a route created through the API is served by the host's functions at once, until it is deleted", async () => {
       const server = await express.start(Layer.merge(store, tokens))
-      try {
-        const created = await server.send(
-          createRoute({ method: "GET", path: "/users/:id", middleware: ["auth"], handler: "showUser" })
-        )
-        assert.strictEqual(created.status, 201, created.text)
-        const user = await server.send({ method: "GET", path: "/users/2", headers: { authorization: "Bearer x" } })
-        assert.strictEqual(user.status, 200)
-        assert.deepStrictEqual(user.json, { id: "2", name: "Grace Hopper" })
-        const missing = await server.send({ method: "GET", path: "/users/9", headers: { authorization: "Bearer x" } })
-        assert.strictEqual(missing.status, 404)
-        assert.deepStrictEqual(missing.json, { error: "no user 9" })
-        // The middleware answers itself: the handler never runs.
-        const anonymous = await server.send({ method: "GET", path: "/users/2" })
-        assert.strictEqual(anonymous.status, 401)
-        assert.deepStrictEqual(anonymous.json, { error: "sign in first" })
+      onTestFinished(() => server.close())
+      const created = await server.send(
+        createRoute({ method: "GET", path: "/users/:id", middleware: ["auth"], handler: "showUser" })
+      )
+      assert.strictEqual(created.status, 201, created.text)
+      const user = await server.send({ method: "GET", path: "/users/2", headers: { authorization: "Bearer x" } })
+      assert.strictEqual(user.status, 200)
+      assert.deepStrictEqual(user.json, { id: "2", name: "Grace Hopper" })
+      const missing = await server.send({ method: "GET", path: "/users/9", headers: { authorization: "Bearer x" } })
+      assert.strictEqual(missing.status, 404)
+      assert.deepStrictEqual(missing.json, { error: "no user 9" })
+      // The middleware answers itself: the handler never runs.
+      const anonymous = await server.send({ method: "GET", path: "/users/2" })
+      assert.strictEqual(anonymous.status, 401)
+      assert.deepStrictEqual(anonymous.json, { error: "sign in first" })
 
-        const listed = await server.send(createRoute({ method: "GET", path: "/users", handler: "listUsers" }))
-        assert.strictEqual(listed.status, 201)
-        assert.strictEqual((await server.send({ method: "GET", path: "/users" })).json.length, 2)
+      const listed = await server.send(createRoute({ method: "GET", path: "/users", handler: "listUsers" }))
+      assert.strictEqual(listed.status, 201)
+      assert.strictEqual((await server.send({ method: "GET", path: "/users" })).json.length, 2)
 
-        const removed = await server.send({ method: "DELETE", path: `/v1/routing/${created.json.id}`, headers: admin })
-        assert.strictEqual(removed.status, 204)
-        const gone = await server.send({ method: "GET", path: "/users/2", headers: { authorization: "Bearer x" } })
-        assert.strictEqual(gone.status, 404)
-        assert.include(gone.text, "Cannot GET") // Express's own 404: the router handed it on
-      } finally {
-        await server.close()
-      }
+      const removed = await server.send({ method: "DELETE", path: `/v1/routing/${created.json.id}`, headers: admin })
+      assert.strictEqual(removed.status, 204)
+      const gone = await server.send({ method: "GET", path: "/users/2", headers: { authorization: "Bearer x" } })
+      assert.strictEqual(gone.status, 404)
+      assert.include(gone.text, "Cannot GET") // Express's own 404: the router handed it on
     })
   })
 })

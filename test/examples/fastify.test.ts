@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import type { AddressInfo } from "node:net"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -23,31 +23,25 @@ describe("examples/fastify", () => {
 
   it("the host's own routes keep Fastify's JSON parser, and other paths get Fastify's 404", async () => {
     const server = await fastify.start(Layer.merge(RouteRepository.layerMemory, tokens))
-    try {
-      const health = await server.send({ method: "GET", path: "/health" })
-      assert.strictEqual(health.status, 200)
-      assert.deepStrictEqual(health.json, { status: "ok" })
-      // Outside the encapsulated plugin the parsers are Fastify's: JSON is parsed, unknown types refused by Fastify.
-      assert.deepStrictEqual((await server.send({ ...post({ a: [1, 2] }), path: "/echo" })).json, { a: [1, 2] })
-      const xml = await server.send({ ...post("<a/>", { "content-type": "application/xml" }), path: "/echo" })
-      assert.strictEqual(xml.status, 415)
-      assert.strictEqual(xml.json.code, "FST_ERR_CTP_INVALID_MEDIA_TYPE")
-      for (const path of ["/nope", "/v1/routings"]) {
-        const response = await server.send({ method: "GET", path, headers: { authorization: `Bearer ${ADMIN}` } })
-        assert.strictEqual(response.json.message, `Route GET:${path} not found`) // Fastify's own 404
-      }
-    } finally {
-      await server.close()
+    onTestFinished(() => server.close())
+    const health = await server.send({ method: "GET", path: "/health" })
+    assert.strictEqual(health.status, 200)
+    assert.deepStrictEqual(health.json, { status: "ok" })
+    // Outside the encapsulated plugin the parsers are Fastify's: JSON is parsed, unknown types refused by Fastify.
+    assert.deepStrictEqual((await server.send({ ...post({ a: [1, 2] }), path: "/echo" })).json, { a: [1, 2] })
+    const xml = await server.send({ ...post("<a/>", { "content-type": "application/xml" }), path: "/echo" })
+    assert.strictEqual(xml.status, 415)
+    assert.strictEqual(xml.json.code, "FST_ERR_CTP_INVALID_MEDIA_TYPE")
+    for (const path of ["/nope", "/v1/routings"]) {
+      const response = await server.send({ method: "GET", path, headers: { authorization: `Bearer ${ADMIN}` } })
+      assert.strictEqual(response.json.message, `Route GET:${path} not found`) // Fastify's own 404
     }
   })
 
   it("a path under /v1/routing/ that the API does not serve gets its 404 problem document", async () => {
     const server = await fastify.start(Layer.merge(RouteRepository.layerMemory, tokens))
-    try {
-      assertProblem(await server.send({ method: "GET", path: "/v1/routing/a/b" }), "not_found")
-    } finally {
-      await server.close()
-    }
+    onTestFinished(() => server.close())
+    assertProblem(await server.send({ method: "GET", path: "/v1/routing/a/b" }), "not_found")
   })
 
   it("close() disposes the API's services", async () => {

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Exit, Layer, Redacted, TestClock } from "effect"
 import { SignJWT } from "jose"
 import * as Authenticator from "route-registry/Authenticator"
@@ -33,29 +33,23 @@ describe("examples/jwt-authenticator", () => {
 
     it("a valid token with routes:write creates (201); with routes:read it gets", async () => {
       const server = await start()
-      try {
-        const created = await server.send(post(sample, { ...bearer(await sign({ scope: "routes:write" })), ...json }))
-        assert.strictEqual(created.status, 201, created.text)
-        const found = await server.send(get(created.json.id, bearer(await sign({ scope: "routes:read" }))))
-        assert.strictEqual(found.status, 200)
-        assert.strictEqual(found.text, created.text)
-      } finally {
-        await server.close()
-      }
+      onTestFinished(() => server.close())
+      const created = await server.send(post(sample, { ...bearer(await sign({ scope: "routes:write" })), ...json }))
+      assert.strictEqual(created.status, 201, created.text)
+      const found = await server.send(get(created.json.id, bearer(await sign({ scope: "routes:read" }))))
+      assert.strictEqual(found.status, 200)
+      assert.strictEqual(found.text, created.text)
     })
 
     it("a token without the scope (OAuth space-separated list) is 403 insufficient_scope", async () => {
       const server = await start()
-      try {
-        for (const scope of ["routes:read", "routes:read openid", "routes:writer", ""]) {
-          const response = await server.send(post(sample, { ...bearer(await sign({ scope })), ...json }))
-          assertProblem(response, "insufficient_scope")
-        }
-        const unscoped = await server.send(post(sample, { ...bearer(await sign({ scope: undefined })), ...json }))
-        assertProblem(unscoped, "insufficient_scope")
-      } finally {
-        await server.close()
+      onTestFinished(() => server.close())
+      for (const scope of ["routes:read", "routes:read openid", "routes:writer", ""]) {
+        const response = await server.send(post(sample, { ...bearer(await sign({ scope })), ...json }))
+        assertProblem(response, "insufficient_scope")
       }
+      const unscoped = await server.send(post(sample, { ...bearer(await sign({ scope: undefined })), ...json }))
+      assertProblem(unscoped, "insufficient_scope")
     })
 
     it("expired, wrongly addressed, badly signed or garbage tokens are 401 invalid_token, and create nothing", async () => {
@@ -73,25 +67,22 @@ describe("examples/jwt-authenticator", () => {
         ["three garbage parts", "a.b.c"]
       ]
       const server = await start()
-      try {
-        for (const [name, token] of refused) {
-          const response = await server.send(post({ ...sample, handler: name.replace(/ /g, "_") }, {
-            ...bearer(await token),
-            ...json
-          }))
-          assertProblem(response, "invalid_token")
-          assert.strictEqual(
-            response.headers.get("www-authenticate"),
-            "Bearer realm=\"routing\", error=\"invalid_token\"",
-            name
-          )
-        }
-        // None of them was stored: the same route can still be created.
-        const created = await server.send(post(sample, { ...bearer(await sign({})), ...json }))
-        assert.strictEqual(created.status, 201)
-      } finally {
-        await server.close()
+      onTestFinished(() => server.close())
+      for (const [name, token] of refused) {
+        const response = await server.send(post({ ...sample, handler: name.replace(/ /g, "_") }, {
+          ...bearer(await token),
+          ...json
+        }))
+        assertProblem(response, "invalid_token")
+        assert.strictEqual(
+          response.headers.get("www-authenticate"),
+          "Bearer realm=\"routing\", error=\"invalid_token\"",
+          name
+        )
       }
+      // None of them was stored: the same route can still be created.
+      const created = await server.send(post(sample, { ...bearer(await sign({})), ...json }))
+      assert.strictEqual(created.status, 201)
     })
   })
 

@@ -1,4 +1,4 @@
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { makeHost, type SpanView } from "../../examples/opentelemetry.js"
@@ -20,60 +20,57 @@ describe("examples/opentelemetry", () => {
   it("the spans and metrics of a few requests reach OpenTelemetry's in-memory exporter and reader", async () => {
     const host = await makeHost(Layer.merge(RouteRepository.layerMemory, tokens), { tableSampleInterval: "10 millis" })
     const server = await serveNode(host.listener, host.dispose)
-    try {
-      const created = await server.send(post({ method: "GET", path: "/users/:id", handler: "showUser" }))
-      assert.strictEqual(created.status, 201)
-      const id = created.json.id as string
-      assert.strictEqual((await server.send(get(id))).status, 200)
-      assert.strictEqual((await server.send(get(id, { authorization: "Bearer wrong" }))).status, 401)
+    onTestFinished(() => server.close())
+    const created = await server.send(post({ method: "GET", path: "/users/:id", handler: "showUser" }))
+    assert.strictEqual(created.status, 201)
+    const id = created.json.id as string
+    assert.strictEqual((await server.send(get(id))).status, 200)
+    assert.strictEqual((await server.send(get(id, { authorization: "Bearer wrong" }))).status, 401)
 
-      const spans = host.spans()
-      const [create] = named(spans, "POST /v1/routing")
-      assert.isDefined(create)
-      assert.deepStrictEqual(create!.attributes, {
-        "http.request.method": "POST",
-        "http.route": "/v1/routing",
-        "route_registry.operation": "create",
-        "http.response.status_code": 201
-      })
-      const [stored] = named(spans, "RouteRepository.create")
-      assert.strictEqual(stored?.parentSpanId, create!.spanId)
-      const reads = named(spans, "GET /v1/routing/{id}")
-      assert.deepStrictEqual(reads.map((span) => span.attributes["http.response.status_code"]), [200, 401])
-      assert.strictEqual(reads[1]!.attributes["route_registry.problem.code"], "invalid_token")
-      // The refused read never reached the store.
-      assert.deepStrictEqual(named(spans, "RouteRepository.findById").map((span) => span.parentSpanId), [
-        reads[0]!.spanId
-      ])
+    const spans = host.spans()
+    const [create] = named(spans, "POST /v1/routing")
+    assert.isDefined(create)
+    assert.deepStrictEqual(create!.attributes, {
+      "http.request.method": "POST",
+      "http.route": "/v1/routing",
+      "route_registry.operation": "create",
+      "http.response.status_code": 201
+    })
+    const [stored] = named(spans, "RouteRepository.create")
+    assert.strictEqual(stored?.parentSpanId, create!.spanId)
+    const reads = named(spans, "GET /v1/routing/{id}")
+    assert.deepStrictEqual(reads.map((span) => span.attributes["http.response.status_code"]), [200, 401])
+    assert.strictEqual(reads[1]!.attributes["route_registry.problem.code"], "invalid_token")
+    // The refused read never reached the store.
+    assert.deepStrictEqual(named(spans, "RouteRepository.findById").map((span) => span.parentSpanId), [
+      reads[0]!.spanId
+    ])
 
-      const metrics = await host.metrics()
-      const requests = metrics["route_registry_requests_total"]
-      assert.strictEqual(valueOf(requests, { operation: "create", status: "201" }), 1)
-      assert.strictEqual(valueOf(requests, { operation: "get", status: "200" }), 1)
-      assert.strictEqual(valueOf(requests, { operation: "get", status: "401" }), 1)
-      const latency = valueOf(metrics["route_registry_request_duration_ms"], { operation: "get" }) as { count: number }
-      assert.strictEqual(latency.count, 2)
-      const store = valueOf(metrics["route_registry_store_operation_duration_ms"], {
-        operation: "findById",
-        outcome: "success"
-      }) as { count: number }
-      assert.strictEqual(store.count, 1)
-      // The table's gauge is sampled: within a few intervals it counts the route.
-      let routes: unknown
-      for (let tries = 0; tries < 100 && routes !== 1; tries++) {
-        await new Promise((resolve) => setTimeout(resolve, 20))
-        routes = valueOf((await host.metrics())["route_registry_table_routes"], {})
-      }
-      assert.strictEqual(routes, 1)
-
-      // The same, as a newcomer sees it.
-      const shown = await fetch(`${server.origin}/telemetry`).then((response) => response.json())
-      assert.deepStrictEqual(shown.spans.map((span: SpanView) => span.name).slice(0, 2), [
-        "RouteRepository.create",
-        "POST /v1/routing"
-      ])
-    } finally {
-      await server.close()
+    const metrics = await host.metrics()
+    const requests = metrics["route_registry_requests_total"]
+    assert.strictEqual(valueOf(requests, { operation: "create", status: "201" }), 1)
+    assert.strictEqual(valueOf(requests, { operation: "get", status: "200" }), 1)
+    assert.strictEqual(valueOf(requests, { operation: "get", status: "401" }), 1)
+    const latency = valueOf(metrics["route_registry_request_duration_ms"], { operation: "get" }) as { count: number }
+    assert.strictEqual(latency.count, 2)
+    const store = valueOf(metrics["route_registry_store_operation_duration_ms"], {
+      operation: "findById",
+      outcome: "success"
+    }) as { count: number }
+    assert.strictEqual(store.count, 1)
+    // The table's gauge is sampled: within a few intervals it counts the route.
+    let routes: unknown
+    for (let tries = 0; tries < 100 && routes !== 1; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      routes = valueOf((await host.metrics())["route_registry_table_routes"], {})
     }
+    assert.strictEqual(routes, 1)
+
+    // The same, as a newcomer sees it.
+    const shown = await fetch(`${server.origin}/telemetry`).then((response) => response.json())
+    assert.deepStrictEqual(shown.spans.map((span: SpanView) => span.name).slice(0, 2), [
+      "RouteRepository.create",
+      "POST /v1/routing"
+    ])
   })
 })

@@ -1,7 +1,7 @@
 /**
  * `npm start` (examples/server.ts) as a user runs it: a separate process, configured by its environment.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import type * as Http from "node:http"
 import type * as NodeRouter from "route-registry/NodeRouter"
@@ -35,55 +35,50 @@ const create = (origin: string, token: string, body: object) =>
 describe("examples/server.ts (npm start)", () => {
   it("with no token configured, generates one, prints it once, and serves the API with it", async () => {
     const server = await start()
-    try {
-      const tokens = [...server.output().matchAll(/generated admin token (\S+)/g)].map((m) => m[1]!)
-      assert.strictEqual(tokens.length, 1)
-      const created = await create(server.origin, tokens[0]!, { method: "GET", path: "/users/:id", handler: "show" })
-      assert.strictEqual(created.status, 201)
-      const route = await created.json()
-      const found = await fetch(`${server.origin}${created.headers.get("location")}`, { headers: bearer(tokens[0]!) })
-      assert.deepStrictEqual(await found.json(), route)
-      assert.strictEqual((await fetch(`${server.origin}/v1/routing/${route.id}`)).status, 401)
-    } finally {
-      assert.strictEqual(await server.stop(), 0)
-    }
+    onTestFinished(async () => assert.strictEqual(await server.stop(), 0))
+    const tokens = [...server.output().matchAll(/generated admin token (\S+)/g)].map((m) => m[1]!)
+    assert.strictEqual(tokens.length, 1)
+    const created = await create(server.origin, tokens[0]!, { method: "GET", path: "/users/:id", handler: "show" })
+    assert.strictEqual(created.status, 201)
+    const route = await created.json()
+    const found = await fetch(`${server.origin}${created.headers.get("location")}`, { headers: bearer(tokens[0]!) })
+    assert.deepStrictEqual(await found.json(), route)
+    assert.strictEqual((await fetch(`${server.origin}/v1/routing/${route.id}`)).status, 401)
   })
 
   it("reads ROUTING_ADMIN_TOKENS and ROUTING_READ_TOKENS, ignoring empty entries", async () => {
     const server = await start({ ROUTING_ADMIN_TOKENS: " admin1, ,admin2,", ROUTING_READ_TOKENS: "reader1,," })
-    try {
-      assert.notInclude(server.output(), "generated")
-      const first = await create(server.origin, "admin1", { method: "GET", path: "/a", handler: "h" })
-      assert.strictEqual(first.status, 201)
-      assert.strictEqual(
-        (await create(server.origin, "admin2", { method: "GET", path: "/b", handler: "h" })).status,
-        201
-      )
-      assert.strictEqual(
-        (await create(server.origin, "reader1", { method: "GET", path: "/c", handler: "h" })).status,
-        403
-      )
-      const id = (await first.json()).id
-      assert.strictEqual((await fetch(`${server.origin}/v1/routing/${id}`, { headers: bearer("reader1") })).status, 200)
-      assert.strictEqual((await create(server.origin, "", { method: "GET", path: "/d", handler: "h" })).status, 400)
-    } finally {
+    onTestFinished(async () => {
       await server.stop()
-    }
+    })
+    assert.notInclude(server.output(), "generated")
+    const first = await create(server.origin, "admin1", { method: "GET", path: "/a", handler: "h" })
+    assert.strictEqual(first.status, 201)
+    assert.strictEqual(
+      (await create(server.origin, "admin2", { method: "GET", path: "/b", handler: "h" })).status,
+      201
+    )
+    assert.strictEqual(
+      (await create(server.origin, "reader1", { method: "GET", path: "/c", handler: "h" })).status,
+      403
+    )
+    const id = (await first.json()).id
+    assert.strictEqual((await fetch(`${server.origin}/v1/routing/${id}`, { headers: bearer("reader1") })).status, 200)
+    assert.strictEqual((await create(server.origin, "", { method: "GET", path: "/d", handler: "h" })).status, 400)
   })
 
   it("serves the OpenAPI document and a docs page; other paths are the host's 404", async () => {
     const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
-    try {
-      assert.deepStrictEqual(await (await fetch(`${server.origin}/openapi.json`)).json(), RoutingApi.openApi)
-      const docs = await fetch(`${server.origin}/docs`)
-      assert.strictEqual(docs.headers.get("content-type"), "text/html; charset=utf-8")
-      const page = await docs.text()
-      assert.include(page, RoutingApi.openApi.info.title)
-      assert.include(page, "/v1/routing")
-      assert.strictEqual((await fetch(`${server.origin}/nowhere`)).status, 404)
-    } finally {
+    onTestFinished(async () => {
       await server.stop()
-    }
+    })
+    assert.deepStrictEqual(await (await fetch(`${server.origin}/openapi.json`)).json(), RoutingApi.openApi)
+    const docs = await fetch(`${server.origin}/docs`)
+    assert.strictEqual(docs.headers.get("content-type"), "text/html; charset=utf-8")
+    const page = await docs.text()
+    assert.include(page, RoutingApi.openApi.info.title)
+    assert.include(page, "/v1/routing")
+    assert.strictEqual((await fetch(`${server.origin}/nowhere`)).status, 404)
   })
 
   it("on SIGTERM finishes the request in flight, then exits 0", async () => {
@@ -163,12 +158,11 @@ describe("examples/server.ts (npm start)", () => {
     assert.strictEqual(created.status, 201)
     assert.strictEqual(await first.stop(), 0)
     const second = await start(env)
-    try {
-      const found = await fetch(`${second.origin}${created.headers.get("location")}`, { headers: bearer("t") })
-      assert.strictEqual(await found.text(), text)
-    } finally {
+    onTestFinished(async () => {
       await second.stop()
-    }
+    })
+    const found = await fetch(`${second.origin}${created.headers.get("location")}`, { headers: bearer("t") })
+    assert.strictEqual(await found.text(), text)
   })
 })
 
@@ -217,94 +211,83 @@ const startHost = async () => {
 describe("examples/server.ts (npm start): misbehaving route functions and slow clients", () => {
   it("a handler that answers twice: the first answer stands and the host serves on", async () => {
     const host = await startHost()
-    try {
-      await host.create({ method: "GET", path: "/twice", handler: "answersTwice" })
-      await host.create({ method: "GET", path: "/hello/:name", handler: "echo" })
-      for (let i = 0; i < 3; i++) {
-        const response = await fetch(`${host.origin}/twice`)
-        assert.strictEqual(await response.text(), "first answer")
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50)) // Node emits the error on the next tick
-      assert.strictEqual((await fetch(`${host.origin}/hello/world`)).status, 200)
-    } finally {
-      await host.close()
+    onTestFinished(() => host.close())
+    await host.create({ method: "GET", path: "/twice", handler: "answersTwice" })
+    await host.create({ method: "GET", path: "/hello/:name", handler: "echo" })
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`${host.origin}/twice`)
+      assert.strictEqual(await response.text(), "first answer")
     }
+    await new Promise((resolve) => setTimeout(resolve, 50)) // Node emits the error on the next tick
+    assert.strictEqual((await fetch(`${host.origin}/hello/world`)).status, 200)
   })
 
   it("a handler that throws after writeHead: the answer is cut and the connection closed, not left hanging", async () => {
     const host = await startHost()
-    try {
-      await host.create({ method: "GET", path: "/throws", handler: "throwsAfterWriteHead" })
-      for (let i = 0; i < 2; i++) {
-        const { closedAfterMillis, received } = await converse(host.origin, [[0, head("GET", "/throws")]], 5_000)
-        assert.isDefined(closedAfterMillis, `the connection was left hanging: ${received}`)
-        for (const answer of answersIn(received)) assert.isBelow(answer.body.length, 100)
-      }
-      assert.strictEqual((await fetch(`${host.origin}/readyz`)).status, 200)
-    } finally {
-      await host.close()
+    onTestFinished(() => host.close())
+    await host.create({ method: "GET", path: "/throws", handler: "throwsAfterWriteHead" })
+    for (let i = 0; i < 2; i++) {
+      const { closedAfterMillis, received } = await converse(host.origin, [[0, head("GET", "/throws")]], 5_000)
+      assert.isDefined(closedAfterMillis, `the connection was left hanging: ${received}`)
+      for (const answer of answersIn(received)) assert.isBelow(answer.body.length, 100)
     }
+    assert.strictEqual((await fetch(`${host.origin}/readyz`)).status, 200)
   })
 
   it("a routed body that does not arrive within BODY_TIMEOUT_MS: 408 request_timeout and the connection closed", async () => {
     const host = await startHost()
-    try {
-      await host.create({ method: "POST", path: "/upload", handler: "readsBody" })
-      const { closedAfterMillis, received } = await converse(
-        host.origin,
-        [[0, head("POST", "/upload", { "content-length": 100 }) + "only ten b"]],
-        5_000
-      )
-      assert.isDefined(closedAfterMillis)
-      const [answer] = answersIn(received)
-      assert.strictEqual(answer!.status, 408, received)
-      assert.strictEqual(JSON.parse(answer!.body).code, "request_timeout")
-      assert.strictEqual(answer!.headers.connection, "close")
-    } finally {
-      await host.close()
-    }
+    onTestFinished(() => host.close())
+    await host.create({ method: "POST", path: "/upload", handler: "readsBody" })
+    const { closedAfterMillis, received } = await converse(
+      host.origin,
+      [[0, head("POST", "/upload", { "content-length": 100 }) + "only ten b"]],
+      5_000
+    )
+    assert.isDefined(closedAfterMillis)
+    const [answer] = answersIn(received)
+    assert.strictEqual(answer!.status, 408, received)
+    assert.strictEqual(JSON.parse(answer!.body).code, "request_timeout")
+    assert.strictEqual(answer!.headers.connection, "close")
   })
 })
 
 describe("examples/server.ts (npm start): slow clients", () => {
   it("a slow body to a stored route is not held past BODY_TIMEOUT_MS once echo has answered", async () => {
     const server = await start({ ROUTING_ADMIN_TOKENS: ADMIN, BODY_TIMEOUT_MS: "500" })
-    try {
-      const created = await create(server.origin, ADMIN, { method: "POST", path: "/slow", handler: "echo" })
-      assert.strictEqual(created.status, 201)
-      const { closedAfterMillis, received } = await converse(
-        server.origin,
-        [
-          [0, head("POST", "/slow", { "content-type": "text/plain", "content-length": 1000 }) + "a"],
-          ...Array.from({ length: 25 }, (_, i) => [200 * (i + 1), "b"] as const) // a byte every 200 ms, for 5 s
-        ],
-        5_000
-      )
-      assert.strictEqual(answersIn(received)[0]?.status, 200, received)
-      assert.isDefined(closedAfterMillis, "the connection was held open for the rest of the body")
-      assert.isBelow(closedAfterMillis!, 2_000)
-    } finally {
+    onTestFinished(async () => {
       await server.stop()
-    }
+    })
+    const created = await create(server.origin, ADMIN, { method: "POST", path: "/slow", handler: "echo" })
+    assert.strictEqual(created.status, 201)
+    const { closedAfterMillis, received } = await converse(
+      server.origin,
+      [
+        [0, head("POST", "/slow", { "content-type": "text/plain", "content-length": 1000 }) + "a"],
+        ...Array.from({ length: 25 }, (_, i) => [200 * (i + 1), "b"] as const) // a byte every 200 ms, for 5 s
+      ],
+      5_000
+    )
+    assert.strictEqual(answersIn(received)[0]?.status, 200, received)
+    assert.isDefined(closedAfterMillis, "the connection was held open for the rest of the body")
+    assert.isBelow(closedAfterMillis!, 2_000)
   })
 
   it("headers that do not arrive within HEADERS_TIMEOUT_MS: the connection is closed", async () => {
     const server = await start({ ROUTING_ADMIN_TOKENS: ADMIN, HEADERS_TIMEOUT_MS: "500" })
-    try {
-      const { closedAfterMillis, received } = await converse(
-        server.origin,
-        [
-          [0, "GET /hello HTTP/1.1\r\nHost: x\r\n"],
-          ...Array.from({ length: 25 }, (_, i) => [200 * (i + 1), `X-Slow-${i}: y\r\n`] as const)
-        ],
-        5_000
-      )
-      assert.isDefined(closedAfterMillis, "the connection was held open for the rest of the headers")
-      assert.isBelow(closedAfterMillis!, 2_500) // Node checks its timeouts every second
-      assert.match(received, /^HTTP\/1\.1 408 /)
-    } finally {
+    onTestFinished(async () => {
       await server.stop()
-    }
+    })
+    const { closedAfterMillis, received } = await converse(
+      server.origin,
+      [
+        [0, "GET /hello HTTP/1.1\r\nHost: x\r\n"],
+        ...Array.from({ length: 25 }, (_, i) => [200 * (i + 1), `X-Slow-${i}: y\r\n`] as const)
+      ],
+      5_000
+    )
+    assert.isDefined(closedAfterMillis, "the connection was held open for the rest of the headers")
+    assert.isBelow(closedAfterMillis!, 2_500) // Node checks its timeouts every second
+    assert.match(received, /^HTTP\/1\.1 408 /)
   })
 
   it("refuses a timeout that is not a whole number of milliseconds, or a request timeout shorter than the others", async () => {

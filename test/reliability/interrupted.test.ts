@@ -2,7 +2,7 @@
  * A test run that is interrupted (Ctrl-C) or killed leaves nothing behind: not the PostgreSQL server it started for
  * itself when DATABASE_URL is unset, nor its data directory, nor a test process, nor a process a test started.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
@@ -61,6 +61,7 @@ describe("an interrupted test run", () => {
 
   it("leaves no test process and no process a test started when the run's main process gets SIGINT", async () => {
     const scratch = await mkdtemp(join(tmpdir(), "route-registry-interrupted-"))
+    onTestFinished(() => rm(scratch, { recursive: true, force: true }))
     const pidsFile = join(scratch, "pids.json")
     const vitest = spawn(process.execPath, [
       "node_modules/vitest/vitest.mjs",
@@ -71,19 +72,15 @@ describe("an interrupted test run", () => {
     let output = ""
     vitest.stdout.on("data", (chunk) => (output += chunk))
     vitest.stderr.on("data", (chunk) => (output += chunk))
-    try {
-      assert.isTrue(await within(60_000, () => existsSync(pidsFile)), `the fixture's test did not start:\n${output}`)
-      const pids = JSON.parse(readFileSync(pidsFile, "utf8")) as { worker: number; child: number }
-      assert.isTrue(alive(pids.worker) && alive(pids.child))
-      // The signal reaches the main process alone, as when it is sent to it by pid: its test process loses its
-      // channel to it, and must end, with the child it started.
-      vitest.kill("SIGINT")
-      await exited(vitest)
-      const gone = await within(10_000, () => !alive(pids.worker) && !alive(pids.child))
-      assert.isTrue(gone, `still running: ${JSON.stringify(pids)}`)
-    } finally {
-      vitest.kill("SIGKILL")
-      await rm(scratch, { recursive: true, force: true })
-    }
+    onTestFinished(() => void vitest.kill("SIGKILL"))
+    assert.isTrue(await within(60_000, () => existsSync(pidsFile)), `the fixture's test did not start:\n${output}`)
+    const pids = JSON.parse(readFileSync(pidsFile, "utf8")) as { worker: number; child: number }
+    assert.isTrue(alive(pids.worker) && alive(pids.child))
+    // The signal reaches the main process alone, as when it is sent to it by pid: its test process loses its
+    // channel to it, and must end, with the child it started.
+    vitest.kill("SIGINT")
+    await exited(vitest)
+    const gone = await within(10_000, () => !alive(pids.worker) && !alive(pids.child))
+    assert.isTrue(gone, `still running: ${JSON.stringify(pids)}`)
   })
 })

@@ -2,7 +2,7 @@
  * Concurrent creates of one shape: exactly one wins, every other answer is a 409 naming the winner — in one
  * process on the memory store, and across host processes sharing one Postgres database.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import Pg from "pg"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -45,15 +45,13 @@ const assertOneWinnerPerShape = (responses: ReadonlyArray<Received>) => {
 describe("races", () => {
   it("memory store, one process: 1,000 creates over 100 shapes give one 201 per shape", async () => {
     const server = await nodeListener.start(Layer.merge(RouteRepository.layerMemory, tokens))
-    try {
-      assertOneWinnerPerShape(await fireAll([server.send]))
-    } finally {
-      await server.close()
-    }
+    onTestFinished(() => server.close())
+    assertOneWinnerPerShape(await fireAll([server.send]))
   })
 
   it("4 host processes on one Postgres database: one 201 per shape, 100 rows", async () => {
     const database = await TestDatabase.freshDatabase()
+    onTestFinished(() => database.drop())
     // The four hosts start together on an empty database, so their migrations race as well.
     const servers = await Promise.all(
       Array.from(
@@ -61,22 +59,17 @@ describe("races", () => {
         () => start("examples/server.ts", { DATABASE_URL: database.url, ROUTING_ADMIN_TOKENS: ADMIN })
       )
     )
-    try {
-      const senders = servers.map((server) => fetchFrom(server.origin))
-      const winners = assertOneWinnerPerShape(await fireAll(senders))
-      const client = new Pg.Client({ connectionString: database.url })
-      await client.connect()
-      try {
-        const rows = await client.query("SELECT id::text AS id FROM route_registry_routes")
-        assert.strictEqual(rows.rowCount, SHAPES)
-        assert.deepStrictEqual(rows.rows.map((row) => row.id).sort(), [...winners.values()].sort())
-      } finally {
-        await client.end()
-      }
-    } finally {
+    onTestFinished(async () => {
       const codes = await Promise.all(servers.map((server) => server.stop()))
       assert.deepStrictEqual(codes, [0, 0, 0, 0])
-      await database.drop()
-    }
+    })
+    const senders = servers.map((server) => fetchFrom(server.origin))
+    const winners = assertOneWinnerPerShape(await fireAll(senders))
+    const client = new Pg.Client({ connectionString: database.url })
+    await client.connect()
+    onTestFinished(() => client.end())
+    const rows = await client.query("SELECT id::text AS id FROM route_registry_routes")
+    assert.strictEqual(rows.rowCount, SHAPES)
+    assert.deepStrictEqual(rows.rows.map((row) => row.id).sort(), [...winners.values()].sort())
   })
 })

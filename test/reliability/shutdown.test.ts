@@ -2,7 +2,7 @@
  * SIGTERM while requests are in flight: every one is answered, the process exits 0, and no acknowledged create
  * is lost.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { ADMIN } from "../utils/httpContract.js"
 import { type Running, start } from "../utils/spawned.js"
 import * as TestDatabase from "../utils/TestDatabase.js"
@@ -62,19 +62,15 @@ describe("graceful shutdown under load", () => {
   it("postgres store: every acknowledged create is there after a restart", async () => {
     const database = await TestDatabase.freshDatabase()
     const env = { DATABASE_URL: database.url, ROUTING_ADMIN_TOKENS: ADMIN }
-    try {
-      const created = await shutDownUnderLoad(await start("examples/server.ts", env))
-      const again = await start("examples/server.ts", env)
-      try {
-        for (const route of created) {
-          const found = await fetch(`${again.origin}/v1/routing/${route.id}`, { headers: auth })
-          assert.deepStrictEqual(await found.json(), route)
-        }
-      } finally {
-        await again.stop()
-      }
-    } finally {
-      await database.drop()
+    onTestFinished(() => database.drop())
+    const created = await shutDownUnderLoad(await start("examples/server.ts", env))
+    const again = await start("examples/server.ts", env)
+    onTestFinished(async () => {
+      await again.stop()
+    })
+    for (const route of created) {
+      const found = await fetch(`${again.origin}/v1/routing/${route.id}`, { headers: auth })
+      assert.deepStrictEqual(await found.json(), route)
     }
   })
 })

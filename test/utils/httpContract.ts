@@ -2,7 +2,7 @@
  * The HTTP contract (CONTRACT §3): every row and rule, run through one adapter on one store. Each test starts a
  * fresh server over a fresh store.
  */
-import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
+import { afterEach, assert, beforeEach, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Layer, Logger, Redacted } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
 import * as InvalidOption from "route-registry/InvalidOption"
@@ -30,7 +30,7 @@ export const tokens = Authenticator.layerStaticTokens([
 export type Store = Layer.Layer<RouteRepository.RouteRepository, unknown>
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` })
-const json = { "content-type": "application/json" }
+export const json = { "content-type": "application/json" }
 
 export const post = (body: unknown, headers: Record<string, string> = { ...auth(ADMIN), ...json }): Sent => ({
   method: "POST",
@@ -304,14 +304,11 @@ export const createGetContract = (adapter: Adapter, store: Store, options?: Rout
   describe("slow clients", () => {
     it("a body that stalls past the body timeout: 408 request_timeout, answered and the connection closed", async () => {
       const slow = await adapter.start(Layer.merge(store, tokens), { ...options, bodyTimeoutMillis: 300 })
-      try {
-        const response = await slow.send({ ...post(sample), body: stalledBody() })
-        assertProblem(response, "request_timeout")
-        assert.strictEqual(response.headers.get("connection"), "close")
-        assert.strictEqual((await slow.send(post(sample))).status, 201) // the server goes on serving
-      } finally {
-        await slow.close()
-      }
+      onTestFinished(() => slow.close())
+      const response = await slow.send({ ...post(sample), body: stalledBody() })
+      assertProblem(response, "request_timeout")
+      assert.strictEqual(response.headers.get("connection"), "close")
+      assert.strictEqual((await slow.send(post(sample))).status, 201) // the server goes on serving
     })
   })
 
@@ -960,14 +957,11 @@ export const quiet = Logger.replace(Logger.defaultLogger, Logger.none)
 export const failureContract = (adapter: Adapter) => {
   it("the store is unavailable: 503 store_unavailable with Retry-After", async () => {
     const server = await adapter.start(Layer.merge(failingStore("unavailable"), tokens), { retryAfterSeconds: 3 })
-    try {
-      for (const request of everyOperation) {
-        const response = await server.send(request)
-        assertProblem(response, "store_unavailable")
-        assert.strictEqual(response.headers.get("retry-after"), "3")
-      }
-    } finally {
-      await server.close()
+    onTestFinished(() => server.close())
+    for (const request of everyOperation) {
+      const response = await server.send(request)
+      assertProblem(response, "store_unavailable")
+      assert.strictEqual(response.headers.get("retry-after"), "3")
     }
   })
 
@@ -976,14 +970,11 @@ export const failureContract = (adapter: Adapter) => {
       Layer.provide(TestDatabase.unreachable)
     )
     const server = await adapter.start(Layer.merge(store, tokens))
-    try {
-      for (const request of [post(sample), get(Route.makeRouteId(0))]) {
-        const response = await server.send(request)
-        assertProblem(response, "store_unavailable")
-        assert.strictEqual(response.headers.get("retry-after"), "1")
-      }
-    } finally {
-      await server.close()
+    onTestFinished(() => server.close())
+    for (const request of [post(sample), get(Route.makeRouteId(0))]) {
+      const response = await server.send(request)
+      assertProblem(response, "store_unavailable")
+      assert.strictEqual(response.headers.get("retry-after"), "1")
     }
   })
 
@@ -995,19 +986,16 @@ export const failureContract = (adapter: Adapter) => {
         Logger.make(({ cause, message }) => logged.push(`${message} ${cause}`))
       )
       const server = await adapter.start(Layer.mergeAll(failingStore(failure), tokens, capture))
-      try {
-        for (const request of everyOperation) {
-          const response = await server.send(request)
-          assertProblem(response, "internal_error")
-          for (const leak of ["boom", "secret_table", "SELECT", "INSERT", ADMIN, "at ", ".ts"]) {
-            assert.notInclude(response.text, leak)
-          }
+      onTestFinished(() => server.close())
+      for (const request of everyOperation) {
+        const response = await server.send(request)
+        assertProblem(response, "internal_error")
+        for (const leak of ["boom", "secret_table", "SELECT", "INSERT", ADMIN, "at ", ".ts"]) {
+          assert.notInclude(response.text, leak)
         }
-        assert.strictEqual(logged.length, everyOperation.length)
-        assert.include(logged[0], "secret_table")
-      } finally {
-        await server.close()
       }
+      assert.strictEqual(logged.length, everyOperation.length)
+      assert.include(logged[0], "secret_table")
     })
   }
 
@@ -1040,17 +1028,14 @@ export const failureContract = (adapter: Adapter) => {
       })
     )
     const server = await adapter.start(Layer.mergeAll(RouteRepository.layerMemory, throwing, capture))
-    try {
-      for (const request of [...everyOperation, ...everyOperation]) {
-        const response = await server.send(request)
-        assertProblem(response, "internal_error")
-        assert.notInclude(response.text, "boom")
-      }
-      assert.strictEqual(logged.length, 2 * everyOperation.length)
-      assert.include(logged[0], "identity provider")
-    } finally {
-      await server.close()
+    onTestFinished(() => server.close())
+    for (const request of [...everyOperation, ...everyOperation]) {
+      const response = await server.send(request)
+      assertProblem(response, "internal_error")
+      assert.notInclude(response.text, "boom")
     }
+    assert.strictEqual(logged.length, 2 * everyOperation.length)
+    assert.include(logged[0], "identity provider")
   })
 
   it("a memory store whose unsafeFindById throws: 500 internal_error, logged", async () => {
@@ -1064,12 +1049,9 @@ export const failureContract = (adapter: Adapter) => {
       }))
     )
     const server = await adapter.start(Layer.mergeAll(store, tokens, quiet))
-    try {
-      assertProblem(await server.send(get(Route.makeRouteId(0))), "internal_error")
-      assertProblem(await server.send(get(Route.makeRouteId(0))), "internal_error")
-    } finally {
-      await server.close()
-    }
+    onTestFinished(() => server.close())
+    assertProblem(await server.send(get(Route.makeRouteId(0))), "internal_error")
+    assertProblem(await server.send(get(Route.makeRouteId(0))), "internal_error")
   })
 }
 
