@@ -4,10 +4,10 @@
  *
  * @internal
  */
-import * as Problem from "../Problem.js"
-import type * as Route from "../Route.js"
-import * as ApiAnswers from "./answers.js"
-import * as Limits from "./limits.js"
+import * as Problem from "../../Problem.js"
+import type * as Route from "../../Route.js"
+import * as ApiAnswers from "../http/answers.js"
+import * as Limits from "../limits.js"
 
 /** An answer: status, headers (lowercase names) and a JSON body. */
 export interface Answer {

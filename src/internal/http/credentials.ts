@@ -4,8 +4,8 @@
  * @internal
  */
 import { Redacted } from "effect"
-import { isWellFormedToken } from "../Authenticator.js"
-import type { Response } from "../RoutingHandler.js"
+import { isWellFormedToken } from "../../Authenticator.js"
+import type { Response } from "../../RoutingHandler.js"
 import * as Answers from "./answers.js"
 
 const isOws = (c: number) => c === 32 || c === 9

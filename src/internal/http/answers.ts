@@ -3,12 +3,12 @@
  *
  * @internal
  */
-import * as Problem from "../Problem.js"
-import type { FieldIssue } from "../Route.js"
-import type { TooManyIdempotencyKeys } from "../RouteRepository.js"
-import type { Response } from "../RoutingHandler.js"
-import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./limits.js"
-import { MAX_ISSUES } from "./validate.js"
+import * as Problem from "../../Problem.js"
+import type { FieldIssue } from "../../Route.js"
+import type { TooManyIdempotencyKeys } from "../../RouteRepository.js"
+import type { Response } from "../../RoutingHandler.js"
+import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "../limits.js"
+import { MAX_ISSUES } from "../validate.js"
 
 export const JSON_TYPE = "application/json"
 
