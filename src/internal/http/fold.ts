@@ -5,8 +5,8 @@
  * @internal
  */
 import { Cause, Effect, Exit } from "effect"
-import type { BodyFailure, Response } from "../../RoutingHandler.js"
 import { after, Pending } from "../now.js"
+import type { BodyFailure, Response } from "./exchange.js"
 
 /**
  * A request refused before it reached the store, carrying its answer. A class of its own, so nothing a service

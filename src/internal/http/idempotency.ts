@@ -6,9 +6,9 @@
  */
 import { Effect, Either, Exit } from "effect"
 import { IdempotencyKeyInUse } from "../../RouteRepository.js"
-import type { Response } from "../../RoutingHandler.js"
 import { call } from "../now.js"
 import * as Answers from "./answers.js"
+import type { Response } from "./exchange.js"
 import { type Refusal, refuse } from "./fold.js"
 
 /** The request header, by its lowercase name. */
