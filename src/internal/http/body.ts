@@ -54,10 +54,7 @@ export const readIncomingMessage = (
   }, ms)
   const cleanup = () => {
     clearTimeout(timer)
-    req.off("data", onData)
-    req.off("end", onEnd)
-    req.off("close", onClose)
-    req.off("error", onClose)
+    unlisten()
   }
   const onData = (chunk: Buffer) => {
     size += chunk.length
@@ -76,10 +73,7 @@ export const readIncomingMessage = (
     cleanup()
     done(Exit.fail("Incomplete"))
   }
-  req.on("data", onData)
-  req.on("end", onEnd)
-  req.on("close", onClose)
-  req.on("error", onClose)
+  const unlisten = NodeTransport.listen(req, onData, onEnd, onClose)
   return cleanup
 }
 

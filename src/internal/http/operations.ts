@@ -353,6 +353,15 @@ const served = (
   return core.instrument === undefined ? response : core.instrument(request, route, operation, response)
 }
 
+const notAllowed = (core: Core, request: Request, route: string, allow: string): Effect.Effect<Response> =>
+  served(
+    core,
+    request,
+    route,
+    "method_not_allowed",
+    () => Exit.succeed(Answers.methodNotAllowed(request.method, request.path, allow))
+  )
+
 // The path first (outside the collection is the host's), then the method (405).
 const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
   const path = request.path
@@ -363,13 +372,7 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
       case "POST":
         return served(core, request, COLLECTION, "create", () => create(core, request))
     }
-    return served(
-      core,
-      request,
-      COLLECTION,
-      "method_not_allowed",
-      () => Exit.succeed(Answers.methodNotAllowed(request.method, path, Answers.COLLECTION_METHODS))
-    )
+    return notAllowed(core, request, COLLECTION, Answers.COLLECTION_METHODS)
   }
   if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
     const id = path.slice(ITEM_PREFIX.length)
@@ -381,13 +384,7 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
       case "DELETE":
         return served(core, request, ITEM_ROUTE, "remove", () => remove(core, request, id))
     }
-    return served(
-      core,
-      request,
-      ITEM_ROUTE,
-      "method_not_allowed",
-      () => Exit.succeed(Answers.methodNotAllowed(request.method, path, Answers.ROUTE_METHODS))
-    )
+    return notAllowed(core, request, ITEM_ROUTE, Answers.ROUTE_METHODS)
   }
   return undefined
 }
