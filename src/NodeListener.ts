@@ -7,15 +7,15 @@
 import type { Layer } from "effect"
 import { Cause, Effect, Exit, FiberRef, Runtime, Scheduler } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import * as Answers from "./internal/answers.js"
-import * as Body from "./internal/body.js"
-import * as Disposable from "./internal/disposable.js"
-import * as Fold from "./internal/fold.js"
-import * as ListQuery from "./internal/listQuery.js"
-import * as NodeHeaders from "./internal/nodeHeaders.js"
-import * as NodeTransport from "./internal/nodeTransport.js"
+import * as AdapterLayer from "./internal/http/adapterLayer.js"
+import * as Answers from "./internal/http/answers.js"
+import * as Body from "./internal/http/body.js"
+import * as BodyRead from "./internal/http/bodyRead.js"
+import * as ListQuery from "./internal/http/listQuery.js"
+import * as NodeHeaders from "./internal/http/nodeHeaders.js"
+import * as NodeTransport from "./internal/http/nodeTransport.js"
+import * as Target from "./internal/http/target.js"
 import * as Now from "./internal/now.js"
-import * as Target from "./internal/target.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
@@ -45,9 +45,8 @@ export interface DisposableListener extends Listener {
 export type Options = RoutingHandler.Options
 
 class NodeRequest implements RoutingHandler.Request {
-  /** The limits the core asked for the body under: set when it asks while the request is being handled. */
-  maxBytes: number | undefined = undefined
-  timeoutMillis = 0
+  /** The body, which the listener reads itself when the core asks for it while the request is being handled. */
+  bodyRead: BodyRead.BodyRead | undefined = undefined
   constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly path: string) {}
   get method() {
     return this.req.method ?? "GET"
@@ -63,9 +62,8 @@ class NodeRequest implements RoutingHandler.Request {
     return NodeHeaders.header(this.req, name)
   }
   body(maxBytes: number, timeoutMillis: number) {
-    this.maxBytes = maxBytes
-    this.timeoutMillis = timeoutMillis
-    return Fold.bodyOr(Body.fromIncomingMessage(this.req, this.res)(maxBytes, timeoutMillis))
+    this.bodyRead ??= new BodyRead.BodyRead(Body.fromIncomingMessage(this.req, this.res))
+    return this.bodyRead.reader(maxBytes, timeoutMillis)
   }
 }
 
@@ -143,11 +141,13 @@ export const make = (
         return next()
       }
       if (!Now.isPending(effect)) return answer(req, res, effect)
-      if (request.maxBytes === undefined) return answer(req, res, Now.resolve(effect, given))
+      const bodyRead = request.bodyRead
+      const wanted = bodyRead?.wanted()
+      if (bodyRead === undefined || wanted === undefined) return answer(req, res, Now.resolve(effect, given))
       // Everything before the body passed at once: the body is read here, and the steps after it are decided in its
       // "end" event, with no fiber when the services answer at once.
-      Body.readIncomingMessage(req, res, request.maxBytes, request.timeoutMillis, (body) =>
-        answer(req, res, Now.resolve(effect, { clock: given.clock, body })))
+      Body.readIncomingMessage(req, res, wanted.maxBytes, wanted.timeoutMillis, (body) =>
+        answer(req, res, bodyRead.answer(effect, body, given)))
     }
   })
 
@@ -161,7 +161,4 @@ export const make = (
 export const fromLayer = <E>(
   layer: Layer.Layer<RoutingHandler.Services, E>,
   options: Options = {}
-): Promise<DisposableListener> => {
-  const invalid = RoutingHandler.checkOptions(options)
-  return invalid === undefined ? Disposable.fromLayer(layer, Effect.orDie(make(options))) : Promise.reject(invalid)
-}
+): Promise<DisposableListener> => AdapterLayer.fromLayer(layer, options, make)

@@ -1,19 +1,20 @@
 /**
  * The router as a Node request listener `(req, res, next?)`, for `node:http`, Express and Fastify: it serves the
- * stored routes with the host's own Connect-style handler and middleware functions, registered by name
- * (CONTRACT §11). The table it reads is kept current by the store, so a route serves traffic as soon as it is
- * created and stops when it is deleted.
+ * stored routes with the host's own Connect-style handler and middleware functions, registered by name (a route
+ * naming one this process has not registered is answered `503 handler_unavailable`). The table it reads is kept
+ * current by the store, so a route serves traffic as soon as it is created and stops when it is deleted.
  *
  * @since 0.2.0
  */
 import type { Layer } from "effect"
 import { Cause, Effect, Either, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import * as Connect from "./internal/connect.js"
 import * as Disposable from "./internal/disposable.js"
-import * as NodeTransport from "./internal/nodeTransport.js"
-import * as Answers from "./internal/routerAnswers.js"
-import * as Guard from "./internal/routerGuard.js"
+import * as NodeTransport from "./internal/http/nodeTransport.js"
+import * as Answers from "./internal/router/answers.js"
+import * as Connect from "./internal/router/connect.js"
+import * as RouterCore from "./internal/router/core.js"
+import * as Guard from "./internal/router/guard.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteTable from "./RouteTable.js"
@@ -138,29 +139,17 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    const middleware = functions.middleware ?? {}
-    const missing = new Set<string>()
-    // The functions of a route, resolved once per stored version of it (an update is a new object).
-    const resolved = new WeakMap<Route.StoredRoute, ReadonlyArray<RouteFunction> | string>()
+    const core = RouterCore.make<RouteFunction, RouteFunction, ReadonlyArray<RouteFunction>>(
+      functions,
+      (middleware, handler) => [...middleware, handler]
+    )
     const timedOut = Answers.requestTimeout(bodyTimeoutMillis)
     const logError = (message: string, error: unknown) => runFork(Effect.logError(message, Cause.die(error)))
     const report = Guard.reportOnce(logError)
 
-    const resolve = (route: Route.StoredRoute): ReadonlyArray<RouteFunction> | string => {
-      let fns = resolved.get(route)
-      if (fns === undefined) {
-        fns = Answers.resolveFunctions(route, functions.handlers, middleware)
-        resolved.set(route, fns)
-      }
-      return fns
-    }
-
     const unavailable = (req: IncomingMessage, res: ServerResponse, name: string) => {
-      // Logged once per name: another process of the host may have it, and each request would say the same.
-      if (!missing.has(name)) {
-        missing.add(name)
-        runFork(Effect.logWarning(`route-registry: no function is registered under the name ${JSON.stringify(name)}`))
-      }
+      const warning = core.warnMissing(name)
+      if (warning !== undefined) runFork(warning)
       write(req, res, Answers.handlerUnavailable(name))
     }
 
@@ -237,7 +226,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
         case "MethodNotAllowed":
           return next !== undefined ? next() : write(req, res, Answers.methodNotAllowed(found.allow))
       }
-      const fns = resolve(found.route)
+      const fns = core.resolve(found.route)
       if (typeof fns === "string") return unavailable(req, res, fns)
       const matched = req as Matched
       matched[MATCH] = { route: found.route, params: found.params }

@@ -1,6 +1,7 @@
 /**
  * The router as an Effect `HttpApp`: it serves the stored routes with the host's handlers (`HttpApp`s) and
- * middleware (`HttpMiddleware`-style functions), registered by name (CONTRACT §11). The route and its parameters are
+ * middleware (`HttpMiddleware`-style functions), registered by name (a route naming one this process has not
+ * registered is answered `503 handler_unavailable`). The route and its parameters are
  * the `Match` service. A request that no stored route serves fails with `RouteNotFound`, so the host's router or
  * server answers it as it answers any unknown path.
  *
@@ -13,10 +14,11 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Context, Effect, Either, Fiber, Runtime, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import * as Body from "./internal/body.js"
-import * as NodeTransport from "./internal/nodeTransport.js"
-import * as Answers from "./internal/routerAnswers.js"
-import * as Guard from "./internal/routerGuard.js"
+import * as Body from "./internal/http/body.js"
+import * as NodeTransport from "./internal/http/nodeTransport.js"
+import * as Answers from "./internal/router/answers.js"
+import * as RouterCore from "./internal/router/core.js"
+import * as Guard from "./internal/router/guard.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteTable from "./RouteTable.js"
@@ -120,10 +122,6 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
-    const middleware = functions.middleware ?? {}
-    const missing = new Set<string>()
-    // Each stored version of a route composes its app once (an update is a new object).
-    const composed = new WeakMap<Route.StoredRoute, HttpApp.Default<E, R | Match> | string>()
     const timedOut = Answers.requestTimeout(bodyTimeoutMillis)
     const report = Guard.reportOnce((message, error) => runFork(Effect.logError(message, Cause.die(error))))
 
@@ -211,30 +209,16 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
         })
       })
 
-    const appOf = (route: Route.StoredRoute): HttpApp.Default<E, R | Match> | string => {
-      let app = composed.get(route)
-      if (app === undefined) {
-        const fns = Answers.resolveFunctions<unknown>(route, functions.handlers, middleware)
-        app = typeof fns === "string" ? fns : guard(route, compose(fns))
-        composed.set(route, app)
-      }
-      return app
-    }
-
-    const compose = (fns: ReadonlyArray<unknown>): HttpApp.Default<E, R | Match> => {
-      const handler = fns[fns.length - 1] as HttpApp.Default<E, R | Match>
-      return (fns.slice(0, -1) as ReadonlyArray<Middleware<E, R>>).reduceRight((app, wrap) => wrap(app), handler)
-    }
+    // Each stored version of a route composes its app once: its middleware around its handler, guarded.
+    const core = RouterCore.make<HttpApp.Default<E, R | Match>, Middleware<E, R>, HttpApp.Default<E, R | Match>>(
+      functions,
+      (middleware, handler, route) => guard(route, middleware.reduceRight((app, wrap) => wrap(app), handler))
+    )
 
     const unavailable = (name: string) => {
       const answer = Effect.succeed(toResponse(Answers.handlerUnavailable(name)))
-      if (missing.has(name)) return answer
-      missing.add(name)
-      // Logged once per name: another process of the host may have it, and each request would say the same.
-      return Effect.zipRight(
-        Effect.logWarning(`route-registry: no function is registered under the name ${JSON.stringify(name)}`),
-        answer
-      )
+      const warning = core.warnMissing(name)
+      return warning === undefined ? answer : Effect.zipRight(warning, answer)
     }
 
     return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): HttpApp.Default<
@@ -249,7 +233,7 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
         case "MethodNotAllowed":
           return Effect.fail(new HttpServerError.RouteNotFound({ request }))
       }
-      const app = appOf(found.route)
+      const app = core.resolve(found.route)
       if (typeof app === "string") return unavailable(app)
       return Effect.provideService(app, Match, { route: found.route, params: found.params }) as HttpApp.Default<
         E,

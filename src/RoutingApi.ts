@@ -13,12 +13,14 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import * as Idempotency from "./internal/idempotency.js"
+import { COLLECTION } from "./internal/http/exchange.js"
+import { pascal, transform } from "./internal/http/openApi.js"
 import * as Limits from "./internal/limits.js"
 import * as Problem from "./Problem.js"
 import * as Route from "./Route.js"
 
-const pascal = (code: string) => code.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase())
+// The path of one route, in the HttpApi's syntax.
+const ITEM = `${COLLECTION}/:id` as const
 
 const problem = <C extends Problem.Code, F extends Schema.Struct.Fields = Record<never, never>>(code: C, fields?: F) =>
   Schema.Struct({
@@ -226,7 +228,7 @@ export class BearerAuth extends HttpApiMiddleware.Tag<BearerAuth>()("route-regis
  */
 export class RoutingGroup extends HttpApiGroup.make("routing")
   .add(
-    HttpApiEndpoint.get("list", "/v1/routing")
+    HttpApiEndpoint.get("list", COLLECTION)
       .setUrlParams(ListParams)
       .addSuccess(RoutePage)
       .addError(InvalidQueryProblem)
@@ -239,7 +241,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.post("create", "/v1/routing")
+    HttpApiEndpoint.post("create", COLLECTION)
       .setPayload(Route.CreateRoute)
       .addSuccess(Route.Route, { status: 201 })
       .addError(MalformedJsonProblem)
@@ -261,7 +263,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.get("get", "/v1/routing/:id")
+    HttpApiEndpoint.get("get", ITEM)
       .setPath(RouteIdParam)
       .setHeaders(IfNoneMatch)
       .addSuccess(Route.Route)
@@ -274,7 +276,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.patch("update", "/v1/routing/:id")
+    HttpApiEndpoint.patch("update", ITEM)
       .setPath(RouteIdParam)
       .setHeaders(IfMatch)
       .setPayload(Route.PatchRoute)
@@ -296,7 +298,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.del("delete", "/v1/routing/:id")
+    HttpApiEndpoint.del("delete", ITEM)
       .setPath(RouteIdParam)
       .setHeaders(IfMatch)
       .addSuccess(HttpApiSchema.NoContent)
@@ -319,179 +321,6 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
   .middleware(BearerAuth)
   .annotate(OpenApi.Description, "Route definitions: create, read, list, update and delete them.")
 {}
-
-// ---------------------------------------------------------------------------------------------------------------
-// The document: what the HttpApi model cannot express
-// ---------------------------------------------------------------------------------------------------------------
-
-interface Header {
-  readonly description: string
-  readonly required?: boolean
-  readonly schema: Record<string, unknown>
-}
-
-const string = { type: "string" }
-
-const ETag: Header = {
-  description: "The route's version, a strong entity tag; it changes whenever the route changes, and only then.",
-  required: true,
-  schema: string
-}
-
-// Success answers by operation: their description and headers.
-const successes: Record<string, Record<string, { description: string; headers?: Record<string, Header> }>> = {
-  "routing.list": {
-    "200": {
-      description: "A page of routes.",
-      headers: {
-        Link: {
-          description: "Present exactly when nextCursor is not null: the next page (RFC 8288), with the same " +
-            "filters and limit, as a relative reference with rel=\"next\".",
-          schema: string
-        }
-      }
-    }
-  },
-  "routing.create": {
-    "201": {
-      description: "The stored route.",
-      headers: {
-        Location: {
-          description: "/v1/routing/{id} of the created route.",
-          required: true,
-          schema: { type: "string", format: "uri-reference" }
-        },
-        ETag,
-        [Idempotency.REPLAYED_HEADER]: {
-          description: "true when this is the first answer to the request's Idempotency-Key, given again.",
-          schema: { type: "string", enum: ["true"] }
-        }
-      }
-    }
-  },
-  "routing.get": {
-    "200": { description: "The stored route.", headers: { ETag } },
-    "304": { description: "If-None-Match names the route's current ETag: no body.", headers: { ETag } }
-  },
-  "routing.update": { "200": { description: "The updated route.", headers: { ETag } } },
-  "routing.delete": { "204": { description: "The route is deleted: no body." } }
-}
-
-// The request header of a create (the HttpApi model would make the typed client's callers pass it).
-const idempotencyKey = {
-  name: Idempotency.HEADER,
-  in: "header",
-  required: false,
-  description: "Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header): a key of 1 to " +
-    `${Idempotency.MAX_KEY_LENGTH} printable ASCII characters as a Structured Field string, such as ` +
-    `${Idempotency.EXAMPLE} (a bare token is accepted too). The first answer, 201 or 409 route_conflict, is ` +
-    `remembered for the principal for ${
-      Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS / 3600
-    } hours by default: the same key ` +
-    "with the same route gets it again, marked Idempotency-Replayed: true; with another route the answer is 422 " +
-    "idempotency_key_reused, and while the first request is running 409 idempotency_key_in_use. A client holds at " +
-    `most ${Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL.toLocaleString("en-US")} keys (${
-      Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
-    }) at once by default: a new key past that is 429 too_many_idempotency_keys, with Retry-After.`,
-  schema: { type: "string", minLength: 1, maxLength: 2 * Idempotency.MAX_KEY_LENGTH + 2 },
-  example: Idempotency.EXAMPLE
-}
-
-// Error answers by status: the headers they carry (the Allow of a 405 is added per path).
-const errorHeaders: Record<string, Record<string, Header>> = {
-  "400": {
-    "WWW-Authenticate": {
-      description: "With invalid_request only: Bearer realm=\"routing\", error=\"invalid_request\".",
-      schema: string
-    }
-  },
-  "401": {
-    "WWW-Authenticate": {
-      description: "Bearer realm=\"routing\", with error=\"invalid_token\" for invalid_token.",
-      required: true,
-      schema: string
-    }
-  },
-  "403": {
-    "WWW-Authenticate": {
-      description: "Bearer realm=\"routing\", error=\"insufficient_scope\", with the scope needed.",
-      required: true,
-      schema: string
-    }
-  },
-  "408": { Connection: { description: "close: the rest of the body is not read.", required: true, schema: string } },
-  "413": { Connection: { description: "close: the rest of the body is not read.", required: true, schema: string } },
-  "429": {
-    "Retry-After": {
-      description: "Seconds until the client's oldest Idempotency-Key expires, freeing a place for a new one.",
-      required: true,
-      schema: { type: "integer", minimum: 1 }
-    }
-  },
-  "503": {
-    "Retry-After": {
-      description: "Seconds to wait before retrying.",
-      required: true,
-      schema: { type: "integer", minimum: 0 }
-    }
-  }
-}
-
-const codeOf = (ref: string) =>
-  (Object.keys(Problem.codes) as Array<Problem.Code>).find((code) => ref.endsWith(`/${pascal(code)}Problem`))
-
-// A problem response: its codes, one line each, under application/problem+json only (the model falls back to
-// application/json for unions, and lists the stock HttpApiDecodeError, which this API never sends).
-const problemResponse = (response: Record<string, any>, status: string, allow: string) => {
-  const schema = Object.values<Record<string, any>>(response.content ?? {})[0]?.schema ?? {}
-  const refs: Array<string> = (schema.anyOf ?? [schema]).map((s: { $ref: string }) => s.$ref)
-    .filter((ref: string) => codeOf(ref) !== undefined)
-  response.content = {
-    [Problem.CONTENT_TYPE]: {
-      schema: refs.length === 1 ? { $ref: refs[0] } : { anyOf: refs.map(($ref) => ({ $ref })) }
-    }
-  }
-  response.description = refs.map((ref) => `${codeOf(ref)}: ${Problem.descriptions[codeOf(ref)!]}`).join("\n")
-  const headers = status === "405"
-    ? {
-      Allow: {
-        description: "The methods served on this path.",
-        required: true,
-        schema: { type: "string", enum: [allow] }
-      }
-    }
-    : errorHeaders[status]
-  if (headers !== undefined) response.headers = headers
-}
-
-// Completes the generated document: license, contact and servers, each response's description and headers, and
-// problem responses under application/problem+json only. A 405's Allow lists the path's operations, in the order
-// the group declares them.
-const transform = (spec: Record<string, any>): Record<string, any> => {
-  spec.info.license = { name: "MIT", identifier: "MIT" }
-  spec.info.contact = { name: "route-registry", url: "https://github.com/route-registry/route-registry" }
-  spec.servers = [{ url: "/", description: "The origin of the host that mounts the API." }]
-  for (const item of Object.values<Record<string, any>>(spec.paths)) {
-    const allow = Object.keys(item).map((method) => method.toUpperCase()).join(", ")
-    for (const operation of Object.values<Record<string, any>>(item)) {
-      for (const [status, response] of Object.entries<Record<string, any>>(operation.responses)) {
-        const success = successes[operation.operationId]?.[status]
-        if (success !== undefined) Object.assign(response, success)
-        else problemResponse(response, status, allow)
-      }
-      if (operation.operationId === "routing.create") operation.parameters = [idempotencyKey]
-      // A patch body is also accepted as JSON Merge Patch (RFC 7396), the same schema; the client sends JSON.
-      if (operation.operationId === "routing.update") {
-        const content = operation.requestBody.content
-        content["application/merge-patch+json"] = content["application/json"]
-      }
-    }
-  }
-  delete spec.components.schemas.HttpApiDecodeError
-  delete spec.components.schemas.Issue
-  delete spec.components.schemas.PropertyKey
-  return spec
-}
 
 /**
  * @since 0.1.0

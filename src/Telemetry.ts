@@ -17,7 +17,6 @@
 import { Context, Duration, Layer } from "effect"
 import * as Internal from "./internal/telemetry.js"
 import type * as RouteRepository from "./RouteRepository.js"
-import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
  * @since 0.3.0
@@ -124,25 +123,3 @@ export const propagationLag = Internal.propagationLag
 export const instrumentRepository = (
   store: RouteRepository.RouteRepository["Type"]
 ): RouteRepository.RouteRepository["Type"] => Internal.instrumentStore(store)
-
-/**
- * `handler` with a span, a count and a duration per request; what the routing API does to its core when telemetry is
- * on. Paths outside `/v1/routing` are still handed back at once, unseen.
- *
- * @since 0.3.0
- * @category instrumentation
- */
-export const instrumentHandler = (handler: RoutingHandler.RoutingHandler): RoutingHandler.RoutingHandler => {
-  // The core answers the collection and the paths one segment under it, a route each. Read here, not at the top of
-  // the module: RoutingHandler imports this module too.
-  const collection = RoutingHandler.COLLECTION
-  const item = `${collection}/{id}`
-  return {
-    handle: (request) => {
-      const effect = handler.handle(request)
-      if (effect === undefined) return undefined
-      const isCollection = request.path === collection
-      return Internal.request(request, isCollection ? collection : item, isCollection, effect)
-    }
-  }
-}

@@ -7,9 +7,9 @@
  */
 import type { Layer } from "effect"
 import { Effect, Exit, Runtime } from "effect"
-import * as Answers from "./internal/answers.js"
-import * as Body from "./internal/body.js"
-import * as Disposable from "./internal/disposable.js"
+import * as AdapterLayer from "./internal/http/adapterLayer.js"
+import * as Answers from "./internal/http/answers.js"
+import * as Body from "./internal/http/body.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
@@ -82,7 +82,4 @@ export const make = (
 export const fromLayer = <E>(
   layer: Layer.Layer<RoutingHandler.Services, E>,
   options: Options = {}
-): Promise<DisposableHandler> => {
-  const invalid = RoutingHandler.checkOptions(options)
-  return invalid === undefined ? Disposable.fromLayer(layer, Effect.orDie(make(options))) : Promise.reject(invalid)
-}
+): Promise<DisposableHandler> => AdapterLayer.fromLayer(layer, options, make)

@@ -1,7 +1,7 @@
 /**
  * Running steps without a fiber when they complete at once: an `Exit` is folded on the spot, and a step that waits
- * only for what its caller can give (the clock, a body already read) is decided with it. Nothing here knows HTTP: the
- * memory store and the live table use it as the request core does.
+ * only for what its caller can give (the clock) is decided with it. Nothing here knows HTTP: the memory store and the
+ * live table use it as the request core does.
  *
  * @internal
  */
@@ -13,15 +13,13 @@ import { dual } from "effect/Function"
 export interface Given {
   /** The clock a fiber running the steps would read. */
   readonly clock: Clock.Clock
-  /** A request's body once its adapter has read it (or failed to), for the steps that wait for it. */
-  readonly body?: Exit.Exit<Uint8Array, unknown> | undefined
 }
 
 /**
- * A step that decides at once when it is given what it waits for (`Given`): a store in memory that reads the clock, a
- * body the adapter reads itself. It is an Effect all the same: a fiber that runs it runs `fallback` (which reads the
- * fiber's clock, or the body through the request). The steps folded after it wait with it, so an adapter that holds
- * the clock and reads the body itself answers the whole request without a fiber (`resolve`).
+ * A step that decides at once when it is given what it waits for (`Given`), or when what it waits for has come by
+ * other means: a store in memory that reads the clock, a body an adapter read itself. It is an Effect all the same: a
+ * fiber that runs it runs `fallback` (which reads the fiber's clock, say). The steps folded after it wait with it, so
+ * a caller that holds the clock answers the whole request without a fiber (`resolve`).
  */
 export class Pending<A, E> extends Effectable.Class<A, E> {
   constructor(

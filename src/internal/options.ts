@@ -6,7 +6,7 @@
 import { Either } from "effect"
 import { InvalidOption } from "../InvalidOption.js"
 import type { Options } from "../RoutingHandler.js"
-import * as Idempotency from "./idempotency.js"
+import * as Idempotency from "./http/idempotency.js"
 import * as Limits from "./limits.js"
 import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./store/rules.js"
 

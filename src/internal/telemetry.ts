@@ -6,10 +6,10 @@
  */
 import type { Clock, Duration, Exit } from "effect"
 import { Cause, Effect, Metric, MetricBoundaries, MetricLabel, Option, Tracer } from "effect"
-import * as Problem from "../Problem.js"
 import type * as Route from "../Route.js"
 import type * as RouteRepository from "../RouteRepository.js"
-import type * as RoutingHandler from "../RoutingHandler.js"
+import type * as Exchange from "./http/exchange.js"
+import type * as Operations from "./http/operations.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Metrics
@@ -147,30 +147,11 @@ export const instrumentStore = (store: Store): Store => {
 // metrics' labels without bound.
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
 
-const OPERATIONS: Readonly<Record<string, string>> = {
-  "GET collection": "list",
-  "POST collection": "create",
-  "GET item": "get",
-  "PATCH item": "update",
-  "DELETE item": "remove"
-}
-
-// The code of a problem answer; `undefined` for any other answer.
-const problemCode = (response: RoutingHandler.Response): string | undefined => {
-  if (response.headers["content-type"] !== Problem.CONTENT_TYPE) return undefined
-  try {
-    const code = (JSON.parse(response.body) as { readonly code?: unknown }).code
-    return typeof code === "string" ? code : undefined
-  } catch {
-    return undefined
-  }
-}
-
-const answered = (operation: string, response: RoutingHandler.Response, millis: number): Effect.Effect<void> => {
+const answered = (operation: string, response: Exchange.Response, millis: number): Effect.Effect<void> => {
   const status = String(response.status)
   requests.unsafeUpdate(1, labels("operation", operation, "status", status))
   requestDuration.unsafeUpdate(millis, labels("operation", operation))
-  const code = problemCode(response)
+  const code = response.problem
   return Effect.annotateCurrentSpan({
     "http.response.status_code": response.status,
     ...(code === undefined ? {} : { "route_registry.problem.code": code })
@@ -178,18 +159,12 @@ const answered = (operation: string, response: RoutingHandler.Response, millis: 
 }
 
 /**
- * `effect`, the answer to `request` on `route` (the collection or one route's template), in a span named after the
- * method and route, as OpenTelemetry's HTTP conventions name a server span. It is a server span when it has no parent,
- * and an internal one inside a host's own request span.
+ * `effect`, the answer of `operation` to `request` on `route` (the collection or one route's template), in a span
+ * named after the method and route, as OpenTelemetry's HTTP conventions name a server span. It is a server span when
+ * it has no parent, and an internal one inside a host's own request span.
  */
-export const request = (
-  request: RoutingHandler.Request,
-  route: string,
-  collection: boolean,
-  effect: Effect.Effect<RoutingHandler.Response>
-): Effect.Effect<RoutingHandler.Response> => {
+export const request: Operations.Instrument = (request, route, operation, effect) => {
   const method = KNOWN_METHODS.has(request.method) ? request.method : "_OTHER"
-  const operation = OPERATIONS[`${method} ${collection ? "collection" : "item"}`] ?? "method_not_allowed"
   const traced = timed(
     effect,
     (exit, millis) => exit._tag === "Success" ? answered(operation, exit.value, millis) : Effect.void

@@ -1,13 +1,15 @@
 /**
+ * The request target as the routing API reads it, through the one request-path parser the route table uses too.
+ *
  * @internal
  */
+import * as RequestPath from "../table/requestPath.js"
 
-/** The path of a request target, without its query; absolute-form targets (RFC 9112 §3.2.2) included. */
-export const pathOf = (target: string): string => {
-  const path = target.charCodeAt(0) === 47 /* / */ ? target : new URL(target, "http://localhost").pathname
-  const query = path.indexOf("?")
-  return query === -1 ? path : path.slice(0, query)
-}
+/**
+ * The path of a request target, without its query; absolute-form targets (RFC 9112 §3.2.2) included. A target with
+ * no path (`*`) is given as it is: it names nothing the API serves.
+ */
+export const pathOf = (target: string): string => RequestPath.pathOf(target) ?? target
 
 /**
  * The path a host mounted the API under: what a router (Express, Connect, Effect's `HttpRouter.mount`) cut from the

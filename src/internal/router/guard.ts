@@ -7,10 +7,10 @@
  */
 import { Either } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { InvalidOption } from "../InvalidOption.js"
-import type * as Route from "../Route.js"
-import * as Limits from "./limits.js"
-import * as Options_ from "./options.js"
+import type { InvalidOption } from "../../InvalidOption.js"
+import type * as Route from "../../Route.js"
+import * as Limits from "../limits.js"
+import * as Options_ from "../options.js"
 
 /** The options of both router forms. */
 export interface Options {

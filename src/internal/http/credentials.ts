@@ -4,9 +4,9 @@
  * @internal
  */
 import { Redacted } from "effect"
-import { isWellFormedToken } from "../Authenticator.js"
-import type { Response } from "../RoutingHandler.js"
+import { isWellFormedToken } from "../../Authenticator.js"
 import * as Answers from "./answers.js"
+import type { Response } from "./exchange.js"
 
 const isOws = (c: number) => c === 32 || c === 9
 

@@ -5,11 +5,11 @@
  * @internal
  */
 import { Effect, Either, Exit } from "effect"
-import { IdempotencyKeyInUse } from "../RouteRepository.js"
-import type { Response } from "../RoutingHandler.js"
+import { IdempotencyKeyInUse } from "../../RouteRepository.js"
+import { call } from "../now.js"
 import * as Answers from "./answers.js"
+import type { Response } from "./exchange.js"
 import { type Refusal, refuse } from "./fold.js"
-import { call } from "./now.js"
 
 /** The request header, by its lowercase name. */
 export const HEADER = "idempotency-key"

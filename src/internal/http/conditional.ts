@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import type { Precondition } from "../RouteRepository.js"
+import type { Precondition } from "../../RouteRepository.js"
 
 /** The strong entity tag of a revision. */
 export const etagOf = (revision: number): string => `"${revision}"`

@@ -54,6 +54,28 @@ export const closesUnread = (
   !req.complete && (headers.connection === "close" || (res !== undefined && expectsContinue(req) && !sentContinue(res)))
 
 /**
+ * Listens to the body of `req`: its chunks, its end, and its close or error (the body will not end). Returns the
+ * function that stops listening.
+ */
+export const listen = (
+  req: IncomingMessage,
+  onData: (chunk: Buffer) => void,
+  onEnd: () => void,
+  onClose: () => void
+): () => void => {
+  req.on("data", onData)
+  req.on("end", onEnd)
+  req.on("close", onClose)
+  req.on("error", onClose)
+  return () => {
+    req.off("data", onData)
+    req.off("end", onEnd)
+    req.off("close", onClose)
+    req.off("error", onClose)
+  }
+}
+
+/**
  * Reads and discards the rest of the request until it ends, is aborted, or passes `LINGER_BYTES` or `LINGER_MILLIS`,
  * then calls `done` once. Returns a function that stops without calling `done`.
  */
@@ -65,10 +87,7 @@ export const discard = (req: IncomingMessage, done: () => void): () => void => {
   let discarded = 0
   const stop = () => {
     clearTimeout(timer)
-    req.off("data", onData)
-    req.off("end", finish)
-    req.off("close", finish)
-    req.off("error", finish)
+    unlisten()
   }
   const finish = () => {
     stop()
@@ -81,10 +100,7 @@ export const discard = (req: IncomingMessage, done: () => void): () => void => {
     if (discarded > LINGER_BYTES) finish()
   }
   const timer = setTimeout(finish, LINGER_MILLIS)
-  req.on("data", onData)
-  req.once("end", finish)
-  req.once("close", finish)
-  req.once("error", finish)
+  const unlisten = listen(req, onData, finish, finish)
   req.resume()
   return stop
 }

@@ -5,8 +5,8 @@
  * @internal
  */
 import { Cause, Effect, Exit } from "effect"
-import type { BodyFailure, Response } from "../RoutingHandler.js"
-import { after, Pending } from "./now.js"
+import { after, Pending } from "../now.js"
+import type { Response } from "./exchange.js"
 
 /**
  * A request refused before it reached the store, carrying its answer. A class of its own, so nothing a service
@@ -18,10 +18,6 @@ export class Refusal {
 
 /** Fails with the refusal of `response`, completed at once. */
 export const refuse = (response: Response): Exit.Exit<never, Refusal> => Exit.fail(new Refusal(response))
-
-/** The body, given by an adapter that reads it itself; `read` reads it in a fiber. */
-export const bodyOr = (read: Effect.Effect<Uint8Array, BodyFailure>): Effect.Effect<Uint8Array, BodyFailure> =>
-  new Pending((given) => (given.body as Exit.Exit<Uint8Array, BodyFailure> | undefined) ?? read, () => read)
 
 /**
  * The answer to a request's steps: a success as is, a refusal as its answer, any other failure through `onFailure`

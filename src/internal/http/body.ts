@@ -6,7 +6,7 @@
  */
 import { Chunk, Effect, Exit, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { BodyFailure } from "../RoutingHandler.js"
+import type { BodyFailure } from "./exchange.js"
 import * as NodeTransport from "./nodeTransport.js"
 
 const concat = (chunks: Iterable<Uint8Array>, size: number): Uint8Array => {
@@ -54,10 +54,7 @@ export const readIncomingMessage = (
   }, ms)
   const cleanup = () => {
     clearTimeout(timer)
-    req.off("data", onData)
-    req.off("end", onEnd)
-    req.off("close", onClose)
-    req.off("error", onClose)
+    unlisten()
   }
   const onData = (chunk: Buffer) => {
     size += chunk.length
@@ -76,10 +73,7 @@ export const readIncomingMessage = (
     cleanup()
     done(Exit.fail("Incomplete"))
   }
-  req.on("data", onData)
-  req.on("end", onEnd)
-  req.on("close", onClose)
-  req.on("error", onClose)
+  const unlisten = NodeTransport.listen(req, onData, onEnd, onClose)
   return cleanup
 }
 

@@ -3,21 +3,24 @@
  *
  * @internal
  */
-import * as Problem from "../Problem.js"
-import type { FieldIssue } from "../Route.js"
-import type { TooManyIdempotencyKeys } from "../RouteRepository.js"
-import type { Response } from "../RoutingHandler.js"
-import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./store/rules.js"
-import { MAX_ISSUES } from "./validate.js"
+import * as Problem from "../../Problem.js"
+import type { FieldIssue } from "../../Route.js"
+import type { TooManyIdempotencyKeys } from "../../RouteRepository.js"
+import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "../store/rules.js"
+import { MAX_ISSUES } from "../validate.js"
+import { COLLECTION, type Response } from "./exchange.js"
 
 export const JSON_TYPE = "application/json"
 
 /** The Bearer challenge of every `WWW-Authenticate` header (RFC 6750 §3). */
-const REALM = "Bearer realm=\"routing\""
+export const REALM = "Bearer realm=\"routing\""
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`
 
-/** A problem document answer; `headers` are added to its content type. */
+/**
+ * A problem document answer, the one builder of every problem the routing API and the routers answer; `headers` are
+ * added to its content type.
+ */
 export const problem = (
   code: Problem.Code,
   detail: string,
@@ -26,7 +29,8 @@ export const problem = (
 ): Response => ({
   status: Problem.codes[code],
   headers: { "content-type": Problem.CONTENT_TYPE, ...headers },
-  body: JSON.stringify(Problem.make(code, detail, extensions))
+  body: JSON.stringify(Problem.make(code, detail, extensions)),
+  problem: code
 })
 
 /** A JSON answer. */
@@ -104,7 +108,7 @@ export const methodNotAllowed = (method: string, path: string, allow: string) =>
 
 export const NOT_FOUND = problem(
   "not_found",
-  "Nothing is served at this path: the routing API lives under /v1/routing."
+  `Nothing is served at this path: the routing API lives under ${COLLECTION}.`
 )
 
 export const INTERNAL_ERROR = problem(

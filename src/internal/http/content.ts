@@ -4,10 +4,10 @@
  * @internal
  */
 import { Effect, Either, Exit } from "effect"
-import type { Request, Response } from "../RoutingHandler.js"
+import { call, matchNow } from "../now.js"
 import * as Answers from "./answers.js"
+import type { Request, Response } from "./exchange.js"
 import { type Refusal, refuse } from "./fold.js"
-import { call, matchNow } from "./now.js"
 
 /** The media types a body may be sent as: JSON for a create, JSON or JSON merge patch (RFC 7396) for an update. */
 export const CREATE_TYPES: ReadonlyArray<string> = ["application/json"]

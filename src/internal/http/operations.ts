@@ -1,0 +1,397 @@
+/**
+ * The operations of the routing API, each reading top to bottom in the contract's order of checks: authentication
+ * and scope, then the body or the query, then the store; and `dispatch`, which picks one by path and method and so
+ * knows which operation runs (its telemetry is recorded there). Its steps are completed Effects (`Exit`s) whenever
+ * the services answer at once, and are then folded without a fiber.
+ *
+ * @internal
+ */
+import type { Context, Duration } from "effect"
+import { Effect, Either, Exit, pipe, Redacted } from "effect"
+import type * as Authenticator from "../../Authenticator.js"
+import * as Catalog from "../../Catalog.js"
+import * as Route from "../../Route.js"
+import * as RouteRepository from "../../RouteRepository.js"
+import { call, flatMapNow } from "../now.js"
+import * as Answers from "./answers.js"
+import * as Conditional from "./conditional.js"
+import * as Content from "./content.js"
+import * as Credentials from "./credentials.js"
+import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
+import { answer, type Refusal, refuse } from "./fold.js"
+import * as Idempotency from "./idempotency.js"
+import * as ListQuery from "./listQuery.js"
+
+/** What telemetry calls an operation: one per method served on a path, and the 405s. */
+export type Operation = "list" | "create" | "get" | "update" | "remove" | "method_not_allowed"
+
+/** One route's path as telemetry names it (`http.route`). */
+export const ITEM_ROUTE = `${COLLECTION}/{id}`
+
+/**
+ * Records an operation's answer (a span, a count, a duration), given where it is known which operation runs and on
+ * which route (the collection or `ITEM_ROUTE`).
+ */
+export type Instrument = (
+  request: Request,
+  route: string,
+  operation: Operation,
+  answer: Effect.Effect<Response>
+) => Effect.Effect<Response>
+
+/** The `Location` of a stored route, built from its id alone. */
+export const location = (id: Route.RouteId): string => ITEM_PREFIX + id
+
+// ---------------------------------------------------------------------------------------------------------------
+// The steps the operations are made of
+// ---------------------------------------------------------------------------------------------------------------
+
+/** The core: its services, its configuration and what it keeps between requests. */
+export interface Core {
+  readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
+  readonly authenticator: Context.Tag.Service<Authenticator.Authenticator>
+  readonly limits: Content.BodyLimits
+  readonly unavailable: Response
+  /** The host's function names, when it declared them: a route naming another is refused. */
+  readonly catalog: Catalog.Names | undefined
+  /** How long a store remembers an idempotency key. */
+  readonly keyExpiry: Duration.Duration
+  /** How many keys, and how many bytes of them, one principal may hold at once. */
+  readonly maxKeys: number
+  readonly maxKeyBytes: number
+  /** The idempotency keys (under their principals) of the creates this core is running. */
+  readonly keysInFlight: Set<string>
+  /**
+   * Routes' 200s by id, each built once per revision (for the route object it was built for), when the store keeps
+   * its routes in memory (it offers `unsafeFindById` and hands out one object per revision), as a hand-written server
+   * keeps them; for `KEPT_ANSWERS` ids at most.
+   */
+  readonly answers: Map<string, KeptAnswer> | undefined
+  /** Telemetry, when the host turned it on. */
+  readonly instrument: Instrument | undefined
+}
+
+// What the services fail with, as declared.
+type ServiceError =
+  | Authenticator.InvalidToken
+  | RouteRepository.RouteNotFound
+  | RouteRepository.RouteConflict
+  | RouteRepository.PreconditionFailed
+  | RouteRepository.StoreUnavailable
+  | RouteRepository.IdempotencyKeyReused
+  | RouteRepository.IdempotencyKeyInUse
+  | RouteRepository.TooManyIdempotencyKeys
+  | RouteRepository.TooManyMethods
+
+// The answer to a declared error of a service; `undefined` for anything else, which is answered as a defect.
+const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Effect.Effect<Response> | undefined => {
+  switch ((error as { _tag?: unknown } | null)?._tag) {
+    case "InvalidToken":
+      // The reason is the authenticator's, never the token.
+      return Effect.as(
+        Effect.logDebug("route-registry: token refused", (error as Authenticator.InvalidToken).reason),
+        Answers.INVALID_TOKEN
+      )
+    case "RouteNotFound":
+      return Exit.succeed(Answers.routeNotFound(id))
+    case "PreconditionFailed":
+      return Exit.succeed(Answers.preconditionFailed(id))
+    case "RouteConflict": {
+      const conflict = error as RouteRepository.RouteConflict
+      return Exit.succeed(Answers.conflict(conflict.method, conflict.path, conflict.conflictingRouteId))
+    }
+    case "StoreUnavailable":
+      return Exit.succeed(core.unavailable)
+    case "IdempotencyKeyReused":
+      return Exit.succeed(Idempotency.keyReused((error as RouteRepository.IdempotencyKeyReused).key))
+    case "IdempotencyKeyInUse":
+      return Exit.succeed(Idempotency.keyInUse((error as RouteRepository.IdempotencyKeyInUse).key))
+    case "TooManyIdempotencyKeys":
+      return Exit.succeed(Answers.tooManyIdempotencyKeys(error as RouteRepository.TooManyIdempotencyKeys))
+    case "TooManyMethods": {
+      const refused = error as RouteRepository.TooManyMethods
+      return Exit.succeed(Answers.tooManyMethods(refused.method, refused.limit))
+    }
+  }
+  return undefined
+}
+
+const run = (core: Core, steps: Effect.Effect<Response, ServiceError | Refusal>, id = ""): Effect.Effect<Response> =>
+  answer(steps, serviceErrorAnswer(core, id), Answers.INTERNAL_ERROR)
+
+// Authentication and scope come first, before anything is read: an unauthenticated caller learns nothing more.
+const authorize = (
+  core: Core,
+  request: Request,
+  scope: Authenticator.Scope,
+  refusal: Response
+): Effect.Effect<Authenticator.Principal, Refusal | Authenticator.InvalidToken> => {
+  const token = Credentials.credential(request.header("authorization"))
+  if (!Redacted.isRedacted(token)) return refuse(token)
+  return flatMapNow(
+    call(() => core.authenticator.authenticate(token)),
+    (principal) => principal.scopes.includes(scope) ? Exit.succeed(principal) : refuse(refusal)
+  )
+}
+
+const validated = <A>(
+  result: Either.Either<A, ReadonlyArray<Route.FieldIssue>>,
+  refusal: (errors: ReadonlyArray<Route.FieldIssue>) => Response
+): Effect.Effect<A, Refusal> => Either.isRight(result) ? Exit.succeed(result.right) : refuse(refusal(result.left))
+
+// With catalog checking on, a route naming a function this process has not registered is refused.
+const cataloged = <A extends Parameters<typeof Catalog.check>[1]>(core: Core, input: A): Effect.Effect<A, Refusal> => {
+  if (core.catalog === undefined) return Exit.succeed(input)
+  const issues = Catalog.check(core.catalog, input)
+  return issues.length === 0 ? Exit.succeed(input) : refuse(Answers.invalidRoute(issues))
+}
+
+// A store that can answer from memory at once is read at once; any other store through its Effect.
+const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, ServiceError> => {
+  const unsafeFindById = core.repository.unsafeFindById
+  if (unsafeFindById === undefined) return call(() => core.repository.findById(id))
+  let route: Route.StoredRoute | undefined
+  try {
+    route = unsafeFindById(id)
+  } catch (error) {
+    return Exit.die(error)
+  }
+  return route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id }, true)) : Exit.succeed(route)
+}
+
+// How many routes' 200s are kept. Keeping every route's made a store of 200,000 routes answer at 0.63x of one of
+// 1,000 (bench/, the scale scenario), and evicting the oldest at 0.40x: under reads spread over many routes, building
+// and dropping answers costs more than it saves. So the first ids answered are kept, and no more.
+const KEPT_ANSWERS = 10_000
+
+export interface KeptAnswer {
+  readonly route: Route.StoredRoute
+  readonly answer: Answers.Reused
+}
+
+// A route's answer with its ETag. The Location and ETag headers are built from the id and revision alone: a route of
+// any other form (a faulty store) is a defect, never a header. A 200 is kept per revision when the store keeps its
+// routes in memory; another answer reuses a kept 200's body.
+const withRoute = (
+  core: Core,
+  status: number,
+  route: Route.StoredRoute,
+  headers?: Record<string, string>
+): Effect.Effect<Response> => {
+  const entry = core.answers?.get(route.id)
+  const kept = entry?.route === route ? entry.answer : undefined
+  if (kept !== undefined) {
+    return Exit.succeed(
+      status === 200 && headers === undefined ? kept : Answers.json(status, kept.body, { ...kept.headers, ...headers })
+    )
+  }
+  if (!(Route.isRouteId(route.id) && Number.isSafeInteger(route.revision))) {
+    return Effect.dieMessage(
+      `the store returned a malformed route: id ${JSON.stringify(route.id)}, revision ${String(route.revision)}`
+    )
+  }
+  const body = Route.toJson(route)
+  const etag = Conditional.etagOf(route.revision)
+  // A new revision replaces its route's entry; past KEPT_ANSWERS ids, other routes are answered without keeping.
+  if (status !== 200 || core.answers === undefined || (entry === undefined && core.answers.size >= KEPT_ANSWERS)) {
+    return Exit.succeed(Answers.json(status, body, { etag, ...headers }))
+  }
+  const answer = new Answers.Reused(200, { "content-type": Answers.JSON_TYPE, etag }, body)
+  core.answers.set(route.id, { route, answer })
+  return Exit.succeed(answer)
+}
+
+const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page, base: string): Response => {
+  const last = result.items[result.items.length - 1]
+  const next = result.hasMore && last !== undefined ? last.id : undefined
+  const items = result.items.map(Route.toJson).join(",")
+  return Answers.json(
+    200,
+    `{"items":[${items}],"nextCursor":${next === undefined ? "null" : `"${ListQuery.encodeCursor(next)}"`}}`,
+    next === undefined ? undefined : { link: ListQuery.nextLink(base + COLLECTION, query, next) }
+  )
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The operations
+// ---------------------------------------------------------------------------------------------------------------
+
+const created = (core: Core, route: Route.StoredRoute, base: string): Effect.Effect<Response> =>
+  withRoute(core, 201, route, { location: base + location(route.id) })
+
+// With an Idempotency-Key, on a store that remembers keys: created at most once per key and principal, and the first
+// answer (201 or 409 route_conflict) given again. A store that remembers no keys creates as if the header was absent.
+const createOnce = (
+  core: Core,
+  input: Route.CreateRoute,
+  requestKey: Idempotency.RequestKey | undefined,
+  base: string
+): Effect.Effect<Response, ServiceError> => {
+  const createIdempotent = core.repository.createIdempotent
+  if (requestKey === undefined || createIdempotent === undefined) {
+    return flatMapNow(call(() => core.repository.create(input)), (route) => created(core, route, base))
+  }
+  const idempotency: RouteRepository.Idempotency = {
+    key: requestKey.key,
+    principal: requestKey.principal,
+    expiresAfter: core.keyExpiry,
+    maxKeys: core.maxKeys,
+    maxBytes: core.maxKeyBytes
+  }
+  return flatMapNow(
+    Idempotency.exclusive(core.keysInFlight, requestKey, () => createIdempotent(input, idempotency)),
+    ({ outcome, replayed }) =>
+      flatMapNow(
+        Either.match(outcome, {
+          onLeft: ({ conflictingRouteId, method, path }) =>
+            Exit.succeed(Answers.conflict(method, path, conflictingRouteId)),
+          onRight: (route) => created(core, route, base)
+        }),
+        (response) => Exit.succeed(Idempotency.replay(response, replayed))
+      )
+  )
+}
+
+// The Idempotency-Key is checked with the other headers, before the body: a request refused before the store (400,
+// 401, 403, 413, 415) leaves its key untouched.
+const create = (core: Core, request: Request): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
+      flatMapNow((principal) => Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)),
+      flatMapNow((requestKey) =>
+        pipe(
+          Content.readJson(request, Content.CREATE_TYPES, core.limits),
+          flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
+          flatMapNow((input) => cataloged(core, input)),
+          flatMapNow((input) => createOnce(core, input, requestKey, request.base ?? ""))
+        )
+      )
+    )
+  )
+
+const get = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:read", Answers.READ_SCOPE),
+      flatMapNow(() => find(core, id)),
+      flatMapNow((route) =>
+        Conditional.noneMatchHits(request.header("if-none-match"), route.revision)
+          ? Exit.succeed(Answers.empty(304, { etag: Conditional.etagOf(route.revision) }))
+          : withRoute(core, 200, route)
+      )
+    ),
+    id
+  )
+
+const list = (core: Core, request: Request): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:read", Answers.READ_SCOPE),
+      flatMapNow(() => validated(ListQuery.parse(request.query), Answers.invalidQuery)),
+      flatMapNow((query) =>
+        flatMapNow(call(() => core.repository.list(query)), (result) =>
+          Exit.succeed(page(query, result, request.base ?? "")))
+      )
+    )
+  )
+
+const update = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
+      flatMapNow(() => Content.readJson(request, Content.PATCH_TYPES, core.limits)),
+      flatMapNow((body) => validated(Route.validatePatch(body), Answers.invalidRoute)),
+      flatMapNow((patch) => cataloged(core, patch)),
+      flatMapNow((patch) =>
+        call(() => core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match"))))
+      ),
+      flatMapNow((route) => withRoute(core, 200, route))
+    ),
+    id
+  )
+
+const remove = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
+      flatMapNow(() => call(() => core.repository.remove(id, Conditional.ifMatch(request.header("if-match"))))),
+      flatMapNow(() => {
+        core.answers?.delete(id)
+        return Exit.succeed(Answers.empty(204))
+      })
+    ),
+    id
+  )
+
+// An answer, built; a request view that throws (an adapter's fault) is answered and logged, never thrown into the host.
+const attempt = <A extends Effect.Effect<Response> | undefined>(build: () => A): A | Effect.Effect<Response> => {
+  try {
+    return build()
+  } catch (error) {
+    return Effect.as(
+      Effect.logError("route-registry: unexpected error while answering a request", error),
+      Answers.INTERNAL_ERROR
+    )
+  }
+}
+
+// The operation's answer, with its telemetry when it is on: here the operation and its route are known.
+const served = (
+  core: Core,
+  request: Request,
+  route: string,
+  operation: Operation,
+  build: () => Effect.Effect<Response>
+): Effect.Effect<Response> => {
+  const response = attempt(build)
+  return core.instrument === undefined ? response : core.instrument(request, route, operation, response)
+}
+
+const notAllowed = (core: Core, request: Request, route: string, allow: string): Effect.Effect<Response> =>
+  served(
+    core,
+    request,
+    route,
+    "method_not_allowed",
+    () => Exit.succeed(Answers.methodNotAllowed(request.method, request.path, allow))
+  )
+
+// The path first (outside the collection is the host's), then the method (405).
+const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
+  const path = request.path
+  if (path === COLLECTION) {
+    switch (request.method) {
+      case "GET":
+        return served(core, request, COLLECTION, "list", () => list(core, request))
+      case "POST":
+        return served(core, request, COLLECTION, "create", () => create(core, request))
+    }
+    return notAllowed(core, request, COLLECTION, Answers.COLLECTION_METHODS)
+  }
+  if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
+    const id = path.slice(ITEM_PREFIX.length)
+    switch (request.method) {
+      case "GET":
+        return served(core, request, ITEM_ROUTE, "get", () => get(core, request, id))
+      case "PATCH":
+        return served(core, request, ITEM_ROUTE, "update", () => update(core, request, id))
+      case "DELETE":
+        return served(core, request, ITEM_ROUTE, "remove", () => remove(core, request, id))
+    }
+    return notAllowed(core, request, ITEM_ROUTE, Answers.ROUTE_METHODS)
+  }
+  return undefined
+}
+
+/**
+ * The answer to `request`, `undefined` (synchronously) for a path outside the collection; never throws, and its
+ * Effect never fails.
+ */
+export const handle = (core: Core, request: Request): Effect.Effect<Response> | undefined =>
+  attempt(() => dispatch(core, request))
