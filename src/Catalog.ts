@@ -1,6 +1,6 @@
 /**
  * The names of the handler and middleware functions a host process has registered with its router. Declared to the
- * library (catalog checking, CONTRACT §11), it makes creates and updates through that process refuse a route that
+ * library (catalog checking), it makes creates and updates through that process refuse a route that
  * names a function the process does not have, naming the closest registered name.
  *
  * @since 0.2.0

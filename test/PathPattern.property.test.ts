@@ -1,5 +1,5 @@
 /**
- * The JSON Schema `pattern` of a path (src/internal/pathPattern.ts) against `Route.parsePath`: every accepted path
+ * The JSON Schema `pattern` of a path (src/internal/route/pathPattern.ts) against `Route.parsePath`: every accepted path
  * matches it, and every refused path does not, except those refused only for a parameter name used twice (a rule the
  * pattern cannot say; the document says it in words) and those over 2048 characters (the schema's `maxLength`).
  */
@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as fc from "fast-check"
 import * as Route from "route-registry/Route"
-import { PATH_PATTERN } from "../src/internal/pathPattern.js"
+import { PATH_PATTERN } from "../src/internal/route/pathPattern.js"
 import {
   adversarialChar,
   adversarialPath,

@@ -8,7 +8,7 @@ import type { FieldIssue } from "../Route.js"
 import type { TooManyIdempotencyKeys } from "../RouteRepository.js"
 import type { Response } from "../RoutingHandler.js"
 import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./limits.js"
-import { MAX_ISSUES } from "./validate.js"
+import { MAX_ISSUES } from "./route/validate.js"
 
 export const JSON_TYPE = "application/json"
 

@@ -24,8 +24,8 @@
  */
 import { Either } from "effect"
 import type * as Route from "../Route.js"
-import * as Grammar from "./grammar.js"
 import * as RequestPath from "./requestPath.js"
+import * as Grammar from "./route/grammar.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Results

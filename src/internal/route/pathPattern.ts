@@ -1,5 +1,5 @@
 /**
- * The path grammar of CONTRACT §2 as one JSON Schema `pattern` (ECMA-262, no lookaround, so every JSON Schema
+ * The path grammar as one JSON Schema `pattern` (ECMA-262, no lookaround, so every JSON Schema
  * validator can run it). It says everything `parsePath` checks except two things a regular expression cannot say
  * well: the 2048-character bound (the schema's `maxLength`) and a parameter name used twice.
  *

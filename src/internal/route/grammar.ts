@@ -1,11 +1,20 @@
 /**
- * The grammar of the contract (§1–§2): HTTP methods, middleware and handler names, and path patterns. Plain
+ * The grammar of a route: HTTP methods, middleware and handler names, path patterns, and the limits they keep. Plain
  * functions, so the HTTP hot path pays no Schema overhead; `Route` exposes them and builds its Schemas on them.
  *
  * @internal
  */
+import type { Brand } from "effect"
 import { Either } from "effect"
-import type { RoutePath } from "../Route.js"
+
+/** An HTTP method that passed `checkMethod`. */
+export type HttpMethod = string & Brand.Brand<"HttpMethod">
+/** A path pattern that passed `parsePath`. */
+export type RoutePath = string & Brand.Brand<"RoutePath">
+/** A middleware name that passed `checkName`. */
+export type MiddlewareName = string & Brand.Brand<"MiddlewareName">
+/** A handler name that passed `checkName`. */
+export type HandlerName = string & Brand.Brand<"HandlerName">
 
 // ---------------------------------------------------------------------------------------------------------------
 // Field rules
@@ -21,7 +30,7 @@ export const MAX_MIDDLEWARE = 32
 export const MAX_NAME_LENGTH = 128
 export const MAX_METHOD_LENGTH = 32
 export const MAX_PATH_LENGTH = 2048
-/** Most segments a path pattern may have: what bounds the work of a lookup (CONTRACT §10). */
+/** Most segments a path pattern may have: what bounds the work of a lookup. */
 export const MAX_SEGMENTS = 64
 export const MAX_PARAM_NAME_LENGTH = 64
 
