@@ -151,6 +151,20 @@ export const checkMiddlewareList: (names: ReadonlyArray<unknown>) => string | un
 export type PathSegment = Grammar.PathSegment
 
 /**
+ * A segment of static text and parameters, such as `:file.:ext` or `v:major`.
+ *
+ * @since 0.4.0
+ */
+export type MixedSegment = Grammar.MixedSegment
+
+/**
+ * A part of a mixed segment: static text or a parameter.
+ *
+ * @since 0.4.0
+ */
+export type MixedPart = Grammar.MixedPart
+
+/**
  * A path pattern that passed every rule.
  *
  * @since 0.1.0
@@ -172,8 +186,8 @@ export type PathIssue = Grammar.PathIssue
 export const parsePath: (path: string) => Either.Either<ParsedPath, ReadonlyArray<PathIssue>> = Grammar.parsePath
 
 /**
- * The shape of a valid path: every parameter name removed (`/users/:id` → `/users/:`). Two routes with the
- * same method and shape conflict.
+ * The shape of a valid path: every parameter and wildcard name removed (`/users/:id` → `/users/:`, `/:file.:ext`
+ * → `/:.:`, `/files/*rest` → `/files/*`). Two routes with the same method and shape conflict.
  *
  * @since 0.1.0
  */
@@ -212,8 +226,10 @@ export type HttpMethod = Grammar.HttpMethod
 export const RoutePath = Schema.String.pipe(
   Schema.filter((s) => Either.match(Grammar.parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
     identifier: "RoutePath",
-    description: "Path pattern: \"/\" or 1–64 \"/segment\"; a segment is static or a parameter \":name\". " +
-      "Beyond the pattern, a parameter name may be used only once in a path.",
+    description: "Path pattern: \"/\" or 1–64 \"/segment\"; a segment is static, a parameter \":name\", static " +
+      "text and parameters (\":file.:ext\"), or, as the last one, a wildcard \"*name\" for the rest of the path. " +
+      "A name ends at the first character outside [A-Za-z0-9_]. Beyond the pattern, a name may be used only once " +
+      "in a path.",
     jsonSchema: { pattern: PathPattern.PATH_PATTERN, minLength: 1, maxLength: Grammar.MAX_PATH_LENGTH },
     examples: ["/users/:id" as never]
   }),

@@ -240,11 +240,14 @@ const settle = (tree: Tree<any>, node: Node<any>): void => {
 // The child of `node` for `segment`, made when there is none; a new node has no class until the change settles.
 const childOf = <R extends Route.Route>(node: Node<R>, segment: Grammar.PathSegment): Node<R> => {
   if (segment._tag === "Param") return node.param ??= new Node(node, undefined)
+  // Mixed segments and wildcards are kept under a key no request segment equals (none holds a "/"): such a route is
+  // stored and listed, and matched once the table knows their rules.
+  const key = segment._tag === "Static" ? segment.value : segment._tag === "Mixed" ? `/${segment.shape}` : "/*"
   const statics = node.statics ??= new Map()
-  let child = statics.get(segment.value)
+  let child = statics.get(key)
   if (child === undefined) {
-    child = new Node(node, segment.value)
-    statics.set(segment.value, child)
+    child = new Node(node, key)
+    statics.set(key, child)
     node.only = statics.size === 1 ? child : undefined
   }
   return child
