@@ -228,8 +228,8 @@ export const RoutePath = Schema.String.pipe(
     identifier: "RoutePath",
     description: "Path pattern: \"/\" or 1–64 \"/segment\"; a segment is static, a parameter \":name\", static " +
       "text and parameters (\":file.:ext\"), or, as the last one, a wildcard \"*name\" for the rest of the path. " +
-      "A name ends at the first character outside [A-Za-z0-9_]. Beyond the pattern, a name may be used only once " +
-      "in a path.",
+      "A name ends at the first character outside [A-Za-z0-9_]. Beyond the pattern, a parameter name (the " +
+      "wildcard's included) may be used only once in a path.",
     jsonSchema: { pattern: PathPattern.PATH_PATTERN, minLength: 1, maxLength: Grammar.MAX_PATH_LENGTH },
     examples: ["/users/:id" as never]
   }),
