@@ -1,7 +1,7 @@
 /**
  * The route model: identifiers, field rules, the path-pattern grammar and the create input.
  *
- * Every rule of the contract (§1–§2) has one home: the grammar (`checkMethod`, `checkName`, `parsePath`) and the
+ * Every rule of a route has one home: the grammar (`checkMethod`, `checkName`, `parsePath`) and the
  * body validators (`validateCreate`, `validatePatch`) are plain functions, so the HTTP hot path pays no Schema
  * overhead; the Schemas below are built on the same checks, so the OpenAPI document, the typed client and
  * programmatic callers accept and refuse exactly what the HTTP API does.
@@ -10,9 +10,9 @@
  */
 import { Effect, Either, Schema } from "effect"
 import * as Uuid from "uuid"
-import * as Grammar from "./internal/grammar.js"
-import * as PathPattern from "./internal/pathPattern.js"
-import * as Validate from "./internal/validate.js"
+import * as Grammar from "./internal/route/grammar.js"
+import * as PathPattern from "./internal/route/pathPattern.js"
+import * as Validate from "./internal/route/validate.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Issues
@@ -24,10 +24,7 @@ import * as Validate from "./internal/validate.js"
  *
  * @since 0.1.0
  */
-export interface FieldIssue {
-  readonly path: string
-  readonly message: string
-}
+export type FieldIssue = Validate.FieldIssue
 
 /**
  * A create input that breaks the rules; `errors` lists every problem found, in field order.
@@ -154,6 +151,20 @@ export const checkMiddlewareList: (names: ReadonlyArray<unknown>) => string | un
 export type PathSegment = Grammar.PathSegment
 
 /**
+ * A segment of static text and parameters, such as `:file.:ext` or `v:major`.
+ *
+ * @since 0.4.0
+ */
+export type MixedSegment = Grammar.MixedSegment
+
+/**
+ * A part of a mixed segment: static text or a parameter.
+ *
+ * @since 0.4.0
+ */
+export type MixedPart = Grammar.MixedPart
+
+/**
  * A path pattern that passed every rule.
  *
  * @since 0.1.0
@@ -175,8 +186,8 @@ export type PathIssue = Grammar.PathIssue
 export const parsePath: (path: string) => Either.Either<ParsedPath, ReadonlyArray<PathIssue>> = Grammar.parsePath
 
 /**
- * The shape of a valid path: every parameter name removed (`/users/:id` → `/users/:`). Two routes with the
- * same method and shape conflict.
+ * The shape of a valid path: every parameter and wildcard name removed (`/users/:id` → `/users/:`, `/:file.:ext`
+ * → `/:.:`, `/files/*rest` → `/files/*`). Two routes with the same method and shape conflict.
  *
  * @since 0.1.0
  */
@@ -205,7 +216,7 @@ export const HttpMethod = Schema.String.pipe(
 /**
  * @since 0.1.0
  */
-export type HttpMethod = typeof HttpMethod.Type
+export type HttpMethod = Grammar.HttpMethod
 
 /**
  * A path pattern accepted by `parsePath`.
@@ -215,8 +226,10 @@ export type HttpMethod = typeof HttpMethod.Type
 export const RoutePath = Schema.String.pipe(
   Schema.filter((s) => Either.match(Grammar.parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
     identifier: "RoutePath",
-    description: "Path pattern: \"/\" or 1–64 \"/segment\"; a segment is static or a parameter \":name\". " +
-      "Beyond the pattern, a parameter name may be used only once in a path.",
+    description: "Path pattern: \"/\" or 1–64 \"/segment\"; a segment is static, a parameter \":name\", static " +
+      "text and parameters (\":file.:ext\"), or, as the last one, a wildcard \"*name\" for the rest of the path. " +
+      "A name ends at the first character outside [A-Za-z0-9_]. Beyond the pattern, a parameter name (the " +
+      "wildcard's included) may be used only once in a path.",
     jsonSchema: { pattern: PathPattern.PATH_PATTERN, minLength: 1, maxLength: Grammar.MAX_PATH_LENGTH },
     examples: ["/users/:id" as never]
   }),
@@ -225,7 +238,7 @@ export const RoutePath = Schema.String.pipe(
 /**
  * @since 0.1.0
  */
-export type RoutePath = typeof RoutePath.Type
+export type RoutePath = Grammar.RoutePath
 
 const nameSchema = <B extends string>(brand: B, description: string) =>
   Schema.String.pipe(
@@ -244,7 +257,7 @@ export const MiddlewareName = nameSchema("MiddlewareName", "Name of a middleware
 /**
  * @since 0.1.0
  */
-export type MiddlewareName = typeof MiddlewareName.Type
+export type MiddlewareName = Grammar.MiddlewareName
 
 /**
  * @since 0.1.0
@@ -253,7 +266,7 @@ export const HandlerName = nameSchema("HandlerName", "Name of the handler functi
 /**
  * @since 0.1.0
  */
-export type HandlerName = typeof HandlerName.Type
+export type HandlerName = Grammar.HandlerName
 
 /**
  * The ordered middleware names of a route: at most 32, no name twice.
@@ -337,14 +350,14 @@ export const CreateRoute = Schema.Struct({
 /**
  * @since 0.1.0
  */
-export type CreateRoute = typeof CreateRoute.Type
+export type CreateRoute = Validate.CreateRoute
 
 /**
  * The fields an update replaces; at least one is given, each with the rules of a create.
  *
  * @since 0.2.0
  */
-export type RoutePatch = typeof PatchRoute.Type
+export type RoutePatch = Validate.RoutePatch
 
 /**
  * The body of an update: at least one of the four fields, each with the rules of a create; unknown fields refused.

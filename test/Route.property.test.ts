@@ -1,7 +1,7 @@
 /**
- * Property-based tests of the path parser and the create-body validator (CONTRACT §1–§2): random and
+ * Property-based tests of the path parser and the create-body validator (the route rules): random and
  * adversarial input never throws, the parser accepts exactly the grammar (checked against an independent oracle,
- * test/utils/pathGrammar.ts), what it accepts round-trips byte for byte through both stores, and what it refuses
+ * test/utils/oracle.ts), what it accepts round-trips byte for byte through both stores, and what it refuses
  * is reported with positions.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -64,7 +64,7 @@ describe("Route.parsePath (property-based)", () => {
   })
 
   for (const [name, arbitrary, numRuns] of sources) {
-    it(`accepts exactly the grammar of CONTRACT §2: ${name}`, () => {
+    it(`accepts exactly the grammar: ${name}`, () => {
       let accepted = 0
       let refused = 0
       fc.assert(
@@ -309,7 +309,7 @@ describe("Route.validateCreate (property-based)", () => {
     fc.assert(fc.property(fc.jsonValue(), (body) => void checkValidation(body)), { numRuns: 3000 })
   })
 
-  it("on create-like bodies: accepts exactly the rules of CONTRACT §1–§2, reporting each broken field", () => {
+  it("on create-like bodies: accepts exactly the route rules, reporting each broken field", () => {
     let accepted = 0
     fc.assert(
       fc.property(createBody, (body) => {

@@ -96,6 +96,39 @@ describe("Route.parsePath", () => {
     assert.strictEqual(parsed.shape, "/users/:/posts/:")
   })
 
+  it("yields mixed segments and a wildcard, with their shapes and static lengths", () => {
+    const parsed = Either.getOrThrow(Route.parsePath("/repos/v:major/compare/:base...:head/*rest"))
+    assert.deepStrictEqual(parsed.segments, [
+      { _tag: "Static", value: "repos" },
+      {
+        _tag: "Mixed",
+        parts: [{ _tag: "Static", value: "v" }, { _tag: "Param", name: "major" }],
+        shape: "v:",
+        staticLength: 1
+      },
+      { _tag: "Static", value: "compare" },
+      {
+        _tag: "Mixed",
+        parts: [{ _tag: "Param", name: "base" }, { _tag: "Static", value: "..." }, { _tag: "Param", name: "head" }],
+        shape: ":...:",
+        staticLength: 3
+      },
+      { _tag: "Wildcard", name: "rest" }
+    ])
+    assert.deepStrictEqual(parsed.params, ["major", "base", "head", "rest"])
+    assert.strictEqual(parsed.shape, "/repos/v:/compare/:...:/*")
+  })
+
+  it("a name ends at the first character outside [A-Za-z0-9_]", () => {
+    const parsed = Either.getOrThrow(Route.parsePath("/teams/:enterprise-team"))
+    assert.deepStrictEqual(parsed.segments[1], {
+      _tag: "Mixed",
+      parts: [{ _tag: "Param", name: "enterprise" }, { _tag: "Static", value: "-team" }],
+      shape: ":-team",
+      staticLength: 5
+    })
+  })
+
   it("root has no segments and shape /", () => {
     assert.deepStrictEqual(Either.getOrThrow(Route.parsePath("/")), {
       path: "/" as Route.RoutePath,
@@ -121,6 +154,17 @@ describe("Route.parsePath", () => {
     assert.strictEqual(shape("/users/:id"), shape("/users/:userId"))
     assert.notStrictEqual(shape("/users/me"), shape("/users/:id"))
     assert.strictEqual(Route.shapeOf("/a/:x/b/:y_2" as Route.RoutePath), "/a/:/b/:")
+  })
+
+  it("shapes of mixed segments and wildcards: renamed ones share a shape, other forms do not", () => {
+    const shape = (p: string) => Either.getOrThrow(Route.parsePath(p)).shape
+    assert.strictEqual(shape("/files/:file.:ext"), "/files/:.:")
+    assert.strictEqual(shape("/files/*rest"), "/files/*")
+    assert.strictEqual(shape("/files/:name.:type"), shape("/files/:file.:ext"))
+    assert.strictEqual(shape("/files/*path"), shape("/files/*rest"))
+    const forms = ["/users/me", "/users/:id", "/users/:id.json", "/users/v:id", "/users/*rest", "/users/:a-:b"]
+    assert.strictEqual(new Set(forms.map(shape)).size, forms.length)
+    for (const path of forms) assert.strictEqual(Route.shapeOf(path as Route.RoutePath), shape(path))
   })
 })
 

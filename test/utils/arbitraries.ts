@@ -1,6 +1,6 @@
 /**
- * fast-check generators for the property-based suites: path patterns valid by construction (from the grammar of
- * CONTRACT §2), adversarial strings, mutations of valid paths, and create bodies from valid to far off.
+ * fast-check generators for the property-based suites: path patterns valid by construction (from the path
+ * grammar: static, parameter, mixed and wildcard segments), adversarial strings, mutations of valid paths, and create bodies from valid to far off.
  */
 import * as fc from "fast-check"
 import { UNRESERVED } from "./oracle.js"
@@ -40,18 +40,50 @@ export const paramName = fc
   )
   .map(([first, rest]) => first + rest)
 
+// Static text that may follow a parameter: it starts with a unit outside [A-Za-z0-9_], where the name ends.
+const afterName = fc
+  .tuple(
+    fc.oneof(fc.constantFrom(..."-.~!$&'+,;=@"), allowedEscape),
+    fc.array(staticUnit, { maxLength: 4 })
+  )
+  .map(([first, rest]) => first + rest.join(""))
+
+/**
+ * A mixed segment: optional static text, then parameters each followed by static text that ends its name (the last
+ * one's may be left out), such as `:file.:ext`, `v:major`, `:base...:head`.
+ */
+export const mixedSegment = fc
+  .tuple(
+    fc.array(staticUnit, { maxLength: 4 }).map((units) => units.join("")),
+    fc.array(fc.tuple(paramName, afterName), { minLength: 1, maxLength: 3 }),
+    fc.boolean()
+  )
+  .map(([prefix, params, open]) => {
+    const text = prefix + params.map(([name, after]) => ":" + name + after).join("")
+    return open ? text.slice(0, text.length - params.at(-1)![1].length) : text
+  })
+
+export const wildcardSegment = paramName.map((name) => "*" + name)
+
 const segment = fc.oneof(
   { weight: 3, arbitrary: staticSegment },
-  { weight: 2, arbitrary: paramName.map((name) => ":" + name) }
+  { weight: 2, arbitrary: paramName.map((name) => ":" + name) },
+  { weight: 1, arbitrary: mixedSegment }
 )
 
-/** Drops every parameter segment whose name was already used, so the result is valid by construction. */
-const uniqueParams = (segments: ReadonlyArray<string>) => {
+/** The parameter and wildcard names of a valid segment (static text holds no ":" or "*"). */
+const namesOf = (segment: string) => [...segment.matchAll(/[:*]([A-Za-z0-9_]+)/g)].map((m) => m[1]!)
+
+/**
+ * Drops every segment that uses a name already used, so the result is valid by construction; the last segment is
+ * a wildcard when `wildcard` is given.
+ */
+const uniqueParams = (segments: ReadonlyArray<string>, wildcard: string | null = null) => {
   const seen = new Set<string>()
-  return segments.filter((s) => {
-    if (!s.startsWith(":")) return true
-    if (seen.has(s)) return false
-    seen.add(s)
+  return [...segments, ...(wildcard === null ? [] : [wildcard])].filter((s) => {
+    const names = namesOf(s)
+    if (names.some((name) => seen.has(name)) || new Set(names).size !== names.length) return false
+    for (const name of names) seen.add(name)
     return true
   })
 }
@@ -94,8 +126,11 @@ export const grammarPath: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.constant("/") },
   {
     weight: 12,
-    arbitrary: fc.array(segment, { minLength: 1, maxLength: 8 }).map((s) => "/" + uniqueParams(s).join("/"))
+    arbitrary: fc
+      .tuple(fc.array(segment, { minLength: 1, maxLength: 8 }), fc.option(wildcardSegment, { freq: 4 }))
+      .map(([s, wildcard]) => "/" + uniqueParams(s, wildcard).join("/"))
   },
+  { weight: 1, arbitrary: wildcardSegment.map((s) => "/" + s) },
   {
     weight: 1,
     arbitrary: fc

@@ -1,5 +1,5 @@
 /**
- * Independent models of CONTRACT §1–§2 (no code shared with src/Route.ts): which path patterns and which create
+ * Independent models of the route rules (no code shared with src/Route.ts): which path patterns and which create
  * bodies are valid, and what a refusal must report. The property-based suites check the library against them.
  */
 
@@ -7,13 +7,25 @@
 // The oracle
 // ---------------------------------------------------------------------------------------------------------------
 
-const STATIC_SEGMENT = /^(?:[A-Za-z0-9\-._~!$&'+,;=@]|%[0-9A-F]{2})+$/
-const PARAM_SEGMENT = /^:([A-Za-z_][A-Za-z0-9_]{0,63})$/
+const STATIC_TEXT = /^(?:[A-Za-z0-9\-._~!$&'+,;=@]|%[0-9A-F]{2})+$/
+const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/
+const WILDCARD_SEGMENT = /^\*([A-Za-z_][A-Za-z0-9_]{0,63})$/
 export const UNRESERVED = /^[A-Za-z0-9\-._~]$/
 
+type OraclePart = { readonly _tag: "Static"; readonly value: string } | {
+  readonly _tag: "Param"
+  readonly name: string
+}
+
 export type OracleSegment =
-  | { readonly _tag: "Static"; readonly value: string }
-  | { readonly _tag: "Param"; readonly name: string }
+  | OraclePart
+  | {
+    readonly _tag: "Mixed"
+    readonly parts: ReadonlyArray<OraclePart>
+    readonly shape: string
+    readonly staticLength: number
+  }
+  | { readonly _tag: "Wildcard"; readonly name: string }
 
 export interface OracleParse {
   readonly segments: ReadonlyArray<OracleSegment>
@@ -21,64 +33,116 @@ export interface OracleParse {
   readonly shape: string
 }
 
-/** What CONTRACT §2 says about `path`: its segments and shape when it is a valid pattern, `undefined` otherwise. */
+const staticTextOk = (text: string) =>
+  STATIC_TEXT.test(text) &&
+  [...text.matchAll(/%([0-9A-F]{2})/g)].every((escape) =>
+    !UNRESERVED.test(String.fromCharCode(parseInt(escape[1]!, 16)))
+  )
+
+/**
+ * A segment that is not a wildcard, read as the rules say: every ":" starts a name that runs to the first character
+ * outside [A-Za-z0-9_]; the texts around the names are static text. `undefined` when it breaks a rule.
+ */
+const readSegment = (part: string): ReadonlyArray<OraclePart> | undefined => {
+  // Odd pieces are ":name" tokens (possibly with an empty or bad name), even pieces the static texts around them.
+  const pieces = part.split(/(:[A-Za-z0-9_]*)/)
+  const parts: Array<OraclePart> = []
+  for (const [i, piece] of pieces.entries()) {
+    if (i % 2 === 1) {
+      if (!PARAM_NAME.test(piece.slice(1))) return undefined
+      parts.push({ _tag: "Param", name: piece.slice(1) })
+    } else if (piece === "") {
+      // Two parameters need static text between them.
+      if (i > 0 && i < pieces.length - 1) return undefined
+    } else {
+      if (!staticTextOk(piece)) return undefined
+      parts.push({ _tag: "Static", value: piece })
+    }
+  }
+  return parts
+}
+
+/** What the rules say about `path`: its segments and shape when it is a valid pattern, `undefined` otherwise. */
 export const oracle = (path: string): OracleParse | undefined => {
   if (path.length < 1 || path.length > 2048) return undefined
   if (path === "/") return { segments: [], params: [], shape: "/" }
   if (!path.startsWith("/")) return undefined
-  const parts = path.slice(1).split("/")
-  if (parts.length > 64) return undefined
+  const texts = path.slice(1).split("/")
+  if (texts.length > 64) return undefined
   const segments: Array<OracleSegment> = []
   const params: Array<string> = []
-  for (const part of parts) {
-    const param = PARAM_SEGMENT.exec(part)
-    if (param !== null) {
-      const name = param[1]!
-      if (params.includes(name)) return undefined
-      params.push(name)
-      segments.push({ _tag: "Param", name })
+  for (const [i, text] of texts.entries()) {
+    const wildcard = WILDCARD_SEGMENT.exec(text)
+    if (wildcard !== null) {
+      if (i !== texts.length - 1) return undefined
+      params.push(wildcard[1]!)
+      segments.push({ _tag: "Wildcard", name: wildcard[1]! })
       continue
     }
-    if (!STATIC_SEGMENT.test(part) || part === "." || part === "..") return undefined
-    for (const escape of part.matchAll(/%([0-9A-F]{2})/g)) {
-      if (UNRESERVED.test(String.fromCharCode(parseInt(escape[1]!, 16)))) return undefined
+    const parts = readSegment(text)
+    if (parts === undefined || parts.length === 0) return undefined
+    const names = parts.flatMap((p) => p._tag === "Param" ? [p.name] : [])
+    params.push(...names)
+    if (parts.length === 1 && parts[0]!._tag === "Static") {
+      if (text === "." || text === "..") return undefined
+      segments.push(parts[0]!)
+    } else if (parts.length === 1) {
+      segments.push(parts[0]!)
+    } else {
+      const statics = parts.flatMap((p) => p._tag === "Static" ? [p.value] : [])
+      segments.push({
+        _tag: "Mixed",
+        parts,
+        shape: parts.map((p) => p._tag === "Static" ? p.value : ":").join(""),
+        staticLength: statics.join("").length
+      })
     }
-    segments.push({ _tag: "Static", value: part })
   }
-  const shape = "/" + segments.map((s) => s._tag === "Param" ? ":" : s.value).join("/")
+  if (new Set(params).size !== params.length) return undefined
+  const shape = "/" +
+    segments.map((s) =>
+      s._tag === "Static" ? s.value : s._tag === "Param" ? ":" : s._tag === "Wildcard" ? "*" : s.shape
+    ).join("/")
   return { segments, params, shape }
 }
 
 /**
- * Positions the contract says must be reported for a refused path of 1–2048 characters: every "?", "#", space,
- * "*", "(", ")", non-ASCII character (its first UTF-16 unit), ":" that does not start a segment, empty segment,
- * trailing slash, dot segment, empty parameter name and reused parameter name, and the start of a 65th segment.
+ * Positions the rules say must be reported for a refused path of 1–2048 characters: every "?", "#", space, "(",
+ * ")", "{", "}", non-ASCII character (its first UTF-16 unit), "*" that does not start the last segment, empty
+ * segment, trailing slash, dot segment, ":" not followed by a name, name used again, and the start of a 65th
+ * segment.
  */
 export const mustReport = (path: string): ReadonlyArray<number> => {
   if (path.length < 1 || path.length > 2048) return []
   const positions = new Set<number>()
   if (!path.startsWith("/")) positions.add(0)
+  const lastSegment = path.lastIndexOf("/") + 1
   for (let i = 0; i < path.length; i++) {
     const c = path.charCodeAt(i)
-    if ("?# *()".includes(path[i]!)) positions.add(i)
+    if ("?# (){}".includes(path[i]!)) positions.add(i)
+    if (c === 42 && !(i === lastSegment && i > 0)) positions.add(i)
     if (c >= 128 && !(c >= 0xdc00 && c <= 0xdfff && i > 0 && isHighSurrogate(path.charCodeAt(i - 1)))) {
       positions.add(i)
     }
-    if (c === 58 && i > 0 && path[i - 1] !== "/") positions.add(i)
+    if (c === 58 && !/[A-Za-z0-9_]/.test(path[i + 1] ?? "")) positions.add(i)
   }
   if (path !== "/") {
     if (path.length > 1 && path.endsWith("/")) positions.add(path.length - 1)
     const seen = new Set<string>()
     let start = path.startsWith("/") ? 1 : 0
-    for (const [i, part] of path.slice(start).split("/").entries()) {
+    const parts = path.slice(start).split("/")
+    for (const [i, part] of parts.entries()) {
       if (i === 64) positions.add(start)
       if (part === "" && start < path.length) positions.add(start - 1) // "//"
       if (part === "." || part === "..") positions.add(start)
-      if (part === ":") positions.add(start)
-      const param = PARAM_SEGMENT.exec(part)
-      if (param !== null) {
-        if (seen.has(param[1]!)) positions.add(start)
-        seen.add(param[1]!)
+      // A name used again, at its ":" or "*".
+      const names = part.startsWith("*")
+        ? i === parts.length - 1 ? [...part.matchAll(/^\*([A-Za-z0-9_]+)/g)] : []
+        : [...part.matchAll(/:([A-Za-z0-9_]+)/g)]
+      for (const name of names) {
+        if (!PARAM_NAME.test(name[1]!)) continue
+        if (seen.has(name[1]!)) positions.add(start + name.index)
+        seen.add(name[1]!)
       }
       start += part.length + 1
     }
@@ -111,7 +175,7 @@ export const isRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
- * The problems CONTRACT §1 predicts for a body, as the fields that must be reported: `""` for a body that is not
+ * The problems the rules predict for a body, as the fields that must be reported: `""` for a body that is not
  * an object; `"middleware"` stands for the list and its items.
  */
 export const expectedGroups = (body: unknown): ReadonlyArray<string> => {

@@ -7,7 +7,7 @@
  * It reads patterns with a minimal parser of its own (no validation: the patterns it is given are valid), which
  * also gives the segments the table's tree is built from while the production parser does not yet read every form.
  */
-import type * as Grammar from "../../src/internal/grammar.js"
+import type * as Grammar from "../../src/internal/route/grammar.js"
 
 export type PatternSegment =
   | { readonly _tag: "Static"; readonly value: string }

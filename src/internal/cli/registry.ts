@@ -16,7 +16,7 @@ import * as Limits from "../limits.js"
 import { RequestFailed } from "./errors.js"
 import type * as Plan from "./plan.js"
 
-/** The filters of a listing (CONTRACT §6). */
+/** The filters of a listing. */
 export interface Filters {
   readonly method?: Route.HttpMethod | undefined
   readonly pathPrefix?: string | undefined

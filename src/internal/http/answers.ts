@@ -6,8 +6,8 @@
 import * as Problem from "../../Problem.js"
 import type { FieldIssue } from "../../Route.js"
 import type { TooManyIdempotencyKeys } from "../../RouteRepository.js"
+import { MAX_ISSUES } from "../route/validate.js"
 import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "../store/rules.js"
-import { MAX_ISSUES } from "../validate.js"
 import { COLLECTION, type Response } from "./exchange.js"
 
 export const JSON_TYPE = "application/json"

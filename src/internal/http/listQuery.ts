@@ -7,9 +7,9 @@
 import { Either } from "effect"
 import { type FieldIssue, isRouteId } from "../../Route.js"
 import type { ListQuery } from "../../RouteRepository.js"
-import * as Grammar from "../grammar.js"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../limits.js"
-import { MAX_ISSUES } from "../validate.js"
+import * as Grammar from "../route/grammar.js"
+import { MAX_ISSUES } from "../route/validate.js"
 
 /** The query string of a request target, without the `?` (empty when there is none). */
 export const queryOf = (target: string): string => {

@@ -26,7 +26,7 @@
  */
 import { Either } from "effect"
 import type * as Route from "../../Route.js"
-import * as Grammar from "../grammar.js"
+import * as Grammar from "../route/grammar.js"
 import * as RequestPath from "./requestPath.js"
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,11 +1,20 @@
 /**
- * The grammar of the contract (§1–§2): HTTP methods, middleware and handler names, and path patterns. Plain
+ * The grammar of a route: HTTP methods, middleware and handler names, path patterns, and the limits they keep. Plain
  * functions, so the HTTP hot path pays no Schema overhead; `Route` exposes them and builds its Schemas on them.
  *
  * @internal
  */
+import type { Brand } from "effect"
 import { Either } from "effect"
-import type { RoutePath } from "../Route.js"
+
+/** An HTTP method that passed `checkMethod`. */
+export type HttpMethod = string & Brand.Brand<"HttpMethod">
+/** A path pattern that passed `parsePath`. */
+export type RoutePath = string & Brand.Brand<"RoutePath">
+/** A middleware name that passed `checkName`. */
+export type MiddlewareName = string & Brand.Brand<"MiddlewareName">
+/** A handler name that passed `checkName`. */
+export type HandlerName = string & Brand.Brand<"HandlerName">
 
 // ---------------------------------------------------------------------------------------------------------------
 // Field rules
@@ -21,7 +30,7 @@ export const MAX_MIDDLEWARE = 32
 export const MAX_NAME_LENGTH = 128
 export const MAX_METHOD_LENGTH = 32
 export const MAX_PATH_LENGTH = 2048
-/** Most segments a path pattern may have: what bounds the work of a lookup (CONTRACT §10). */
+/** Most segments a path pattern may have: what bounds the work of a lookup. */
 export const MAX_SEGMENTS = 64
 export const MAX_PARAM_NAME_LENGTH = 64
 
@@ -106,8 +115,9 @@ export interface MixedSegment {
 export interface ParsedPath {
   readonly path: RoutePath
   readonly segments: ReadonlyArray<PathSegment>
+  /** Every parameter and wildcard name, in order. */
   readonly params: ReadonlyArray<string>
-  /** The path with every parameter name removed: `/users/:/posts/:`. */
+  /** The path with every parameter and wildcard name removed: `/users/:/posts/:`, `/files/*`. */
   readonly shape: string
 }
 
@@ -135,6 +145,9 @@ const hexValue = (c: number) => (c <= 57 ? c - 48 : (c | 0x20) - 87)
 const isUnreserved = (c: number) =>
   isLetter(c) || isDigit(c) || c === 45 /* - */ || c === 46 /* . */ || c === 95 /* _ */ || c === 126 /* ~ */
 
+// A parameter or wildcard name is made of these; the first character outside them ends it.
+const isParamNameChar = (c: number) => isLetter(c) || isDigit(c) || c === 95 /* _ */
+
 export const describeChar = (s: string, i: number): string => {
   const c = s.codePointAt(i)!
   if (c === 32) return "a space"
@@ -145,7 +158,7 @@ export const describeChar = (s: string, i: number): string => {
 const percentEncode = (ch: string): string =>
   Array.from(new TextEncoder().encode(ch), (b) => "%" + b.toString(16).toUpperCase().padStart(2, "0")).join("")
 
-// Why one character of a path (outside a percent-escape) is refused; `null` for allowed static characters.
+// Why one character of static text (outside a percent-escape) is refused; `null` for allowed static characters.
 const pathCharProblem = (s: string, i: number): string | null => {
   const c = s.charCodeAt(i)
   if (c < 128 && STATIC_CHAR[c] === 1) return null
@@ -157,12 +170,15 @@ const pathCharProblem = (s: string, i: number): string | null => {
     case 32:
       return `a space at index ${i}: percent-encode it as %20`
     case 42: // *
-      return `"*" at index ${i}: wildcards are not supported; use a parameter segment such as /:name`
+      return `"*" at index ${i}: a wildcard may only start the last segment, as in /files/*rest`
     case 40: // (
     case 41: // )
       return `${JSON.stringify(s[i])} at index ${i}: regular-expression groups are not supported`
-    case 58: // :
-      return `":" at index ${i}: a colon may only start a segment, as in /:name`
+    case 123: // {
+    case 125: // }
+      return `${
+        JSON.stringify(s[i])
+      } at index ${i}: braces (optional parts, groups) are not supported; register each form as a route of its own`
   }
   if (c >= 128) {
     const ch = String.fromCodePoint(s.codePointAt(i)!)
@@ -203,8 +219,7 @@ export const parsePath = (path: string): Either.Either<ParsedPath, ReadonlyArray
   }
 
   const segments: Array<PathSegment> = []
-  const params: Array<string> = []
-  const paramIndex = new Map<string, number>()
+  const names: Names = { list: [], at: new Map() }
   let count = 0
 
   while (start <= length) {
@@ -217,37 +232,23 @@ export const parsePath = (path: string): Either.Either<ParsedPath, ReadonlyArray
       } else {
         issues.push({ index: start - 1, message: `empty segment ("//") at index ${start - 1}: remove the extra "/"` })
       }
-    } else if (path.charCodeAt(start) === 58 /* : */) {
-      const name = parseParam(path, start, end, issues)
-      if (name !== undefined) {
-        const seen = paramIndex.get(name)
-        if (seen !== undefined) {
-          issues.push({
-            index: start,
-            message: `parameter name "${name}" at index ${start} is already used at index ${seen}: rename one of them`
-          })
-        } else {
-          paramIndex.set(name, start)
-          params.push(name)
-          segments.push({ _tag: "Param", name })
-        }
-      }
     } else {
-      const value = path.slice(start, end)
-      if (value === "." || value === "..") {
-        issues.push({
-          index: start,
-          message: `the dot segment "${value}" at index ${start} is not allowed: write the path without it`
-        })
-      } else if (checkStatic(path, start, end, issues)) {
-        segments.push({ _tag: "Static", value })
-      }
+      const segment = path.charCodeAt(start) === 42 /* * */
+        ? parseWildcard(path, start, end, names, issues)
+        : parseSegment(path, start, end, names, issues)
+      if (segment !== undefined) segments.push(segment)
     }
     start = end + 1
   }
 
   if (issues.length > 0) return Either.left(issues)
-  return Either.right({ path: path as RoutePath, segments, params, shape: shapeOf(path as RoutePath) })
+  return Either.right({ path: path as RoutePath, segments, params: names.list, shape: shapeOf(path as RoutePath) })
+}
+
+// The parameter and wildcard names of a path so far, in order, each with the index of its ":" or "*".
+interface Names {
+  readonly list: Array<string>
+  readonly at: Map<string, number>
 }
 
 // The issue of a path with more than `MAX_SEGMENTS` segments, reported where the first one too many starts.
@@ -262,76 +263,171 @@ const tooManySegments = (path: string, start: number): PathIssue => {
   }
 }
 
-// Checks a parameter segment `path[start, end)` (starting with ":"); returns its name when valid.
-const parseParam = (path: string, start: number, end: number, issues: Array<PathIssue>): string | undefined => {
-  const nameStart = start + 1
-  if (nameStart === end) {
-    issues.push({ index: start, message: `empty parameter name at index ${start}: write a name after ":", as in /:id` })
+// Where the name that starts at `from` ends: at the first character outside [A-Za-z0-9_], or at `end`.
+const nameEnd = (path: string, from: number, end: number): number => {
+  let i = from
+  while (i < end && isParamNameChar(path.charCodeAt(i))) i++
+  return i
+}
+
+// Checks the name `path[sigil + 1, stop)` of the parameter or wildcard whose ":" or "*" is at `sigil`, and that no
+// earlier name is the same; records it and returns it when valid.
+const takeName = (
+  path: string,
+  sigil: number,
+  stop: number,
+  names: Names,
+  issues: Array<PathIssue>
+): string | undefined => {
+  const start = sigil + 1
+  const what = path[sigil] === "*" ? "wildcard" : "parameter"
+  if (start === stop) {
+    issues.push({
+      index: sigil,
+      message: what === "wildcard"
+        ? `"*" at index ${sigil} has no name: name the rest, such as /files/*rest`
+        : `empty parameter name at index ${sigil}: a ":" must be followed by a name, as in /:id`
+    })
     return undefined
   }
-  let ok = true
-  const first = path.charCodeAt(nameStart)
-  if (!(isLetter(first) || first === 95)) {
-    ok = false
+  if (isDigit(path.charCodeAt(start))) {
     issues.push({
-      index: nameStart,
-      message: isDigit(first)
-        ? `parameter name at index ${nameStart} starts with a digit: start it with a letter or "_"`
-        : paramCharMessage(path, nameStart)
+      index: start,
+      message: `${what} name at index ${start} starts with a digit: start it with a letter or "_"`
     })
+    return undefined
   }
-  for (let i = nameStart + charWidth(path, nameStart); i < end; i += charWidth(path, i)) {
-    const c = path.charCodeAt(i)
-    if (!(isLetter(c) || isDigit(c) || c === 95)) {
-      ok = false
-      issues.push({ index: i, message: paramCharMessage(path, i) })
-    }
-  }
-  if (end - nameStart > MAX_PARAM_NAME_LENGTH) {
-    ok = false
+  if (stop - start > MAX_PARAM_NAME_LENGTH) {
     issues.push({
-      index: nameStart,
-      message: `parameter name at index ${nameStart} is ${
-        end - nameStart
+      index: start,
+      message: `${what} name at index ${start} is ${
+        stop - start
       } characters long: at most ${MAX_PARAM_NAME_LENGTH} are allowed`
     })
+    return undefined
   }
-  return ok ? path.slice(nameStart, end) : undefined
+  const name = path.slice(start, stop)
+  const seen = names.at.get(name)
+  if (seen !== undefined) {
+    issues.push({
+      index: sigil,
+      message: `${what} name "${name}" at index ${sigil} is already used at index ${seen}: rename one of them`
+    })
+    return undefined
+  }
+  names.at.set(name, sigil)
+  names.list.push(name)
+  return name
 }
 
-const paramCharMessage = (path: string, i: number): string => {
-  const c = path.charCodeAt(i)
-  // Characters with a dedicated explanation (query, fragment, wildcard, …) keep it inside parameter names too.
-  if (c === 63 || c === 35 || c === 32 || c === 42 || c === 40 || c === 41 || c === 58 || c >= 128) {
-    return pathCharProblem(path, i)!
+// Checks a wildcard segment `path[start, end)` (starting with "*"): a name, the whole segment, the last segment.
+const parseWildcard = (
+  path: string,
+  start: number,
+  end: number,
+  names: Names,
+  issues: Array<PathIssue>
+): PathSegment | undefined => {
+  const before = issues.length
+  const stop = nameEnd(path, start + 1, end)
+  const name = takeName(path, start, stop, names, issues)
+  if (end < path.length) {
+    issues.push({
+      index: start,
+      message: `the wildcard at index ${start} is not the last segment: it stands for the rest of the path, so ` +
+        `nothing may follow it; remove "${path.slice(end)}" or use a parameter such as /:name`
+    })
   }
-  return `${describeChar(path, i)} at index ${i} is not allowed in a parameter name: use letters, digits and "_"`
+  if (stop < end) {
+    issues.push({
+      index: stop,
+      message: `${describeChar(path, stop)} at index ${stop} follows the wildcard "${
+        path.slice(start, stop)
+      }": a wildcard is a whole segment; end the path with it`
+    })
+    // What else follows it is reported too, so that every problem is named at once.
+    checkStatic(path, stop + charWidth(path, stop), end, issues)
+  }
+  return issues.length === before && name !== undefined ? { _tag: "Wildcard", name } : undefined
 }
 
-// Checks a static segment `path[start, end)`; returns true when valid.
-const checkStatic = (path: string, start: number, end: number, issues: Array<PathIssue>): boolean => {
-  let ok = true
+// Checks a static, parameter or mixed segment `path[start, end)`.
+const parseSegment = (
+  path: string,
+  start: number,
+  end: number,
+  names: Names,
+  issues: Array<PathIssue>
+): PathSegment | undefined => {
+  const before = issues.length
+  const parts: Array<MixedPart> = []
+  // The name written just before, valid or not, when no static text has followed it yet.
+  let previous: string | undefined
+  let i = start
+  while (i < end) {
+    if (path.charCodeAt(i) === 58 /* : */) {
+      const stop = nameEnd(path, i + 1, end)
+      const written = path.slice(i + 1, stop)
+      if (previous !== undefined && written !== "") {
+        issues.push({
+          index: i,
+          message: `":${written}" at index ${i} follows ":${previous}" with no static text between them: put ` +
+            `static text between ":${previous}" and ":${written}", as in /:${previous}-:${written}`
+        })
+      }
+      const name = takeName(path, i, stop, names, issues)
+      if (name !== undefined) parts.push({ _tag: "Param", name })
+      previous = written === "" ? undefined : written
+      i = stop
+    } else {
+      let stop = path.indexOf(":", i)
+      if (stop === -1 || stop > end) stop = end
+      checkStatic(path, i, stop, issues)
+      parts.push({ _tag: "Static", value: path.slice(i, stop) })
+      previous = undefined
+      i = stop
+    }
+  }
+  if (issues.length > before) return undefined
+  const only = parts.length === 1 ? parts[0]! : undefined
+  if (only?._tag === "Param") return only
+  if (only?._tag === "Static") {
+    if (only.value !== "." && only.value !== "..") return only
+    issues.push({
+      index: start,
+      message: `the dot segment "${only.value}" at index ${start} is not allowed: write the path without it`
+    })
+    return undefined
+  }
+  let shape = ""
+  let staticLength = 0
+  for (const part of parts) {
+    if (part._tag === "Param") {
+      shape += ":"
+    } else {
+      shape += part.value
+      staticLength += part.value.length
+    }
+  }
+  return { _tag: "Mixed", parts, shape, staticLength }
+}
+
+// Checks static text `path[start, end)`, reporting each refused character or escape.
+const checkStatic = (path: string, start: number, end: number, issues: Array<PathIssue>): void => {
   let i = start
   while (i < end) {
     const c = path.charCodeAt(i)
     if (c === 37 /* % */) {
       const problem = percentProblem(path, i, end)
-      if (problem !== null) {
-        ok = false
-        issues.push({ index: i, message: problem })
-      }
+      if (problem !== null) issues.push({ index: i, message: problem })
       // A "%" that starts no escape covers itself only: what follows is checked on its own.
       i += hasHexPair(path, i, end) ? 3 : 1
       continue
     }
     const problem = pathCharProblem(path, i)
-    if (problem !== null) {
-      ok = false
-      issues.push({ index: i, message: problem })
-    }
+    if (problem !== null) issues.push({ index: i, message: problem })
     i += charWidth(path, i)
   }
-  return ok
 }
 
 // Two hex digits, in either case, follow the "%" at `i`.
@@ -361,10 +457,10 @@ const percentProblem = (path: string, i: number, end: number): string | null => 
 }
 
 /**
- * The shape of a valid path: every parameter name removed (`/users/:id` → `/users/:`). Two routes with the
- * same method and shape conflict.
+ * The shape of a valid path: every parameter and wildcard name removed (`/users/:id` → `/users/:`, `/:file.:ext` →
+ * `/:.:`, `/files/*rest` → `/files/*`). Two routes with the same method and shape conflict.
  */
-export const shapeOf = (path: RoutePath): string => path.replace(/:[A-Za-z0-9_]+/g, ":")
+export const shapeOf = (path: RoutePath): string => path.replace(/([:*])[A-Za-z0-9_]+/g, "$1")
 
 // ---------------------------------------------------------------------------------------------------------------
 // Middleware lists

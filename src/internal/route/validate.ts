@@ -5,8 +5,27 @@
  * @internal
  */
 import { Either } from "effect"
-import type { CreateRoute, FieldIssue, RoutePatch } from "../Route.js"
 import * as Grammar from "./grammar.js"
+
+/**
+ * One problem found in an input: where (`path` is `"method"`, `"middleware[1]"`, … and `""` for the whole body)
+ * and a sentence that says what to do.
+ */
+export interface FieldIssue {
+  readonly path: string
+  readonly message: string
+}
+
+/** A create input that passed every rule; `middleware` is `[]` when the body left it out. */
+export interface CreateRoute {
+  readonly method: Grammar.HttpMethod
+  readonly path: Grammar.RoutePath
+  readonly middleware: ReadonlyArray<Grammar.MiddlewareName>
+  readonly handler: Grammar.HandlerName
+}
+
+/** The fields an update replaces, each with the rules of a create. */
+export type RoutePatch = { readonly [K in keyof CreateRoute]?: CreateRoute[K] }
 
 /** The most problems reported for one body: a huge invalid body costs no more to refuse than a small one. */
 export const MAX_ISSUES = 50
