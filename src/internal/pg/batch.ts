@@ -2,6 +2,10 @@
  * Gathering concurrent calls into one batch: the calls made in one turn of the event loop run as one statement, so
  * fifty clients creating at once share a round trip and a commit instead of queueing for fifty.
  *
+ * Hand-written rather than @effect/sql's `SqlResolver`, which batches through Effect's `RequestResolver`: that
+ * gathers the requests of one fiber's batched composition only, and fifty HTTP requests are fifty fibers. Measured
+ * (`node --import tsx bench/batching.ts`): fifty callers in fibers of their own run a resolver 50 times, here once.
+ *
  * @internal
  */
 import { Effect, Exit, Runtime } from "effect"
