@@ -27,8 +27,7 @@
 import { Either } from "effect"
 import type * as Route from "../../Route.js"
 import * as Grammar from "../route/grammar.js"
-import { childHash, leave, methodHash, settle } from "./classes.js"
-import { byteOrder, Leaf, Node, PARAM_KEY, Tree, WILDCARD_KEY } from "./node.js"
+import { byteOrder, childHash, Leaf, leave, methodHash, Node, PARAM_KEY, settle, Tree, WILDCARD_KEY } from "./node.js"
 
 export { examinedNodes, lookup } from "./lookup.js"
 export {
