@@ -9,7 +9,7 @@ import * as Http from "node:http"
 import { routeRegistry } from "route-registry/express"
 import type * as RR from "route-registry/express"
 import * as RouteRepository from "route-registry/RouteRepository"
-import { type Adapter, closeServer, fetchFrom, listen } from "./utils/adapters.js"
+import { type Adapter, closeServer, fetchFrom, listen, serveNode } from "./utils/adapters.js"
 import { bodyRows, failureContract, httpContract, tokens } from "./utils/httpContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
 import { admin, failingAfterStart } from "./utils/routerHost.js"
@@ -48,18 +48,6 @@ const caught: ErrorRequestHandler = (error, _req, res, next) => {
   res.status(418).json({ caught: (error as Error).message })
 }
 
-const serve = async (app: express.Express, close: () => Promise<void>) => {
-  const server = Http.createServer(app)
-  const origin = await listen(server)
-  return {
-    origin,
-    close: async () => {
-      await closeServer(server)
-      await close()
-    }
-  }
-}
-
 // The API's contract whole, the registry reading bodies itself; and behind `express.json()`, the rows of the body.
 const expressAdapter = (parsed: boolean): Adapter => ({
   name: parsed ? "route-registry/express behind express.json()" : "route-registry/express",
@@ -69,8 +57,7 @@ const expressAdapter = (parsed: boolean): Adapter => ({
     const mounted = routeRegistry({ ...options, authenticator: services, store: services, handlers: {} })
     await mounted.ready
     app.use(mounted)
-    const { close, origin } = await serve(app, mounted.close)
-    return { send: fetchFrom(origin), fetch: globalThis.fetch, origin, close }
+    return serveNode(app, mounted.close)
   }
 })
 
@@ -85,7 +72,7 @@ const integration: Integration = {
     if (mount === "") app.use(mounted)
     else app.use(mount, mounted)
     app.use(caught)
-    const { close, origin } = await serve(app, mounted.close)
+    const { close, origin } = await serveNode(app, mounted.close)
     return { origin: origin + mount, root: origin, close }
   }
 }
