@@ -78,7 +78,9 @@ const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
   const catalog = options.catalog === true
     ? Catalog.layer({ handlers: Object.keys(options.handlers), middleware: Object.keys(options.middleware ?? {}) })
     : Layer.empty
-  return Layer.mergeAll(store, options.authenticator, catalog).pipe(Layer.provide(loggerTo(log)))
+  // The table's store last: where one layer provides both services, the store the API writes through must be the one
+  // the table follows.
+  return Layer.mergeAll(options.authenticator, catalog, store).pipe(Layer.provide(loggerTo(log)))
 }
 
 const bind = <F, M>(options: Options<F, M>, log: Log) =>
