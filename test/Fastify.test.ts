@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net"
 import routeRegistry, * as RR from "route-registry/fastify"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { type Adapter, fetchFrom } from "./utils/adapters.js"
-import { failureContract, httpContract, tokens } from "./utils/httpContract.js"
+import { assertProblem, failureContract, httpContract, tokens } from "./utils/httpContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
 import { admin, failingAfterStart } from "./utils/routerHost.js"
 import { stores } from "./utils/stores.js"
@@ -88,6 +88,25 @@ describe("route-registry/fastify", () => {
     assert.deepStrictEqual(meta[Symbol.for("plugin-meta")], { name: "route-registry", fastify: "5.x" })
     // Encapsulated: its parser changes and its wildcard route stay in its own context.
     assert.isUndefined(meta[Symbol.for("skip-override")])
+  })
+
+  it("catalog: true refuses a route naming a function not registered, suggesting the closest", async () => {
+    const app = Fastify()
+    await app.register(routeRegistry, { authenticator: tokens, handlers, middleware, catalog: true })
+    const origin = await listening(app)
+    try {
+      const refused = await fetchFrom(origin)({
+        method: "POST",
+        path: "/v1/routing",
+        headers: admin,
+        body: JSON.stringify({ method: "GET", path: "/x", middleware: ["a"], handler: "shwo" })
+      })
+      assertProblem(refused, "invalid_route", ["errors"])
+      assert.deepStrictEqual(refused.json.errors.map((e: { path: string }) => e.path), ["handler"])
+      assert.include(refused.json.errors[0].message, "did you mean \"show\"?")
+    } finally {
+      await app.close()
+    }
   })
 
   it("the host's routes outside the plugin keep Fastify's JSON parser", async () => {
