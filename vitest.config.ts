@@ -8,6 +8,10 @@ export default defineConfig({
     // Tests import the package by its public name, as a host would; it resolves to the sources.
     alias: [
       { find: /^route-registry$/, replacement: `${src}index.ts` },
+      // The framework integrations' subpaths are lowercase, as hosts write them; their modules are PascalCase.
+      { find: /^route-registry\/fastify$/, replacement: `${src}Fastify.ts` },
+      { find: /^route-registry\/express$/, replacement: `${src}Express.ts` },
+      { find: /^route-registry\/hono$/, replacement: `${src}Hono.ts` },
       { find: /^route-registry\/(.*)$/, replacement: `${src}$1.ts` }
     ]
   },

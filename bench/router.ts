@@ -68,3 +68,22 @@ export const check = async (name: string, origin: string, count: number): Promis
   await missing.text()
   if (missing.status !== 404) throw new Error(`${name}: an unknown path answered ${missing.status}`)
 }
+
+/**
+ * Stores the scenario's `count` routes through a server's own routing API, one create at a time as a client would;
+ * yields their ids. `token` must have `routes:write`.
+ */
+export const storeThroughApi = async (origin: string, token: string, count: number): Promise<Array<string>> => {
+  const ids: Array<string> = []
+  for (const route of routes(count)) {
+    const created = await fetch(`${origin}/v1/routing`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(route)
+    })
+    const body = await created.json() as { readonly id: string }
+    if (created.status !== 201) throw new Error(`storing ${route.method} ${route.path}: ${JSON.stringify(body)}`)
+    ids.push(body.id)
+  }
+  return ids
+}

@@ -75,6 +75,8 @@ interface ServerSpec {
    * stores no seed of its own, so its seed routes are created through its API once it listens.
    */
   readonly npmStart?: boolean
+  /** More environment for the server's process (which framework a file of several serves). */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 const scaleName = `ours-node@${config.scaleSeed.toLocaleString("en-US")}`
@@ -94,7 +96,22 @@ const servers: ReadonlyArray<ServerSpec> = [
   { name: "ours-node-pg", file: "bench/ours/node-listener.ts", seed: config.seed, postgres: true, library: true },
   { name: "fastify-pg", file: "bench/peers/fastify-pg.ts", seed: config.seed, postgres: true },
   { name: "ours-router", file: "bench/ours/router.ts", seed: config.seed, router: true, library: true },
-  { name: "fastify-router", file: "bench/peers/fastify-router.ts", seed: config.seed, router: true }
+  { name: "fastify-router", file: "bench/peers/fastify-router.ts", seed: config.seed, router: true },
+  ...(["fastify", "express", "hono"] as const).map((framework): ServerSpec => ({
+    name: `${framework}-integration`,
+    file: "bench/ours/integrations.ts",
+    seed: config.seed,
+    router: true,
+    library: true,
+    env: { FRAMEWORK: framework }
+  })),
+  ...(["express", "hono"] as const).map((framework): ServerSpec => ({
+    name: `${framework}-router`,
+    file: "bench/peers/native-routers.ts",
+    seed: config.seed,
+    router: true,
+    env: { FRAMEWORK: framework }
+  }))
 ]
 
 type Mode = "get" | "post" | "mix" | "router"
@@ -157,7 +174,15 @@ const allScenarios: ReadonlyArray<Scenario> = [
     id: "router",
     title: `router: ${config.seed.toLocaleString("en-US")} stored routes (memory)`,
     mode: "router",
-    servers: ["ours-router", "fastify-router"],
+    servers: [
+      "ours-router",
+      "fastify-router",
+      "fastify-integration",
+      "express-router",
+      "express-integration",
+      "hono-router",
+      "hono-integration"
+    ],
     reference: "fastify-router"
   }
 ]
@@ -199,7 +224,9 @@ const targets: ReadonlyArray<Target> = [
   { scenario: "get", server: scaleName, reference: "ours-node", min: 0.9 },
   { scenario: "pg-get", server: "ours-node-pg", reference: "fastify-pg", min: 0.9 },
   { scenario: "pg-post", server: "ours-node-pg", reference: "fastify-pg", min: 0.9 },
-  { scenario: "router", server: "ours-router", reference: "fastify-router", min: 0.9 }
+  { scenario: "router", server: "ours-router", reference: "fastify-router", min: 0.9 },
+  { scenario: "router", server: "fastify-integration", reference: "fastify-router", min: 0.9 },
+  { scenario: "router", server: "express-integration", reference: "express-router", min: 1.0 }
 ]
 const MEMORY_TARGET = 1.5
 
@@ -314,7 +341,7 @@ const startServer = (spec: ServerSpec): Promise<Running> => {
     })
     : spawn(process.execPath, ["--max-old-space-size=4096", "--import", "tsx", spec.file], {
       cwd: ROOT,
-      env: { ...env, ...COMPILED },
+      env: { ...env, ...COMPILED, ...spec.env },
       stdio: ["ignore", "pipe", "pipe"]
     })
   let output = ""

@@ -1,6 +1,7 @@
 /**
- * Mounting the routing API in an Express 5 app, and the router serving the stored routes with the host's functions:
- * a small users API. Create a route through the API and it serves at once:
+ * An Express 5 host with the registry mounted in one step (`route-registry/express`): the routing API and the router
+ * serving the stored routes with the host's own Express handlers, a small users API. Create a route through the API
+ * and it serves at once:
  *
  *   curl -X POST localhost:3001/v1/routing -H "authorization: Bearer $TOKEN" -H "content-type: application/json" \
  *     -d '{"method":"GET","path":"/users/:id","middleware":["auth"],"handler":"showUser"}'
@@ -8,12 +9,11 @@
  *
  *   npx tsx examples/express.ts          # PORT (default 3001), HOST, ROUTING_ADMIN_TOKENS, ROUTING_READ_TOKENS
  */
-import { Effect, Layer, ManagedRuntime } from "effect"
+import type { Layer } from "effect"
 import express from "express"
-import type { ServerResponse } from "node:http"
-import * as NodeListener from "route-registry/NodeListener"
-import * as NodeRouter from "route-registry/NodeRouter"
-import * as RouteTable from "route-registry/RouteTable"
+import type * as Authenticator from "route-registry/Authenticator"
+import * as RR from "route-registry/express"
+import type * as RouteRepository from "route-registry/RouteRepository"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Env from "./env.js"
 
@@ -22,65 +22,38 @@ const users: ReadonlyArray<{ readonly id: string; readonly name: string }> = [
   { id: "2", name: "Grace Hopper" }
 ]
 
-const sendJson = (res: ServerResponse, status: number, body: unknown) => {
-  res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body))
-}
-
-/** The host's functions for the stored routes, by the names routes give them. */
-export const functions: NodeRouter.Functions = {
-  handlers: {
-    listUsers: (_req, res) => sendJson(res, 200, users),
-    showUser: (req, res) => {
-      const { id } = NodeRouter.matchOf(req)!.params
-      const user = users.find((user) => user.id === id)
-      if (user === undefined) sendJson(res, 404, { error: `no user ${id}` })
-      else sendJson(res, 200, user)
-    }
-  },
-  middleware: {
-    // Answers 401 itself, so the handler never runs, when the request carries no credentials.
-    auth: (req, res, next) => {
-      if (req.headers.authorization === undefined) return sendJson(res, 401, { error: "sign in first" })
-      next()
-    }
+/** The host's functions for the stored routes, by the names routes give them: plain Express handlers. */
+export const handlers: RR.Options["handlers"] = {
+  listUsers: (_req, res) => void res.json(users),
+  showUser: (req, res) => {
+    const user = users.find((user) => user.id === req.params.id)
+    if (user === undefined) res.status(404).json({ error: `no user ${req.params.id}` })
+    else res.json(user)
   }
 }
 
-/**
- * The host's app with the routing API and the router mounted over one runtime, so both share one store and one
- * table; `dispose` releases the services once the server is closed.
- */
-export const makeApp = async <E>(
-  services: Layer.Layer<RoutingHandler.Services, E>,
-  options?: NodeListener.Options
+export const middleware: RR.Options["middleware"] = {
+  // Answers 401 itself, so the handler never runs, when the request carries no credentials.
+  auth: (req, res, next) => {
+    if (req.headers.authorization === undefined) return void res.status(401).json({ error: "sign in first" })
+    next()
+  }
+}
+
+/** The host's app with the registry mounted over `services` (a store and an authenticator); `dispose` releases them. */
+export const makeApp = async (
+  services: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, unknown>,
+  options?: RoutingHandler.Options
 ): Promise<{ readonly app: express.Express; readonly dispose: () => Promise<void> }> => {
-  // The table over the store, and the store decorated so every change made through the API is in the table before
-  // it is acknowledged. Built now: a bad configuration fails here, at start-up, not on the first request.
-  const runtime = ManagedRuntime.make(RouteTable.layer.pipe(Layer.provideMerge(services)))
-  const [routing, router] = await runtime.runPromise(
-    Effect.all([
-      NodeListener.make(options),
-      NodeRouter.make(functions, { bodyTimeoutMillis: options?.bodyTimeoutMillis })
-    ])
-  ).catch(async (error: unknown) => {
-    await runtime.dispose()
-    throw error
-  })
+  const registry = RR.routeRegistry({ ...options, authenticator: services, store: services, handlers, middleware })
+  // Built now: a bad configuration fails here, at start-up, not on the first request.
+  await registry.ready
   const app = express()
-  // Before any body parser: the API reads the raw body itself, to enforce its size limit and answer 413 and 415.
-  // Express passes `next`, so every path outside /v1/routing goes on to the routes below.
-  app.use(routing)
-  app.use(express.json())
-  app.get("/health", (_req, res) => {
-    res.json({ status: "ok" })
-  })
-  app.post("/echo", (req, res) => {
-    res.json(req.body)
-  })
-  // The stored routes, after the host's own. What no stored route serves goes on to Express's 404, and errors of
-  // the functions to Express's error handling.
-  app.use(router)
-  return { app, dispose: () => runtime.dispose() }
+  app.get("/health", (_req, res) => void res.json({ status: "ok" }))
+  app.post("/echo", express.json(), (req, res) => void res.json(req.body))
+  // After the host's own routes. What no stored route serves goes on to Express's 404, errors to its error handling.
+  app.use(registry)
+  return { app, dispose: registry.close }
 }
 
 if (Env.isMain(import.meta.url)) {

@@ -1,49 +1,52 @@
 /**
- * Mounting the routing API in a Fastify 5 app, as a plugin.
+ * A Fastify 5 host with the registry registered as a plugin (`route-registry/fastify`): the routing API and the
+ * router serving the stored routes with the host's own Fastify handlers and pre-handlers.
+ *
+ *   curl -X POST localhost:3002/v1/routing -H "authorization: Bearer $TOKEN" -H "content-type: application/json" \
+ *     -d '{"method":"GET","path":"/users/:id","middleware":["auth"],"handler":"showUser"}'
+ *   curl localhost:3002/users/1 -H "authorization: Bearer anything"
  *
  *   npx tsx examples/fastify.ts          # PORT (default 3002), HOST, ROUTING_ADMIN_TOKENS, ROUTING_READ_TOKENS
  */
 import type { Layer } from "effect"
 import Fastify from "fastify"
-import type { FastifyInstance, FastifyPluginAsync, RouteHandlerMethod } from "fastify"
-import * as NodeListener from "route-registry/NodeListener"
+import type { FastifyInstance } from "fastify"
+import type * as Authenticator from "route-registry/Authenticator"
+import routeRegistry, * as RR from "route-registry/fastify"
+import type * as RouteRepository from "route-registry/RouteRepository"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Env from "./env.js"
 
-export interface RoutingPluginOptions extends NodeListener.Options {
-  readonly services: Layer.Layer<RoutingHandler.Services, unknown>
-}
+const users: ReadonlyArray<{ readonly id: string; readonly name: string }> = [
+  { id: "1", name: "Ada Lovelace" },
+  { id: "2", name: "Grace Hopper" }
+]
 
-/**
- * Serves `/v1/routing` and everything under it. Registered without `fastify-plugin`, so it is encapsulated: the
- * parser changes below apply to its routes only, and the host's routes keep Fastify's JSON parser.
- */
-export const routingPlugin: FastifyPluginAsync<RoutingPluginOptions> = async (fastify, { services, ...options }) => {
-  const listener = await NodeListener.fromLayer(services, options)
-  fastify.addHook("onClose", () => listener.dispose())
-  // The API reads the raw body itself (size limit, 413, 415, malformed JSON): accept any content type and leave
-  // the stream unread.
-  fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser("*", (_request, _payload, done) => done(null))
-  // Fastify steps aside: the listener answers on the raw response. A path under /v1/routing/ that the API does not
-  // serve (such as /v1/routing/a/b) gets its 404 problem document, not Fastify's 404.
-  const handler: RouteHandlerMethod = (request, reply) => {
-    reply.hijack()
-    listener(request.raw, reply.raw)
+/** The host's functions for the stored routes: Fastify handlers and pre-handlers. */
+export const handlers: RR.Options["handlers"] = {
+  listUsers: async () => users,
+  showUser: async (request, reply) => {
+    const { id } = request.params as { readonly id: string }
+    return users.find((user) => user.id === id) ?? reply.code(404).send({ error: `no user ${id}` })
   }
-  fastify.all("/v1/routing", handler)
-  fastify.all("/v1/routing/*", handler)
 }
 
-/** The host's app with the plugin registered; `close()` also releases the API's services. */
+export const middleware: RR.Options["middleware"] = {
+  // Sends 401 itself, which stops the chain, when the request carries no credentials.
+  auth: async (request, reply) => {
+    if (request.headers.authorization === undefined) await reply.code(401).send({ error: "sign in first" })
+  }
+}
+
+/** The host's app with the plugin registered over `services`; `close()` also releases them. */
 export const buildApp = async (
-  services: RoutingPluginOptions["services"],
-  options?: NodeListener.Options
+  services: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, unknown>,
+  options?: RoutingHandler.Options
 ): Promise<FastifyInstance> => {
   const app = Fastify()
-  await app.register(routingPlugin, { ...options, services })
-  app.get("/health", () => ({ status: "ok" }))
-  app.post("/echo", (request) => request.body)
+  app.get("/health", async () => ({ status: "ok" }))
+  app.post("/echo", async (request) => request.body)
+  await app.register(routeRegistry, { ...options, authenticator: services, store: services, handlers, middleware })
   return app
 }
 

@@ -7,6 +7,7 @@ import { afterAll, describe, it, onTestFinished } from "@effect/vitest"
 import Pg from "pg"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as OursHttpApp from "../bench/ours/http-app.js"
+import * as OursIntegrations from "../bench/ours/integrations.js"
 import * as OursNodeListener from "../bench/ours/node-listener.js"
 import * as OursRouter from "../bench/ours/router.js"
 import * as OursWebHandler from "../bench/ours/web-handler.js"
@@ -18,6 +19,7 @@ import * as FastifyRouter from "../bench/peers/fastify-router.js"
 import * as Fastify from "../bench/peers/fastify.js"
 import * as Hono from "../bench/peers/hono.js"
 import * as LeanNode from "../bench/peers/lean-node.js"
+import * as NativeRouters from "../bench/peers/native-routers.js"
 import * as RawNode from "../bench/peers/raw-node.js"
 import type { Database, Options, Started } from "../bench/peers/shared.js"
 import * as RouterScenario from "../bench/router.js"
@@ -109,7 +111,17 @@ describe("benchmark servers", () => {
 })
 
 describe("the router scenario's servers answer alike", () => {
-  for (const [name, start] of [["ours: NodeRouter", OursRouter.start], ["Fastify", FastifyRouter.start]] as const) {
+  for (
+    const [name, start] of [
+      ["ours: NodeRouter", OursRouter.start],
+      ["Fastify", FastifyRouter.start],
+      ["ours: Fastify integration", OursIntegrations.fastify],
+      ["Express", NativeRouters.expressApp],
+      ["ours: Express integration", OursIntegrations.expressApp],
+      ["Hono", NativeRouters.hono],
+      ["ours: Hono integration", OursIntegrations.hono]
+    ] as const
+  ) {
     it(name, async () => {
       const server = await start({ tokens, seed: 1000 })
       onTestFinished(() => server.close())

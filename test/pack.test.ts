@@ -47,6 +47,59 @@ server.close()
 await listener.dispose()
 `
 
+// A fresh Fastify, Express and Hono app each mounting the registry by its public subpath: a route created through
+// the API serves at once with the framework's own handler; prints what each answered.
+const FRAMEWORKS_APP = `
+import * as Http from "node:http"
+import { Redacted } from "effect"
+import * as Authenticator from "route-registry/Authenticator"
+import fastifyRegistry from "route-registry/fastify"
+import { routeRegistry as expressRegistry } from "route-registry/express"
+import { routeRegistry as honoRegistry } from "route-registry/hono"
+import Fastify from "fastify"
+import express from "express"
+import { Hono } from "hono"
+import { getRequestListener } from "@hono/node-server"
+
+const authenticator = Authenticator.layerStaticTokens([
+  { token: Redacted.make("t"), scopes: ["routes:read", "routes:write"], id: "a" }
+])
+const listen = (server) => new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)))
+const exercise = async (origin) => {
+  const created = await fetch(origin + "/v1/routing", {
+    method: "POST",
+    headers: { authorization: "Bearer t", "content-type": "application/json" },
+    body: JSON.stringify({ method: "GET", path: "/hello/:name", handler: "hello" })
+  })
+  const served = await fetch(origin + "/hello/packed")
+  return [created.status, await served.text()]
+}
+const seen = {}
+
+const fastify = Fastify()
+await fastify.register(fastifyRegistry, { authenticator, handlers: { hello: async (request) => "hi " + request.params.name } })
+await fastify.listen({ port: 0, host: "127.0.0.1" })
+seen.fastify = await exercise("http://127.0.0.1:" + fastify.server.address().port)
+await fastify.close()
+
+const app = express()
+const mounted = expressRegistry({ authenticator, handlers: { hello: (req, res) => void res.send("hi " + req.params.name) } })
+app.use(mounted)
+const server = await listen(Http.createServer(app))
+seen.express = await exercise("http://127.0.0.1:" + server.address().port)
+server.close()
+await mounted.close()
+
+const registry = honoRegistry({ authenticator, handlers: { hello: (c) => c.text("hi " + c.req.param("name")) } })
+const hono = new Hono().route("/", registry)
+const honoServer = await listen(Http.createServer(getRequestListener(hono.fetch, { overrideGlobalObjects: false })))
+seen.hono = await exercise("http://127.0.0.1:" + honoServer.address().port)
+honoServer.close()
+await registry.close()
+
+console.log(JSON.stringify(seen))
+`
+
 // The targets of every `exports` entry ("types" and "default"), relative to the package.
 const exportTargets = (exports: Record<string, string | Record<string, string>>): Array<string> =>
   Object.values(exports).flatMap((target) => typeof target === "string" ? [target] : Object.values(target))
@@ -75,7 +128,8 @@ describe("the packed package", () => {
     await npm(app, ["install", "--prefer-offline", "--legacy-peer-deps", "--ignore-scripts", tarball])
     const installed = join(app, "node_modules", "route-registry")
     const manifest = JSON.parse(await readFile(join(installed, "package.json"), "utf8"))
-    await linkPeers(app, manifest.peerDependencies)
+    // The frameworks are optional peers; the Hono app also takes the Node server of Hono's own.
+    await linkPeers(app, { ...manifest.peerDependencies, "@hono/node-server": "" })
 
     for (const target of exportTargets(manifest.exports)) {
       await readFile(join(installed, target)).catch(() => assert.fail(`the package lacks ${target}`))
@@ -88,6 +142,14 @@ describe("the packed package", () => {
     assert.strictEqual(ran.route.path, "/packed")
     assert.strictEqual(ran.pgLayer, "function")
     assert.strictEqual(fileURLToPath(ran.resolved), join(installed, "dist", "index.js"))
+
+    await writeFile(join(app, "frameworks.mjs"), FRAMEWORKS_APP)
+    const frameworks = JSON.parse((await exec(process.execPath, ["frameworks.mjs"], { cwd: app })).stdout)
+    assert.deepStrictEqual(frameworks, {
+      fastify: [201, "hi packed"],
+      express: [201, "hi packed"],
+      hono: [201, "hi packed"]
+    })
 
     // The package's command, as the host's scripts run it.
     const help = await exec("npx", ["--no-install", "route-registry", "--help"], { cwd: app })

@@ -20,7 +20,7 @@ const roundTrip = async (origin: string, token: string) => {
 }
 
 describe("examples, run directly", () => {
-  for (const file of ["express", "fastify", "effect-router"]) {
+  for (const file of ["express", "fastify", "hono", "effect-router"]) {
     it(`${file}: serves the API with ROUTING_ADMIN_TOKENS and its own /health, and exits 0 on SIGTERM`, async () => {
       const server = await start(`examples/${file}.ts`, { ROUTING_ADMIN_TOKENS: ADMIN })
       onTestFinished(async () => assert.strictEqual(await server.stop(), 0, server.output()))

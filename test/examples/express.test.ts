@@ -4,8 +4,9 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import { makeApp } from "../../examples/express.js"
 import { type Adapter, serveNode } from "../utils/adapters.js"
 import { ADMIN, failingStore, failureContract, httpContract, post, tokens } from "../utils/httpContract.js"
-import { admin, createRoute, failingAfterStart } from "../utils/routerHost.js"
+import { failingAfterStart } from "../utils/routerHost.js"
 import { stores } from "../utils/stores.js"
+import { servesUsers } from "./usersHost.js"
 
 const express: Adapter = {
   name: "examples/express",
@@ -45,33 +46,9 @@ describe("examples/express", () => {
   })
 
   describe.each(stores)("the router on the %s", (_name, store) => {
-    it("a route created through the API is served by the host's functions at once, until it is deleted", async () => {
-      const server = await express.start(Layer.merge(store, tokens))
-      onTestFinished(() => server.close())
-      const created = await server.send(
-        createRoute({ method: "GET", path: "/users/:id", middleware: ["auth"], handler: "showUser" })
-      )
-      assert.strictEqual(created.status, 201, created.text)
-      const user = await server.send({ method: "GET", path: "/users/2", headers: { authorization: "Bearer x" } })
-      assert.strictEqual(user.status, 200)
-      assert.deepStrictEqual(user.json, { id: "2", name: "Grace Hopper" })
-      const missing = await server.send({ method: "GET", path: "/users/9", headers: { authorization: "Bearer x" } })
-      assert.strictEqual(missing.status, 404)
-      assert.deepStrictEqual(missing.json, { error: "no user 9" })
-      // The middleware answers itself: the handler never runs.
-      const anonymous = await server.send({ method: "GET", path: "/users/2" })
-      assert.strictEqual(anonymous.status, 401)
-      assert.deepStrictEqual(anonymous.json, { error: "sign in first" })
-
-      const listed = await server.send(createRoute({ method: "GET", path: "/users", handler: "listUsers" }))
-      assert.strictEqual(listed.status, 201)
-      assert.strictEqual((await server.send({ method: "GET", path: "/users" })).json.length, 2)
-
-      const removed = await server.send({ method: "DELETE", path: `/v1/routing/${created.json.id}`, headers: admin })
-      assert.strictEqual(removed.status, 204)
-      const gone = await server.send({ method: "GET", path: "/users/2", headers: { authorization: "Bearer x" } })
-      assert.strictEqual(gone.status, 404)
-      assert.include(gone.text, "Cannot GET") // Express's own 404: the router handed it on
-    })
+    it("a route created through the API is served by the host's functions at once, until it is deleted", () =>
+      servesUsers(express, store, (response) => {
+        assert.include(response.text, "Cannot GET") // Express's own 404: the router handed it on
+      }))
   })
 })

@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { buildApp } from "../../examples/fastify.js"
 import { type Adapter, fetchFrom } from "../utils/adapters.js"
-import { ADMIN, assertProblem, failureContract, httpContract, post, tokens } from "../utils/httpContract.js"
+import { ADMIN, failureContract, httpContract, post, tokens } from "../utils/httpContract.js"
+import { failingAfterStart } from "../utils/routerHost.js"
 
 const fastify: Adapter = {
   name: "examples/fastify",
@@ -19,7 +20,8 @@ const fastify: Adapter = {
 
 describe("examples/fastify", () => {
   describe("the routing API as a Fastify plugin", () => httpContract(fastify, RouteRepository.layerMemory))
-  describe("failures", () => failureContract(fastify))
+  describe("failures", () =>
+    failureContract({ ...fastify, start: (services, options) => fastify.start(failingAfterStart(services), options) }))
 
   it("the host's own routes keep Fastify's JSON parser, and other paths get Fastify's 404", async () => {
     const server = await fastify.start(Layer.merge(RouteRepository.layerMemory, tokens))
@@ -38,10 +40,11 @@ describe("examples/fastify", () => {
     }
   })
 
-  it("a path under /v1/routing/ that the API does not serve gets its 404 problem document", async () => {
+  it("a path under /v1/routing/ that the API does not serve gets Fastify's own 404", async () => {
     const server = await fastify.start(Layer.merge(RouteRepository.layerMemory, tokens))
     onTestFinished(() => server.close())
-    assertProblem(await server.send({ method: "GET", path: "/v1/routing/a/b" }), "not_found")
+    const response = await server.send({ method: "GET", path: "/v1/routing/a/b" })
+    assert.strictEqual(response.json.message, "Route GET:/v1/routing/a/b not found")
   })
 
   it("close() disposes the API's services", async () => {

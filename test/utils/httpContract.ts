@@ -83,11 +83,13 @@ export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHa
 }
 
 /**
- * The rows of create and get, and the rules they share with every request: what the benchmark peers, which serve
- * only create and get, pass as well.
+ * The rows of create and get, authentication, the body and its limits: what a host whose own body parser reads the
+ * body before the API still gets (the body timeout is then the parser's), over the memory store.
  */
-export const createGetContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
-  const send = serving(adapter, store, options)
+export const bodyRows = (adapter: Adapter, options?: RoutingHandler.Options) =>
+  requestRows(serving(adapter, RouteRepository.layerMemory, options), options)
+
+const requestRows = (send: (request: Sent) => Promise<Received>, options?: RoutingHandler.Options) => {
   // Samples larger than a small configured limit would only test the limit.
   const fits = (body: unknown) => JSON.stringify(body).length < limitOf(options)
 
@@ -300,7 +302,15 @@ export const createGetContract = (adapter: Adapter, store: Store, options?: Rout
       assertProblem(response, "payload_too_large")
     })
   })
+}
 
+/**
+ * The rows of create and get, and the rules they share with every request: what the benchmark peers, which serve
+ * only create and get, pass as well.
+ */
+export const createGetContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+  const send = serving(adapter, store, options)
+  requestRows(send, options)
   describe("slow clients", () => {
     it("a body that stalls past the body timeout: 408 request_timeout, answered and the connection closed", async () => {
       const slow = await adapter.start(Layer.merge(store, tokens), { ...options, bodyTimeoutMillis: 300 })

@@ -19,6 +19,8 @@ export interface Functions<H, M> {
 export interface RouterCore<A> {
   /** What `build` made of the route's functions, or the first name of the route registered nowhere. */
   readonly resolve: (route: Route.StoredRoute) => A | string
+  /** Whether `name` is missing for the first time (bounded by `MISSING_NAMES`), so a router warns once per name. */
+  readonly firstMiss: (name: string) => boolean
   /** The warning that no function is registered under `name`, the first time it is asked; `undefined` after. */
   readonly warnMissing: (name: string) => Effect.Effect<void> | undefined
 }
@@ -29,6 +31,10 @@ export interface RouterCore<A> {
  * again after 1,000 other missing names have been.
  */
 export const MISSING_NAMES = 1_000
+
+/** The warning for a name no function is registered under. */
+export const missingMessage = (name: string): string =>
+  `route-registry: no function is registered under the name ${JSON.stringify(name)}`
 
 const own = <F>(record: Readonly<Record<string, F>>, name: string): F | undefined =>
   Object.prototype.hasOwnProperty.call(record, name) ? record[name] : undefined
@@ -54,7 +60,7 @@ export const make = <H, M, A>(
     const handler = own(functions.handlers, route.handler)
     return handler === undefined ? route.handler : build(fns, handler, route)
   }
-  return {
+  const core: RouterCore<A> = {
     resolve: (route) => {
       let resolved = built.get(route)
       if (resolved === undefined) {
@@ -64,11 +70,13 @@ export const make = <H, M, A>(
       return resolved
     },
     // Once per name: another process of the host may have it, and each request would say the same.
-    warnMissing: (name) => {
-      if (warned.has(name)) return undefined
+    firstMiss: (name) => {
+      if (warned.has(name)) return false
       if (warned.size >= MISSING_NAMES) warned.clear()
       warned.add(name)
-      return Effect.logWarning(`route-registry: no function is registered under the name ${JSON.stringify(name)}`)
-    }
+      return true
+    },
+    warnMissing: (name) => core.firstMiss(name) ? Effect.logWarning(missingMessage(name)) : undefined
   }
+  return core
 }

@@ -1,0 +1,54 @@
+/**
+ * The registry in an Express 5 (or 4) app (CONTRACT §13): the routing API and the router over one store and one
+ * table, mounted in one step, after the host's own routes and body parsers.
+ *
+ * @example
+ * ```ts
+ * import express from "express"
+ * import { routeRegistry } from "route-registry/express"
+ *
+ * const app = express()
+ * app.use(express.json())
+ * app.use(routeRegistry({
+ *   authenticator: Authenticator.layerStaticTokens(tokens),
+ *   handlers: { showUser: (req, res) => void res.json({ id: req.params.id }) },
+ *   middleware: { auth: (req, res, next) => (req.headers.authorization ? next() : void res.sendStatus(401)) }
+ * }))
+ * ```
+ *
+ * @since 0.3.0
+ */
+import * as Internal from "./internal/integrations/express.js"
+
+/**
+ * A stored route's handler or middleware: Express's own `RequestHandler` `(req, res, next)`. `req.params` holds the
+ * stored route's parameters, `req.body` what the host's body parsers made of the body.
+ *
+ * @since 0.3.0
+ */
+export type Handler = Internal.Handler
+
+/**
+ * `authenticator` (required), `store` (the in-memory store when omitted), `handlers` and `middleware` by name,
+ * `catalog: true` to refuse routes naming functions not registered here, and the routing API's limits.
+ *
+ * @since 0.3.0
+ */
+export type Options = Internal.Options
+
+/**
+ * What `app.use` takes: the registry and the error handler beside it. The server's close releases its store and
+ * table, as does `close()`.
+ *
+ * @since 0.3.0
+ */
+export type Mounted = Internal.Mounted
+
+/**
+ * The registry for `app.use(routeRegistry(options))`, or `app.use("/admin", routeRegistry(options))` under a path.
+ *
+ * @since 0.3.0
+ */
+export const routeRegistry: (options: Options) => Mounted = Internal.make
+
+export default routeRegistry

@@ -1,0 +1,64 @@
+/**
+ * The registry as a Fastify 5 plugin (CONTRACT §13): the routing API and the router over one store and one table,
+ * mounted in one step.
+ *
+ * @example
+ * ```ts
+ * import Fastify from "fastify"
+ * import routeRegistry from "route-registry/fastify"
+ *
+ * const app = Fastify({ logger: true })
+ * await app.register(routeRegistry, {
+ *   authenticator: Authenticator.layerStaticTokens(tokens),
+ *   handlers: { showUser: async (request) => ({ id: (request.params as { id: string }).id }) },
+ *   middleware: { auth: async (request, reply) => { if (!request.headers.authorization) reply.code(401).send() } }
+ * })
+ * ```
+ *
+ * @since 0.3.0
+ */
+import type { FastifyPluginAsync } from "fastify"
+import * as Internal from "./internal/integrations/fastify.js"
+
+/**
+ * A stored route's handler: Fastify's own route handler `(request, reply)`. `request.params` holds the stored
+ * route's parameters, `request.body` what Fastify's content-type parsers made of the body.
+ *
+ * @since 0.3.0
+ */
+export type Handler = Internal.Handler
+
+/**
+ * A stored route's middleware: a Fastify pre-handler `(request, reply, done)` or `async (request, reply)`. One that
+ * sends a reply stops the chain.
+ *
+ * @since 0.3.0
+ */
+export type Middleware = Internal.Middleware
+
+/**
+ * `authenticator` (required), `store` (the in-memory store when omitted), `handlers` and `middleware` by name,
+ * `catalog: true` to refuse routes naming functions not registered here, and the routing API's limits.
+ *
+ * @since 0.3.0
+ */
+export type Options = Internal.Options
+
+const plugin: FastifyPluginAsync<Options> = Internal.plugin
+
+// Fastify's plugin metadata (what `fastify-plugin` would set), without `skip-override`: the plugin keeps its own
+// encapsulated context, so its content-type parser changes and its wildcard route never reach the host's routes.
+Object.assign(plugin, {
+  [Symbol.for("fastify.display-name")]: "route-registry",
+  [Symbol.for("plugin-meta")]: { name: "route-registry", fastify: "5.x" }
+})
+
+/**
+ * The plugin: `await app.register(routeRegistry, options)`, with Fastify's `prefix` to mount it under a path.
+ * `app.close()` releases its store and table.
+ *
+ * @since 0.3.0
+ */
+export const routeRegistry: FastifyPluginAsync<Options> = plugin
+
+export default routeRegistry

@@ -1,0 +1,58 @@
+/**
+ * The registry in a Hono 4 app (CONTRACT §13): the routing API and the router over one store and one table, as a
+ * Hono app to mount with `app.route`. It runs on `@hono/node-server` and on any fetch host.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono"
+ * import { routeRegistry } from "route-registry/hono"
+ *
+ * const app = new Hono()
+ * app.route("/", routeRegistry({
+ *   authenticator: Authenticator.layerStaticTokens(tokens),
+ *   handlers: { showUser: (c) => c.json({ id: c.req.param("id") }) },
+ *   middleware: { auth: async (c, next) => (c.req.header("authorization") ? next() : c.text("sign in", 401)) }
+ * }))
+ * ```
+ *
+ * @since 0.3.0
+ */
+import * as Internal from "./internal/integrations/hono.js"
+
+/**
+ * A stored route's handler: Hono's own `(c, next)`. `c.req.param()` holds the stored route's parameters.
+ *
+ * @since 0.3.0
+ */
+export type Handler = Internal.Handler
+
+/**
+ * A stored route's middleware: Hono's own `async (c, next)`; one that answers without calling `next` stops the chain.
+ *
+ * @since 0.3.0
+ */
+export type Middleware = Internal.Middleware
+
+/**
+ * `authenticator` (required), `store` (the in-memory store when omitted), `handlers` and `middleware` by name,
+ * `catalog: true` to refuse routes naming functions not registered here, and the routing API's limits.
+ *
+ * @since 0.3.0
+ */
+export type Options = Internal.Options
+
+/**
+ * The Hono app, with `ready` and `close()` (Hono has no close of its own: call it when the server closes).
+ *
+ * @since 0.3.0
+ */
+export type Mounted = Internal.Mounted
+
+/**
+ * The registry for `app.route("/", routeRegistry(options))`, or `app.route("/admin", …)` under a path.
+ *
+ * @since 0.3.0
+ */
+export const routeRegistry: (options: Options) => Mounted = Internal.make
+
+export default routeRegistry

@@ -1,0 +1,148 @@
+/**
+ * The Express integration (CONTRACT §13): two functions for `app.use`, the registry (the routing API, then the stored
+ * routes) and, beside it, an error handler, since Express skips every plain middleware once the host's body parser
+ * has refused a body and only error middleware still sees the request.
+ *
+ * The routing API reads the body itself when nothing read it before; after `express.json()` (or any parser that
+ * consumed the stream) it takes the parsed value back as JSON text, its size by `Content-Length`, and after a parser's
+ * refusal it answers from what the parser reported: the text that was not JSON (`malformed_json`, or
+ * `invalid_route` for a JSON value `express.json()` refuses in strict mode), or a body too large (413). The body
+ * timeout is then the parser's: the request reaches the API only once the parser is done with it.
+ *
+ * @internal
+ */
+import { Exit } from "effect"
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express"
+import type { EventEmitter } from "node:events"
+import * as RouteTable from "../../RouteTable.js"
+import type * as RoutingHandler from "../../RoutingHandler.js"
+import * as Body from "../http/body.js"
+import * as Target from "../http/target.js"
+import * as NodeApi from "./nodeApi.js"
+import * as Registry from "./registry.js"
+
+export type Handler = RequestHandler
+export type Options = Registry.Options<Handler>
+
+/** What `app.use` takes: the registry, then its error handler; `close` releases its store and table. */
+export interface Mounted extends Array<RequestHandler | ErrorRequestHandler> {
+  /** Settles once the store and the table are ready (requests arriving before wait for it). */
+  readonly ready: Promise<void>
+  readonly close: () => Promise<void>
+}
+
+type BodyRead = Exit.Exit<Uint8Array, RoutingHandler.BodyFailure>
+
+// A body a parser has already read, given back to the API as the bytes it stands for (`body-parser` makes `{}` of an
+// empty JSON body).
+const parsedBody = (req: Request): Uint8Array => {
+  const body: unknown = req.body
+  if (body === undefined || req.headers["content-length"] === "0") return new Uint8Array(0)
+  if (body instanceof Uint8Array) return body
+  return Buffer.from(typeof body === "string" ? body : JSON.stringify(body))
+}
+
+/** The body as read before the API, held to the API's limit: by its bytes, or the length the client declared. */
+const within = (req: Request, read: BodyRead) => (maxBytes: number): BodyRead => {
+  if (Exit.isFailure(read)) return read
+  const declared = Number(req.headers["content-length"] ?? 0)
+  return Math.max(read.value.length, Number.isFinite(declared) ? declared : 0) > maxBytes ? Exit.fail("TooLarge") : read
+}
+
+/** What a body parser's refusal (its `type`, as `body-parser` names them) says of the body; `undefined`: not one. */
+const refusedBody = (error: unknown): BodyRead | undefined => {
+  const { body, type } = (typeof error === "object" && error !== null ? error : {}) as {
+    readonly type?: unknown
+    readonly body?: unknown
+  }
+  switch (type) {
+    case "entity.parse.failed":
+      return Exit.succeed(Buffer.from(typeof body === "string" ? body : ""))
+    case "entity.too.large":
+      return Exit.fail("TooLarge")
+    case "request.aborted":
+    case "request.size.invalid":
+      return Exit.fail("Incomplete")
+    case "encoding.unsupported":
+    case "charset.unsupported":
+    case "stream.encoding.set":
+    case "stream.not.readable":
+      return Exit.fail("Consumed")
+  }
+  return undefined
+}
+
+const viewOf = (req: Request, body: NodeApi.View["body"]): NodeApi.View => ({
+  target: req.url,
+  base: Target.baseOf(req.originalUrl, req.url),
+  body
+})
+
+/** The registry's two functions for `app.use`. */
+export const make = (options: Options): Mounted => {
+  let registry: Registry.Registry<Handler, Handler> | undefined
+  let closing: Promise<void> | undefined
+  const ready = Registry.start<Handler, Handler>(options, (level, message) => console[level](message)).then((made) => {
+    registry = made
+  })
+  // Never an unhandled rejection: a request arriving after a failed start passes the error to Express.
+  ready.catch(() => {})
+  const close = () => (closing ??= ready.then(() => registry!.dispose(), () => {}))
+  const watched = new WeakSet<EventEmitter>()
+  // Express has no close of its own: the registry is released with the server that serves it.
+  const closeWith = (req: Request) => {
+    const server = (req.socket as { readonly server?: EventEmitter }).server
+    if (server !== undefined && !watched.has(server)) {
+      watched.add(server)
+      server.once("close", close)
+    }
+  }
+
+  const route = (registry: Registry.Registry<Handler, Handler>, req: Request, res: Response, next: NextFunction) => {
+    const found = RouteTable.lookup(registry.table, req.method, req.url)
+    switch (found._tag) {
+      case "BadPath":
+        return NodeApi.write(req, res, Registry.answers.malformedPath(found.reason))
+      case "NotFound":
+        return next()
+      case "MethodNotAllowed":
+        return NodeApi.write(req, res, Registry.answers.methodNotAllowed(found.allow))
+    }
+    const chain = registry.chainOf(found.route)
+    if (typeof chain === "string") return NodeApi.write(req, res, Registry.answers.handlerUnavailable(chain))
+    req.params = found.params
+    const fns = [...chain.middleware, chain.handler]
+    let at = 0
+    // Express's own rules: `next()` passes on, `next(error)` (or a throw, or a rejection) goes to error middleware,
+    // and `next("route")` / `next("router")` leave the stored route for the host's next handlers.
+    const step = (error?: unknown) => {
+      if (error !== undefined && error !== "route" && error !== "router") return next(error)
+      if (error !== undefined || at === fns.length) return next()
+      const fn = fns[at++]!
+      try {
+        const result: unknown = fn(req, res, step)
+        if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") {
+          ;(result as PromiseLike<unknown>).then(undefined, (rejected) => next(rejected ?? new Error("rejected")))
+        }
+      } catch (thrown) {
+        next(thrown)
+      }
+    }
+    step()
+  }
+
+  const serve: RequestHandler = (req, res, next) => {
+    if (registry === undefined) return void ready.then(() => serve(req, res, next), next)
+    closeWith(req)
+    const body = req.readableEnded ? within(req, Exit.succeed(parsedBody(req))) : Body.fromIncomingMessage(req, res)
+    if (!NodeApi.serve(registry, req, res, viewOf(req, body))) route(registry, req, res, next)
+  }
+
+  const refused: ErrorRequestHandler = (error, req, res, next) => {
+    const body = refusedBody(error)
+    if (registry === undefined || body === undefined) return next(error)
+    if (!NodeApi.serve(registry, req, res, viewOf(req, within(req, body)))) next(error)
+  }
+
+  return Object.assign([serve, refused], { ready, close })
+}

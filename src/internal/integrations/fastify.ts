@@ -1,0 +1,121 @@
+/**
+ * The Fastify 5 plugin (CONTRACT §13). It registers, in its own encapsulated context:
+ * - the routing API on `/v1/routing` and `/v1/routing/*`, in a child context whose only content-type parser leaves
+ *   the body unread, so the API reads it itself under its own limits (413, 415, malformed JSON as §3 says), then
+ *   answers on the raw response;
+ * - the stored routes, as one wildcard route for every method: Fastify's own routes win (a static or parametric
+ *   route beats a wildcard), its content-type parsers read the body, and the table, read on each request, decides
+ *   which stored route serves, so a route created, updated or deleted through the API serves at once.
+ *
+ * @internal
+ */
+import type {
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  onRequestHookHandler,
+  preHandlerHookHandler,
+  RouteHandlerMethod
+} from "fastify"
+import * as RouteTable from "../../RouteTable.js"
+import * as Body from "../http/body.js"
+import { COLLECTION } from "../http/exchange.js"
+import * as NodeApi from "./nodeApi.js"
+import * as Registry from "./registry.js"
+
+export type Handler = RouteHandlerMethod
+export type Middleware = preHandlerHookHandler
+export type Options = Registry.Options<Handler, Middleware>
+
+type Answer = ReturnType<typeof Registry.answers.methodNotAllowed>
+
+const send = (reply: FastifyReply, answer: Answer) =>
+  // A Buffer, so Fastify sends the problem as it is (a string would gain a charset in its Content-Type).
+  reply.code(answer.status).headers(answer.headers).send(Buffer.from(answer.body))
+
+/** The request target below the plugin's prefix (Fastify matched the prefix, so the target starts with it). */
+const targetOf = (request: FastifyRequest, prefix: string): string => {
+  const rest = request.raw.url!.slice(prefix.length)
+  return rest.charCodeAt(0) === 47 /* / */ ? rest : "/" + rest
+}
+
+const log = (fastify: FastifyInstance): Registry.Log => (level, message) => fastify.log[level](message)
+
+// The routing API: the body stays unread for it, and it answers on the raw response.
+const api =
+  (registry: Registry.Registry<Handler, Middleware>, prefix: string): FastifyPluginAsync => async (context) => {
+    context.removeAllContentTypeParsers()
+    context.addContentTypeParser("*", (_request, _payload, done) => done(null))
+    const handler: RouteHandlerMethod = (request, reply) => {
+      const view = {
+        target: targetOf(request, prefix),
+        base: prefix,
+        body: Body.fromIncomingMessage(request.raw, reply.raw)
+      }
+      // Outside the API's paths (`/v1/routing/a/b`): Fastify's not-found.
+      if (NodeApi.serve(registry, request.raw, reply.raw, view)) reply.hijack()
+      else reply.callNotFound()
+    }
+    context.all(COLLECTION, handler)
+    context.all(`${COLLECTION}/*`, handler)
+  }
+
+/** The plugin: the routing API and the stored routes over one store and one table. */
+export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
+  const registry = await Registry.start(options, log(fastify))
+  fastify.addHook("onClose", () => registry.dispose())
+  const prefix = fastify.prefix
+  await fastify.register(api(registry, prefix))
+
+  // The chain of the stored route serving each request, found before its body is read.
+  const chains = new WeakMap<FastifyRequest, Registry.Chain<Handler, Middleware>>()
+
+  const onRequest: onRequestHookHandler = function(request, reply, done) {
+    const found = RouteTable.lookup(registry.table, request.method, targetOf(request, prefix))
+    switch (found._tag) {
+      case "BadPath":
+        return void send(reply, Registry.answers.malformedPath(found.reason))
+      case "NotFound":
+        return void reply.callNotFound()
+      case "MethodNotAllowed":
+        return void send(reply, Registry.answers.methodNotAllowed(found.allow))
+    }
+    const chain = registry.chainOf(found.route)
+    if (typeof chain === "string") return void send(reply, Registry.answers.handlerUnavailable(chain))
+    chains.set(request, chain)
+    request.params = found.params
+    done()
+  }
+
+  // The route's middleware as Fastify runs pre-handlers: each calls `done` or settles its promise; one that sends a
+  // reply stops the chain; an error goes to Fastify's error handling.
+  const preHandler: preHandlerHookHandler = function(request, reply, done) {
+    const middleware = chains.get(request)!.middleware
+    let at = 0
+    const next = (error?: unknown) => {
+      if (error !== undefined && error !== null) return done(error as Error)
+      if (reply.sent || at === middleware.length) return done()
+      const fn = middleware[at++]!
+      let result: unknown
+      try {
+        result = fn.call(this, request, reply, next)
+      } catch (thrown) {
+        return done(thrown as Error)
+      }
+      if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") {
+        ;(result as PromiseLike<unknown>).then(() => next(), (rejected) => done(rejected ?? new Error("rejected")))
+      } else if (fn.length < 3) next() // neither async nor taking `done`: it has finished
+    }
+    next()
+  }
+
+  // The handler's result is Fastify's to send, as if the handler were registered itself.
+  const handler: RouteHandlerMethod = function(request, reply) {
+    return chains.get(request)!.handler.call(this, request, reply)
+  }
+
+  const route = { onRequest, preHandler }
+  fastify.all("/*", route, handler)
+  if (prefix !== "") fastify.all("", route, handler)
+}

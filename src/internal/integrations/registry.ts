@@ -1,0 +1,122 @@
+/**
+ * What the framework integrations (CONTRACT §13) share: their options, the services one mounted registry owns (a store,
+ * the live table over it, the routing API's core over both), the resolution of a route's function names, and the
+ * routing API answered over a request view any framework can fill.
+ *
+ * @internal
+ */
+import { Cause, Effect, Exit, Layer, Logger, LogLevel, Runtime } from "effect"
+import type * as Authenticator from "../../Authenticator.js"
+import * as Catalog from "../../Catalog.js"
+import type * as Route from "../../Route.js"
+import * as RouteRepository from "../../RouteRepository.js"
+import * as RouteTable from "../../RouteTable.js"
+import * as RoutingHandler from "../../RoutingHandler.js"
+import * as Disposable from "../disposable.js"
+import * as Answers from "../router/answers.js"
+import * as RouterCore from "../router/core.js"
+
+/**
+ * The options of every integration: the services, the host's functions by name (`F`: the framework's own handler
+ * type) and the routing API's limits.
+ */
+export interface Options<F, M = F> extends RoutingHandler.Options {
+  /** Provides the `Authenticator` the routing API checks tokens with. */
+  readonly authenticator: Layer.Layer<Authenticator.Authenticator, unknown>
+  /** Provides the `RouteRepository`; the in-memory store when omitted. */
+  readonly store?: Layer.Layer<RouteRepository.RouteRepository, unknown> | undefined
+  /** The route handlers, by the names routes give them. */
+  readonly handlers: Readonly<Record<string, F>>
+  /** The route middleware, by the names routes give them. */
+  readonly middleware?: Readonly<Record<string, M>> | undefined
+  /** Refuse creates and updates naming a function not registered here (CONTRACT §11 catalog checking). */
+  readonly catalog?: true | undefined
+}
+
+/** Where the library's log lines go: the framework's logger. */
+export type Log = (level: "error" | "warn" | "info" | "debug", message: string) => void
+
+/** A route's functions: its middleware in the stored order, then its handler. */
+export interface Chain<F, M> {
+  readonly middleware: ReadonlyArray<M>
+  readonly handler: F
+}
+
+/** One mounted registry: its services, built, and what the integration needs of them. */
+export interface Registry<F, M> {
+  readonly api: RoutingHandler.RoutingHandler
+  readonly table: RouteTable.Table<Route.StoredRoute>
+  /** The route's functions, or the first name this process has not registered (logged once per name). */
+  readonly chainOf: (route: Route.StoredRoute) => Chain<F, M> | string
+  /** Runs an answer of the routing API's core: a completed one at once, without a fiber. */
+  readonly run: (
+    effect: Effect.Effect<RoutingHandler.Response>
+  ) => RoutingHandler.Response | Promise<RoutingHandler.Response>
+  readonly dispose: () => Promise<void>
+}
+
+const levelOf = (level: LogLevel.LogLevel): Parameters<Log>[0] =>
+  LogLevel.greaterThanEqual(level, LogLevel.Error)
+    ? "error"
+    : LogLevel.greaterThanEqual(level, LogLevel.Warning)
+    ? "warn"
+    : LogLevel.greaterThanEqual(level, LogLevel.Info)
+    ? "info"
+    : "debug"
+
+/** The library's Effect logs, written to the framework's logger (with the cause, when there is one). */
+const loggerTo = (log: Log) =>
+  Logger.replace(
+    Logger.defaultLogger,
+    Logger.make(({ cause, logLevel, message }) => {
+      const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+      log(levelOf(logLevel), Cause.isEmpty(cause) ? text : `${text}\n${Cause.pretty(cause)}`)
+    })
+  )
+
+const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
+  const store = RouteTable.layer.pipe(Layer.provideMerge(options.store ?? RouteRepository.layerMemory))
+  const catalog = options.catalog === true
+    ? Catalog.layer({ handlers: Object.keys(options.handlers), middleware: Object.keys(options.middleware ?? {}) })
+    : Layer.empty
+  // The table's store last: where one layer provides both services, the store the API writes through must be the one
+  // the table follows.
+  return Layer.mergeAll(options.authenticator, catalog, store).pipe(Layer.provide(loggerTo(log)))
+}
+
+const bind = <F, M>(options: Options<F, M>, log: Log) =>
+  Effect.gen(function*() {
+    const { authenticator: _a, catalog: _c, handlers, middleware = {}, store: _s, ...limits } = options
+    const api = yield* Effect.orDie(RoutingHandler.make(limits))
+    const table = yield* RouteTable.RouteTable
+    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+    const core = RouterCore.make<F, M, Chain<F, M>>(
+      { handlers, middleware },
+      (middleware, handler) => ({ middleware, handler })
+    )
+    const chainOf = (route: Route.StoredRoute): Chain<F, M> | string => {
+      const chain = core.resolve(route)
+      if (typeof chain === "string" && core.firstMiss(chain)) log("warn", RouterCore.missingMessage(chain))
+      return chain
+    }
+    const run = (effect: Effect.Effect<RoutingHandler.Response>) => {
+      if (!Exit.isExit(effect)) return runPromise(effect).catch(() => RoutingHandler.internalError)
+      const exit = effect as Exit.Exit<RoutingHandler.Response>
+      return Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError
+    }
+    return { api, table, chainOf, run }
+  })
+
+/**
+ * Builds the services of `options` now (the table is loaded before this resolves) and binds the routing API's core
+ * to them. Rejects with `InvalidOption` before building anything when a limit is out of its range.
+ */
+export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<F, M>> => {
+  const invalid = RoutingHandler.checkOptions(options)
+  return invalid === undefined
+    ? Disposable.fromLayer(servicesOf(options, log), bind(options, log))
+    : Promise.reject(invalid)
+}
+
+/** The problem answers of the router (CONTRACT §11), for the integrations to send in their framework's way. */
+export const answers = Answers

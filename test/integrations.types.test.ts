@@ -1,0 +1,56 @@
+/**
+ * The README's "Mount it in your app" blocks (README-mount.md) compile under `tsc --strict` against the package, with
+ * no cast: a host writes its handlers exactly as its framework's own.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import ts from "typescript"
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+const blocks = [...readFileSync(join(ROOT, "README-mount.md"), "utf8").matchAll(/^```ts\n([\s\S]*?)^```/gm)].map(
+  (match) => match[1]!
+)
+
+const config = ts.parseJsonConfigFileContent(
+  ts.readConfigFile(join(ROOT, "tsconfig.json"), ts.sys.readFile).config,
+  ts.sys,
+  ROOT
+)
+
+/** The diagnostics of `code` compiled as a module of its own, beside the package's sources. */
+const diagnosticsOf = (code: string, name: string): Array<string> => {
+  const file = join(ROOT, `${name}.ts`)
+  const options = { ...config.options, strict: true, noEmit: true }
+  const host = ts.createCompilerHost(options)
+  const getSourceFile = host.getSourceFile
+  host.getSourceFile = (path, version, ...rest) =>
+    path === file ? ts.createSourceFile(path, code, version) : getSourceFile(path, version, ...rest)
+  host.fileExists = ((exists) => (path: string) => path === file || exists(path))(host.fileExists)
+  const program = ts.createProgram([file], options, host)
+  return ts.getPreEmitDiagnostics(program, program.getSourceFile(file)).map((d) =>
+    ts.flattenDiagnosticMessageText(d.messageText, "\n")
+  )
+}
+
+describe("README-mount.md", () => {
+  it("has one block for each framework", () => {
+    assert.deepStrictEqual(
+      blocks.map((code) => /from "route-registry\/(fastify|express|hono)"/.exec(code)?.[1]),
+      ["fastify", "express", "hono"]
+    )
+  })
+
+  blocks.forEach((code, i) => {
+    it(`block ${i + 1} compiles strictly, with no cast`, () => {
+      assert.notMatch(code, /(?<!\*)\sas\s+(?!const\b)[A-Za-z{[(]|<[A-Z]\w*>\s*\w/) // `* as` is an import
+      assert.deepStrictEqual(diagnosticsOf(code, `__mount_snippet_${i}`), [])
+    })
+  })
+
+  it("a cast-free handler of the wrong type is refused: the check can fail", () => {
+    const wrong = blocks[1]!.replace("(req, res) => void res.json", "(req: number, res) => void res.json")
+    assert.isNotEmpty(diagnosticsOf(wrong, "__mount_snippet_wrong"))
+  })
+})

@@ -1,0 +1,174 @@
+/**
+ * What every framework integration (CONTRACT §13) does with the stored routes, whatever the framework: each
+ * integration registers the same behaviours under the same names, written in its framework's own idiom, builds a
+ * host with its own routes and error handler, and runs `integrationContract` over it. Routes are created through the
+ * host's own routing API, so every test also shows that a route serves as soon as it is created.
+ */
+import { afterEach, assert, describe, it } from "@effect/vitest"
+import type * as Problem from "route-registry/Problem"
+import { fetchFrom, type Received, type Sent } from "./adapters.js"
+import { assertProblem, type Store } from "./httpContract.js"
+import { admin } from "./routerHost.js"
+
+/**
+ * The behaviours, by name. Handlers: `show` answers 200 `{ params, body, seen }` (`seen`: the middleware that ran,
+ * in order; `body`: the parsed JSON body, or null), `other` answers 200 `{ handler: "other" }`, `throws` throws
+ * `Error("boom by throw")`, `rejects` rejects with `Error("boom by reject")`, `twice` answers 200 "first answer" then
+ * tries again. Middleware: `a` and `b` record their name and pass on, `stop` answers 401 `{ stopped: true }` itself.
+ * The host answers `GET /health` with `{ status: "ok" }` itself, and errors with 418 `{ caught: message }`.
+ */
+export const names = {
+  handlers: ["show", "other", "throws", "rejects", "twice"],
+  middleware: ["a", "b", "stop"]
+} as const
+
+export interface Host {
+  /** Where the registry is mounted: the host's origin followed by the mount path. */
+  readonly origin: string
+  /** The host's origin alone. */
+  readonly root: string
+  readonly close: () => Promise<void>
+}
+
+export interface Integration {
+  readonly name: string
+  /** A host over `store` with the behaviours, the registry mounted at `mount` (`""`: the root). */
+  readonly start: (store: Store, mount: string) => Promise<Host>
+}
+
+const route = (method: string, path: string, handler: string, middleware: ReadonlyArray<string> = []) => ({
+  method,
+  path,
+  handler,
+  middleware
+})
+
+/** The contract, for a mount at the root and under `/admin`. */
+export const integrationContract = (integration: Integration, store: Store) => {
+  for (const mount of ["", "/admin"]) {
+    describe(mount === "" ? "mounted at the root" : `mounted under ${mount}`, () => contract(integration, store, mount))
+  }
+}
+
+const contract = (integration: Integration, store: Store, mount: string) => {
+  let host: Host | undefined
+  afterEach(async () => {
+    await host?.close()
+    host = undefined
+  })
+  const start = async () => {
+    host = await integration.start(store, mount)
+    const send = (request: Sent): Promise<Received> => fetchFrom(host!.origin)(request)
+    const create = async (body: ReturnType<typeof route>) => {
+      const created = await send({ method: "POST", path: "/v1/routing", headers: admin, body: JSON.stringify(body) })
+      assert.strictEqual(created.status, 201, created.text)
+      assert.strictEqual(created.headers.get("location"), `${mount}/v1/routing/${created.json.id}`)
+      return created.json as { readonly id: string }
+    }
+    return { send, create, host: host! }
+  }
+
+  it("parameters, query and body as the framework made them; middleware in the stored order", async () => {
+    const { create, send } = await start()
+    await create(route("POST", "/users/:id/files/:name", "show", ["a", "b"]))
+    const response = await send({
+      method: "POST",
+      path: "/users/caf%C3%A9/files/x%2Fy?q=1",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "Ada" })
+    })
+    assert.strictEqual(response.status, 200, response.text)
+    assert.deepStrictEqual(response.json, {
+      params: { id: "café", name: "x/y" },
+      body: { name: "Ada" },
+      seen: ["a", "b"]
+    })
+  })
+
+  it("a middleware that answers stops the chain", async () => {
+    const { create, send } = await start()
+    await create(route("GET", "/private", "show", ["a", "stop", "b"]))
+    const response = await send({ method: "GET", path: "/private" })
+    assert.strictEqual(response.status, 401)
+    assert.deepStrictEqual(response.json, { stopped: true })
+  })
+
+  for (const handler of ["throws", "rejects"]) {
+    it(`an error a handler ${handler === "throws" ? "throws" : "rejects with"} goes to the framework's error handler`, async () => {
+      const { create, send } = await start()
+      await create(route("GET", "/fails", handler))
+      const response = await send({ method: "GET", path: "/fails" })
+      assert.strictEqual(response.status, 418, response.text)
+      assert.deepStrictEqual(response.json, { caught: handler === "throws" ? "boom by throw" : "boom by reject" })
+    })
+  }
+
+  it("a handler that answers twice: the first answer stands and the host serves on", async () => {
+    const { create, send } = await start()
+    await create(route("GET", "/twice", "twice"))
+    await create(route("GET", "/other", "other"))
+    for (let i = 0; i < 3; i++) {
+      const response = await send({ method: "GET", path: "/twice" })
+      assert.strictEqual(response.status, 200)
+      assert.strictEqual(response.text, "first answer")
+    }
+    assert.deepStrictEqual((await send({ method: "GET", path: "/other" })).json, { handler: "other" })
+  })
+
+  it("other methods only: 405 with Allow; no route at all: the framework's own not-found", async () => {
+    const { create, send } = await start()
+    await create(route("GET", "/things/:id", "other"))
+    await create(route("DELETE", "/things/:id", "other"))
+    const refused = await send({ method: "POST", path: "/things/1" })
+    assertProblem(refused, "method_not_allowed" satisfies Problem.Code)
+    assert.strictEqual(refused.headers.get("allow"), "DELETE, GET, HEAD")
+    const missing = await send({ method: "GET", path: "/nothing/here" })
+    assert.strictEqual(missing.status, 404)
+    assert.notStrictEqual(missing.headers.get("content-type"), "application/problem+json")
+  })
+
+  it("HEAD is served by the GET route, without a body", async () => {
+    const { create, send } = await start()
+    await create(route("GET", "/other", "other"))
+    const response = await send({ method: "HEAD", path: "/other" })
+    assert.strictEqual(response.status, 200)
+    assert.strictEqual(response.text, "")
+  })
+
+  it("created, updated and deleted routes serve, change and stop at once", async () => {
+    const { create, send } = await start()
+    const { id } = await create(route("GET", "/live", "other"))
+    assert.deepStrictEqual((await send({ method: "GET", path: "/live" })).json, { handler: "other" })
+    const patched = await send({
+      method: "PATCH",
+      path: `/v1/routing/${id}`,
+      headers: admin,
+      body: JSON.stringify({ handler: "show" })
+    })
+    assert.strictEqual(patched.status, 200, patched.text)
+    assert.deepStrictEqual((await send({ method: "GET", path: "/live" })).json, { params: {}, body: null, seen: [] })
+    assert.strictEqual((await send({ method: "DELETE", path: `/v1/routing/${id}`, headers: admin })).status, 204)
+    assert.strictEqual((await send({ method: "GET", path: "/live" })).status, 404)
+  })
+
+  it("a route naming an unregistered function: 503 handler_unavailable", async () => {
+    const { create, send } = await start()
+    await create(route("GET", "/missing", "nobodyHasThis"))
+    await create(route("GET", "/missing-middleware", "other", ["norThis"]))
+    for (const path of ["/missing", "/missing-middleware"]) {
+      const response = await send({ method: "GET", path })
+      assertProblem(response, "handler_unavailable")
+      assert.strictEqual(response.headers.get("retry-after"), "1")
+    }
+  })
+
+  it("the host's own routes come first, and stay outside the mount", async () => {
+    const { create, host, send } = await start()
+    await create(route("GET", "/health", "other"))
+    const health = await fetchFrom(host.root)({ method: "GET", path: "/health" })
+    assert.deepStrictEqual(health.json, { status: "ok" })
+    if (mount !== "") {
+      assert.deepStrictEqual((await send({ method: "GET", path: "/health" })).json, { handler: "other" })
+    }
+  })
+}
