@@ -1,6 +1,6 @@
 /**
- * The README's "Mount it in your app" blocks (README-mount.md) compile under `tsc --strict` against the package, with
- * no cast: a host writes its handlers exactly as its framework's own.
+ * The README's "Fastify, Express or Hono: one step" blocks compile under `tsc --strict` against the package, with no
+ * cast: a host writes its handlers exactly as its framework's own.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
@@ -9,9 +9,9 @@ import { fileURLToPath } from "node:url"
 import ts from "typescript"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
-const blocks = [...readFileSync(join(ROOT, "README-mount.md"), "utf8").matchAll(/^```ts\n([\s\S]*?)^```/gm)].map(
-  (match) => match[1]!
-)
+const readme = readFileSync(join(ROOT, "README.md"), "utf8")
+const section = readme.slice(readme.indexOf("### Fastify, Express or Hono"), readme.indexOf("### A complete host"))
+const blocks = [...section.matchAll(/^```ts\n([\s\S]*?)^```/gm)].map((match) => match[1]!)
 
 const config = ts.parseJsonConfigFileContent(
   ts.readConfigFile(join(ROOT, "tsconfig.json"), ts.sys.readFile).config,
@@ -34,7 +34,7 @@ const diagnosticsOf = (code: string, name: string): Array<string> => {
   )
 }
 
-describe("README-mount.md", () => {
+describe("README: Fastify, Express or Hono in one step", () => {
   it("has one block for each framework", () => {
     assert.deepStrictEqual(
       blocks.map((code) => /from "route-registry\/(fastify|express|hono)"/.exec(code)?.[1]),
