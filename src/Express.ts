@@ -1,5 +1,5 @@
 /**
- * The registry in an Express 5 (or 4) app (CONTRACT §13): the routing API and the router over one store and one
+ * The registry in an Express 5 (or 4) app: the routing API and the router over one store and one
  * table, mounted in one step, after the host's own routes and body parsers.
  *
  * @example

@@ -1,5 +1,5 @@
 /**
- * The registry as a Fastify 5 plugin (CONTRACT §13): the routing API and the router over one store and one table,
+ * The registry as a Fastify 5 plugin: the routing API and the router over one store and one table,
  * mounted in one step.
  *
  * @example

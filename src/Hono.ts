@@ -1,5 +1,5 @@
 /**
- * The registry in a Hono 4 app (CONTRACT §13): the routing API and the router over one store and one table, as a
+ * The registry in a Hono 4 app: the routing API and the router over one store and one table, as a
  * Hono app to mount with `app.route`. It runs on `@hono/node-server` and on any fetch host.
  *
  * @example

@@ -1,5 +1,5 @@
 /**
- * The Express integration (CONTRACT §13): two functions for `app.use`, the registry (the routing API, then the stored
+ * The Express integration: two functions for `app.use`, the registry (the routing API, then the stored
  * routes) and, beside it, an error handler, since Express skips every plain middleware once the host's body parser
  * has refused a body and only error middleware still sees the request.
  *

@@ -1,5 +1,5 @@
 /**
- * The Fastify 5 plugin (CONTRACT §13). It registers, in its own encapsulated context:
+ * The Fastify 5 plugin. It registers, in its own encapsulated context:
  * - the routing API on `/v1/routing` and `/v1/routing/*`, in a child context whose only content-type parser leaves
  *   the body unread, so the API reads it itself under its own limits (413, 415, malformed JSON as §3 says), then
  *   answers on the raw response;

@@ -1,5 +1,5 @@
 /**
- * The Hono integration (CONTRACT §13): a Hono app for `app.route(path, …)` serving the routing API on `/v1/routing`
+ * The Hono integration: a Hono app for `app.route(path, …)` serving the routing API on `/v1/routing`
  * and `/v1/routing/*` and the stored routes on `/*`. Hono copies a sub-app's routes into the host's, after the host's
  * own routes registered before it; a request no stored route serves is passed on with `next()` to the host's later
  * routes and its not-found handler.

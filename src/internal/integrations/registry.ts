@@ -1,5 +1,5 @@
 /**
- * What the framework integrations (CONTRACT §13) share: their options, the services one mounted registry owns (a store,
+ * What the framework integrations share: their options, the services one mounted registry owns (a store,
  * the live table over it, the routing API's core over both), the resolution of a route's function names, and the
  * routing API answered over a request view any framework can fill.
  *
@@ -29,7 +29,7 @@ export interface Options<F, M = F> extends RoutingHandler.Options {
   readonly handlers: Readonly<Record<string, F>>
   /** The route middleware, by the names routes give them. */
   readonly middleware?: Readonly<Record<string, M>> | undefined
-  /** Refuse creates and updates naming a function not registered here (CONTRACT §11 catalog checking). */
+  /** Refuse creates and updates naming a function not registered here (catalog checking). */
   readonly catalog?: true | undefined
 }
 
@@ -118,5 +118,5 @@ export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<
     : Promise.reject(invalid)
 }
 
-/** The problem answers of the router (CONTRACT §11), for the integrations to send in their framework's way. */
+/** The problem answers of the router, for the integrations to send in their framework's way. */
 export const answers = Answers
