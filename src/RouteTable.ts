@@ -25,6 +25,7 @@ import { Context, Effect, Layer } from "effect"
 import { dual } from "effect/Function"
 import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
+import type * as History from "./internal/table/history.js"
 import * as LiveTable from "./internal/table/liveTable.js"
 import * as Tree from "./internal/table/routeTree.js"
 import * as TelemetryInternal from "./internal/telemetry.js"
@@ -241,6 +242,19 @@ export const lookup: {
  * @category tags
  */
 export class RouteTable extends Context.Tag("route-registry/RouteTable")<RouteTable, Table<Route.StoredRoute>>() {}
+
+/**
+ * The last changes the process's table took, numbered, which the routing API's change stream
+ * (`GET /v1/routing/changes`) replays from a client's cursor and pushes as they happen. Provided with the table by
+ * `layer` and by a follower's layer.
+ *
+ * @since 0.4.0
+ * @category tags
+ */
+export class ChangeHistory extends Context.Tag("route-registry/RouteTable/ChangeHistory")<
+  ChangeHistory,
+  History.History
+>() {}
 
 /**
  * How current the process's table is, for a readiness check.
