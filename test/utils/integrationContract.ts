@@ -135,6 +135,17 @@ const contract = (integration: Integration, store: Store, mount: string) => {
     assert.strictEqual(response.text, "")
   })
 
+  it("a method Node parses but the framework does not route by default (M-SEARCH, PROPFIND) serves", async () => {
+    const { create, send } = await start()
+    await create(route("M-SEARCH", "/devices", "other"))
+    await create(route("PROPFIND", "/files/*rest", "other"))
+    assert.deepStrictEqual((await send({ method: "M-SEARCH", path: "/devices" })).json, { handler: "other" })
+    assert.deepStrictEqual((await send({ method: "PROPFIND", path: "/files/a/b" })).json, { handler: "other" })
+    const refused = await send({ method: "PROPPATCH", path: "/devices" })
+    assertProblem(refused, "method_not_allowed" satisfies Problem.Code)
+    assert.strictEqual(refused.headers.get("allow"), "M-SEARCH")
+  })
+
   it("created, updated and deleted routes serve, change and stop at once", async () => {
     const { create, send } = await start()
     const { id } = await create(route("GET", "/live", "other"))

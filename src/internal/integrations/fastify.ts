@@ -3,7 +3,7 @@
  * - the routing API on `/v1/routing` and `/v1/routing/*`, in a child context whose only content-type parser leaves
  *   the body unread, so the API reads it itself under its own limits (413, 415, malformed JSON as §3 says), then
  *   answers on the raw response;
- * - the stored routes, as one wildcard route for every method: Fastify's own routes win (a static or parametric
+ * - the stored routes, as one wildcard route for every method Node's parser accepts: Fastify's own routes win (a static or parametric
  *   route beats a wildcard), its content-type parsers read the body, and the table, read on each request, decides
  *   which stored route serves, so a route created, updated or deleted through the API serves at once.
  *
@@ -18,6 +18,7 @@ import type {
   preHandlerHookHandler,
   RouteHandlerMethod
 } from "fastify"
+import { METHODS } from "node:http"
 import * as RouteTable from "../../RouteTable.js"
 import * as Body from "../http/body.js"
 import { COLLECTION } from "../http/exchange.js"
@@ -38,6 +39,14 @@ const send = (reply: FastifyReply, answer: Answer) =>
 const targetOf = (request: FastifyRequest, prefix: string): string => {
   const rest = request.raw.url!.slice(prefix.length)
   return rest.charCodeAt(0) === 47 /* / */ ? rest : "/" + rest
+}
+
+// Fastify routes nine methods unless told of more; a stored route may have any method Node's parser accepts
+// (`M-SEARCH`, `PROPFIND`), so the plugin tells Fastify of those, with a body as any method may have one.
+const addNodeMethods = (fastify: FastifyInstance): void => {
+  for (const method of METHODS) {
+    if (!fastify.supportedMethods.includes(method)) fastify.addHttpMethod(method, { hasBody: true })
+  }
 }
 
 const log = (fastify: FastifyInstance): Registry.Log => (level, message) => fastify.log[level](message)
@@ -66,6 +75,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
   const registry = await Registry.start(options, log(fastify))
   fastify.addHook("onClose", () => registry.dispose())
   const prefix = fastify.prefix
+  addNodeMethods(fastify)
   await fastify.register(api(registry, prefix))
 
   // The chain of the stored route serving each request, found before its body is read.
