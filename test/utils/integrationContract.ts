@@ -146,6 +146,19 @@ const contract = (integration: Integration, store: Store, mount: string) => {
     assert.strictEqual(refused.headers.get("allow"), "M-SEARCH")
   })
 
+  it("a bad path is answered 400, never served or handed on", async () => {
+    const { create, send } = await start()
+    await create(route("GET", "/things/:id", "show"))
+    for (const path of ["/things/%ZZ", "/things/%FF", "/things/a%2"]) {
+      const refused = await send({ method: "GET", path })
+      assert.strictEqual(refused.status, 400, `${path}: ${refused.text}`)
+      // Fastify refuses a bad escape itself (FST_ERR_BAD_URL) before any route is looked up: docs/mounting.md.
+      if (refused.headers.get("content-type") === "application/problem+json") {
+        assertProblem(refused, "malformed_path" satisfies Problem.Code)
+      }
+    }
+  })
+
   it("created, updated and deleted routes serve, change and stop at once", async () => {
     const { create, send } = await start()
     const { id } = await create(route("GET", "/live", "other"))
