@@ -11,6 +11,7 @@
 import { Effect, Either, Schema } from "effect"
 import * as Uuid from "uuid"
 import * as Grammar from "./internal/route/grammar.js"
+import * as Path from "./internal/route/path.js"
 import * as PathPattern from "./internal/route/pathPattern.js"
 import * as Validate from "./internal/route/validate.js"
 
@@ -148,42 +149,42 @@ export const checkMiddlewareList: (names: ReadonlyArray<unknown>) => string | un
  *
  * @since 0.1.0
  */
-export type PathSegment = Grammar.PathSegment
+export type PathSegment = Path.PathSegment
 
 /**
  * A segment of static text and parameters, such as `:file.:ext` or `v:major`.
  *
  * @since 0.4.0
  */
-export type MixedSegment = Grammar.MixedSegment
+export type MixedSegment = Path.MixedSegment
 
 /**
  * A part of a mixed segment: static text or a parameter.
  *
  * @since 0.4.0
  */
-export type MixedPart = Grammar.MixedPart
+export type MixedPart = Path.MixedPart
 
 /**
  * A path pattern that passed every rule.
  *
  * @since 0.1.0
  */
-export type ParsedPath = Grammar.ParsedPath
+export type ParsedPath = Path.ParsedPath
 
 /**
  * A problem in a path pattern: `index` is the 0-based offset in the path where it was found.
  *
  * @since 0.1.0
  */
-export type PathIssue = Grammar.PathIssue
+export type PathIssue = Path.PathIssue
 
 /**
  * Parses a path pattern, returning the parsed pattern or every problem found, each with its position.
  *
  * @since 0.1.0
  */
-export const parsePath: (path: string) => Either.Either<ParsedPath, ReadonlyArray<PathIssue>> = Grammar.parsePath
+export const parsePath: (path: string) => Either.Either<ParsedPath, ReadonlyArray<PathIssue>> = Path.parsePath
 
 /**
  * The shape of a valid path: every parameter and wildcard name removed (`/users/:id` → `/users/:`, `/:file.:ext`
@@ -191,13 +192,13 @@ export const parsePath: (path: string) => Either.Either<ParsedPath, ReadonlyArra
  *
  * @since 0.1.0
  */
-export const shapeOf: (path: RoutePath) => string = Grammar.shapeOf
+export const shapeOf: (path: RoutePath) => string = Path.shapeOf
 
 // ---------------------------------------------------------------------------------------------------------------
 // Schemas
 // ---------------------------------------------------------------------------------------------------------------
 
-const pathMessage = (issues: ReadonlyArray<Grammar.PathIssue>) => issues.map((issue) => issue.message).join("; ")
+const pathMessage = (issues: ReadonlyArray<Path.PathIssue>) => issues.map((issue) => issue.message).join("; ")
 
 /**
  * An HTTP method token: 1–32 uppercase letters with single hyphens between words (`GET`, `M-SEARCH`).
@@ -224,7 +225,7 @@ export type HttpMethod = Grammar.HttpMethod
  * @since 0.1.0
  */
 export const RoutePath = Schema.String.pipe(
-  Schema.filter((s) => Either.match(Grammar.parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
+  Schema.filter((s) => Either.match(Path.parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
     identifier: "RoutePath",
     description: "Path pattern: \"/\" or 1–64 \"/segment\"; a segment is static, a parameter \":name\", static " +
       "text and parameters (\":file.:ext\"), or, as the last one, a wildcard \"*name\" for the rest of the path. " +

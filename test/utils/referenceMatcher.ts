@@ -7,18 +7,18 @@
  * It reads patterns with a minimal parser of its own (no validation: the patterns it is given are valid), which
  * also gives the segments the table's tree is built from while the production parser does not yet read every form.
  */
-import type * as Grammar from "../../src/internal/route/grammar.js"
+import type * as Path from "../../src/internal/route/path.js"
 
 export type PatternSegment =
   | { readonly _tag: "Static"; readonly value: string }
   | { readonly _tag: "Param"; readonly name: string }
-  | { readonly _tag: "Mixed"; readonly parts: ReadonlyArray<Grammar.MixedPart> }
+  | { readonly _tag: "Mixed"; readonly parts: ReadonlyArray<Path.MixedPart> }
   | { readonly _tag: "Wildcard"; readonly name: string }
 
 const NAME = /^[A-Za-z0-9_]+/
 
-const partsOf = (segment: string): Array<Grammar.MixedPart> => {
-  const parts: Array<Grammar.MixedPart> = []
+const partsOf = (segment: string): Array<Path.MixedPart> => {
+  const parts: Array<Path.MixedPart> = []
   let rest = segment
   while (rest.length > 0) {
     if (rest.startsWith(":")) {
@@ -76,8 +76,8 @@ export const namesOf = (path: string): ReadonlyArray<string> =>
   })
 
 /** The segments as the table's tree takes them. */
-export const treeSegments = (path: string): ReadonlyArray<Grammar.PathSegment> =>
-  parsePattern(path).map((segment): Grammar.PathSegment => {
+export const treeSegments = (path: string): ReadonlyArray<Path.PathSegment> =>
+  parsePattern(path).map((segment): Path.PathSegment => {
     if (segment._tag !== "Mixed") return segment
     const shape = segmentShape(segment)
     const params = segment.parts.filter((part) => part._tag === "Param").length
@@ -105,7 +105,7 @@ export const segmentsOf = (path: string): ReadonlyArray<string> => (path === "/"
 
 // The values of a mixed segment's parameters in `text`, trying every split: each parameter the shortest non-empty
 // text after which the rest of the segment still matches, the last taking what remains.
-const splitMixed = (parts: ReadonlyArray<Grammar.MixedPart>, text: string): Array<string> | undefined => {
+const splitMixed = (parts: ReadonlyArray<Path.MixedPart>, text: string): Array<string> | undefined => {
   const from = (i: number, at: number): Array<string> | undefined => {
     if (i === parts.length) return at === text.length ? [] : undefined
     const part = parts[i]!

@@ -6,6 +6,7 @@
  */
 import { Either } from "effect"
 import * as Grammar from "./grammar.js"
+import * as Path from "./path.js"
 
 /**
  * One problem found in an input: where (`path` is `"method"`, `"middleware[1]"`, … and `""` for the whole body)
@@ -65,7 +66,7 @@ const checkField: Record<Field, (value: unknown, issues: Issues) => void> = {
     if (typeof value !== "string") {
       return issues.add("path", `must be a string such as "/users/:id" (got ${describeType(value)})`)
     }
-    const parsed = Grammar.parsePath(value)
+    const parsed = Path.parsePath(value)
     if (Either.isLeft(parsed)) { for (const issue of parsed.left) issues.add("path", issue.message) }
   },
   middleware: (value, issues) => {

@@ -26,7 +26,7 @@
  */
 import { Either } from "effect"
 import type * as Route from "../../Route.js"
-import * as Grammar from "../route/grammar.js"
+import * as Path from "../route/path.js"
 import { byteOrder, childHash, Leaf, leave, methodHash, Node, PARAM_KEY, settle, Tree, WILDCARD_KEY } from "./node.js"
 
 export { examinedNodes, lookup } from "./lookup.js"
@@ -65,7 +65,7 @@ const mixedChildOf = <R extends Route.Route>(node: Node<R>, shape: string): Node
 }
 
 // The child of `node` for `segment`, made when there is none; a new node has no class until the change settles.
-const childOf = <R extends Route.Route>(node: Node<R>, segment: Grammar.PathSegment): Node<R> => {
+const childOf = <R extends Route.Route>(node: Node<R>, segment: Path.PathSegment): Node<R> => {
   if (segment._tag === "Param") return node.param ??= new Node(node, PARAM_KEY)
   if (segment._tag === "Wildcard") return node.wildcard ??= new Node(node, WILDCARD_KEY)
   if (segment._tag === "Mixed") return mixedChildOf(node, segment.shape)
@@ -84,7 +84,7 @@ const childOf = <R extends Route.Route>(node: Node<R>, segment: Grammar.PathSegm
  * which a `Route` rules out.
  */
 export const insert = <R extends Route.Route>(tree: Tree<R>, route: R): void => {
-  const parsed = Grammar.parsePath(route.path)
+  const parsed = Path.parsePath(route.path)
   if (Either.isLeft(parsed)) {
     throw new TypeError(`RouteTable: route ${route.id} has an invalid path: ${parsed.left[0]!.message}`)
   }
@@ -97,7 +97,7 @@ export const insert = <R extends Route.Route>(tree: Tree<R>, route: R): void => 
 export const insertParsed = <R extends Route.Route>(
   tree: Tree<R>,
   route: R,
-  parsed: Pick<Grammar.ParsedPath, "segments" | "params">
+  parsed: Pick<Path.ParsedPath, "segments" | "params">
 ): void => {
   const previous = tree.byId.get(route.id)
   if (previous !== undefined) detach(tree, previous)
