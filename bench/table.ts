@@ -8,8 +8,8 @@
  * - lookups per CPU second over 10,000 and 1,000 routes (CPU time of this thread, so other load on the machine
  *   counts less than with wall time);
  * - the same over 10,000 routes of which a tenth use mixed segments or wildcards (`:id.json`, `:from...:to`,
- *   `*path`), ours against find-my-way alone (rou3 and memoirist do not read those forms as §2 writes them), with
- *   requests that hit those routes too;
+ *   `*path`), ours against find-my-way alone (rou3 and memoirist write wildcards otherwise and were not checked
+ *   against these forms), with requests that hit those routes too;
  * - the cost of one change while the table serves: insert, remove and (ours) update in the 10,000-route table,
  *   p50/p99 of each (routers without an incremental change rebuild), and for ours and find-my-way in the table with
  *   mixed segments and wildcards;
