@@ -1,8 +1,18 @@
 /**
- * The router scenario: a REST-shaped set of stored routes, one request for each, and what every server must answer.
- * The library's Node router serves them from its table; the peer registers the same routes with Fastify at start-up.
- * Both answer with the same trivial JSON handler: the route's handler name and the request's parameters.
+ * The router scenarios: a set of stored routes, one request for each, and what every server must answer. The
+ * library's Node router serves them from its table; the peers register the same routes with their own router at
+ * start-up. All answer with the same trivial JSON handler: the route's handler name and the request's parameters.
+ *
+ * Two sets: `rest`, REST-shaped resources of ten routes each, as many as asked; `github`, the GitHub REST API's
+ * 1,223 routes as GitHub writes them (one mixed segment, `:base...:head`), the 12 written `:enterprise-team` renamed
+ * `:enterprise_team`, as the registry asks (it refuses `enterprise` used twice).
  */
+import { githubRoutes } from "../test/fixtures/githubRoutes.js"
+
+export type RouteSet = "rest" | "github"
+
+/** The set a server process serves: `ROUTE_SET=github`, else `rest`. */
+export const routeSetOf = (name: string | undefined): RouteSet => (name === "github" ? "github" : "rest")
 
 export interface RouterRoute {
   readonly method: string
@@ -31,33 +41,45 @@ const SHAPES: ReadonlyArray<readonly [method: string, path: string, action: stri
   ["GET", "/:id/items/:itemId", "item"]
 ]
 
-/** `count` routes (a multiple of ten): resources `/api/r0` … with the ten shapes each. */
-export const routes = (count: number): ReadonlyArray<RouterRoute> =>
+const restRoutes = (count: number): ReadonlyArray<RouterRoute> =>
   Array.from({ length: count }, (_, i) => {
     const [method, path, action] = SHAPES[i % SHAPES.length]!
     const resource = `r${Math.floor(i / SHAPES.length)}`
     return { method, path: `/api/${resource}${path}`, handler: `${resource}.${action}` }
   })
 
+const GITHUB: ReadonlyArray<RouterRoute> = githubRoutes.map(([method, path], i) => ({
+  method,
+  path: path.replace(":enterprise-team", ":enterprise_team"),
+  handler: `github.${i}`
+}))
+
+/**
+ * The first `count` routes of a set: for `rest` (`count` a multiple of ten), resources `/api/r0` … with the ten shapes
+ * each; for `github`, at most its 1,223.
+ */
+export const routes = (count: number, set: RouteSet = "rest"): ReadonlyArray<RouterRoute> =>
+  set === "github" ? GITHUB.slice(0, count) : restRoutes(count)
+
 /** What the trivial handler answers: the same bytes from every server. */
 export const answer = (handler: string, params: Readonly<Record<string, string>>): string =>
   JSON.stringify({ handler, params })
 
 /** One request per route, with concrete parameter values. */
-export const requests = (count: number): ReadonlyArray<RouterRequest> =>
-  routes(count).map((route, i) => {
+export const requests = (count: number, set: RouteSet = "rest"): ReadonlyArray<RouterRequest> =>
+  routes(count, set).map((route, i) => {
     const params: Record<string, string> = {}
     const path = route.path.replace(/:(\w+)/g, (_, name: string) => (params[name] = `${name}${i}`))
     return { method: route.method, path, body: answer(route.handler, params) }
   })
 
 /** The file wrk's script reads: a request a line, "METHOD path". */
-export const requestLines = (count: number): string =>
-  requests(count).map((request) => `${request.method} ${request.path}`).join("\n") + "\n"
+export const requestLines = (count: number, set: RouteSet = "rest"): string =>
+  requests(count, set).map((request) => `${request.method} ${request.path}`).join("\n") + "\n"
 
 /** Every request answered 200 with its body, and a path no route serves answered 404. */
-export const check = async (name: string, origin: string, count: number): Promise<void> => {
-  for (const request of requests(count)) {
+export const check = async (name: string, origin: string, count: number, set: RouteSet = "rest"): Promise<void> => {
+  for (const request of requests(count, set)) {
     const response = await fetch(origin + request.path, { method: request.method })
     const text = await response.text()
     if (response.status !== 200 || text !== request.body) {
@@ -73,9 +95,14 @@ export const check = async (name: string, origin: string, count: number): Promis
  * Stores the scenario's `count` routes through a server's own routing API, one create at a time as a client would;
  * yields their ids. `token` must have `routes:write`.
  */
-export const storeThroughApi = async (origin: string, token: string, count: number): Promise<Array<string>> => {
+export const storeThroughApi = async (
+  origin: string,
+  token: string,
+  count: number,
+  set: RouteSet = "rest"
+): Promise<Array<string>> => {
   const ids: Array<string> = []
-  for (const route of routes(count)) {
+  for (const route of routes(count, set)) {
     const created = await fetch(`${origin}/v1/routing`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },

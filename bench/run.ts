@@ -1,7 +1,8 @@
 /**
  * The benchmark: `node --import tsx bench/run.ts [--quick] [--rounds N] [--duration SECONDS] [--only IDS]`, where IDS
- * is a comma-separated list of parts to run (get, mix, post, pg-get, pg-mix, pg-post, router; memory, the heap per
- * stored route; table, the route table against radix routers by bench/table.ts); all of them without `--only`. IDS
+ * is a comma-separated list of parts to run (get, mix, post, pg-get, pg-mix, pg-post, router, which also runs
+ * router-github; memory, the heap per stored route; table, the route table against radix routers by bench/table.ts);
+ * all of them without `--only`. IDS
  * may also name servers (lean-node, fastify-plain, ours-node, npm-start, …): each scenario then runs only those and
  * its reference, and with no part named, every scenario that has one of them runs. npm-start is the example host run
  * with the command line of package.json's `start` script (the compiled library), seeded through its API.
@@ -77,8 +78,12 @@ interface ServerSpec {
   readonly npmStart?: boolean
   /** More environment for the server's process (which framework a file of several serves). */
   readonly env?: Readonly<Record<string, string>>
+  /** For a router server: the set of routes it serves (bench/router.ts), passed as `ROUTE_SET`; default `rest`. */
+  readonly routeSet?: Router.RouteSet
 }
 
+// The GitHub REST API's routes, all of them (bench/router.ts).
+const GITHUB = Router.routes(Infinity, "github").length
 const scaleName = `ours-node@${config.scaleSeed.toLocaleString("en-US")}`
 const servers: ReadonlyArray<ServerSpec> = [
   { name: "ours-node", file: "bench/ours/node-listener.ts", seed: config.seed, library: true },
@@ -111,13 +116,37 @@ const servers: ReadonlyArray<ServerSpec> = [
     seed: config.seed,
     router: true,
     env: { FRAMEWORK: framework }
-  }))
+  })),
+  {
+    name: "ours-router-github",
+    file: "bench/ours/router.ts",
+    seed: GITHUB,
+    router: true,
+    library: true,
+    routeSet: "github"
+  },
+  {
+    name: "find-my-way-github",
+    file: "bench/peers/find-my-way-router.ts",
+    seed: GITHUB,
+    router: true,
+    routeSet: "github"
+  },
+  {
+    name: "fastify-router-github",
+    file: "bench/peers/fastify-router.ts",
+    seed: GITHUB,
+    router: true,
+    routeSet: "github"
+  }
 ]
 
 type Mode = "get" | "post" | "mix" | "router"
 
 interface Scenario {
   readonly id: string
+  /** The part of `--only` that runs it, when not its id. */
+  readonly part?: string
   readonly title: string
   readonly mode: Mode
   readonly servers: ReadonlyArray<string>
@@ -184,6 +213,14 @@ const allScenarios: ReadonlyArray<Scenario> = [
       "hono-integration"
     ],
     reference: "fastify-router"
+  },
+  {
+    id: "router-github",
+    part: "router",
+    title: `router: the GitHub REST API's ${GITHUB.toLocaleString("en-US")} routes (memory)`,
+    mode: "router",
+    servers: ["ours-router-github", "find-my-way-github", "fastify-router-github"],
+    reference: "find-my-way-github"
   }
 ]
 const only = argv.includes("--only") ? argv[argv.indexOf("--only") + 1]?.split(",") ?? [] : undefined
@@ -192,7 +229,7 @@ const onlyServers = only?.filter((id) => serverNames.has(id)) ?? []
 const onlyParts = only?.filter((id) => !serverNames.has(id))
 const scenarios = allScenarios
   .filter((scenario) =>
-    onlyParts === undefined || onlyParts.includes(scenario.id) ||
+    onlyParts === undefined || onlyParts.includes(scenario.id) || onlyParts.includes(scenario.part ?? scenario.id) ||
     (onlyParts.length === 0 && scenario.servers.some((name) => onlyServers.includes(name)))
   )
   .map((scenario) =>
@@ -226,7 +263,8 @@ const targets: ReadonlyArray<Target> = [
   { scenario: "pg-post", server: "ours-node-pg", reference: "fastify-pg", min: 0.9 },
   { scenario: "router", server: "ours-router", reference: "fastify-router", min: 0.9 },
   { scenario: "router", server: "fastify-integration", reference: "fastify-router", min: 0.9 },
-  { scenario: "router", server: "express-integration", reference: "express-router", min: 1.0 }
+  { scenario: "router", server: "express-integration", reference: "express-router", min: 1.0 },
+  { scenario: "router-github", server: "ours-router-github", reference: "find-my-way-github", min: 0.95 }
 ]
 const MEMORY_TARGET = 1.5
 
@@ -280,8 +318,8 @@ interface Running {
 
 // Made by main, removed by cleanUp: nothing is written when this module is only imported.
 const work = join(tmpdir(), `route-registry-bench-${process.pid}`)
-// The router scenario's requests, a line each, for wrk's script.
-const routerRequests = join(work, "router.requests")
+// The router scenarios' requests, a line each, for wrk's script: a file per set of routes.
+const routerRequests = (set: Router.RouteSet) => join(work, `router-${set}.requests`)
 const running: Array<Running> = []
 const tables: Array<string> = []
 
@@ -341,7 +379,7 @@ const startServer = (spec: ServerSpec): Promise<Running> => {
     })
     : spawn(process.execPath, ["--max-old-space-size=4096", "--import", "tsx", spec.file], {
       cwd: ROOT,
-      env: { ...env, ...COMPILED, ...spec.env },
+      env: { ...env, ...COMPILED, ...spec.env, ...(spec.routeSet === undefined ? {} : { ROUTE_SET: spec.routeSet }) },
       stdio: ["ignore", "pipe", "pipe"]
     })
   let output = ""
@@ -395,7 +433,9 @@ const stopAll = async () => {
  * request of the scenario answered as `bench/router.ts` says.
  */
 const check = async (server: Running) => {
-  if (server.spec.router === true) return Router.check(server.spec.name, server.origin, server.spec.seed)
+  if (server.spec.router === true) {
+    return Router.check(server.spec.name, server.origin, server.spec.seed, server.spec.routeSet)
+  }
   const auth = { authorization: `Bearer ${ADMIN_TOKEN}` }
   const created = await fetch(`${server.origin}/v1/routing`, {
     method: "POST",
@@ -454,7 +494,7 @@ const load = (server: Running, mode: Mode, seconds: number): Promise<Measurement
     server.origin,
     "--",
     mode,
-    mode === "post" ? "-" : mode === "router" ? routerRequests : server.idsFile,
+    mode === "post" ? "-" : mode === "router" ? routerRequests(server.spec.routeSet ?? "rest") : server.idsFile,
     ADMIN_TOKEN,
     prefix
   ]
@@ -654,7 +694,8 @@ const main = async () => {
   if (DATABASE_URL === undefined) notes.push("Postgres scenarios skipped: DATABASE_URL is not set")
   for (const note of notes) console.log(note)
 
-  writeFileSync(routerRequests, Router.requestLines(config.seed))
+  writeFileSync(routerRequests("rest"), Router.requestLines(config.seed))
+  writeFileSync(routerRequests("github"), Router.requestLines(GITHUB, "github"))
   const needed = new Set(scenarios.flatMap((scenario) => scenario.servers))
   const specs = servers.filter((spec) => needed.has(spec.name))
   console.log(

@@ -213,12 +213,17 @@ export const size = <R extends Route.Route>(self: Table<R>): number => self.tree
  * - the path is the target up to its first `?`, normalised as RFC 3986 §6.2.2 says and no further (hex digits of
  *   escapes in uppercase, escapes of letters, digits and `- . _ ~` decoded; no dot segments removed, no case
  *   folded, no `//` merged, no trailing slash stripped); a `%` not followed by two hex digits is a `BadPath`;
- * - segments are compared one by one and their numbers must be equal; a static segment matches the same bytes, a
- *   parameter any non-empty segment; `/` matches only `/`;
+ * - segments are compared one by one and, without a wildcard, their numbers must be equal; a static segment matches
+ *   the same bytes, a parameter any non-empty segment, a wildcard one or more remaining segments, each non-empty;
+ *   `/` matches only `/`;
+ * - a mixed segment (`:file.:ext`) matches a segment that splits as it says, its parameters taken left to right,
+ *   each the shortest non-empty text after which the rest still matches (`archive.tar.gz`: `archive`, `tar.gz`);
  * - methods compare exactly, and a `HEAD` request is served by a `HEAD` route for its path, else by the `GET` route;
- * - of the routes that match, the most specific serves: at the first segment where two patterns differ, the static
- *   segment wins;
- * - parameter values are percent-decoded as UTF-8; one that is not UTF-8 is a `BadPath`.
+ * - of the routes that match, the most specific serves: at the first segment where two patterns differ, static beats
+ *   mixed beats parameter beats wildcard; of two mixed segments, the one with more static characters, then the
+ *   shape first in byte order;
+ * - parameter values are percent-decoded as UTF-8 (a wildcard's: each segment, joined with `/`); one that is not
+ *   UTF-8 is a `BadPath`.
  *
  * A target of another form (`*`, `host:port`) has no path: `NotFound`.
  *

@@ -17,6 +17,7 @@ import * as FastifyPg from "../bench/peers/fastify-pg.js"
 import * as FastifyPlain from "../bench/peers/fastify-plain.js"
 import * as FastifyRouter from "../bench/peers/fastify-router.js"
 import * as Fastify from "../bench/peers/fastify.js"
+import * as FindMyWayRouter from "../bench/peers/find-my-way-router.js"
 import * as Hono from "../bench/peers/hono.js"
 import * as LeanNode from "../bench/peers/lean-node.js"
 import * as NativeRouters from "../bench/peers/native-routers.js"
@@ -115,6 +116,7 @@ describe("the router scenario's servers answer alike", () => {
     const [name, start] of [
       ["ours: NodeRouter", OursRouter.start],
       ["Fastify", FastifyRouter.start],
+      ["node:http + find-my-way", FindMyWayRouter.start],
       ["ours: Fastify integration", OursIntegrations.fastify],
       ["Express", NativeRouters.expressApp],
       ["ours: Express integration", OursIntegrations.expressApp],
@@ -126,6 +128,23 @@ describe("the router scenario's servers answer alike", () => {
       const server = await start({ tokens, seed: 1000 })
       onTestFinished(() => server.close())
       await RouterScenario.check(name, `http://127.0.0.1:${server.port}`, 1000)
+    })
+  }
+})
+
+describe("the GitHub router scenario's servers answer alike", () => {
+  const count = RouterScenario.routes(Infinity, "github").length
+  for (
+    const [name, start] of [
+      ["ours: NodeRouter", OursRouter.start],
+      ["node:http + find-my-way", FindMyWayRouter.start],
+      ["Fastify", FastifyRouter.start]
+    ] as const
+  ) {
+    it(name, async () => {
+      const server = await start({ tokens, seed: count, routeSet: "github" })
+      onTestFinished(() => server.close())
+      await RouterScenario.check(name, `http://127.0.0.1:${server.port}`, count, "github")
     })
   }
 })

@@ -22,14 +22,16 @@ const authenticator = (options: Options) =>
 
 /** A function for each handler name of the scenario's routes, as the native peers register one for each route. */
 const handlers = <F>(options: Options, make: (name: string) => F): Record<string, F> =>
-  Object.fromEntries(Scenario.routes(options.seed ?? 0).map((route) => [route.handler, make(route.handler)]))
+  Object.fromEntries(
+    Scenario.routes(options.seed ?? 0, options.routeSet).map((route) => [route.handler, make(route.handler)])
+  )
 
 /** Once listening on `port`, stores the scenario's routes through the app's own API. */
 const storing = async (options: Options, port: number, close: () => Promise<void>): Promise<Started> => {
   const token = options.tokens.find((token) => token.scopes.includes("routes:write"))?.token
   if (token === undefined) throw new Error("the routes are stored through the API: give an admin token")
   const origin = `http://${options.host ?? "127.0.0.1"}:${port}`
-  return { port, seeded: await Scenario.storeThroughApi(origin, token, options.seed ?? 0), close }
+  return { port, seeded: await Scenario.storeThroughApi(origin, token, options.seed ?? 0, options.routeSet), close }
 }
 
 export const fastify = async (options: Options): Promise<Started> => {

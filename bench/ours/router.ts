@@ -22,10 +22,10 @@ const handler: NodeRouter.RouteFunction = (req, res) => {
   res.end(body)
 }
 
-const seed = (count: number) =>
+const seed = (routes: ReadonlyArray<Scenario.RouterRoute>) =>
   Effect.flatMap(RouteRepository.RouteRepository, (repository) =>
     Effect.forEach(
-      Scenario.routes(count),
+      routes,
       (route) =>
         Effect.map(repository.create(Schema.decodeUnknownSync(Route.CreateRoute)(route)), (stored) => stored.id)
     )).pipe(Effect.orDie)
@@ -33,11 +33,11 @@ const seed = (count: number) =>
 export const start = (options: Options): Promise<Started> => {
   const runtime = ManagedRuntime.make(RouteTable.layer.pipe(Layer.provideMerge(Services.layer(options))))
   return Services.started(runtime, async () => {
-    const routes = Scenario.routes(options.seed ?? 0)
+    const routes = Scenario.routes(options.seed ?? 0, options.routeSet)
     const functions: NodeRouter.Functions = {
       handlers: Object.fromEntries(routes.map((route) => [route.handler, handler]))
     }
-    const seeded = await runtime.runPromise(seed(routes.length))
+    const seeded = await runtime.runPromise(seed(routes))
     const [api, router] = await runtime.runPromise(
       Effect.all([Effect.orDie(NodeListener.make(Services.routing(options))), NodeRouter.make(functions)])
     )

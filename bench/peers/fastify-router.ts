@@ -22,7 +22,7 @@ const schema = {
 
 export const start = async (options: Options): Promise<Started> => {
   const fastify = Fastify()
-  const routes = Scenario.routes(options.seed ?? 0)
+  const routes = Scenario.routes(options.seed ?? 0, options.routeSet)
   for (const route of routes) {
     const handler = route.handler
     fastify.route({

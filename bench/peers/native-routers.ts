@@ -11,7 +11,7 @@ import type { Options, Started } from "./shared.js"
 import { closeServer, listen, runMain } from "./shared.js"
 
 const serving = async (server: Http.Server, options: Options): Promise<Started> => {
-  const routes = Scenario.routes(options.seed ?? 0)
+  const routes = Scenario.routes(options.seed ?? 0, options.routeSet)
   return {
     port: await listen(server, options),
     // It stores no routes through an API: the route table is the framework's own.
@@ -22,7 +22,7 @@ const serving = async (server: Http.Server, options: Options): Promise<Started> 
 
 export const expressApp = (options: Options): Promise<Started> => {
   const app = express()
-  for (const route of Scenario.routes(options.seed ?? 0)) {
+  for (const route of Scenario.routes(options.seed ?? 0, options.routeSet)) {
     const name = route.handler
     app[route.method.toLowerCase() as "get"](route.path, (req, res) => {
       res.type("application/json").send(Scenario.answer(name, req.params as Record<string, string>))
@@ -33,7 +33,7 @@ export const expressApp = (options: Options): Promise<Started> => {
 
 export const hono = (options: Options): Promise<Started> => {
   const app = new Hono()
-  for (const route of Scenario.routes(options.seed ?? 0)) {
+  for (const route of Scenario.routes(options.seed ?? 0, options.routeSet)) {
     const name = route.handler
     app.on(
       route.method,

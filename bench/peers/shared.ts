@@ -14,6 +14,7 @@ import type { Scope } from "route-registry/Authenticator"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RoutingHandler from "route-registry/RoutingHandler"
+import { type RouteSet, routeSetOf } from "../router.js"
 
 export interface Token {
   readonly token: string
@@ -37,6 +38,8 @@ export interface Options {
   readonly bodyTimeoutMillis?: number | undefined
   /** Routes to store before listening, through the same store code a create uses (see `seedInput`). */
   readonly seed?: number | undefined
+  /** For the router scenarios' servers: which set of routes they serve (bench/router.ts); default `rest`. */
+  readonly routeSet?: RouteSet | undefined
   /** Servers that can use Postgres do when this is given; the others ignore it. */
   readonly database?: Database | undefined
 }
@@ -374,6 +377,7 @@ export const runMain = (url: string, start: (options: Options) => Promise<Starte
       tokens,
       maxBodyBytes: env.MAX_BODY_BYTES === undefined ? undefined : Number(env.MAX_BODY_BYTES),
       seed: Number(env.SEED ?? 0),
+      routeSet: routeSetOf(env.ROUTE_SET),
       database
     })
     if (env.SEED_IDS !== undefined) {
