@@ -10,12 +10,10 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Adversarial from "../bench/adversarial.js"
 import * as RouteTree from "../src/internal/table/routeTree.js"
-import * as Reference from "./utils/referenceMatcher.js"
 
 let clock = Date.UTC(2026, 10, 23)
 
-// `checked`: whether the schema checks the path (see `looseTableOf`).
-const route = (method: string, path: string, checked = true): Route.Route =>
+const route = (method: string, path: string): Route.Route =>
   new Route.Route({
     id: Route.makeRouteId(clock++),
     method: method as Route.HttpMethod,
@@ -23,7 +21,7 @@ const route = (method: string, path: string, checked = true): Route.Route =>
     middleware: [],
     handler: "h" as Route.HandlerName,
     createdAt: new Date(clock)
-  }, { disableValidation: !checked })
+  })
 
 // "METHOD /path" for each route.
 const tableOf = (...specs: ReadonlyArray<string>) =>
@@ -32,18 +30,12 @@ const tableOf = (...specs: ReadonlyArray<string>) =>
     return route(method, path)
   }))
 
-// The same for paths of every form of the grammar: the routes are made without the schema's check of their path
-// and put into the tree with the reference matcher's reading of it, as the production parser does not yet read
-// mixed segments and wildcards.
+// The same for paths of every form of the grammar (mixed segments, wildcards), each read by the production parser.
 const looseTableOf = (...specs: ReadonlyArray<string>) => {
   const table = RouteTable.empty()
   for (const spec of specs) {
     const [method, path] = spec.split(" ") as [string, string]
-    const loose = route(method, path, false)
-    RouteTree.insertParsed(table.tree, loose, {
-      segments: Reference.treeSegments(path),
-      params: Reference.namesOf(path)
-    })
+    RouteTable.insert(table, route(method, path))
   }
   return table
 }

@@ -4,8 +4,8 @@
  * by trying every split (each parameter the shortest text after which the rest of the segment still matches), and
  * the matching routes are ranked segment by segment. Slow on purpose: it is what the table is checked against.
  *
- * It reads patterns with a minimal parser of its own (no validation: the patterns it is given are valid), which
- * also gives the segments the table's tree is built from while the production parser does not yet read every form.
+ * It reads patterns with a minimal parser of its own (no validation: the patterns it is given are valid), so it
+ * shares no code with the table it checks.
  */
 import type * as Path from "../../src/internal/route/path.js"
 
@@ -73,15 +73,6 @@ export const namesOf = (path: string): ReadonlyArray<string> =>
       case "Mixed":
         return segment.parts.flatMap((part) => (part._tag === "Param" ? [part.name] : []))
     }
-  })
-
-/** The segments as the table's tree takes them. */
-export const treeSegments = (path: string): ReadonlyArray<Path.PathSegment> =>
-  parsePattern(path).map((segment): Path.PathSegment => {
-    if (segment._tag !== "Mixed") return segment
-    const shape = segmentShape(segment)
-    const params = segment.parts.filter((part) => part._tag === "Param").length
-    return { _tag: "Mixed", parts: segment.parts, shape, staticLength: shape.length - params }
   })
 
 // ---------------------------------------------------------------------------------------------------------------
