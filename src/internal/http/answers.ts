@@ -106,6 +106,17 @@ export const ROUTE_METHODS = "GET, PATCH, DELETE"
 export const methodNotAllowed = (method: string, path: string, allow: string) =>
   problem("method_not_allowed", `${method} is not served on ${path}: use ${allow}.`, { allow })
 
+/** What a follower's routing API serves on every path (`RouteRepository.readOnly`). */
+export const READ_ONLY_METHODS = "GET"
+
+/** A write sent to a follower, whose routes come from the registry it follows. */
+export const READ_ONLY = problem(
+  "method_not_allowed",
+  "This process follows another registry and serves its routes read-only: send creates, updates and deletes to " +
+    "the registry it follows.",
+  { allow: READ_ONLY_METHODS }
+)
+
 export const NOT_FOUND = problem(
   "not_found",
   `Nothing is served at this path: the routing API lives under ${COLLECTION}.`

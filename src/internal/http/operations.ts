@@ -82,6 +82,7 @@ type ServiceError =
   | RouteRepository.IdempotencyKeyInUse
   | RouteRepository.TooManyIdempotencyKeys
   | RouteRepository.TooManyMethods
+  | RouteRepository.ReadOnlyStore
 
 // The answer to a declared error of a service; `undefined` for anything else, which is answered as a defect.
 const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Effect.Effect<Response> | undefined => {
@@ -108,6 +109,9 @@ const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Ef
       return Exit.succeed(Idempotency.keyInUse((error as RouteRepository.IdempotencyKeyInUse).key))
     case "TooManyIdempotencyKeys":
       return Exit.succeed(Answers.tooManyIdempotencyKeys(error as RouteRepository.TooManyIdempotencyKeys))
+    // A read-only store the dispatch did not know of (a wrapper that dropped `readOnly`): the same 405.
+    case "ReadOnlyStore":
+      return Exit.succeed(Answers.READ_ONLY)
     case "TooManyMethods": {
       const refused = error as RouteRepository.TooManyMethods
       return Exit.succeed(Answers.tooManyMethods(refused.method, refused.limit))
@@ -362,10 +366,15 @@ const notAllowed = (core: Core, request: Request, route: string, allow: string):
     () => Exit.succeed(Answers.methodNotAllowed(request.method, request.path, allow))
   )
 
-// The path first (outside the collection is the host's), then the method (405).
+// A follower's store serves reads only: every other method is answered as one its paths do not serve.
+const readOnly = (core: Core, request: Request, route: string): Effect.Effect<Response> =>
+  served(core, request, route, "method_not_allowed", () => Exit.succeed(Answers.READ_ONLY))
+
+// The path first (outside the collection is the host's), then the method (405), on a follower's read-only store too.
 const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
   const path = request.path
   if (path === COLLECTION) {
+    if (request.method !== "GET" && core.repository.readOnly === true) return readOnly(core, request, COLLECTION)
     switch (request.method) {
       case "GET":
         return served(core, request, COLLECTION, "list", () => list(core, request))
@@ -376,6 +385,7 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
   }
   if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
     const id = path.slice(ITEM_PREFIX.length)
+    if (request.method !== "GET" && core.repository.readOnly === true) return readOnly(core, request, ITEM_ROUTE)
     switch (request.method) {
       case "GET":
         return served(core, request, ITEM_ROUTE, "get", () => get(core, request, id))

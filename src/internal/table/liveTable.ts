@@ -16,7 +16,7 @@ type Store = Context.Tag.Service<RouteRepository.RouteRepository>
 
 /** How current a live table is, for a readiness check: `RouteTable.Status` documents each field. */
 export interface Status {
-  readonly following: "local" | "notifications" | "polling"
+  readonly following: "local" | "notifications" | "polling" | "stream"
   readonly reachable: boolean
   readonly confirmedAt: Date
   readonly stalenessMillis: number
