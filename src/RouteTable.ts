@@ -21,14 +21,16 @@
  *
  * @since 0.2.0
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Either, Layer } from "effect"
 import { dual } from "effect/Function"
 import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
-import type * as History from "./internal/table/history.js"
+import * as Options from "./internal/options.js"
+import * as History from "./internal/table/history.js"
 import * as LiveTable from "./internal/table/liveTable.js"
 import * as Tree from "./internal/table/routeTree.js"
 import * as TelemetryInternal from "./internal/telemetry.js"
+import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 import * as Telemetry from "./Telemetry.js"
@@ -293,6 +295,63 @@ export class TableStatus extends Context.Tag("route-registry/RouteTable/TableSta
 export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(TableStatus, (service) => service.get)
 
 /**
+ * The options of `layerWith`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface LayerOptions {
+  /**
+   * How many of the table's last changes the process keeps for the change stream (`GET /v1/routing/changes`) to
+   * resume a client from: one that fell further behind (or comes from another process, or from before a restart) is
+   * sent a `reset` and the whole table again. A whole number from 1; default `DEFAULT_HISTORY_CAPACITY`. Each change
+   * kept holds the route and its JSON, a few hundred bytes for an ordinary route.
+   */
+  readonly historyCapacity?: number | undefined
+}
+
+/**
+ * The number of changes `layer` keeps for the change stream: 10,000.
+ *
+ * @since 0.4.0
+ */
+export const DEFAULT_HISTORY_CAPACITY: number = History.DEFAULT_CAPACITY
+
+const historyCapacity = (options: LayerOptions): Either.Either<number, InvalidOption> => {
+  const capacity = options.historyCapacity ?? History.DEFAULT_CAPACITY
+  const invalid = Options.positiveInteger("historyCapacity", capacity, "changes")
+  return invalid === undefined ? Either.right(capacity) : Either.left(invalid)
+}
+
+const live = (capacity: number) =>
+  Effect.gen(function*() {
+    const table = empty<Route.StoredRoute>()
+    const history = History.make(capacity)
+    const telemetry = yield* Telemetry.Telemetry
+    const live = yield* LiveTable.make(
+      yield* RouteRepository.RouteRepository,
+      table.tree,
+      history,
+      telemetry === undefined ? undefined : TelemetryInternal.arrived
+    )
+    if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
+    if (telemetry !== undefined) {
+      yield* Effect.forkScoped(
+        TelemetryInternal.sampleTable(
+          telemetry.tableSampleInterval,
+          () => size(table),
+          () => live.status().stalenessMillis
+        )
+      )
+    }
+    return Context.make(RouteTable, table).pipe(
+      Context.add(RouteRepository.RouteRepository, live.store),
+      Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status }),
+      Context.add(ChangeHistory, history)
+    )
+  })
+
+/**
  * The live table over the `RouteRepository` in context. Building the layer loads every stored route (a process
  * routes only once its table is loaded); it then provides the table and the same store, through which every change
  * is in the table before it is acknowledged, so a route created through the API serves at once and stops when it is
@@ -303,33 +362,38 @@ export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(
  * without notifications), none is lost or applied out of order, and `TableStatus` says how current the table is.
  * With `Telemetry.layer` in context, it also keeps the table's gauges and records the lag of what it follows.
  *
+ * It also provides `ChangeHistory`, the table's last `DEFAULT_HISTORY_CAPACITY` changes, from which the routing API
+ * serves its change stream (`GET /v1/routing/changes`); `layerWith` sets how many are kept.
+ *
  * @since 0.2.0
  * @category layers
  */
 export const layer: Layer.Layer<
-  RouteTable | RouteRepository.RouteRepository | TableStatus,
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
   RouteRepository.StoreUnavailable,
   RouteRepository.RouteRepository
-> = Layer.scopedContext(Effect.gen(function*() {
-  const table = empty<Route.StoredRoute>()
-  const telemetry = yield* Telemetry.Telemetry
-  const live = yield* LiveTable.make(
-    yield* RouteRepository.RouteRepository,
-    table.tree,
-    telemetry === undefined ? undefined : TelemetryInternal.arrived
-  )
-  if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
-  if (telemetry !== undefined) {
-    yield* Effect.forkScoped(
-      TelemetryInternal.sampleTable(
-        telemetry.tableSampleInterval,
-        () => size(table),
-        () => live.status().stalenessMillis
-      )
-    )
-  }
-  return Context.make(RouteTable, table).pipe(
-    Context.add(RouteRepository.RouteRepository, live.store),
-    Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status })
-  )
-}))
+> = Layer.scopedContext(live(History.DEFAULT_CAPACITY))
+
+/**
+ * `layer` with options; fails with `InvalidOption` naming `historyCapacity` when it is not a whole number from 1.
+ *
+ * @example
+ * ```ts
+ * import * as RouteTable from "route-registry/RouteTable"
+ *
+ * // Followers up to 100,000 changes behind resume instead of loading the whole table again.
+ * const table = RouteTable.layerWith({ historyCapacity: 100_000 })
+ * ```
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layerWith = (options: LayerOptions): Layer.Layer<
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  RouteRepository.StoreUnavailable | InvalidOption,
+  RouteRepository.RouteRepository
+> =>
+  Either.match(historyCapacity(options), {
+    onLeft: Layer.fail,
+    onRight: (capacity) => Layer.scopedContext(live(capacity))
+  })
