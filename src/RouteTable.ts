@@ -27,7 +27,7 @@ import { dual } from "effect/Function"
 import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Follower from "./internal/follow/follower.js"
-import * as Options_ from "./internal/options.js"
+import * as Options from "./internal/options.js"
 import * as History from "./internal/table/history.js"
 import * as LiveTable from "./internal/table/liveTable.js"
 import * as Tree from "./internal/table/routeTree.js"
@@ -297,6 +297,63 @@ export class TableStatus extends Context.Tag("route-registry/RouteTable/TableSta
 export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(TableStatus, (service) => service.get)
 
 /**
+ * The options of `layerWith`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface LayerOptions {
+  /**
+   * How many of the table's last changes the process keeps for the change stream (`GET /v1/routing/changes`) to
+   * resume a client from: one that fell further behind (or comes from another process, or from before a restart) is
+   * sent a `reset` and the whole table again. A whole number from 1; default `DEFAULT_HISTORY_CAPACITY`. Each change
+   * kept holds the route and its JSON, a few hundred bytes for an ordinary route.
+   */
+  readonly historyCapacity?: number | undefined
+}
+
+/**
+ * The number of changes `layer` keeps for the change stream: 10,000.
+ *
+ * @since 0.4.0
+ */
+export const DEFAULT_HISTORY_CAPACITY: number = History.DEFAULT_CAPACITY
+
+const historyCapacity = (options: LayerOptions): Either.Either<number, InvalidOption> => {
+  const capacity = options.historyCapacity ?? History.DEFAULT_CAPACITY
+  const invalid = Options.positiveInteger("historyCapacity", capacity, "changes")
+  return invalid === undefined ? Either.right(capacity) : Either.left(invalid)
+}
+
+const live = (capacity: number) =>
+  Effect.gen(function*() {
+    const table = empty<Route.StoredRoute>()
+    const history = History.make(capacity)
+    const telemetry = yield* Telemetry.Telemetry
+    const live = yield* LiveTable.make(
+      yield* RouteRepository.RouteRepository,
+      table.tree,
+      history,
+      telemetry === undefined ? undefined : TelemetryInternal.arrived
+    )
+    if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
+    if (telemetry !== undefined) {
+      yield* Effect.forkScoped(
+        TelemetryInternal.sampleTable(
+          telemetry.tableSampleInterval,
+          () => size(table),
+          () => live.status().stalenessMillis
+        )
+      )
+    }
+    return Context.make(RouteTable, table).pipe(
+      Context.add(RouteRepository.RouteRepository, live.store),
+      Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status }),
+      Context.add(ChangeHistory, history)
+    )
+  })
+
+/**
  * The live table over the `RouteRepository` in context. Building the layer loads every stored route (a process
  * routes only once its table is loaded); it then provides the table and the same store, through which every change
  * is in the table before it is acknowledged, so a route created through the API serves at once and stops when it is
@@ -307,36 +364,41 @@ export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(
  * without notifications), none is lost or applied out of order, and `TableStatus` says how current the table is.
  * With `Telemetry.layer` in context, it also keeps the table's gauges and records the lag of what it follows.
  *
+ * It also provides `ChangeHistory`, the table's last `DEFAULT_HISTORY_CAPACITY` changes, from which the routing API
+ * serves its change stream (`GET /v1/routing/changes`); `layerWith` sets how many are kept.
+ *
  * @since 0.2.0
  * @category layers
  */
 export const layer: Layer.Layer<
-  RouteTable | RouteRepository.RouteRepository | TableStatus,
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
   RouteRepository.StoreUnavailable,
   RouteRepository.RouteRepository
-> = Layer.scopedContext(Effect.gen(function*() {
-  const table = empty<Route.StoredRoute>()
-  const telemetry = yield* Telemetry.Telemetry
-  const live = yield* LiveTable.make(
-    yield* RouteRepository.RouteRepository,
-    table.tree,
-    telemetry === undefined ? undefined : TelemetryInternal.arrived
-  )
-  if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
-  if (telemetry !== undefined) {
-    yield* Effect.forkScoped(
-      TelemetryInternal.sampleTable(
-        telemetry.tableSampleInterval,
-        () => size(table),
-        () => live.status().stalenessMillis
-      )
-    )
-  }
-  return Context.make(RouteTable, table).pipe(
-    Context.add(RouteRepository.RouteRepository, live.store),
-    Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status })
-  )
-}))
+> = Layer.scopedContext(live(History.DEFAULT_CAPACITY))
+
+/**
+ * `layer` with options; fails with `InvalidOption` naming `historyCapacity` when it is not a whole number from 1.
+ *
+ * @example
+ * ```ts
+ * import * as RouteTable from "route-registry/RouteTable"
+ *
+ * // Followers up to 100,000 changes behind resume instead of loading the whole table again.
+ * const table = RouteTable.layerWith({ historyCapacity: 100_000 })
+ * ```
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layerWith = (options: LayerOptions): Layer.Layer<
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  RouteRepository.StoreUnavailable | InvalidOption,
+  RouteRepository.RouteRepository
+> =>
+  Either.match(historyCapacity(options), {
+    onLeft: Layer.fail,
+    onRight: (capacity) => Layer.scopedContext(live(capacity))
+  })
 
 /**
  * The registry a follower (`layerFollow`) could not follow: it refused the token (401, 403) or the URL (404, 400)
@@ -393,8 +455,9 @@ export interface FollowOptions {
   /** An event larger than this is a protocol error: the stream is dropped and resumed. Default 1 MiB. */
   readonly maxEventBytes?: number | undefined
   /**
-   * How many of its last changes the follower keeps for its own followers to resume from (a relay); one that was
-   * away longer is sent every route again. Default 10,000.
+   * How many of its last changes the follower keeps for its own followers to resume from (a relay), as
+   * `LayerOptions.historyCapacity`; one that was away longer is sent every route again. Default
+   * `DEFAULT_HISTORY_CAPACITY`.
    */
   readonly historyCapacity?: number | undefined
 }
@@ -410,8 +473,7 @@ export const FOLLOW_DEFAULTS = {
   retryInitial: Duration.millis(100),
   retryMax: Duration.seconds(30),
   idleTimeout: Duration.seconds(35),
-  maxEventBytes: 1024 * 1024,
-  historyCapacity: History.DEFAULT_CAPACITY
+  maxEventBytes: 1024 * 1024
 } as const
 
 interface FollowSettings extends Follower.Settings {
@@ -429,7 +491,7 @@ const millis = (
 ): Either.Either<number, InvalidOption> => {
   const decoded = Duration.decodeUnknown(input)
   const value = decoded._tag === "Some" ? Math.round(Duration.toMillis(decoded.value)) : NaN
-  const invalid = Options_.positiveInteger(option, value, "milliseconds", { least, most: Options_.MAX_TIMER_MILLIS })
+  const invalid = Options.positiveInteger(option, value, "milliseconds", { least, most: Options.MAX_TIMER_MILLIS })
   return invalid === undefined ? Either.right(value) : Either.left(invalid)
 }
 
@@ -459,16 +521,15 @@ const followSettings = (options: FollowOptions): Either.Either<FollowSettings, I
     const retryMaxMillis = yield* millis("retryMax", options.retryMax ?? FOLLOW_DEFAULTS.retryMax, retryInitialMillis)
     const idleMillis = yield* millis("idleTimeout", options.idleTimeout ?? FOLLOW_DEFAULTS.idleTimeout, 1)
     const maxEventBytes = options.maxEventBytes ?? FOLLOW_DEFAULTS.maxEventBytes
-    const historyCapacity = options.historyCapacity ?? FOLLOW_DEFAULTS.historyCapacity
-    const invalid = Options_.positiveInteger("maxEventBytes", maxEventBytes, "bytes") ??
-      Options_.positiveInteger("historyCapacity", historyCapacity, "changes")
+    const invalid = Options.positiveInteger("maxEventBytes", maxEventBytes, "bytes")
     if (invalid !== undefined) return yield* Either.left(invalid)
+    const capacity = yield* historyCapacity(options)
     return {
       target: { url, token: options.token, idleMillis, maxEventBytes },
       retryInitialMillis,
       retryMaxMillis,
       startTimeout: Duration.millis(startTimeout),
-      historyCapacity
+      historyCapacity: capacity
     }
   })
 

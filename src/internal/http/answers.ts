@@ -178,6 +178,23 @@ export const invalidRoute = (errors: ReadonlyArray<FieldIssue>) =>
 export const invalidQuery = (errors: ReadonlyArray<FieldIssue>) =>
   problem("invalid_query", `The listing query has ${countOf(errors, "problem")}.`, undefined, { errors })
 
+export const invalidChangesQuery = (errors: ReadonlyArray<FieldIssue>) =>
+  problem("invalid_query", `The change stream's query has ${countOf(errors, "problem")}.`, undefined, { errors })
+
+// --- the change stream ---------------------------------------------------------------------------------------------
+
+/** The change stream's path. */
+export const CHANGES = `${COLLECTION}/changes`
+
+/** The methods served on the change stream's path, as `Allow` lists them. */
+export const CHANGES_METHODS = "GET"
+
+export const NO_CHANGE_HISTORY = problem(
+  "not_found",
+  `This process keeps no change history, so it does not serve ${CHANGES}: its operator must build the routing API ` +
+    "over a route table (RouteTable.layer, or a follower's table), which records the changes the stream sends."
+)
+
 // --- the store -----------------------------------------------------------------------------------------------------
 
 export const routeNotFound = (id: string) => problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`)
