@@ -140,11 +140,14 @@ export const tokens = (): ReadonlyArray<Authenticator.StaticToken> => {
   ]
 }
 
+/** The configured tokens, as an authenticator. */
+export const authenticator = (): Layer.Layer<Authenticator.Authenticator, InvalidOption.InvalidOption> =>
+  Authenticator.layerStaticTokens(tokens())
+
 /** `store` (the in-memory store by default) and the configured tokens. */
 export const services = <A, E>(
   store: Layer.Layer<A, E> = RouteRepository.layerMemory as Layer.Layer<A, E>
-): Layer.Layer<A | Authenticator.Authenticator, E | InvalidOption.InvalidOption> =>
-  Layer.merge(store, Authenticator.layerStaticTokens(tokens()))
+): Layer.Layer<A | Authenticator.Authenticator, E | InvalidOption.InvalidOption> => Layer.merge(store, authenticator())
 
 /** Runs `stop` once on SIGINT or SIGTERM, then exits: 0 when it stopped cleanly, 1 otherwise. */
 export const onShutdown = (stop: () => Promise<void>): void => {

@@ -17,13 +17,18 @@ export type Outcome =
 /** Validates untrusted input (JSON from a file, a form, another service) and stores it. */
 export const register = (
   input: unknown
-): Effect.Effect<Outcome, RouteRepository.StoreUnavailable, RouteRepository.RouteRepository> =>
+): Effect.Effect<
+  Outcome,
+  RouteRepository.StoreUnavailable | RouteRepository.ReadOnlyStore,
+  RouteRepository.RouteRepository
+> =>
   Effect.gen(function*() {
     const repository = yield* RouteRepository.RouteRepository
     const route = yield* repository.create(yield* Route.decodeCreate(input))
     return { _tag: "Created", route } as const
   }).pipe(
-    // StoreUnavailable stays in the error channel: whether to retry is the caller's decision.
+    // StoreUnavailable stays in the error channel: whether to retry is the caller's decision. So does ReadOnlyStore,
+    // which only a follower's store fails with (RouteTable.layerFollow): writes go to the registry it follows.
     Effect.catchTags({
       InvalidRoute: (error) => Effect.succeed({ _tag: "Refused", errors: error.errors } as const),
       RouteConflict: (error) =>

@@ -3,9 +3,10 @@
  * OpenAPI document at /openapi.json and a reference page at /docs, and shuts down gracefully.
  *
  * Environment: PORT (default 3000; 0 picks a free port), HOST (default 127.0.0.1), ROUTING_ADMIN_TOKENS and
- * ROUTING_READ_TOKENS (comma-separated), DATABASE_URL (Postgres store when set, otherwise in memory),
- * READY_MAX_STALENESS_MS (see /readyz below), ROUTER_STRICT, and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS
- * and REQUEST_TIMEOUT_MS (see examples/env.ts).
+ * ROUTING_READ_TOKENS (comma-separated), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL and
+ * FOLLOW_TOKEN (follow that registry instead, with no store: see `follower` below), READY_MAX_STALENESS_MS (see
+ * /readyz below), ROUTER_STRICT, and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
+ * examples/env.ts).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Layer, ManagedRuntime, Redacted, Runtime } from "effect"
@@ -32,6 +33,47 @@ const databaseUrl = (raw: string): string => {
   return protocol === "postgres:" || protocol === "postgresql:"
     ? raw
     : Env.fail(`DATABASE_URL must be a postgres:// or postgresql:// URL (got ${protocol}//…)`)
+}
+
+/** What the host serves from: an authenticator, and a table with its store. */
+export type Services = Authenticator.Authenticator | Tables
+
+type Tables =
+  | RouteTable.RouteTable
+  | RouteRepository.RouteRepository
+  | RouteTable.TableStatus
+  | RouteTable.ChangeHistory
+
+/** `services` (an authenticator and a store) with the live table over the store, which every change goes through. */
+export const withTable = <E>(
+  services: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, E>
+): Layer.Layer<Services, E | RouteRepository.StoreUnavailable> => RouteTable.layer.pipe(Layer.provideMerge(services))
+
+// Checked here so that a typo stops start-up with the variable's name. The token is never echoed.
+const followUrl = (raw: string): string =>
+  URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol)
+    ? raw
+    : Env.fail("FOLLOW_URL must be the registry's http:// or https:// base URL, such as http://registry:3000")
+
+/**
+ * With FOLLOW_URL: a follower of the registry there (FOLLOW_TOKEN, a routes:read token), with no store and no
+ * database connection, even when DATABASE_URL is set too (FOLLOW_URL wins). The URL is the registry's base URL, as
+ * `npm start` prints it, without /v1/routing.
+ */
+const follower = (url: string): Layer.Layer<Tables, unknown> => {
+  const token = process.env.FOLLOW_TOKEN ?? ""
+  if (token === "") {
+    return Env.fail("FOLLOW_TOKEN must be set with FOLLOW_URL: a token with routes:read on the registry")
+  }
+  if (process.env.DATABASE_URL) console.log("FOLLOW_URL is set: following a registry; DATABASE_URL is not used")
+  console.log(`following the registry at ${url}`)
+  return RouteTable.layerFollow({ url: followUrl(url), token: Redacted.make(token) })
+}
+
+const tables = (): Layer.Layer<Services, unknown> => {
+  const follow = process.env.FOLLOW_URL
+  if (follow !== undefined && follow !== "") return Layer.merge(follower(follow), Env.authenticator())
+  return withTable(Env.services(store()))
 }
 
 const store = (): Layer.Layer<RouteRepository.RouteRepository, unknown> => {
@@ -74,7 +116,8 @@ const failed = (res: Http.ServerResponse, error: unknown) => {
 
 /** What the host is built from: its services, the functions its stored routes are served with, and its options. */
 export interface Parts<E> {
-  readonly services: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, E>
+  /** An authenticator and a table with its store: `withTable(store)`, or a follower's (`RouteTable.layerFollow`). */
+  readonly services: Layer.Layer<Services, E>
   readonly functions: NodeRouter.Functions
   /** The names to check creates and updates against (catalog checking, `ROUTER_STRICT=1`); none when omitted. */
   readonly catalog?: Catalog.Names | undefined
@@ -87,13 +130,14 @@ export interface Parts<E> {
 /**
  * The host's listener: the routing API, then /readyz, /openapi.json and /docs, then the stored routes, then the
  * host's 404. One runtime, so the API and the router share one store and one table: a route created through the API
- * serves before its 201 is sent, and stops when it is deleted. `dispose` releases the services.
+ * serves before its 201 is sent, and stops when it is deleted; on a follower, the API serves reads and the change
+ * stream from the followed table, and answers writes 405. `dispose` releases the services.
  */
 export const makeHost = async <E>(parts: Parts<E>): Promise<{
   readonly listener: Http.RequestListener
   readonly dispose: () => Promise<void>
 }> => {
-  const services = RouteTable.layer.pipe(Layer.provideMerge(parts.services))
+  const services = parts.services
   const runtime = ManagedRuntime.make(
     parts.catalog === undefined ? services : Layer.merge(services, Catalog.layer(parts.catalog))
   )
@@ -105,9 +149,9 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
     throw error
   })
 
-  // Readiness (CONTRACT §12): the server listens only once the table is loaded, so this says how current it is.
-  // Unset, the staleness bound is not checked: every process keeps routing through a database outage, and taking
-  // them all out of rotation would stop it.
+  // Readiness (CONTRACT §12, §14): the server listens only once the table is loaded (a follower's: once the registry
+  // sent every route), so this says how current it is. Unset, the staleness bound is not checked: every process keeps
+  // routing through an outage of the database or the registry, and taking them all out of rotation would stop it.
   const readiness = (res: Http.ServerResponse) => {
     const status = tableStatus.unsafeGet()
     const ready = parts.maxStalenessMillis === undefined || status.stalenessMillis <= parts.maxStalenessMillis
@@ -134,7 +178,7 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
 if (Env.isMain(import.meta.url)) {
   const timeouts = Env.timeouts()
   const { dispose, listener } = await makeHost({
-    services: Env.services(store()),
+    services: tables(),
     functions: Demo.functions,
     catalog: process.env.ROUTER_STRICT === "1" ? Demo.names : undefined,
     bodyTimeoutMillis: timeouts.bodyMillis,

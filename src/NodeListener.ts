@@ -76,7 +76,9 @@ const headOf = (response: RoutingHandler.Response): Array<string> => {
   const head: Array<string> = []
   const headers = response.headers
   for (const name in headers) head.push(name, headers[name]!)
-  if (!Answers.hasNoBody(response.status)) head.push("content-length", String(Buffer.byteLength(response.body)))
+  if (!Answers.hasNoBody(response.status) && response.stream === undefined) {
+    head.push("content-length", String(Buffer.byteLength(response.body)))
+  }
   return head
 }
 
@@ -87,7 +89,8 @@ const write = (req: IncomingMessage, res: ServerResponse, response: RoutingHandl
   const phrase = Problem.titles[response.status]
   if (phrase === undefined) res.writeHead(response.status, head)
   else res.writeHead(response.status, phrase, head)
-  NodeTransport.end(req, res, response.headers, response.body)
+  if (response.stream !== undefined) NodeTransport.openStream(res, response.stream)
+  else NodeTransport.end(req, res, response.headers, response.body)
 }
 
 const immediate = Scheduler.make((task) => task())

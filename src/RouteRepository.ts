@@ -12,6 +12,7 @@ import type {
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
   PreconditionFailed,
+  ReadOnlyStore,
   RouteConflict,
   RouteNotFound,
   StoreUnavailable,
@@ -189,7 +190,7 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
    */
   readonly create: (
     input: Route.CreateRoute
-  ) => Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods | StoreUnavailable>
+  ) => Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods | StoreUnavailable | ReadOnlyStore>
   /** The route with that id; any string is accepted, and one that is not a route id is simply not found. */
   readonly findById: (id: string) => Effect.Effect<Route.StoredRoute, RouteNotFound | StoreUnavailable>
   /** One page of routes in ascending id order (keyset pagination: one indexed range read). */
@@ -205,13 +206,13 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     precondition?: Precondition
   ) => Effect.Effect<
     Route.StoredRoute,
-    RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable
+    RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable | ReadOnlyStore
   >
   /** Removes the route; its method and shape are free again at once. Not found first, then the precondition. */
   readonly remove: (
     id: string,
     precondition?: Precondition
-  ) => Effect.Effect<void, RouteNotFound | PreconditionFailed | StoreUnavailable>
+  ) => Effect.Effect<void, RouteNotFound | PreconditionFailed | StoreUnavailable | ReadOnlyStore>
   /**
    * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when
    * there is none). The HTTP core uses it to answer a lookup without starting a fiber; `findById` stays the way to
@@ -237,8 +238,18 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     idempotency: Idempotency
   ) => Effect.Effect<
     Remembered,
-    IdempotencyKeyReused | IdempotencyKeyInUse | TooManyIdempotencyKeys | TooManyMethods | StoreUnavailable
+    | IdempotencyKeyReused
+    | IdempotencyKeyInUse
+    | TooManyIdempotencyKeys
+    | TooManyMethods
+    | StoreUnavailable
+    | ReadOnlyStore
   >
+  /**
+   * `true` for a store that serves reads only (a follower's, `RouteTable.layerFollow`): its writes fail with
+   * `ReadOnlyStore`, and the routing API answers them `405 method_not_allowed` at once, before authenticating them.
+   */
+  readonly readOnly?: boolean | undefined
 }>() {}
 
 /**

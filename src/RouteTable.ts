@@ -21,14 +21,18 @@
  *
  * @since 0.2.0
  */
-import { Context, Effect, Layer } from "effect"
+import { Config, Context, Deferred, Duration, Effect, Either, Layer, Schema } from "effect"
+import type { ConfigError, Redacted } from "effect"
 import { dual } from "effect/Function"
 import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
-import type * as History from "./internal/table/history.js"
+import * as Follower from "./internal/follow/follower.js"
+import * as Options from "./internal/options.js"
+import * as History from "./internal/table/history.js"
 import * as LiveTable from "./internal/table/liveTable.js"
 import * as Tree from "./internal/table/routeTree.js"
 import * as TelemetryInternal from "./internal/telemetry.js"
+import { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 import * as Telemetry from "./Telemetry.js"
@@ -107,10 +111,7 @@ function* routesOf<R extends Route.Route>(tree: Tree.Tree<R>): Generator<R> {
 
 class TableImpl<R extends Route.Route> implements Table<R> {
   readonly [TypeId]: TypeId = TypeId
-  readonly tree: Tree.Tree<R>
-  constructor() {
-    this.tree = new Tree.Tree()
-  }
+  constructor(readonly tree: Tree.Tree<R> = new Tree.Tree()) {}
   [Symbol.iterator](): Iterator<R> {
     return routesOf(this.tree)
   }
@@ -265,11 +266,14 @@ export class ChangeHistory extends Context.Tag("route-registry/RouteTable/Change
  * How current the process's table is, for a readiness check.
  *
  * - `following`: `"local"` for a store only this process changes (the table is always current), `"notifications"`
- *   when other processes' changes wake the table (and it also polls), `"polling"` when it polls alone.
- * - `reachable`: whether the last read of the store's changes succeeded. While it fails, the table keeps routing
- *   with what it has, and catches up by itself once the store answers again.
+ *   when other processes' changes wake the table (and it also polls), `"polling"` when it polls alone, `"stream"`
+ *   for a follower of another registry's change stream (`layerFollow`).
+ * - `reachable`: whether the last read of the store's changes succeeded (for a follower: whether it is connected to
+ *   the registry's stream). While it fails, the table keeps routing with what it has, and catches up by itself once
+ *   the store answers again.
  * - `confirmedAt`, `stalenessMillis`: when the table was last confirmed equal to the store, and how long ago that is.
- *   While the store is reachable it stays under the poll interval (plus one read); in an outage it grows.
+ *   While the store is reachable it stays under the poll interval (plus one read); in an outage it grows. A follower
+ *   is confirmed by every event and heartbeat of its stream (one at least every 15 s).
  * - `error`: why the last read failed, while it fails.
  *
  * @since 0.2.0
@@ -298,6 +302,63 @@ export class TableStatus extends Context.Tag("route-registry/RouteTable/TableSta
 export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(TableStatus, (service) => service.get)
 
 /**
+ * The options of `layerWith`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface LayerOptions {
+  /**
+   * How many of the table's last changes the process keeps for the change stream (`GET /v1/routing/changes`) to
+   * resume a client from: one that fell further behind (or comes from another process, or from before a restart) is
+   * sent a `reset` and the whole table again. A whole number from 1; default `DEFAULT_HISTORY_CAPACITY`. Each change
+   * kept holds the route and its JSON, a few hundred bytes for an ordinary route.
+   */
+  readonly historyCapacity?: number | undefined
+}
+
+/**
+ * The number of changes `layer` keeps for the change stream: 10,000.
+ *
+ * @since 0.4.0
+ */
+export const DEFAULT_HISTORY_CAPACITY: number = History.DEFAULT_CAPACITY
+
+const historyCapacity = (options: LayerOptions): Either.Either<number, InvalidOption> => {
+  const capacity = options.historyCapacity ?? History.DEFAULT_CAPACITY
+  const invalid = Options.positiveInteger("historyCapacity", capacity, "changes")
+  return invalid === undefined ? Either.right(capacity) : Either.left(invalid)
+}
+
+const live = (capacity: number) =>
+  Effect.gen(function*() {
+    const table = empty<Route.StoredRoute>()
+    const history = History.make(capacity)
+    const telemetry = yield* Telemetry.Telemetry
+    const live = yield* LiveTable.make(
+      yield* RouteRepository.RouteRepository,
+      table.tree,
+      history,
+      telemetry === undefined ? undefined : TelemetryInternal.arrived
+    )
+    if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
+    if (telemetry !== undefined) {
+      yield* Effect.forkScoped(
+        TelemetryInternal.sampleTable(
+          telemetry.tableSampleInterval,
+          () => size(table),
+          () => live.status().stalenessMillis
+        )
+      )
+    }
+    return Context.make(RouteTable, table).pipe(
+      Context.add(RouteRepository.RouteRepository, live.store),
+      Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status }),
+      Context.add(ChangeHistory, history)
+    )
+  })
+
+/**
  * The live table over the `RouteRepository` in context. Building the layer loads every stored route (a process
  * routes only once its table is loaded); it then provides the table and the same store, through which every change
  * is in the table before it is acknowledged, so a route created through the API serves at once and stops when it is
@@ -308,33 +369,251 @@ export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(
  * without notifications), none is lost or applied out of order, and `TableStatus` says how current the table is.
  * With `Telemetry.layer` in context, it also keeps the table's gauges and records the lag of what it follows.
  *
+ * It also provides `ChangeHistory`, the table's last `DEFAULT_HISTORY_CAPACITY` changes, from which the routing API
+ * serves its change stream (`GET /v1/routing/changes`); `layerWith` sets how many are kept.
+ *
  * @since 0.2.0
  * @category layers
  */
 export const layer: Layer.Layer<
-  RouteTable | RouteRepository.RouteRepository | TableStatus,
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
   RouteRepository.StoreUnavailable,
   RouteRepository.RouteRepository
-> = Layer.scopedContext(Effect.gen(function*() {
-  const table = empty<Route.StoredRoute>()
-  const telemetry = yield* Telemetry.Telemetry
-  const live = yield* LiveTable.make(
-    yield* RouteRepository.RouteRepository,
-    table.tree,
-    telemetry === undefined ? undefined : TelemetryInternal.arrived
-  )
-  if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
-  if (telemetry !== undefined) {
-    yield* Effect.forkScoped(
-      TelemetryInternal.sampleTable(
-        telemetry.tableSampleInterval,
-        () => size(table),
-        () => live.status().stalenessMillis
-      )
+> = Layer.scopedContext(live(History.DEFAULT_CAPACITY))
+
+/**
+ * `layer` with options; fails with `InvalidOption` naming `historyCapacity` when it is not a whole number from 1.
+ *
+ * @example
+ * ```ts
+ * import * as RouteTable from "route-registry/RouteTable"
+ *
+ * // Followers up to 100,000 changes behind resume instead of loading the whole table again.
+ * const table = RouteTable.layerWith({ historyCapacity: 100_000 })
+ * ```
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layerWith = (options: LayerOptions): Layer.Layer<
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  RouteRepository.StoreUnavailable | InvalidOption,
+  RouteRepository.RouteRepository
+> =>
+  Either.match(historyCapacity(options), {
+    onLeft: Layer.fail,
+    onRight: (capacity) => Layer.scopedContext(live(capacity))
+  })
+
+/**
+ * The registry a follower (`layerFollow`) could not follow: it refused the token (401, 403) or the URL (404, 400)
+ * at start-up, or did not let the follower load its routes within `startTimeout`. `status` is the registry's answer,
+ * when it gave one; `reason` says what happened, never the token.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class FollowFailed extends Schema.TaggedError<FollowFailed>()("FollowFailed", {
+  url: Schema.String,
+  reason: Schema.String,
+  status: Schema.optional(Schema.Number)
+}) {
+  override get message(): string {
+    return `cannot follow the registry at ${this.url}: ${this.reason}`
+  }
+}
+
+/**
+ * What a follower (`layerFollow`) follows, and how. Durations take Effect's `DurationInput` (`"30 seconds"`, millis).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface FollowOptions {
+  /**
+   * The registry's base URL: the origin its routing API is mounted under, with the mount's prefix if it has one, and
+   * without `/v1/routing` (`http://registry:3000`, `https://example.com/admin`). The follower reads
+   * `<url>/v1/routing/changes`.
+   */
+  readonly url: string
+  /** A bearer token the registry accepts with the `routes:read` scope (writing is never needed). */
+  readonly token: Redacted.Redacted
+  /**
+   * How long building the layer may wait for the registry's routes (the first `ready`). Until then, a registry that
+   * cannot be reached or answers 5xx, 408 or 429 is tried again; one that refuses the token or the URL (any other 4xx)
+   * fails the build at once. Default 30 seconds.
+   */
+  readonly startTimeout?: Duration.DurationInput | undefined
+  /**
+   * The wait before reconnecting after a lost stream: each failure in a row doubles it, from `retryInitial` up to
+   * `retryMax`, and the follower waits a random time between zero and that bound ("full jitter"), so that followers
+   * cut off together do not come back together. A stream that reached `ready` starts again from `retryInitial`.
+   * Defaults 100 milliseconds and 30 seconds.
+   */
+  readonly retryInitial?: Duration.DurationInput | undefined
+  readonly retryMax?: Duration.DurationInput | undefined
+  /**
+   * A stream from which no byte arrives for this long (the registry sends a heartbeat at least every 15 s) is taken
+   * for dead and replaced. Default 35 seconds.
+   */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+  /** An event larger than this is a protocol error: the stream is dropped and resumed. Default 1 MiB. */
+  readonly maxEventBytes?: number | undefined
+  /**
+   * How many of its last changes the follower keeps for its own followers to resume from (a relay), as
+   * `LayerOptions.historyCapacity`; one that was away longer is sent every route again. Default
+   * `DEFAULT_HISTORY_CAPACITY`.
+   */
+  readonly historyCapacity?: number | undefined
+}
+
+/**
+ * The defaults of `FollowOptions`.
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const FOLLOW_DEFAULTS = {
+  startTimeout: Duration.seconds(30),
+  retryInitial: Duration.millis(100),
+  retryMax: Duration.seconds(30),
+  idleTimeout: Duration.seconds(35),
+  maxEventBytes: 1024 * 1024
+} as const
+
+interface FollowSettings extends Follower.Settings {
+  readonly startTimeout: Duration.Duration
+  readonly historyCapacity: number
+}
+
+// The path of the change stream under the registry's base URL.
+const CHANGES_PATH = "/v1/routing/changes"
+
+const millis = (
+  option: string,
+  input: Duration.DurationInput,
+  least: number
+): Either.Either<number, InvalidOption> => {
+  const decoded = Duration.decodeUnknown(input)
+  const value = decoded._tag === "Some" ? Math.round(Duration.toMillis(decoded.value)) : NaN
+  const invalid = Options.positiveInteger(option, value, "milliseconds", { least, most: Options.MAX_TIMER_MILLIS })
+  return invalid === undefined ? Either.right(value) : Either.left(invalid)
+}
+
+const changesUrl = (url: string): Either.Either<URL, InvalidOption> => {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined
+  if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+    return Either.left(new InvalidOption({ option: "url", message: "url must be an http:// or https:// URL" }))
+  }
+  if (parsed.search !== "" || parsed.hash !== "" || parsed.pathname.endsWith("/v1/routing")) {
+    return Either.left(
+      new InvalidOption({
+        option: "url",
+        message: "url is the registry's base URL (http://host:port, or with its mount prefix), without /v1/routing, " +
+          "a query or a fragment"
+      })
     )
   }
-  return Context.make(RouteTable, table).pipe(
-    Context.add(RouteRepository.RouteRepository, live.store),
-    Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status })
-  )
-}))
+  parsed.pathname = parsed.pathname.replace(/\/+$/, "") + CHANGES_PATH
+  return Either.right(parsed)
+}
+
+const followSettings = (options: FollowOptions): Either.Either<FollowSettings, InvalidOption> =>
+  Either.gen(function*() {
+    const url = yield* changesUrl(options.url)
+    const startTimeout = yield* millis("startTimeout", options.startTimeout ?? FOLLOW_DEFAULTS.startTimeout, 1)
+    const retryInitialMillis = yield* millis("retryInitial", options.retryInitial ?? FOLLOW_DEFAULTS.retryInitial, 1)
+    const retryMaxMillis = yield* millis("retryMax", options.retryMax ?? FOLLOW_DEFAULTS.retryMax, retryInitialMillis)
+    const idleMillis = yield* millis("idleTimeout", options.idleTimeout ?? FOLLOW_DEFAULTS.idleTimeout, 1)
+    const maxEventBytes = options.maxEventBytes ?? FOLLOW_DEFAULTS.maxEventBytes
+    const invalid = Options.positiveInteger("maxEventBytes", maxEventBytes, "bytes")
+    if (invalid !== undefined) return yield* Either.left(invalid)
+    const capacity = yield* historyCapacity(options)
+    return {
+      target: { url, token: options.token, idleMillis, maxEventBytes },
+      retryInitialMillis,
+      retryMaxMillis,
+      startTimeout: Duration.millis(startTimeout),
+      historyCapacity: capacity
+    }
+  })
+
+/**
+ * A table that follows another registry over HTTP, with no database: the layer reads the registry's change stream
+ * (`GET <url>/v1/routing/changes`) with a `routes:read` token, and provides
+ * - `RouteTable`, which routes only once building the layer has received every route (the first `ready`), and then
+ *   takes each change as it arrives, in order;
+ * - `RouteRepository`, a read-only store over the same routes: `findById` and `list` answer from memory as the memory
+ *   store does, and every write fails with `ReadOnlyStore` (the routing API answers it `405 method_not_allowed`);
+ * - `TableStatus` (`following: "stream"`), whose staleness grows while the registry cannot be reached;
+ * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
+ *   processes can follow it (a relay).
+ *
+ * While the stream is lost (the registry restarts, the network fails, the stream falls silent for `idleTimeout`) the
+ * table keeps routing as it is, and the follower reconnects by itself with backoff and jitter, resuming after the
+ * last event it applied; when the registry cannot resume from there (it restarted, or its history moved past it) it
+ * sends every route again, and the table ends equal to it, having routed with its old routes meanwhile. Building the
+ * layer fails with `FollowFailed` when the registry refuses the token or the URL, or the routes do not arrive within
+ * `startTimeout`, and with `InvalidOption` naming an option out of its range. With `Telemetry.layer` in context, it
+ * keeps the table's gauges as `layer` does.
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layerFollow = (
+  options: FollowOptions
+): Layer.Layer<
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  FollowFailed | InvalidOption
+> =>
+  Layer.scopedContext(Effect.gen(function*() {
+    const settings = yield* followSettings(options)
+    const history = History.make(settings.historyCapacity)
+    const state = yield* Follower.makeState(history)
+    yield* Effect.forkScoped(Follower.logger(state))
+    yield* Effect.forkScoped(Follower.follow(state, settings))
+    yield* Deferred.await(state.started).pipe(
+      Effect.mapError((lost) => new FollowFailed({ url: options.url, reason: lost.reason, status: lost.status })),
+      Effect.timeoutFail({
+        duration: settings.startTimeout,
+        onTimeout: () =>
+          new FollowFailed({
+            url: options.url,
+            reason: `no routes within ${Duration.format(settings.startTimeout)}${
+              state.confirmed.error === undefined ? "" : ` (last error: ${state.confirmed.error})`
+            }`
+          })
+      })
+    )
+    const table = new TableImpl<Route.StoredRoute>(state.tree)
+    const telemetry = yield* Telemetry.Telemetry
+    if (telemetry !== undefined) {
+      yield* Effect.forkScoped(
+        TelemetryInternal.sampleTable(
+          telemetry.tableSampleInterval,
+          () => size(table),
+          () => Follower.status(state).stalenessMillis
+        )
+      )
+    }
+    const status = () => Follower.status(state)
+    return Context.make(RouteTable, table).pipe(
+      Context.add(RouteRepository.RouteRepository, Follower.store(state)),
+      Context.add(TableStatus, { get: Effect.sync(status), unsafeGet: status }),
+      Context.add(ChangeHistory, history)
+    )
+  }))
+
+/**
+ * `layerFollow` with its options read from `Config`, such as
+ * `{ url: Config.string("FOLLOW_URL"), token: Config.redacted("FOLLOW_TOKEN") }`.
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layerFollowConfig = (
+  config: Config.Config.Wrap<FollowOptions>
+): Layer.Layer<
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  FollowFailed | InvalidOption | ConfigError.ConfigError
+> => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layerFollow))

@@ -10,10 +10,11 @@
  * @since 0.1.0
  */
 import type { Context } from "effect"
-import { Duration, Effect, Either } from "effect"
+import { Duration, Effect, Either, Option } from "effect"
 import * as Authenticator from "./Authenticator.js"
 import * as Catalog from "./Catalog.js"
 import * as Answers from "./internal/http/answers.js"
+import * as ChangeStream from "./internal/http/changeStream.js"
 import * as Content from "./internal/http/content.js"
 import type * as Exchange from "./internal/http/exchange.js"
 import { COLLECTION as COLLECTION_PATH } from "./internal/http/exchange.js"
@@ -24,6 +25,7 @@ import * as Telemetry_ from "./internal/telemetry.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
+import * as RouteTable from "./RouteTable.js"
 import * as Telemetry from "./Telemetry.js"
 
 /**
@@ -47,11 +49,28 @@ export type Request = Exchange.Request
 
 /**
  * What the core answers. `headers` holds lowercase names; `body` is JSON text (empty for none: 204 and 304); a problem
- * document carries its code in `problem` too.
+ * document carries its code in `problem` too. The change stream's answer has a `stream` instead of a body: the adapter
+ * writes the head, then opens the stream on its connection (`OpenBody`).
  *
  * @since 0.1.0
  */
 export type Response = Exchange.Response
+
+/**
+ * The body of an answer that stays open: the adapter calls `open` once with its connection, and the function it
+ * returns once the connection is gone.
+ *
+ * @since 0.4.0
+ */
+export type OpenBody = Exchange.OpenBody
+
+/**
+ * The connection an open answer writes into, as an adapter gives it: `write` queues text, `buffered` says how many
+ * bytes are queued and not yet sent, `drained` calls back once they are sent, `close` closes the connection at once.
+ *
+ * @since 0.4.0
+ */
+export type Sink = Exchange.Sink
 
 /**
  * Each option is a whole number from 1 (`idempotencyKeyBytesPerPrincipal`: 511) to `Number.MAX_SAFE_INTEGER`; any
@@ -86,6 +105,17 @@ export interface Options {
    * so that a client holding no key can always send one of the longest (255 characters).
    */
   readonly idempotencyKeyBytesPerPrincipal?: number | undefined
+  /**
+   * How often each open change stream (`GET /v1/routing/changes`) is sent a heartbeat, a `:` comment line that keeps
+   * idle connections and the proxies on their way from closing them, in milliseconds. Default 10,000.
+   */
+  readonly changesHeartbeatMillis?: number | undefined
+  /**
+   * The most bytes a change stream's connection may hold written but not yet sent (a follower that reads slower than
+   * changes come, or stopped reading) before it is closed; the follower then resumes from its last cursor, or starts
+   * again from a snapshot. It bounds what a follower can make the registry hold. Default 1,048,576 (1 MiB).
+   */
+  readonly changesBufferBytes?: number | undefined
 }
 
 /**
@@ -111,6 +141,34 @@ export const DEFAULT_PAGE_SIZE: number = Limits.DEFAULT_PAGE_SIZE
  * @since 0.2.0
  */
 export const MAX_PAGE_SIZE: number = Limits.MAX_PAGE_SIZE
+
+/**
+ * How often an open change stream is sent a heartbeat when `changesHeartbeatMillis` is not given.
+ *
+ * @since 0.4.0
+ */
+export const DEFAULT_CHANGES_HEARTBEAT_MILLIS: number = Limits.DEFAULT_CHANGES_HEARTBEAT_MILLIS
+
+/**
+ * The most bytes a change stream's connection may hold unsent when `changesBufferBytes` is not given (1 MiB).
+ *
+ * @since 0.4.0
+ */
+export const DEFAULT_CHANGES_BUFFER_BYTES: number = Limits.DEFAULT_CHANGES_BUFFER_BYTES
+
+/**
+ * The path of the change stream (Server-Sent Events of every change of the process's table).
+ *
+ * @since 0.4.0
+ */
+export const CHANGES: string = Answers.CHANGES
+
+/**
+ * The `Allow` header of a 405 on the change stream's path.
+ *
+ * @since 0.4.0
+ */
+export const CHANGES_ALLOW: string = Answers.CHANGES_METHODS
 
 /**
  * The collection path; a route lives at `${COLLECTION}/{id}`.
@@ -173,11 +231,18 @@ export const internalError: Response = Answers.INTERNAL_ERROR
  */
 export const notFound: Response = Answers.NOT_FOUND
 
+/** What the change stream reads: the process's table and its history. */
+interface Changes {
+  readonly table: RouteTable.Table<Route.StoredRoute>
+  readonly history: Context.Tag.Service<RouteTable.ChangeHistory>
+}
+
 const makeCore = (
   repository: Context.Tag.Service<RouteRepository.RouteRepository>,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   config: Options_.Config,
   catalog: Catalog.Names | undefined,
+  changes: Changes | undefined,
   instrument?: Operations.Instrument
 ): RoutingHandler => {
   const core: Operations.Core = {
@@ -191,15 +256,31 @@ const makeCore = (
     maxKeyBytes: config.idempotencyKeyBytesPerPrincipal,
     keysInFlight: new Set(),
     answers: repository.unsafeFindById === undefined ? undefined : new Map(),
-    instrument
+    instrument,
+    changes: changes === undefined ? undefined : {
+      table: changes.table,
+      history: changes.history,
+      bufferBytes: config.changesBufferBytes,
+      heartbeats: ChangeStream.heartbeats(config.changesHeartbeatMillis),
+      shared: undefined
+    }
   }
   return { handle: (request) => Operations.handle(core, request) }
 }
 
+// The table and its history when both are in context (`RouteTable.layer` provides them): the change stream's source.
+const changesInContext: Effect.Effect<Changes | undefined> = Effect.map(
+  Effect.all([Effect.serviceOption(RouteTable.RouteTable), Effect.serviceOption(RouteTable.ChangeHistory)]),
+  ([table, history]) =>
+    Option.isSome(table) && Option.isSome(history) ? { table: table.value, history: history.value } : undefined
+)
+
 /**
  * Binds the core to the `RouteRepository` and `Authenticator` in context, and to the `Catalog` when the host
  * declared one; fails with `InvalidOption` naming the first option out of its range. With `Telemetry.layer` in
- * context, the core and its store are instrumented; without it, they are left as they are.
+ * context, the core and its store are instrumented; without it, they are left as they are. With the route table's
+ * `RouteTable.RouteTable` and `RouteTable.ChangeHistory` in context (`RouteTable.layer`), it serves the change stream
+ * `GET /v1/routing/changes`; without them, that path is answered `404 not_found`, saying why.
  *
  * @since 0.1.0
  */
@@ -214,12 +295,20 @@ export const make = (
           RouteRepository.RouteRepository,
           Authenticator.Authenticator,
           Catalog.Catalog,
-          Telemetry.Telemetry
+          Telemetry.Telemetry,
+          changesInContext
         ]),
-        ([repository, authenticator, catalog, telemetry]) =>
+        ([repository, authenticator, catalog, telemetry, changes]) =>
           telemetry === undefined
-            ? makeCore(repository, authenticator, config, catalog)
-            : makeCore(Telemetry.instrumentRepository(repository), authenticator, config, catalog, Telemetry_.request)
+            ? makeCore(repository, authenticator, config, catalog, changes)
+            : makeCore(
+              Telemetry.instrumentRepository(repository),
+              authenticator,
+              config,
+              catalog,
+              changes,
+              Telemetry_.request
+            )
       )
   })
 
@@ -239,7 +328,7 @@ export const makeWith = (
     onLeft: (invalid) => {
       throw invalid
     },
-    onRight: (config) => makeCore(repository, authenticator, config, catalog)
+    onRight: (config) => makeCore(repository, authenticator, config, catalog, undefined)
   })
 
 /**

@@ -7,13 +7,14 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Stream } from "effect"
+import { Effect, identity, Stream } from "effect"
 import * as Answers from "./internal/http/answers.js"
 import * as Body from "./internal/http/body.js"
 import * as ListQuery from "./internal/http/listQuery.js"
 import * as NodeHeaders from "./internal/http/nodeHeaders.js"
 import * as NodeTransport from "./internal/http/nodeTransport.js"
 import * as Target from "./internal/http/target.js"
+import * as WebStream from "./internal/http/webStream.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
@@ -46,6 +47,27 @@ const bodyOf = (request: HttpServerRequest.HttpServerRequest) => {
 
 const encoder = new TextEncoder()
 
+// The change stream, through a web stream whose queue the platform reads as fast as it sends. Closing it (a client
+// too far behind) also destroys the Node connection when there is one: ending it would wait for what it holds. The
+// stream then ends rather than fails: it did what it should, and the platform would log a failure.
+const streamed = (
+  request: HttpServerRequest.HttpServerRequest,
+  response: RoutingHandler.Response,
+  body: RoutingHandler.OpenBody,
+  statusText: string | undefined
+) => {
+  const cut = () => NodeTransport.serverResponseOf(request)?.destroy()
+  return HttpServerResponse.stream(
+    Stream.fromReadableStream(() => WebStream.readable(body, cut), identity).pipe(Stream.catchAll(() => Stream.empty)),
+    {
+      status: response.status,
+      headers: response.headers,
+      contentType: response.headers["content-type"],
+      ...(statusText === undefined ? {} : { statusText })
+    }
+  )
+}
+
 // On Node, an answer that closes the connection while the body is still coming is a stream that holds the response
 // open while the rest is discarded: the platform ends the response, and so closes the connection, when it ends.
 const toServerResponse = (request: HttpServerRequest.HttpServerRequest, response: RoutingHandler.Response) => {
@@ -57,6 +79,7 @@ const toServerResponse = (request: HttpServerRequest.HttpServerRequest, response
   if (Answers.hasNoBody(response.status)) {
     return HttpServerResponse.empty({ status: response.status, headers: response.headers })
   }
+  if (response.stream !== undefined) return streamed(request, response, response.stream, statusText)
   const options = {
     status: response.status,
     headers: response.headers,

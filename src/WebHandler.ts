@@ -10,6 +10,7 @@ import { Effect, Exit, Runtime } from "effect"
 import * as AdapterLayer from "./internal/http/adapterLayer.js"
 import * as Answers from "./internal/http/answers.js"
 import * as Body from "./internal/http/body.js"
+import * as WebStream from "./internal/http/webStream.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
@@ -35,10 +36,17 @@ export interface DisposableHandler extends Handler {
  */
 export type Options = RoutingHandler.Options
 
+const bodyOf = (response: RoutingHandler.Response): BodyInit | null =>
+  response.stream !== undefined
+    ? WebStream.readable(response.stream)
+    : Answers.hasNoBody(response.status)
+    ? null
+    : response.body
+
 // A 204 or 304 must be built with a null body (the Response constructor throws otherwise). A problem's status text is
 // its title, as in its body.
 const toWeb = (response: RoutingHandler.Response): Response =>
-  new Response(Answers.hasNoBody(response.status) ? null : response.body, {
+  new Response(bodyOf(response), {
     status: response.status,
     statusText: Problem.titles[response.status] ?? "",
     headers: response.headers

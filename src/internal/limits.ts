@@ -26,6 +26,12 @@ export const DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL = 10_000
 /** The most bytes one principal's idempotency keys may take at once (see `IDEMPOTENCY_KEY_OVERHEAD_BYTES`): 4 MiB. */
 export const DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL = 4 * 1024 * 1024
 
+/** How often an open change stream is sent a heartbeat by default, in milliseconds: well within 15 s. */
+export const DEFAULT_CHANGES_HEARTBEAT_MILLIS = 10_000
+
+/** The most bytes a change stream's connection may hold unsent by default before it is closed (1 MiB). */
+export const DEFAULT_CHANGES_BUFFER_BYTES = 1024 * 1024
+
 /** Routes in one page of a listing when the query gives no `limit`. */
 export const DEFAULT_PAGE_SIZE = 100
 

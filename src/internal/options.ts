@@ -18,6 +18,8 @@ export interface Config {
   readonly idempotencyKeyExpirySeconds: number
   readonly idempotencyKeysPerPrincipal: number
   readonly idempotencyKeyBytesPerPrincipal: number
+  readonly changesHeartbeatMillis: number
+  readonly changesBufferBytes: number
 }
 
 /** Longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days): a longer one would fire at once. */
@@ -50,7 +52,9 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
     idempotencyKeyExpirySeconds: options.idempotencyKeyExpirySeconds ?? Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS,
     idempotencyKeysPerPrincipal: options.idempotencyKeysPerPrincipal ?? Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL,
     idempotencyKeyBytesPerPrincipal: options.idempotencyKeyBytesPerPrincipal ??
-      Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL
+      Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL,
+    changesHeartbeatMillis: options.changesHeartbeatMillis ?? Limits.DEFAULT_CHANGES_HEARTBEAT_MILLIS,
+    changesBufferBytes: options.changesBufferBytes ?? Limits.DEFAULT_CHANGES_BUFFER_BYTES
   }
   const invalid = positiveInteger("maxBodyBytes", config.maxBodyBytes, "bytes") ??
     positiveInteger("bodyTimeoutMillis", config.bodyTimeoutMillis, "milliseconds", { most: MAX_TIMER_MILLIS }) ??
@@ -59,6 +63,10 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
     positiveInteger("idempotencyKeysPerPrincipal", config.idempotencyKeysPerPrincipal, "keys") ??
     positiveInteger("idempotencyKeyBytesPerPrincipal", config.idempotencyKeyBytesPerPrincipal, "bytes", {
       least: LEAST_KEY_BYTES
-    })
+    }) ??
+    positiveInteger("changesHeartbeatMillis", config.changesHeartbeatMillis, "milliseconds", {
+      most: MAX_TIMER_MILLIS
+    }) ??
+    positiveInteger("changesBufferBytes", config.changesBufferBytes, "bytes")
   return invalid === undefined ? Either.right(config) : Either.left(invalid)
 }

@@ -9,7 +9,7 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingApi from "route-registry/RoutingApi"
 import * as Demo from "../../examples/catalog.js"
 import * as Env from "../../examples/env.js"
-import { makeHost } from "../../examples/server.js"
+import { makeHost, withTable } from "../../examples/server.js"
 import { closeServer, listen } from "../utils/adapters.js"
 import { ADMIN, tokens } from "../utils/httpContract.js"
 import { answersIn, converse, head } from "../utils/routerContract.js"
@@ -166,6 +166,76 @@ describe("examples/server.ts (npm start)", () => {
   })
 })
 
+describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () => {
+  const waitFor = async (check: () => Promise<boolean>, what: string) => {
+    const deadline = Date.now() + 10_000
+    while (!(await check())) {
+      if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+
+  it("registry → follower → follower of the follower: routes what the registry stores, read-only, with no database", async () => {
+    const registry = await start({ ROUTING_ADMIN_TOKENS: "admin", ROUTING_READ_TOKENS: "reader" })
+    onTestFinished(async () => {
+      await registry.stop()
+    })
+    const hello = await create(registry.origin, "admin", { method: "GET", path: "/hello/:name", handler: "echo" })
+    assert.strictEqual(hello.status, 201)
+    const route = await hello.json()
+    // DATABASE_URL names a port nothing listens on: a follower that connected would not start.
+    const followerEnv = { ROUTING_READ_TOKENS: "reader", DATABASE_URL: "postgres://postgres@127.0.0.1:1/none" }
+    const follower = await start({ ...followerEnv, FOLLOW_URL: registry.origin, FOLLOW_TOKEN: "reader" })
+    onTestFinished(async () => {
+      await follower.stop()
+    })
+    assert.include(follower.output(), "DATABASE_URL is not used")
+    const relayed = await start({ ...followerEnv, FOLLOW_URL: follower.origin, FOLLOW_TOKEN: "reader" })
+    onTestFinished(async () => {
+      await relayed.stop()
+    })
+    for (const server of [follower, relayed]) {
+      const served = await fetch(`${server.origin}/hello/world`)
+      assert.strictEqual(served.status, 200)
+      assert.deepStrictEqual((await served.json()).params, { name: "world" })
+      const found = await fetch(`${server.origin}/v1/routing/${route.id}`, { headers: bearer("reader") })
+      assert.deepStrictEqual(await found.json(), route)
+      const readiness = await (await fetch(`${server.origin}/readyz`)).json()
+      assert.include(readiness, { ready: true, following: "stream", reachable: true })
+      const write = await create(server.origin, "reader", { method: "GET", path: "/other", handler: "echo" })
+      assert.strictEqual(write.status, 405)
+      assert.strictEqual(write.headers.get("allow"), "GET")
+      assert.include((await write.json()).detail, "follows another registry")
+    }
+    const later = await create(registry.origin, "admin", { method: "GET", path: "/later", handler: "echo" })
+    assert.strictEqual(later.status, 201)
+    await waitFor(async () => (await fetch(`${relayed.origin}/later`)).status === 200, "/later through the relay")
+    const removed = await fetch(`${registry.origin}/v1/routing/${route.id}`, {
+      method: "DELETE",
+      headers: bearer("admin")
+    })
+    assert.strictEqual(removed.status, 204)
+    await waitFor(
+      async () => (await fetch(`${relayed.origin}/hello/world`)).status === 404,
+      "the delete through the relay"
+    )
+  })
+
+  it("exits 1 when the registry refuses FOLLOW_TOKEN, or FOLLOW_TOKEN is missing", async () => {
+    const registry = await start({ ROUTING_ADMIN_TOKENS: "admin" })
+    onTestFinished(async () => {
+      await registry.stop()
+    })
+    const refused = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin, FOLLOW_TOKEN: "wrong" })
+    assert.strictEqual(refused.code, 1)
+    assert.include(refused.output, "401 invalid_token")
+    assert.notInclude(refused.output, "wrong")
+    const missing = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin })
+    assert.strictEqual(missing.code, 1)
+    assert.include(missing.output, "FOLLOW_TOKEN must be set with FOLLOW_URL")
+  })
+})
+
 // Functions a host could register by mistake: the demo catalog stays as CONTRACT §5 fixes it, so the host is built
 // here from the example's parts, with these beside the demo's own.
 const misbehaving: Record<string, NodeRouter.RouteFunction> = {
@@ -190,7 +260,7 @@ const BODY_TIMEOUT_MILLIS = 300
 // The example host of `npm start`, from its own parts, on a server made as `npm start` makes it.
 const startHost = async () => {
   const { dispose, listener } = await makeHost({
-    services: Layer.merge(RouteRepository.layerMemory, tokens),
+    services: withTable(Layer.merge(RouteRepository.layerMemory, tokens)),
     functions: { ...Demo.functions, handlers: { ...Demo.functions.handlers, ...misbehaving } },
     bodyTimeoutMillis: BODY_TIMEOUT_MILLIS
   })

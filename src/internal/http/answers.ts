@@ -106,6 +106,17 @@ export const ROUTE_METHODS = "GET, PATCH, DELETE"
 export const methodNotAllowed = (method: string, path: string, allow: string) =>
   problem("method_not_allowed", `${method} is not served on ${path}: use ${allow}.`, { allow })
 
+/** What a follower's routing API serves on every path (`RouteRepository.readOnly`). */
+export const READ_ONLY_METHODS = "GET"
+
+/** A write sent to a follower, whose routes come from the registry it follows. */
+export const READ_ONLY = problem(
+  "method_not_allowed",
+  "This process follows another registry and serves its routes read-only: send creates, updates and deletes to " +
+    "the registry it follows.",
+  { allow: READ_ONLY_METHODS }
+)
+
 export const NOT_FOUND = problem(
   "not_found",
   `Nothing is served at this path: the routing API lives under ${COLLECTION}.`
@@ -166,6 +177,23 @@ export const invalidRoute = (errors: ReadonlyArray<FieldIssue>) =>
 
 export const invalidQuery = (errors: ReadonlyArray<FieldIssue>) =>
   problem("invalid_query", `The listing query has ${countOf(errors, "problem")}.`, undefined, { errors })
+
+export const invalidChangesQuery = (errors: ReadonlyArray<FieldIssue>) =>
+  problem("invalid_query", `The change stream's query has ${countOf(errors, "problem")}.`, undefined, { errors })
+
+// --- the change stream ---------------------------------------------------------------------------------------------
+
+/** The change stream's path. */
+export const CHANGES = `${COLLECTION}/changes`
+
+/** The methods served on the change stream's path, as `Allow` lists them. */
+export const CHANGES_METHODS = "GET"
+
+export const NO_CHANGE_HISTORY = problem(
+  "not_found",
+  `This process keeps no change history, so it does not serve ${CHANGES}: its operator must build the routing API ` +
+    "over a route table (RouteTable.layer, or a follower's table), which records the changes the stream sends."
+)
 
 // --- the store -----------------------------------------------------------------------------------------------------
 

@@ -51,11 +51,40 @@ export interface Request {
   readonly body: BodyReader
 }
 
-/** What the core answers. `headers` holds lowercase names; `body` is JSON text (empty for none: 204 and 304). */
+/**
+ * The connection an open answer writes into, as an adapter gives it. Every call is synchronous: the stream writes as
+ * changes happen, and never waits on a write.
+ */
+export interface Sink {
+  /** Queues `text` on the connection. */
+  readonly write: (text: string) => void
+  /** Bytes written and not yet sent: what the connection holds for a client reading slower than it is written to. */
+  readonly buffered: () => number
+  /** Calls `resume` once, when the connection has sent (most of) what it holds. */
+  readonly drained: (resume: () => void) => void
+  /** Closes the connection at once, dropping what it holds. */
+  readonly close: () => void
+}
+
+/**
+ * The body of an answer that stays open (the change stream). The adapter writes the head, then calls `open` once
+ * with its connection; `open` returns the function the adapter calls when the connection is gone (the client left,
+ * or the server closes), after which nothing is written.
+ */
+export interface OpenBody {
+  readonly open: (sink: Sink) => () => void
+}
+
+/**
+ * What the core answers. `headers` holds lowercase names; `body` is JSON text (empty for none: 204 and 304). An
+ * answer with `stream` has no `body` and no length: it is written by the stream for as long as the connection lasts.
+ */
 export interface Response {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
   /** The problem code of a problem document, so that no one has to parse the body to learn it. */
   readonly problem?: Problem.Code | undefined
+  /** The body of an answer that stays open, written into the connection as it goes. */
+  readonly stream?: OpenBody | undefined
 }

@@ -11,6 +11,7 @@
  */
 import { Effect } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import type { OpenBody } from "./exchange.js"
 
 /** Most bytes read and discarded after an answer before the connection is closed anyway. */
 export const LINGER_BYTES = 4 * 1024 * 1024
@@ -135,4 +136,23 @@ export const end = (
   if (!closesUnread(req, res, headers)) return void res.end(body)
   res.write(body)
   discard(req, () => res.end())
+}
+
+/**
+ * Opens an answer's stream on `res`, its head already written: written into `res` as it goes, stopped when the
+ * connection closes (the client left), and closed by destroying the connection, which drops what it holds.
+ */
+export const openStream = (res: ServerResponse, body: OpenBody): void => {
+  if (res.destroyed) return
+  const stop = body.open({
+    write: (text) => void res.write(text),
+    buffered: () => res.writableLength,
+    drained: (resume) => {
+      // Later in any case: a connection that holds less than its high-water mark emits no "drain".
+      if (res.writableNeedDrain) res.once("drain", resume)
+      else setImmediate(resume)
+    },
+    close: () => void res.destroy()
+  })
+  res.once("close", stop)
 }

@@ -14,6 +14,7 @@ import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import { call, flatMapNow } from "../now.js"
 import * as Answers from "./answers.js"
+import * as ChangeStream from "./changeStream.js"
 import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
 import * as Credentials from "./credentials.js"
@@ -23,7 +24,7 @@ import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
 
 /** What telemetry calls an operation: one per method served on a path, and the 405s. */
-export type Operation = "list" | "create" | "get" | "update" | "remove" | "method_not_allowed"
+export type Operation = "list" | "create" | "get" | "update" | "remove" | "changes" | "method_not_allowed"
 
 /** One route's path as telemetry names it (`http.route`). */
 export const ITEM_ROUTE = `${COLLECTION}/{id}`
@@ -69,6 +70,8 @@ export interface Core {
   readonly answers: Map<string, KeptAnswer> | undefined
   /** Telemetry, when the host turned it on. */
   readonly instrument: Instrument | undefined
+  /** What the change stream reads, when the API is built over a route table: its table and history. */
+  readonly changes: ChangeStream.Source | undefined
 }
 
 // What the services fail with, as declared.
@@ -82,6 +85,7 @@ type ServiceError =
   | RouteRepository.IdempotencyKeyInUse
   | RouteRepository.TooManyIdempotencyKeys
   | RouteRepository.TooManyMethods
+  | RouteRepository.ReadOnlyStore
 
 // The answer to a declared error of a service; `undefined` for anything else, which is answered as a defect.
 const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Effect.Effect<Response> | undefined => {
@@ -108,6 +112,9 @@ const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Ef
       return Exit.succeed(Idempotency.keyInUse((error as RouteRepository.IdempotencyKeyInUse).key))
     case "TooManyIdempotencyKeys":
       return Exit.succeed(Answers.tooManyIdempotencyKeys(error as RouteRepository.TooManyIdempotencyKeys))
+    // A read-only store the dispatch did not know of (a wrapper that dropped `readOnly`): the same 405.
+    case "ReadOnlyStore":
+      return Exit.succeed(Answers.READ_ONLY)
     case "TooManyMethods": {
       const refused = error as RouteRepository.TooManyMethods
       return Exit.succeed(Answers.tooManyMethods(refused.method, refused.limit))
@@ -329,6 +336,32 @@ const remove = (core: Core, request: Request, id: string): Effect.Effect<Respons
     id
   )
 
+// The stream's head is the answer: telemetry times the request to it, and the stream goes on in the connection.
+const changes = (core: Core, request: Request): Effect.Effect<Response> =>
+  run(
+    core,
+    pipe(
+      authorize(core, request, "routes:read", Answers.READ_SCOPE),
+      flatMapNow(() => core.changes === undefined ? refuse(Answers.NO_CHANGE_HISTORY) : Exit.succeed(core.changes)),
+      flatMapNow((source) =>
+        pipe(
+          validated(
+            ChangeStream.parseQuery(source.history, request.query, request.header(ChangeStream.LAST_EVENT_ID)),
+            Answers.invalidChangesQuery
+          ),
+          flatMapNow((since) =>
+            Exit.succeed<Response>({
+              status: 200,
+              headers: ChangeStream.HEADERS,
+              body: "",
+              stream: ChangeStream.body(source, since)
+            })
+          )
+        )
+      )
+    )
+  )
+
 // An answer, built; a request view that throws (an adapter's fault) is answered and logged, never thrown into the host.
 const attempt = <A extends Effect.Effect<Response> | undefined>(build: () => A): A | Effect.Effect<Response> => {
   try {
@@ -362,10 +395,15 @@ const notAllowed = (core: Core, request: Request, route: string, allow: string):
     () => Exit.succeed(Answers.methodNotAllowed(request.method, request.path, allow))
   )
 
-// The path first (outside the collection is the host's), then the method (405).
+// A follower's store serves reads only: every other method is answered as one its paths do not serve.
+const readOnly = (core: Core, request: Request, route: string): Effect.Effect<Response> =>
+  served(core, request, route, "method_not_allowed", () => Exit.succeed(Answers.READ_ONLY))
+
+// The path first (outside the collection is the host's), then the method (405), on a follower's read-only store too.
 const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
   const path = request.path
   if (path === COLLECTION) {
+    if (request.method !== "GET" && core.repository.readOnly === true) return readOnly(core, request, COLLECTION)
     switch (request.method) {
       case "GET":
         return served(core, request, COLLECTION, "list", () => list(core, request))
@@ -374,8 +412,14 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
     }
     return notAllowed(core, request, COLLECTION, Answers.COLLECTION_METHODS)
   }
+  if (path === Answers.CHANGES) {
+    return request.method === "GET"
+      ? served(core, request, Answers.CHANGES, "changes", () => changes(core, request))
+      : notAllowed(core, request, Answers.CHANGES, Answers.CHANGES_METHODS)
+  }
   if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
     const id = path.slice(ITEM_PREFIX.length)
+    if (request.method !== "GET" && core.repository.readOnly === true) return readOnly(core, request, ITEM_ROUTE)
     switch (request.method) {
       case "GET":
         return served(core, request, ITEM_ROUTE, "get", () => get(core, request, id))

@@ -14,6 +14,7 @@ import * as RouteTable from "../../RouteTable.js"
 import type * as RoutingHandler from "../../RoutingHandler.js"
 import * as Body from "../http/body.js"
 import { COLLECTION } from "../http/exchange.js"
+import * as WebStream from "../http/webStream.js"
 import * as Registry from "./registry.js"
 
 export type Handler = HonoHandler
@@ -31,11 +32,18 @@ const ROUTER_ROUTE = "/*"
 
 // A 204 or 304 must be built with a null body. A problem's status text is its title, as in its body.
 const toWeb = (answer: RoutingHandler.Response): Response =>
-  new Response(answer.status === 204 || answer.status === 304 ? null : answer.body, {
-    status: answer.status,
-    statusText: Problem.titles[answer.status] ?? "",
-    headers: answer.headers
-  })
+  new Response(
+    answer.stream !== undefined
+      ? WebStream.readable(answer.stream)
+      : answer.status === 204 || answer.status === 304
+      ? null
+      : answer.body,
+    {
+      status: answer.status,
+      statusText: Problem.titles[answer.status] ?? "",
+      headers: answer.headers
+    }
+  )
 
 /** The path the app is mounted under: what the host's `app.route(path, …)` put before the route that matched. */
 const baseOf = (c: Context, route: string): string => {

@@ -124,3 +124,18 @@ export class TooManyMethods extends Schema.TaggedError<TooManyMethods>()("TooMan
     return `the registry stores ${this.limit} distinct methods, the most it holds, and ${this.method} is not one of them`
   }
 }
+
+/**
+ * The store serves reads only: this process follows another registry (`RouteTable.layerFollow`) and takes its routes
+ * from it, so a change has to be made there. Nothing was written. The routing API answers such a write
+ * `405 method_not_allowed`, before authenticating it, as it answers any method a path does not serve.
+ *
+ * @since 0.4.0
+ */
+export class ReadOnlyStore extends Schema.TaggedError<ReadOnlyStore>()("ReadOnlyStore", {
+  operation: Schema.String
+}) {
+  override get message(): string {
+    return `the route store is read-only (this process follows another registry): ${this.operation} is refused`
+  }
+}

@@ -70,8 +70,11 @@ const unpost = (postings: Postings, key: string, id: string): void => {
 
 const NONE: ReadonlyArray<string> = []
 
-/** Everything the memory store holds. Every change updates all of it synchronously, so readers never see it torn. */
-interface Memory {
+/**
+ * Everything the memory store holds. Every change updates all of it synchronously, so readers never see it torn. A
+ * follower's read-only store keeps one too (`put`, `drop`, `listMemory`), so that its listings follow the same rules.
+ */
+export interface Memory {
   readonly byId: Map<string, Route.StoredRoute>
   readonly idByKey: Map<string, string>
   /** Every id, ascending. */
@@ -82,6 +85,17 @@ interface Memory {
   /** The revision of the store's last change. */
   revision: number
 }
+
+/** A memory without routes. */
+export const emptyMemory = (): Memory => ({
+  byId: new Map(),
+  idByKey: new Map(),
+  ids: [],
+  byMethod: new Map(),
+  byHandler: new Map(),
+  byMiddleware: new Map(),
+  revision: 0
+})
 
 // `key`: the route's conflict key, which the caller computed to check for a conflict.
 const addRoute = (memory: Memory, route: Route.StoredRoute, key: string): void => {
@@ -120,6 +134,19 @@ const replaceRoute = (memory: Memory, before: Route.StoredRoute, after: Route.St
   for (const name of after.middleware) if (!before.middleware.includes(name)) post(memory.byMiddleware, name, id)
 }
 
+/** Adds `route`, or replaces the route with its id. */
+export const put = (memory: Memory, route: Route.StoredRoute): void => {
+  const before = memory.byId.get(route.id)
+  if (before === undefined) addRoute(memory, route, Rules.conflictKey(route.method, route.path))
+  else replaceRoute(memory, before, route)
+}
+
+/** Removes the route with this id, if there is one. */
+export const drop = (memory: Memory, id: string): void => {
+  const route = memory.byId.get(id)
+  if (route !== undefined) dropRoute(memory, route)
+}
+
 const matches = (route: Route.Route, query: ListQuery): boolean =>
   (query.method === undefined || route.method === query.method) &&
   (query.handler === undefined || route.handler === query.handler) &&
@@ -141,7 +168,8 @@ const candidates = (memory: Memory, query: ListQuery): ReadonlyArray<string> => 
   return shortest
 }
 
-const listMemory = (memory: Memory, query: ListQuery): Page => {
+/** One page of `query`: a binary search to its cursor, then a walk along the shortest id list its filters select. */
+export const listMemory = (memory: Memory, query: ListQuery): Page => {
   const ids = candidates(memory, query)
   const items: Array<Route.StoredRoute> = []
   for (let i = firstAfter(ids, query.after); i < ids.length; i++) {
@@ -248,15 +276,7 @@ const overLimit = (
  * @since 0.1.0
  */
 export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Service<RouteRepository> => {
-  const memory: Memory = {
-    byId: new Map(),
-    idByKey: new Map(),
-    ids: [],
-    byMethod: new Map(),
-    byHandler: new Map(),
-    byMiddleware: new Map(),
-    revision: 0
-  }
+  const memory = emptyMemory()
   const principals = new Map<string, PrincipalKeys>()
   const conflict = (method: string, path: string, conflictingRouteId: string) =>
     Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))

@@ -10,13 +10,14 @@ import { Cause, Duration, Effect, Either, Exit, Queue } from "effect"
 import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import { flatMapNow } from "../now.js"
+import type * as History from "./history.js"
 import * as RouteTree from "./routeTree.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
 
 /** How current a live table is, for a readiness check: `RouteTable.Status` documents each field. */
 export interface Status {
-  readonly following: "local" | "notifications" | "polling"
+  readonly following: "local" | "notifications" | "polling" | "stream"
   readonly reachable: boolean
   readonly confirmedAt: Date
   readonly stalenessMillis: number
@@ -67,6 +68,11 @@ interface State {
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   /** Told of each route new to the table that came from the change feed (telemetry's propagation lag). */
   readonly arrived: ((route: Route.StoredRoute) => void) | undefined
+  /**
+   * Told of every change the table takes once it is loaded: no client holds a cursor of a history made with the
+   * table, so the load itself is the snapshot a stream starts from, not changes to replay.
+   */
+  history: History.History | undefined
   /** Ids of removed routes, oldest first, with when they were removed (see TOMBSTONE_MILLIS). */
   readonly removed: Map<string, number>
   /** While a reload runs: the ids it loaded and those this process changed meanwhile, which it must not take for gone. */
@@ -87,15 +93,21 @@ const upsert = (state: State, route: Route.StoredRoute): string | undefined => {
   if (known !== undefined && known.revision >= route.revision) return undefined
   try {
     RouteTree.insert(state.tree, route)
+    state.history?.upserted(route)
     return undefined
   } catch (error) {
+    // Its older version leaves the table with it: for the history, a removal.
     RouteTree.remove(state.tree, route.id)
+    if (known !== undefined) state.history?.deleted(route.id)
     return `${route.id} (${route.method} ${route.path}): ${String(error)}`
   }
 }
 
 const drop = (state: State, id: string): void => {
-  RouteTree.remove(state.tree, id)
+  if (RouteTree.get(state.tree, id) !== undefined) {
+    RouteTree.remove(state.tree, id)
+    state.history?.deleted(id)
+  }
   state.touched?.add(id)
   const removed = state.removed
   const now = Date.now()
@@ -226,11 +238,14 @@ const statusOf = (state: State): Status => {
 
 /**
  * Loads every route of `store` into `tree`, and returns the store with each change also applied to `tree`. With a
- * change feed, the table is current as of the feed's cursor when this completes.
+ * change feed, the table is current as of the feed's cursor when this completes. From then on every change the table
+ * takes (a route new to it or a newer revision, a route it held removed) is recorded in `history`, in the order it
+ * is applied, so replaying the history over the table as loaded gives the table.
  */
 export const make = (
   store: Store,
   tree: RouteTree.Tree<Route.StoredRoute>,
+  history: History.History,
   arrived?: (route: Route.StoredRoute) => void
 ): Effect.Effect<Live, RouteRepository.StoreUnavailable> =>
   Effect.gen(function*() {
@@ -238,6 +253,7 @@ export const make = (
       store,
       tree,
       arrived,
+      history: undefined,
       removed: new Map(),
       touched: undefined,
       cursor: undefined,
@@ -251,6 +267,7 @@ export const make = (
       yield* load(state, undefined)
       yield* poll(state, feed) // what changed while the pages were read
     }
+    state.history = history
     return {
       store: liveStore(state),
       status: () => statusOf(state),

@@ -1,0 +1,303 @@
+/**
+ * A follower: a route table kept equal to another registry's by reading its change stream, with no store of its own.
+ * It applies the stream's events in order as they arrive, keeps a memory index of the same routes for listings (the
+ * memory store's), records each change it applies in its own history (so its own change stream serves them onward: a
+ * relay), and reconnects by itself, resuming from the last event it applied.
+ *
+ * After a `reset` (or on a stream opened without a cursor) the routes of the snapshot are collected while the table
+ * keeps routing as it was; at `ready` the table takes them at once, and loses every route the snapshot did not name,
+ * so it ends equal to the registry. A route equal to the one the table holds is left as it is: it keeps its revision
+ * (ETag), and its history records no change, so a relay's own followers see only what changed.
+ *
+ * @internal
+ */
+import type { Context } from "effect"
+import { Deferred, Duration, Effect, Either, Queue, Random, Schema } from "effect"
+import * as Route from "../../Route.js"
+import * as RouteRepository from "../../RouteRepository.js"
+import * as Memory from "../store/memory.js"
+import type * as History from "../table/history.js"
+import type { Status } from "../table/liveTable.js"
+import * as RouteTree from "../table/routeTree.js"
+import * as Client from "./client.js"
+import type * as Sse from "./sse.js"
+
+type Store = Context.Tag.Service<RouteRepository.RouteRepository>
+
+/** The follower's settings, checked. */
+export interface Settings {
+  readonly target: Client.Target
+  /** The first wait before reconnecting, and the longest: each failure in a row doubles it up to the longest. */
+  readonly retryInitialMillis: number
+  readonly retryMaxMillis: number
+}
+
+/** When the table was last confirmed current, and whether the registry answers. */
+interface Confirmed {
+  at: number
+  reachable: boolean
+  error: string | undefined
+}
+
+export interface State {
+  readonly tree: RouteTree.Tree<Route.StoredRoute>
+  readonly memory: Memory.Memory
+  readonly history: History.History
+  /** The revision the next change takes: the follower's own, since the stream carries none. */
+  revision: number
+  /** The id of the last event applied, to resume from. */
+  cursor: string | undefined
+  /** While a snapshot is being read: its routes so far, by id. */
+  snapshot: Map<string, Route.StoredRoute> | undefined
+  /** `ready` arrived on this connection: every event since confirms the table current. */
+  live: boolean
+  readonly confirmed: Confirmed
+  /** Since when the stream is lost, while it is (logged when it ends). */
+  awaySince: number | undefined
+  /** What to log, logged by a fiber of its own: the sink runs outside any fiber. */
+  readonly log: Queue.Queue<Effect.Effect<void>>
+  /** Told of the first `ready`. */
+  readonly started: Deferred.Deferred<void, Client.Lost>
+}
+
+export const makeState = (history: History.History): Effect.Effect<State> =>
+  Effect.map(
+    Effect.all([Queue.unbounded<Effect.Effect<void>>(), Deferred.make<void, Client.Lost>()]),
+    ([log, started]) => ({
+      tree: new RouteTree.Tree(),
+      memory: Memory.emptyMemory(),
+      history,
+      revision: 0,
+      cursor: undefined,
+      snapshot: undefined,
+      live: false,
+      confirmed: { at: Date.now(), reachable: false, error: undefined },
+      awaySince: undefined,
+      log,
+      started
+    })
+  )
+
+// --- applying events -----------------------------------------------------------------------------------------------
+
+const decodeRoute = Schema.decodeUnknownEither(Route.Route)
+
+const sameRoute = (a: Route.Route, b: Route.Route): boolean =>
+  a.method === b.method && a.path === b.path && a.handler === b.handler &&
+  a.createdAt.getTime() === b.createdAt.getTime() && a.middleware.length === b.middleware.length &&
+  a.middleware.every((name, i) => name === b.middleware[i])
+
+const parse = (data: string): unknown => {
+  try {
+    return JSON.parse(data)
+  } catch {
+    return undefined
+  }
+}
+
+const put = (state: State, route: Route.Route): void => {
+  const known = RouteTree.get(state.tree, route.id)
+  if (known !== undefined && sameRoute(known, route)) return
+  const stored = new Route.StoredRoute({ ...route, revision: ++state.revision }, true)
+  try {
+    RouteTree.insert(state.tree, stored)
+  } catch (error) {
+    // A route this process's table cannot hold (a registry on newer rules) is left out, its older version with it.
+    unsafeLog(
+      state,
+      Effect.logError(
+        `route table: the route ${route.id} (${route.method} ${route.path}) was skipped: ${String(error)}`
+      )
+    )
+    drop(state, route.id)
+    return
+  }
+  Memory.put(state.memory, stored)
+  state.history.upserted(stored)
+}
+
+const drop = (state: State, id: string): void => {
+  if (RouteTree.get(state.tree, id) === undefined) return
+  RouteTree.remove(state.tree, id)
+  Memory.drop(state.memory, id)
+  state.history.deleted(id)
+}
+
+const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
+  Queue.unsafeOffer(state.log, log)
+}
+
+// The snapshot is complete: the table takes it whole, in one step no request sees half of.
+const takeSnapshot = (state: State, snapshot: Map<string, Route.StoredRoute>): void => {
+  for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.has(id)) drop(state, id)
+  for (const route of snapshot.values()) put(state, route)
+}
+
+const upsert = (state: State, data: string): string | undefined => {
+  const json = parse(data)
+  const decoded = decodeRoute(json)
+  if (Either.isLeft(decoded)) {
+    const id = (json as { id?: unknown } | undefined)?.id
+    if (typeof id !== "string") return `an upsert that is not a route: ${data.slice(0, 200)}`
+    unsafeLog(
+      state,
+      Effect.logError(`route table: the route ${id} was skipped: it is not a route this process can hold`)
+    )
+    if (state.snapshot === undefined) drop(state, id)
+    else state.snapshot.delete(id)
+    return undefined
+  }
+  const route = new Route.StoredRoute({ ...decoded.right, revision: 0 }, true)
+  if (state.snapshot === undefined) put(state, route)
+  else state.snapshot.set(route.id, route)
+  return undefined
+}
+
+const remove = (state: State, data: string): string | undefined => {
+  const id = (parse(data) as { id?: unknown } | undefined)?.id
+  if (typeof id !== "string") return `a delete that names no id: ${data.slice(0, 200)}`
+  if (state.snapshot === undefined) drop(state, id)
+  else state.snapshot.delete(id)
+  return undefined
+}
+
+const ready = (state: State): void => {
+  if (state.snapshot !== undefined) {
+    takeSnapshot(state, state.snapshot)
+    state.snapshot = undefined
+  }
+  state.live = true
+  if (state.awaySince !== undefined) {
+    const away = Duration.format(Duration.millis(Date.now() - state.awaySince))
+    state.awaySince = undefined
+    unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
+  }
+  Deferred.unsafeDone(state.started, Effect.void)
+}
+
+/** What a connection does with each event and heartbeat, in the order they arrive. */
+export const sink = (state: State): Sse.Sink => ({
+  event: (event) => {
+    let failure: string | undefined
+    switch (event.type) {
+      case "upsert":
+        failure = upsert(state, event.data)
+        break
+      case "delete":
+        failure = remove(state, event.data)
+        break
+      case "ready":
+        ready(state)
+        break
+      case "reset":
+        state.snapshot = new Map()
+        state.live = false
+        break
+        // Other types are for later versions of the stream.
+    }
+    if (failure !== undefined) return failure
+    if (event.id !== "") state.cursor = event.id
+    if (state.live) state.confirmed.at = Date.now()
+    return undefined
+  },
+  comment: () => {
+    if (state.live) state.confirmed.at = Date.now()
+  }
+})
+
+// A new connection: the stream starts with a snapshot when it is opened without a cursor (and with `reset` when the
+// registry cannot resume from it); what a cut connection had collected of a snapshot is dropped.
+const opened = (state: State) => () => {
+  state.snapshot = state.cursor === undefined ? new Map() : undefined
+  state.live = false
+  state.confirmed.reachable = true
+  state.confirmed.error = undefined
+}
+
+// --- reading the store ---------------------------------------------------------------------------------------------
+
+const readOnly = (operation: string) => Effect.fail(new RouteRepository.ReadOnlyStore({ operation }, true))
+
+/** The follower's store: reads from its memory index, writes refused with `ReadOnlyStore`. */
+export const store = (state: State): Store =>
+  RouteRepository.RouteRepository.of({
+    readOnly: true,
+    create: () => readOnly("create"),
+    createIdempotent: () => readOnly("create"),
+    update: () => readOnly("update"),
+    remove: () => readOnly("remove"),
+    unsafeFindById: (id) => state.memory.byId.get(id),
+    findById: (id) =>
+      Effect.suspend(() => {
+        const route = state.memory.byId.get(id)
+        return route === undefined
+          ? Effect.fail(new RouteRepository.RouteNotFound({ id }, true))
+          : Effect.succeed(route)
+      }),
+    list: (query) => Effect.sync(() => Memory.listMemory(state.memory, query))
+  })
+
+export const status = (state: State): Status => ({
+  following: "stream",
+  reachable: state.confirmed.reachable,
+  confirmedAt: new Date(state.confirmed.at),
+  stalenessMillis: Math.max(0, Date.now() - state.confirmed.at),
+  error: state.confirmed.error
+})
+
+// --- following -----------------------------------------------------------------------------------------------------
+
+/**
+ * The wait before the next connection after `failures` failures in a row: "full jitter", a uniform draw from zero to
+ * the capped exponential bound, so that followers cut off together do not come back together.
+ */
+export const backoffMillis = (
+  failures: number,
+  initialMillis: number,
+  maxMillis: number,
+  random: number
+): number => random * Math.min(maxMillis, initialMillis * 2 ** Math.min(failures, 30))
+
+/**
+ * Refusals that another try will not change, at start-up: the token (401, 403), the URL (404, 400), the method (405).
+ * A registry that is down, overloaded or restarting (5xx, 408, 429) or unreachable is tried again.
+ */
+export const isFatal = (lost: Client.Lost): boolean =>
+  lost.status !== undefined && lost.status >= 400 && lost.status < 500 && lost.status !== 408 && lost.status !== 429
+
+/**
+ * Follows the registry until interrupted. Before the first `ready`, a refusal that another try will not change ends
+ * it, failing `state.started`; after it, every loss is retried, for as long as the follower lives.
+ */
+export const follow = (state: State, settings: Settings): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const confirmed = state.confirmed
+    const sinkOf = sink(state)
+    let failures = 0
+    while (true) {
+      const lost = yield* Effect.flip(Client.connect(settings.target, state.cursor, opened(state), sinkOf))
+      const wasLive = state.live
+      state.live = false
+      confirmed.reachable = false
+      confirmed.error = lost.reason
+      const started = yield* Deferred.isDone(state.started)
+      if (!started && isFatal(lost)) {
+        yield* Deferred.fail(state.started, lost)
+        return
+      }
+      if (wasLive) failures = 0
+      // An outage is logged when it starts and when it ends (at `ready`), not at every try.
+      if (started && state.awaySince === undefined) {
+        state.awaySince = Date.now()
+        yield* Effect.logWarning(
+          `route table: lost the registry's change stream (${lost.reason}); routing on with the table confirmed ` +
+            `current at ${new Date(confirmed.at).toISOString()}, reconnecting`
+        )
+      }
+      const wait = backoffMillis(failures++, settings.retryInitialMillis, settings.retryMaxMillis, yield* Random.next)
+      yield* Effect.sleep(Duration.millis(wait))
+    }
+  })
+
+/** Writes what the follower logs. */
+export const logger = (state: State): Effect.Effect<never> => Effect.forever(Effect.flatten(Queue.take(state.log)))

@@ -1,0 +1,106 @@
+/**
+ * Followers for tests: `RouteTable.layerFollow` built in a runtime of its own, its services at hand, and the
+ * comparison of two sets of routes path by path.
+ */
+import { assert } from "@effect/vitest"
+import { Context, Layer, ManagedRuntime, Redacted } from "effect"
+import * as Authenticator from "route-registry/Authenticator"
+import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouteTable from "route-registry/RouteTable"
+import type * as History from "../../src/internal/table/history.js"
+
+export interface Follower {
+  readonly table: RouteTable.Table<Route.StoredRoute>
+  readonly store: RouteRepository.RouteRepository["Type"]
+  readonly status: () => RouteTable.Status
+  readonly history: History.History
+  /** Its services, and the authenticator when one was given. */
+  readonly runtime: ManagedRuntime.ManagedRuntime<
+    | RouteTable.RouteTable
+    | RouteRepository.RouteRepository
+    | RouteTable.TableStatus
+    | RouteTable.ChangeHistory
+    | Authenticator.Authenticator,
+    unknown
+  >
+  readonly close: () => Promise<void>
+}
+
+/**
+ * A follower of the registry at `url`, built (so its first `ready` has arrived), with `authenticator` beside it for a
+ * host serving its routing API (by default one that accepts no token).
+ */
+export const follow = async (
+  url: string,
+  token: string,
+  options: Partial<RouteTable.FollowOptions> = {},
+  authenticator: Layer.Layer<Authenticator.Authenticator, unknown> = Authenticator.layerStaticTokens([])
+): Promise<Follower> => {
+  const followed = RouteTable.layerFollow({
+    url,
+    token: Redacted.make(token),
+    retryInitial: 10,
+    retryMax: 200,
+    ...options
+  })
+  const runtime = ManagedRuntime.make(Layer.merge(followed, authenticator))
+  const { context } = await runtime.runtime().catch(async (error: unknown) => {
+    await runtime.dispose()
+    throw error
+  })
+  return {
+    table: Context.get(context, RouteTable.RouteTable),
+    store: Context.get(context, RouteRepository.RouteRepository),
+    status: Context.get(context, RouteTable.TableStatus).unsafeGet,
+    history: Context.get(context, RouteTable.ChangeHistory),
+    runtime,
+    close: () => runtime.dispose()
+  }
+}
+
+/** method + path → the route's JSON: what two tables must agree on. */
+export const byPath = (routes: Iterable<Route.Route>): Map<string, string> => {
+  const map = new Map<string, string>()
+  for (const route of routes) map.set(`${route.method} ${route.path}`, Route.toJson(route))
+  return map
+}
+
+/** The keys on which two tables differ (missing on either side, or another route). */
+export const differences = (expected: Iterable<Route.Route>, actual: Iterable<Route.Route>): Array<string> => {
+  const a = byPath(expected)
+  const b = byPath(actual)
+  const keys = new Set([...a.keys(), ...b.keys()])
+  return [...keys].filter((key) => a.get(key) !== b.get(key))
+}
+
+/** Waits until `check` holds (polling every 10 ms), failing with `message` after `timeoutMillis`. */
+export const eventually = async (check: () => boolean, message: () => string, timeoutMillis = 5_000) => {
+  const deadline = Date.now() + timeoutMillis
+  while (!check()) {
+    if (Date.now() > deadline) assert.fail(message())
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+let clock = Date.UTC(2026, 11, 1)
+
+/** A stored route, with a new id. */
+export const route = (method: string, path: string, handler = "h", middleware: Array<string> = []) => {
+  const millis = clock++
+  return new Route.StoredRoute({
+    id: Route.makeRouteId(millis),
+    method: method as Route.HttpMethod,
+    path: path as Route.RoutePath,
+    middleware: middleware as Array<Route.MiddlewareName>,
+    handler: handler as Route.HandlerName,
+    createdAt: new Date(millis),
+    revision: 1
+  })
+}
+
+/** `route` with some fields changed and a new revision. */
+export const changed = (
+  route: Route.StoredRoute,
+  fields: Partial<Pick<Route.Route, "method" | "path" | "handler" | "middleware">>
+) => new Route.StoredRoute({ ...route, ...fields, revision: route.revision + 1 })
