@@ -1,0 +1,43 @@
+/**
+ * Preloaded (`node --import`) into the registry and relay processes of bench/fleet.ts, which otherwise run exactly
+ * `npm start`'s command: answers the benchmark's probe, over the IPC channel, with the process's CPU time and memory
+ * (after two full collections when asked, so that memory compares what is held, not what awaits collection).
+ */
+
+/** A probe's question. */
+export interface Probe {
+  readonly type: "probe"
+  readonly gc: boolean
+}
+
+/** Its answer: CPU time (µs, as `process.cpuUsage`) and memory (bytes, as `process.memoryUsage`). */
+export interface Probed {
+  readonly type: "probed"
+  readonly cpuMicros: number
+  readonly rss: number
+  readonly heapUsed: number
+  readonly external: number
+}
+
+const gc = (globalThis as { gc?: () => void }).gc
+
+process.on("message", (message: Probe) => {
+  if (message.type !== "probe") return
+  if (message.gc) {
+    if (gc === undefined) throw new Error("the probe needs node --expose-gc")
+    gc()
+    gc()
+  }
+  const cpu = process.cpuUsage()
+  const memory = process.memoryUsage()
+  const probed: Probed = {
+    type: "probed",
+    cpuMicros: cpu.user + cpu.system,
+    rss: memory.rss,
+    heapUsed: memory.heapUsed,
+    external: memory.external
+  }
+  process.send!(probed)
+})
+// The channel never keeps the host alive: its server does, and its shutdown exits.
+process.channel?.unref()
