@@ -106,7 +106,14 @@ const startHost = (name: string, env: Record<string, string>): Promise<Host> => 
   const script = command.args[command.args.length - 1]!
   const child = spawn(
     process.execPath,
-    ["--expose-gc", ...command.args.slice(0, -1), "--import", "./bench/fleet-probe.ts", script],
+    [
+      "--expose-gc",
+      ...(name === "registry" && process.env.FLEET_PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/fleetprof"] : []),
+      ...command.args.slice(0, -1),
+      "--import",
+      "./bench/fleet-probe.ts",
+      script
+    ],
     {
       cwd: ROOT,
       env: {
@@ -283,17 +290,22 @@ interface Registry {
 
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }
 
-/** A change the registry acknowledged: when its answer arrived, and the id of the route it changed. */
+/** A change the registry acknowledged: when it was sent and its answer arrived, and the id of the route it changed. */
 interface Acked {
+  readonly sent: number
   readonly at: number
   readonly id: string
 }
 
 /** Makes one change through the API; resolves with its acknowledgement, or the reason it failed. */
-const write = async (registry: Registry, change: Change): Promise<Acked | string> => {
+const write = (registry: Registry, change: Change): Promise<Acked | string> =>
+  writeOrThrow(registry, change).catch((error: unknown) => `${change.type} failed: ${String(error)}`)
+
+const writeOrThrow = async (registry: Registry, change: Change): Promise<Acked | string> => {
   const { handlers, ids, origin } = registry
   const id = ids.get(change.path)
-  if (change.type !== "create" && id === undefined) return "the route's create was not acknowledged"
+  if (change.type !== "create" && id === undefined) return "the route's create failed"
+  const sent = now()
   const response = change.type === "create"
     ? await fetch(`${origin}/v1/routing`, {
       method: "POST",
@@ -315,14 +327,14 @@ const write = async (registry: Registry, change: Change): Promise<Acked | string
     const created = (JSON.parse(body) as { readonly id: string }).id
     ids.set(change.path, created)
     handlers.set(created, change.handler!)
-    return { at: ackedAt, id: created }
+    return { sent, at: ackedAt, id: created }
   }
   if (change.type === "update") handlers.set(id!, change.handler!)
   else {
     ids.delete(change.path)
     handlers.delete(id!)
   }
-  return { at: ackedAt, id: id! }
+  return { sent, at: ackedAt, id: id! }
 }
 
 const seed = async (registry: Registry) => {
@@ -360,8 +372,15 @@ interface RunRow {
   target: string
   registryCpu: string
   relayCpu: string
+  /** The CPU time a change costs the process the followers read, per follower (filled in once every run is made). */
+  fanOut?: string
+  /** CPU time per change, µs: the registry's, and the relay's when there is one. */
+  readonly registryMicrosPerChange: number
+  readonly relayMicrosPerChange: number | undefined
   followerCpu: string
   followerLoop: string
+  write: string
+  registryLoop: string
   connections: string
   differences: string
 }
@@ -390,21 +409,30 @@ const measureRun = async (
   const start = now() + 200
   const acked = new Map<number, Acked>()
   const failures: Array<string> = []
-  // Each change at its time, whether or not the last was answered; the answers are awaited together.
-  await Promise.all(
-    changes.map((change) =>
-      sleep(start + change.at - now()).then(() => write(registry, change)).then((result) => {
+  // Each change at its time, whether or not the last was answered (open loop), except that a change of a path waits
+  // for the answer to the path's last change (it needs the route's id).
+  const last = new Map<string, Promise<unknown>>()
+  await Promise.all(changes.map((change) => {
+    const made = Promise.all([sleep(start + change.at - now()), last.get(change.path)])
+      .then(() => write(registry, change))
+      .then((result) => {
         if (typeof result === "string") failures.push(result)
         else acked.set(change.key, result)
       })
-    )
-  )
+    last.set(change.path, made)
+    return made
+  }))
   await sleep(SETTLE_MILLIS)
   const registryAfter = await registryHost.probe(false)
   const relayAfter = await relayHost?.probe(false)
   const wall = now() - start
   const connections = await sampling.stop()
-  if (failures.length > 0) console.error(`  ${failures.length} changes failed, the first: ${failures[0]}`)
+  if (failures.length > 0) {
+    const kinds = new Map<string, number>()
+    for (const failure of failures) kinds.set(failure.slice(0, 160), (kinds.get(failure.slice(0, 160)) ?? 0) + 1)
+    console.error(`  ${failures.length} changes failed:`)
+    for (const [kind, count] of kinds) console.error(`    ${count} × ${kind}`)
+  }
 
   const expected: Array<Expected> = []
   for (const change of changes) {
@@ -424,6 +452,7 @@ const measureRun = async (
     at += report.latencies.length
   }
   latencies.sort()
+  const writes = Float64Array.from(acked.values(), (ack) => ack.at - ack.sent).sort()
   const truth = digest(Array.from(registry.handlers, ([id, handler]) => ({ id, handler })))
   const followers = workers.length === 0 ? 0 : config.followers
   const differences = reports.reduce(
@@ -456,14 +485,35 @@ const measureRun = async (
       Math.round(registryCpu / Math.max(1, acked.size)).toLocaleString("en-US")
     } µs/change`,
     relayCpu: relayCpu === undefined ? "" : `${((relayCpu / 1e3 / wall) * 100).toFixed(1)}%`,
+    registryMicrosPerChange: registryCpu / Math.max(1, acked.size),
+    relayMicrosPerChange: relayCpu === undefined ? undefined : relayCpu / Math.max(1, acked.size),
     followerCpu: followers === 0 ? "" : `${((followerCpu / wall) * 100).toFixed(0)}%`,
     followerLoop: followers === 0 ?
       "" :
       `${Math.max(...reports.map((report) => report.loopDelay.p99)).toFixed(0)} / ${
         Math.max(...reports.map((report) => report.loopDelay.max)).toFixed(0)
       } ms`,
+    write: `${percentile(writes, 50).toFixed(1)} / ${percentile(writes, 99).toFixed(1)} ms`,
+    registryLoop: `${registryAfter.loopDelay.p99.toFixed(0)} / ${registryAfter.loopDelay.max.toFixed(0)} ms`,
     connections: connections === undefined ? "" : String(connections),
     differences: followers === 0 ? "" : String(differences)
+  }
+}
+
+/**
+ * What one follower costs per change the process it reads: directly, the registry's CPU per change over what it spends
+ * with no follower at the same rate; through a relay, the relay's CPU per change (it makes no writes of its own).
+ */
+const fanOut = (rows: ReadonlyArray<RunRow>): void => {
+  for (const row of rows) {
+    const alone = rows.find((other) => other.path === "registry alone" && other.rate === row.rate)
+    const followers = Number(row.followers)
+    const micros = row.path === "relay"
+      ? row.relayMicrosPerChange
+      : row.path === "direct" && alone !== undefined
+      ? row.registryMicrosPerChange - alone.registryMicrosPerChange
+      : undefined
+    if (micros !== undefined && followers > 0) row.fanOut = `${(micros / followers).toFixed(1)} µs`
   }
 }
 
@@ -555,6 +605,7 @@ const measureStore = async (store: "memory" | "postgres") => {
       await stopHost(relay)
     }
     await stopHost(host)
+    fanOut(runRows)
     return { runs: runRows, memory: memoryRows(store, none, all) }
   } finally {
     await counter?.end()
@@ -592,25 +643,33 @@ const main = async () => {
     } followers (${processes}; ${machine.cores} cores, ${machine.cpu}, ` +
       `Node ${machine.node}, ulimit -n ${openFiles}; load average ${machine.loadBefore} before, ${loadAfter} after)\n`
   )
-  printMarkdownTable([
-    ["store", "store", "left"],
-    ["path", "path", "left"],
-    ["rate", "rate", "right"],
-    ["followers", "followers", "right"],
-    ["changes", "changes", "right"],
-    ["samples", "samples", "right"],
-    ["missing", "missing", "right"],
-    ["p50", "p50", "right"],
-    ["p99", "p99", "right"],
-    ["max", "max", "right"],
-    ["target", "p99 target", "left"],
-    ["registryCpu", "registry CPU", "right"],
-    ["relayCpu", "relay CPU", "right"],
-    ["followerCpu", "followers' CPU", "right"],
-    ["followerLoop", "followers' loop delay p99 / max", "right"],
-    ["connections", "db conns (most)", "right"],
-    ["differences", "tables ≠ registry", "right"]
-  ], results.flatMap((result) => result.runs))
+  printMarkdownTable(
+    [
+      ["store", "store", "left"],
+      ["path", "path", "left"],
+      ["rate", "rate", "right"],
+      ["followers", "followers", "right"],
+      ["changes", "changes", "right"],
+      ["samples", "samples", "right"],
+      ["missing", "missing", "right"],
+      ["p50", "p50", "right"],
+      ["p99", "p99", "right"],
+      ["max", "max", "right"],
+      ["target", "p99 target", "left"],
+      ["write", "write p50 / p99", "right"],
+      ["registryCpu", "registry CPU", "right"],
+      ["registryLoop", "registry loop delay p99 / max", "right"],
+      ["relayCpu", "relay CPU", "right"],
+      ["fanOut", "CPU per follower per change", "right"],
+      ["followerCpu", "followers' CPU", "right"],
+      ["followerLoop", "followers' loop delay p99 / max", "right"],
+      ["connections", "db conns (most)", "right"],
+      ["differences", "tables ≠ registry", "right"]
+    ],
+    results.flatMap((result) =>
+      result.runs.map(({ registryMicrosPerChange: _, relayMicrosPerChange: __, ...row }) => row)
+    )
+  )
   console.log(
     "\nThe registry with idle followers (after two full collections; heap is V8's heap and external memory)\n"
   )
