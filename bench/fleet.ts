@@ -1,6 +1,6 @@
 /**
  * A fleet of followers (CONTRACT §14): `npm run bench:fleet [-- --followers 1000] [--workers 4] [--rates 10,100]
- * [--duration 10] [--relay on|off] [--stores memory,postgres]`.
+ * [--duration 10] [--relay on|off] [--stores memory,postgres] [--cpu-prof DIR]`.
  *
  * One registry process runs `npm start`'s exact command (the example host on `node:http`, the compiled library), on
  * the memory store, and on the Postgres store in DATABASE_URL when it is set (the benchmark drops the store's tables
@@ -61,6 +61,8 @@ const config = {
   rates: (option("rates") ?? "10,100").split(",").map(Number),
   seconds: whole("duration", 10),
   relay: (option("relay") ?? "on") === "on",
+  /** A directory for the registry's and the relay's CPU profiles (`node --cpu-prof`), written when they stop. */
+  cpuProf: option("cpu-prof"),
   stores: (option("stores") ?? (DATABASE_URL === undefined ? "memory" : "memory,postgres")).split(",")
 }
 if (config.rates.some((rate) => !(rate > 0))) throw new Error("--rates needs positive numbers: --rates 10,100")
@@ -108,7 +110,7 @@ const startHost = (name: string, env: Record<string, string>): Promise<Host> => 
     process.execPath,
     [
       "--expose-gc",
-      ...(name === "registry" && process.env.FLEET_PROF ? ["--cpu-prof", "--cpu-prof-dir=/tmp/fleetprof"] : []),
+      ...(config.cpuProf === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${config.cpuProf}`]),
       ...command.args.slice(0, -1),
       "--import",
       "./bench/fleet-probe.ts",
