@@ -486,7 +486,11 @@ const measureRun = async (
     registryCpu: `${((registryCpu / 1e3 / wall) * 100).toFixed(1)}% · ${
       Math.round(registryCpu / Math.max(1, acked.size)).toLocaleString("en-US")
     } µs/change`,
-    relayCpu: relayCpu === undefined ? "" : `${((relayCpu / 1e3 / wall) * 100).toFixed(1)}%`,
+    relayCpu: relayCpu === undefined || relayAfter === undefined
+      ? ""
+      : `${((relayCpu / 1e3 / wall) * 100).toFixed(1)}% · loop ${relayAfter.loopDelay.p99.toFixed(0)} / ${
+        relayAfter.loopDelay.max.toFixed(0)
+      } ms`,
     registryMicrosPerChange: registryCpu / Math.max(1, acked.size),
     relayMicrosPerChange: relayCpu === undefined ? undefined : relayCpu / Math.max(1, acked.size),
     followerCpu: followers === 0 ? "" : `${((followerCpu / wall) * 100).toFixed(0)}%`,
@@ -661,7 +665,7 @@ const main = async () => {
       ["write", "write p50 / p99", "right"],
       ["registryCpu", "registry CPU", "right"],
       ["registryLoop", "registry loop delay p99 / max", "right"],
-      ["relayCpu", "relay CPU", "right"],
+      ["relayCpu", "relay CPU · loop delay p99 / max", "right"],
       ["fanOut", "CPU per follower per change", "right"],
       ["followerCpu", "followers' CPU", "right"],
       ["followerLoop", "followers' loop delay p99 / max", "right"],
