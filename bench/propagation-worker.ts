@@ -12,16 +12,7 @@ import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
-
-/** One change of the plan: made by `writer` at `at` ms after the start; it leaves `handler` at `path`, or nothing. */
-export interface Change {
-  readonly key: number
-  readonly at: number
-  readonly writer: number
-  readonly type: "create" | "update" | "delete"
-  readonly path: string
-  readonly handler: string | null
-}
+import type { Change } from "./plan.js"
 
 export type Command =
   | { readonly type: "run"; readonly index: number; readonly start: number; readonly plan: ReadonlyArray<Change> }

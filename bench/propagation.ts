@@ -17,8 +17,9 @@ import { type ChildProcess, fork, spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import Pg from "pg"
+import { percentile, plan } from "./plan.js"
 import { printTable } from "./print.js"
-import type { Change, Command, Report } from "./propagation-worker.js"
+import type { Command, Report } from "./propagation-worker.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const PROCESSES = 4
@@ -133,42 +134,18 @@ const killListeners = async (url: string, first: number, every: number, end: num
 // Without notifications a change takes up to the poll interval (500 ms by default) to arrive, so paths wait longer.
 const spacingOf = (run: Run) => run.notifications ? 300 : 1_100
 
-/**
- * The changes of a run, planned before it starts: one every 1/rate seconds, in turn from each process; half create a
- * path, the rest update or delete one whose last change is old enough for every process to have it (`spacingOf`).
- */
-const plan = (run: Run): Array<Change> => {
-  const changes: Array<Change> = []
-  const paths: Array<{ readonly path: string; free: number }> = []
-  for (let key = 0; key < run.perSecond * run.seconds; key++) {
-    const at = (key * 1000) / run.perSecond
-    const writer = key % PROCESSES
-    const ready = paths.filter((entry) => entry.free <= at)
-    const roll = Math.random()
-    if (roll < 0.5 || ready.length === 0) {
-      const path = `/p/${key}/:id`
-      paths.push({ path, free: at + spacingOf(run) })
-      changes.push({ key, at, writer, type: "create", path, handler: `h${key}` })
-    } else {
-      const entry = ready[Math.floor(Math.random() * ready.length)]!
-      const type = roll < 0.8 ? "update" : "delete"
-      entry.free = type === "delete" ? Infinity : at + spacingOf(run)
-      changes.push({ key, at, writer, type, path: entry.path, handler: type === "delete" ? null : `h${key}` })
-    }
-  }
-  return changes
-}
-
-const percentile = (sorted: ReadonlyArray<number>, p: number) =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!
-
 const measure = (run: Run) =>
   withDatabase(async (url) => {
     // The first process creates the tables; the others start on them.
     const first = await startWorker(url, run)
     const workers = [first, ...await Promise.all(Array.from({ length: PROCESSES - 1 }, () => startWorker(url, run)))]
     try {
-      const changes = plan(run)
+      const changes = plan({
+        perSecond: run.perSecond,
+        seconds: run.seconds,
+        writers: PROCESSES,
+        spacingMillis: spacingOf(run)
+      })
       const start = performance.timeOrigin + performance.now() + 500
       workers.forEach((worker, index) => worker.send({ type: "run", index, start, plan: changes }))
       const killing = run.killEvery === undefined

@@ -327,7 +327,7 @@ const tables: Array<string> = []
  * What `npm start` runs, read from package.json (`NAME=value … node <args>`), so the benchmark measures that command
  * and not a copy of it. Its process is node itself, pinned and measured as the others are (npm's own process is not).
  */
-const npmStartCommand = (): { readonly env: Record<string, string>; readonly args: ReadonlyArray<string> } => {
+export const npmStartCommand = (): { readonly env: Record<string, string>; readonly args: ReadonlyArray<string> } => {
   const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.start
   const words = script.trim().split(/\s+/)
   const env: Record<string, string> = {}
