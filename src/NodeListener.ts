@@ -76,7 +76,9 @@ const headOf = (response: RoutingHandler.Response): Array<string> => {
   const head: Array<string> = []
   const headers = response.headers
   for (const name in headers) head.push(name, headers[name]!)
-  if (!Answers.hasNoBody(response.status) && response.stream === undefined) head.push("content-length", String(Buffer.byteLength(response.body)))
+  if (!Answers.hasNoBody(response.status) && response.stream === undefined) {
+    head.push("content-length", String(Buffer.byteLength(response.body)))
+  }
   return head
 }
 

@@ -5,11 +5,11 @@
  * registry holding more for it; every subscription ends with its client; another process's changes arrive.
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { Hono } from "hono"
 import { getRequestListener } from "@hono/node-server"
+import { Context, Effect, Layer, Schema } from "effect"
 import express from "express"
 import Fastify from "fastify"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Hono } from "hono"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
@@ -23,8 +23,8 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 import { type Adapter, adapters, fetchFrom, type Served, serveNode, type Services } from "./utils/adapters.js"
-import { ADMIN, assertProblem, READER, type Store, tokens, WRITER } from "./utils/httpContract.js"
 import * as EventStream from "./utils/eventStream.js"
+import { ADMIN, assertProblem, READER, type Store, tokens, WRITER } from "./utils/httpContract.js"
 import { stores } from "./utils/stores.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -87,7 +87,9 @@ const integrations: ReadonlyArray<Subject> = [
   {
     name: "route-registry/fastify",
     start: async (store, options) => {
-      const app = Fastify()
+      // A client that leaves a stream may leave behind a connection that never sends a request, which Fastify's close
+      // would wait for: the host closes every connection when it closes.
+      const app = Fastify({ forceCloseConnections: true })
       await app.register(FastifyIntegration.routeRegistry, {
         ...options,
         authenticator: tokens,
@@ -186,7 +188,9 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
       const first = await stream.until(3)
       assert.deepStrictEqual(kinds(first), ["upsert", "upsert", "ready"])
       assert.deepStrictEqual(first.slice(0, 2).map((event) => event.data.id).sort(), [a.id, b.id].sort())
-      for (const event of first.slice(0, 2)) assert.strictEqual(JSON.stringify(event.data), await fetchRoute(event.data.id))
+      for (const event of first.slice(0, 2)) {
+        assert.strictEqual(JSON.stringify(event.data), await fetchRoute(event.data.id))
+      }
       assert.deepStrictEqual(first[2]!.data, { routes: 2 })
       for (const event of first) assert.match(event.id!, /^[0-9a-z]{12}\.[0-9a-z]+(\.[0-9a-z]+)?$/)
 
@@ -293,17 +297,6 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
     })
   })
 
-  // The integrations keep the default capacity: this runs where the table's options are the host's.
-  it.skipIf(subject.name.startsWith("route-registry/"))("a client past the history's capacity is answered with a reset", async () => {
-    const { create, open } = await serve(subject, RouteRepository.layerMemory, {}, 2)
-    const first = await open()
-    const ready = (await first.until(1))[0]!
-    for (let n = 1; n <= 3; n++) await create(n)
-    await first.until(4)
-    const stream = await open(`?since=${encodeURIComponent(ready.id!)}`)
-    assert.deepStrictEqual(kinds(await stream.until(5)), ["reset", "upsert", "upsert", "upsert", "ready"])
-  })
-
   it("every subscription ends with its client", async () => {
     const { create, open, server } = await serve(subject, RouteRepository.layerMemory)
     const opened = await Promise.all([open(), open(), open()])
@@ -316,6 +309,19 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
     if (server.subscribed() !== undefined) {
       await EventStream.eventually("no subscription left", () => server.subscribed() === 0)
     }
+  })
+})
+
+// The integrations keep the default capacity: this runs where the host builds the table.
+describe.each(adapters.map(ofAdapter))("a client past the history's capacity, through $name", (subject) => {
+  it("is answered with a reset", async () => {
+    const { create, open } = await serve(subject, RouteRepository.layerMemory, {}, 2)
+    const first = await open()
+    const ready = (await first.until(1))[0]!
+    for (let n = 1; n <= 3; n++) await create(n)
+    await first.until(4)
+    const stream = await open(`?since=${encodeURIComponent(ready.id!)}`)
+    assert.deepStrictEqual(kinds(await stream.until(5)), ["reset", "upsert", "upsert", "upsert", "ready"])
   })
 })
 

@@ -215,7 +215,9 @@ const open = (source: Source, since: string | undefined, sink: Sink): () => void
     if (changes.length === 0) return live(cursor)
     let at = 0
     const next = (): void => {
-      while (at < changes.length && !stopped && sink.buffered() < CATCH_UP_BYTES) send(changeEvent(changes[at++]!, epoch))
+      while (at < changes.length && !stopped && sink.buffered() < CATCH_UP_BYTES) {
+        send(changeEvent(changes[at++]!, epoch))
+      }
       if (stopped) return
       if (at < changes.length) return sink.drained(next)
       catchUp(History.cursorOf(epoch, changes[changes.length - 1]!.seq))

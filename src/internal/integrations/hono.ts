@@ -39,10 +39,10 @@ const toWeb = (answer: RoutingHandler.Response, signal?: AbortSignal): Response 
       ? null
       : answer.body,
     {
-    status: answer.status,
-    statusText: Problem.titles[answer.status] ?? "",
-    headers: answer.headers
-  }
+      status: answer.status,
+      statusText: Problem.titles[answer.status] ?? "",
+      headers: answer.headers
+    }
   )
 
 /** The path the app is mounted under: what the host's `app.route(path, …)` put before the route that matched. */

@@ -39,7 +39,9 @@ export const write = (req: IncomingMessage, res: ServerResponse, response: Routi
   if (res.headersSent || res.destroyed) return
   const headers: Record<string, string | number> = { ...response.headers }
   // 204 and 304 carry no body, and a 204 no length (RFC 9110 §8.6).
-  if (response.status !== 204 && response.status !== 304 && response.stream === undefined) headers["content-length"] = Buffer.byteLength(response.body)
+  if (response.status !== 204 && response.status !== 304 && response.stream === undefined) {
+    headers["content-length"] = Buffer.byteLength(response.body)
+  }
   const phrase = Problem.titles[response.status]
   if (phrase === undefined) res.writeHead(response.status, headers)
   else res.writeHead(response.status, phrase, headers)
