@@ -471,3 +471,35 @@ describe("RouteTable.layerWith", () => {
       }
     }).pipe(Effect.scoped))
 })
+
+describe("closing a host with followers connected", () => {
+  it("Fastify's close ends the open streams instead of waiting for them", async () => {
+    const app = Fastify()
+    await app.register(FastifyIntegration.routeRegistry, {
+      authenticator: tokens,
+      store: RouteRepository.layerMemory,
+      handlers: {}
+    })
+    const origin = await listening(app)
+    const stream = await EventStream.open(fetch, `${origin}/v1/routing/changes`, auth(READER))
+    await stream.until(1)
+    const closed = await Promise.race([
+      app.close().then(() => "closed"),
+      new Promise((resolve) => setTimeout(() => resolve("still waiting"), 5_000))
+    ])
+    assert.strictEqual(closed, "closed")
+    await stream.ended
+  })
+
+  it("the integrations' close ends the open streams", async () => {
+    const mounted = Express.routeRegistry({ authenticator: tokens, store: RouteRepository.layerMemory, handlers: {} })
+    await mounted.ready
+    const app = express().use(mounted)
+    const served = await serveNode(app, mounted.close)
+    const stream = await EventStream.open(fetch, `${served.origin}/v1/routing/changes`, auth(READER))
+    await stream.until(1)
+    await mounted.close()
+    await stream.ended
+    await served.close()
+  })
+})
