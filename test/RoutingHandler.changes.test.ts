@@ -369,6 +369,26 @@ describe.each(subjects.filter((subject) => subject.name !== "WebHandler (fetch R
   }
 )
 
+describe("the WebHandler's stream of a follower that stops reading", () => {
+  it("is errored once its queue holds the bound, and unsubscribed", async () => {
+    const bound = 64 * 1024
+    const { create, server } = await serve(ofAdapter(adapters[1]!), RouteRepository.layerMemory, {
+      changesBufferBytes: bound
+    })
+    const response = await server.fetch(`${server.origin}/v1/routing/changes`, { headers: auth(READER) })
+    const reader = response.body!.getReader()
+    assert.include(new TextDecoder().decode((await reader.read()).value), "event: ready")
+    assert.strictEqual(server.subscribed(), 1)
+    let n = 0
+    // About 2 KB per change: the bound is passed within about 33 of them.
+    while (server.subscribed() !== 0 && n < 100) await create(n, `/${n++}` + `/${"z".repeat(200)}`.repeat(9))
+    assert.strictEqual(server.subscribed(), 0)
+    assert.isAtMost(n, 40)
+    const failed = await reader.read().then(() => reader.read()).then(() => "read", (error) => String(error))
+    assert.include(failed, "fell too far behind")
+  })
+})
+
 describe("the NodeListener's connection of a follower that stops reading", () => {
   it("holds at most the bound and one event before it is destroyed", async () => {
     const bound = 64 * 1024
