@@ -62,7 +62,8 @@ export const descriptions: Readonly<Record<Code, string>> = {
   insufficient_scope:
     "The token lacks the scope the request needs (routes:read to get and list, routes:write to create, update and delete).",
   route_not_found: "No route has that id (including ids that could never exist).",
-  not_found: "Nothing is served at that path (answered only by an adapter or router with no host to fall back on).",
+  not_found: "Nothing is served at that path (answered only by an adapter or router with no host to fall back on, " +
+    "or for the change stream by an API built without a route table).",
   method_not_allowed: "The path is served, but not with that method; `Allow` lists the methods that are.",
   request_timeout: `The body did not arrive in full within the body timeout (${
     Limits.describeMillis(Limits.DEFAULT_BODY_TIMEOUT_MILLIS)

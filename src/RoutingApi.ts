@@ -250,6 +250,44 @@ export const IfNoneMatch = Schema.Struct({
   }))
 })
 
+/**
+ * The change stream as the API describes it: Server-Sent Events, text that does not end while the client listens.
+ *
+ * @since 0.4.0
+ */
+export const ChangeEvents = Schema.String.pipe(
+  HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })
+).annotations({
+  identifier: "ChangeEvents",
+  description: "Server-Sent Events: upsert (data: a route, as a get answers it), delete (data: {\"id\"}), ready " +
+    "(data: {\"routes\": n}) and reset (data: {}); upsert, delete and ready carry an id, the cursor to resume from. " +
+    "A comment line (:) is sent at least every 15 s."
+})
+
+/**
+ * The query of the change stream: at most the cursor to resume from.
+ *
+ * @since 0.4.0
+ */
+export const ChangesParams = Schema.Struct({
+  since: Schema.optional(Schema.String.annotations({
+    description: "The id of the last event received, to resume after it; without it, the stream starts with every " +
+      "route. A cursor this process cannot resume from is answered with a reset event; one this API never issued " +
+      "is refused."
+  }))
+})
+
+/**
+ * The header an EventSource resumes with; it wins over `since`.
+ *
+ * @since 0.4.0
+ */
+export const LastEventId = Schema.Struct({
+  "last-event-id": Schema.optional(Schema.String.annotations({
+    description: "The id of the last event received (an EventSource sends it when it reconnects); it wins over since."
+  }))
+})
+
 const RouteIdParam = Schema.Struct({
   id: Schema.String.annotations({
     description: "The route's id. A string that is no route's id, even one that could never be, is answered 404."
@@ -280,6 +318,21 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
         "Needs the routes:read scope. Answers one page of routes in ascending id order (creation order). " +
           "A parameter given twice, an unknown parameter or a value breaking its rule is 400 invalid_query, " +
           "every problem listed."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("changes", `${COLLECTION}/changes`)
+      .setUrlParams(ChangesParams)
+      .setHeaders(LastEventId)
+      .addSuccess(ChangeEvents)
+      .addError(InvalidQueryProblem)
+      .annotate(OpenApi.Summary, "Follow every change")
+      .annotate(
+        OpenApi.Description,
+        "Needs the routes:read scope. Answers text/event-stream and stays open: without a cursor, one upsert " +
+          "per route, then ready, then every change as it happens; with a cursor, the changes after it, then " +
+          "ready, then every change (a reset first, then every route, when this process no longer holds them). " +
+          "Any query parameter but since is 400 invalid_query."
       )
   )
   .add(

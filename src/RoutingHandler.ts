@@ -208,6 +208,11 @@ export type Services = RouteRepository.RouteRepository | Authenticator.Authentic
  */
 export interface RoutingHandler {
   readonly handle: (request: Request) => Effect.Effect<Response> | undefined
+  /**
+   * Closes every change stream open now (their followers resume from their cursors, here or elsewhere): for a host
+   * shutting down, whose server waits for open connections before it closes.
+   */
+  readonly closeStreams: () => void
 }
 
 /**
@@ -265,7 +270,13 @@ const makeCore = (
       shared: undefined
     }
   }
-  return { handle: (request) => Operations.handle(core, request) }
+  const changesSource = core.changes
+  return {
+    handle: (request) => Operations.handle(core, request),
+    closeStreams: () => {
+      if (changesSource !== undefined) ChangeStream.closeAll(changesSource)
+    }
+  }
 }
 
 // The table and its history when both are in context (`RouteTable.layer` provides them): the change stream's source.

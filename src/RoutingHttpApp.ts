@@ -58,7 +58,9 @@ const streamed = (
 ) => {
   const cut = () => NodeTransport.serverResponseOf(request)?.destroy()
   return HttpServerResponse.stream(
-    Stream.fromReadableStream(() => WebStream.readable(body, cut), identity).pipe(Stream.catchAll(() => Stream.empty)),
+    Stream.fromReadableStream(() => WebStream.readable(body, { closed: cut }), identity).pipe(
+      Stream.catchAll(() => Stream.empty)
+    ),
     {
       status: response.status,
       headers: response.headers,

@@ -36,17 +36,17 @@ export interface DisposableHandler extends Handler {
  */
 export type Options = RoutingHandler.Options
 
-const bodyOf = (response: RoutingHandler.Response): BodyInit | null =>
+const bodyOf = (response: RoutingHandler.Response, signal: AbortSignal): BodyInit | null =>
   response.stream !== undefined
-    ? WebStream.readable(response.stream)
+    ? WebStream.readable(response.stream, { signal })
     : Answers.hasNoBody(response.status)
     ? null
     : response.body
 
 // A 204 or 304 must be built with a null body (the Response constructor throws otherwise). A problem's status text is
 // its title, as in its body.
-const toWeb = (response: RoutingHandler.Response): Response =>
-  new Response(bodyOf(response), {
+const toWeb = (response: RoutingHandler.Response, signal: AbortSignal): Response =>
+  new Response(bodyOf(response, signal), {
     status: response.status,
     statusText: Problem.titles[response.status] ?? "",
     headers: response.headers
@@ -72,12 +72,16 @@ export const make = (
         header: (name) => request.headers.get(name) ?? undefined,
         body: Body.fromWebRequest(request)
       })
-      if (effect === undefined) return Promise.resolve(toWeb(RoutingHandler.notFound))
+      const signal = request.signal
+      if (effect === undefined) return Promise.resolve(toWeb(RoutingHandler.notFound, signal))
       if (Exit.isExit(effect)) {
         const exit = effect as Exit.Exit<RoutingHandler.Response>
-        return Promise.resolve(toWeb(Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError))
+        return Promise.resolve(toWeb(Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError, signal))
       }
-      return runPromise(effect).then(toWeb, () => toWeb(RoutingHandler.internalError))
+      return runPromise(effect).then(
+        (response) => toWeb(response, signal),
+        () => toWeb(RoutingHandler.internalError, signal)
+      )
     }
   })
 

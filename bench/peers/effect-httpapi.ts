@@ -98,6 +98,8 @@ export const start = async (options: Options): Promise<Started> => {
           result.created
         )
       })
+      // The peers are compared on reading and writing routes; this one keeps no history to stream.
+      .handle("changes", () => Effect.succeed(""))
       .handle("get", ({ path }) => {
         const route = store.get(path.id)
         return route === undefined

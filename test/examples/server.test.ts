@@ -164,6 +164,46 @@ describe("examples/server.ts (npm start)", () => {
     const found = await fetch(`${second.origin}${created.headers.get("location")}`, { headers: bearer("t") })
     assert.strictEqual(await found.text(), text)
   })
+
+  // CONTRACT §14 Scale: idle, a registry process holds at most 2 connections (one pool connection for its polls, its
+  // listening connection), whatever burst it served before and however many followers it streams to.
+  it("with DATABASE_URL, holds at most 2 database connections while idle, followers connected", async () => {
+    const name = `rr-idle-${process.pid}-${Date.now().toString(36)}`
+    const url = new URL(TestDatabase.url)
+    url.searchParams.set("application_name", name)
+    const server = await start({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: url.toString() })
+    onTestFinished(async () => {
+      await server.stop()
+    })
+    const held = () =>
+      TestDatabase.admin(
+        TestDatabase.url,
+        (client) =>
+          client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1", [name])
+            .then((result) => result.rows[0].n as number)
+      )
+    // A burst of concurrent creates grows the pool.
+    const created = await Promise.all(
+      Array.from(
+        { length: 30 },
+        (_, n) => create(server.origin, "t", { method: "GET", path: `/idle/${Date.now()}/${n}`, handler: "h" })
+      )
+    )
+    assert.deepStrictEqual(created.map((response) => response.status), Array(30).fill(201))
+    assert.isAbove(await held(), 2)
+    const followers = await Promise.all(
+      Array.from({ length: 20 }, () => fetch(`${server.origin}/v1/routing/changes`, { headers: bearer("t") }))
+    )
+    onTestFinished(() => followers.forEach((follower) => follower.body?.cancel()))
+    assert.deepStrictEqual(followers.map((follower) => follower.status), Array(20).fill(200))
+    // The pool closes a connection idle for 10 s (node-postgres's idleTimeoutMillis).
+    const deadline = Date.now() + 20_000
+    while ((await held()) > 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 500))
+    for (let sample = 0; sample < 6; sample++) {
+      assert.isAtMost(await held(), 2)
+      await new Promise((resolve) => setTimeout(resolve, 500))
+    }
+  }, 40_000)
 })
 
 describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () => {

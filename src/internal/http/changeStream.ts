@@ -129,10 +129,16 @@ export const parseQuery = (
 // Heartbeats: one timer for every open stream of a core
 // ---------------------------------------------------------------------------------------------------------------
 
+/** One open stream, as its core's timer and its shutdown see it. */
+interface Open {
+  readonly beat: () => void
+  readonly cut: () => void
+}
+
 /** The open streams of one core, each sent a heartbeat every interval by one timer, running while any is open. */
 export interface Heartbeats {
   readonly intervalMillis: number
-  readonly streams: Set<() => void>
+  readonly streams: Set<Open>
   timer: ReturnType<typeof setInterval> | undefined
 }
 
@@ -143,10 +149,10 @@ export const heartbeats = (intervalMillis: number): Heartbeats => ({
 })
 
 const beat = (heartbeats: Heartbeats) => {
-  for (const stream of heartbeats.streams) stream()
+  for (const stream of heartbeats.streams) stream.beat()
 }
 
-const join = (heartbeats: Heartbeats, stream: () => void) => {
+const join = (heartbeats: Heartbeats, stream: Open) => {
   heartbeats.streams.add(stream)
   if (heartbeats.timer === undefined) {
     heartbeats.timer = setInterval(beat, heartbeats.intervalMillis, heartbeats)
@@ -155,7 +161,7 @@ const join = (heartbeats: Heartbeats, stream: () => void) => {
   }
 }
 
-const leave = (heartbeats: Heartbeats, stream: () => void) => {
+const leave = (heartbeats: Heartbeats, stream: Open) => {
   heartbeats.streams.delete(stream)
   if (heartbeats.streams.size === 0 && heartbeats.timer !== undefined) {
     clearInterval(heartbeats.timer)
@@ -167,8 +173,13 @@ const leave = (heartbeats: Heartbeats, stream: () => void) => {
 // One stream
 // ---------------------------------------------------------------------------------------------------------------
 
-/** The number of streams open now on `source`, for tests and telemetry. */
-export const openStreams = (source: Source): number => source.heartbeats.streams.size
+/**
+ * Closes every stream open on `source`: a host shutting down, whose server would otherwise wait for connections that
+ * never end. Their followers reconnect elsewhere, or here once the host is back, and resume.
+ */
+export const closeAll = (source: Source): void => {
+  for (const stream of Array.from(source.heartbeats.streams)) stream.cut()
+}
 
 /**
  * The body of the stream that resumes from `since` (no cursor: from a snapshot). `since` was checked to be a cursor
@@ -188,7 +199,7 @@ const open = (source: Source, since: string | undefined, sink: Sink): () => void
     if (stopped) return
     stopped = true
     unsubscribe?.()
-    leave(source.heartbeats, heartbeat)
+    leave(source.heartbeats, opened)
   }
   const cut = () => {
     stop()
@@ -204,7 +215,7 @@ const open = (source: Source, since: string | undefined, sink: Sink): () => void
       cut()
     }
   }
-  const heartbeat = () => send(HEARTBEAT)
+  const opened: Open = { beat: () => send(HEARTBEAT), cut }
 
   // From `cursor` on, the history's changes, as fast as the connection takes them; then live.
   const catchUp = (cursor: string): void => {
@@ -248,7 +259,7 @@ const open = (source: Source, since: string | undefined, sink: Sink): () => void
     next()
   }
 
-  join(source.heartbeats, heartbeat)
+  join(source.heartbeats, opened)
   const resumed = since === undefined ? undefined : history.since(since)
   if (resumed === undefined) snapshot()
   else if (resumed._tag === "Changes") catchUp(since!)

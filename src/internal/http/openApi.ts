@@ -41,6 +41,15 @@ const successes: Record<string, Record<string, { description: string; headers?: 
       }
     }
   },
+  "routing.changes": {
+    "200": {
+      description: "The change stream, open until the client leaves (or falls too far behind and is cut off).",
+      headers: {
+        "Cache-Control": { description: "no-cache", required: true, schema: string },
+        "X-Accel-Buffering": { description: "no: a proxy must pass events on as they come.", schema: string }
+      }
+    }
+  },
   "routing.create": {
     "201": {
       description: "The stored route.",

@@ -11,16 +11,27 @@ const HIGH_WATER_BYTES = 64 * 1024
 
 const encoder = new TextEncoder()
 
+/** Where the stream runs: the request's signal, aborted when its client leaves; told when the stream closes it. */
+export interface Options {
+  readonly signal?: AbortSignal | undefined
+  readonly closed?: (() => void) | undefined
+}
+
 /**
  * The stream's bytes. What the queue holds unread is what the connection holds unsent (the transport reads as fast as
  * it sends); closing errors the stream, which drops what it holds and makes the transport close the connection; a
- * transport that cancels it (its client left) stops the stream. `closed` is told when the stream closes it.
+ * transport that cancels it, or a request signal that aborts (its client left), stops the stream.
  */
-export const readable = (body: OpenBody, closed?: () => void): ReadableStream<Uint8Array> => {
+export const readable = (body: OpenBody, { closed, signal }: Options = {}): ReadableStream<Uint8Array> => {
   let stop: (() => void) | undefined
   let waiting: (() => void) | undefined
   return new ReadableStream<Uint8Array>({
     start(controller) {
+      if (signal?.aborted) return controller.error(signal.reason)
+      signal?.addEventListener("abort", () => {
+        stop?.()
+        controller.error(signal.reason)
+      }, { once: true })
       stop = body.open({
         write: (text) => controller.enqueue(encoder.encode(text)),
         buffered: () => HIGH_WATER_BYTES - (controller.desiredSize ?? 0),

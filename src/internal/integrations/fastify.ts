@@ -73,6 +73,8 @@ const api =
 /** The plugin: the routing API and the stored routes over one store and one table. */
 export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
   const registry = await Registry.start(options, log(fastify))
+  // Fastify closes its server before its onClose hooks run, and the server waits for the open change streams.
+  fastify.addHook("preClose", async () => registry.api.closeStreams())
   fastify.addHook("onClose", () => registry.dispose())
   const prefix = fastify.prefix
   addNodeMethods(fastify)

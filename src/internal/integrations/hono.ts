@@ -31,10 +31,10 @@ const API_ROUTES = [COLLECTION, `${COLLECTION}/*`]
 const ROUTER_ROUTE = "/*"
 
 // A 204 or 304 must be built with a null body. A problem's status text is its title, as in its body.
-const toWeb = (answer: RoutingHandler.Response): Response =>
+const toWeb = (answer: RoutingHandler.Response, signal?: AbortSignal): Response =>
   new Response(
     answer.stream !== undefined
-      ? WebStream.readable(answer.stream)
+      ? WebStream.readable(answer.stream, { signal })
       : answer.status === 204 || answer.status === 304
       ? null
       : answer.body,
@@ -111,7 +111,7 @@ export const make = (options: Options): Mounted => {
         body: Body.fromWebRequest(request)
       })
       if (effect === undefined) return next()
-      return toWeb(await run(effect))
+      return toWeb(await run(effect), request.signal)
     })
   }
   app.all(ROUTER_ROUTE, async (c, next) => {

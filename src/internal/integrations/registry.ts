@@ -113,9 +113,15 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
  */
 export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<F, M>> => {
   const invalid = RoutingHandler.checkOptions(options)
-  return invalid === undefined
-    ? Disposable.fromLayer(servicesOf(options, log), bind(options, log))
-    : Promise.reject(invalid)
+  if (invalid !== undefined) return Promise.reject(invalid)
+  // Open change streams are closed first: a server closing waits for its connections, and they never end.
+  return Disposable.fromLayer(servicesOf(options, log), bind(options, log)).then((registry) => ({
+    ...registry,
+    dispose: () => {
+      registry.api.closeStreams()
+      return registry.dispose()
+    }
+  }))
 }
 
 /** The problem answers of the router, for the integrations to send in their framework's way. */

@@ -1,0 +1,525 @@
+/**
+ * The change stream, `GET /v1/routing/changes` (CONTRACT §14), through every adapter and integration on both stores:
+ * snapshot, `ready` and live changes in order; resuming by `since` and by `Last-Event-ID`; `reset` when the history is
+ * gone; the refusals, before any byte of a stream; heartbeats; a follower that stops reading is cut off without the
+ * registry holding more for it; every subscription ends with its client; another process's changes arrive.
+ */
+import { afterEach, assert, describe, it } from "@effect/vitest"
+import { getRequestListener } from "@hono/node-server"
+import { Context, Effect, Layer, Schema } from "effect"
+import express from "express"
+import Fastify from "fastify"
+import { Hono } from "hono"
+import * as Http from "node:http"
+import * as Net from "node:net"
+import type { AddressInfo } from "node:net"
+import * as Express from "route-registry/express"
+import * as FastifyIntegration from "route-registry/fastify"
+import * as HonoIntegration from "route-registry/hono"
+import * as NodeListener from "route-registry/NodeListener"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouteTable from "route-registry/RouteTable"
+import type * as RoutingHandler from "route-registry/RoutingHandler"
+import { type Adapter, adapters, fetchFrom, type Served, serveNode, type Services } from "./utils/adapters.js"
+import * as EventStream from "./utils/eventStream.js"
+import { ADMIN, assertProblem, READER, type Store, tokens, WRITER } from "./utils/httpContract.js"
+import { stores } from "./utils/stores.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
+
+const auth = (token: string) => ({ authorization: `Bearer ${token}` })
+const admin = { ...auth(ADMIN), "content-type": "application/json" }
+
+const route = (n: number, path = `/r${n}/:id`) => ({ method: "GET", path, handler: `h${n}`, middleware: [] })
+
+/** A server whose history is watched: how many streams are subscribed to it now. */
+interface Watched extends Served {
+  readonly subscribed: () => number | undefined
+}
+
+interface Subject {
+  readonly name: string
+  /** Starts a server over `store` (the table and tokens are the subject's to add). */
+  readonly start: (store: Store, options?: RoutingHandler.Options, capacity?: number) => Promise<Watched>
+}
+
+// The table over `store`, with its history's subscriptions counted.
+const watchedTable = (store: Store, capacity: number | undefined) => {
+  let subscribed = 0
+  const table = (capacity === undefined ? RouteTable.layer : RouteTable.layerWith({ historyCapacity: capacity })).pipe(
+    Layer.provide(store),
+    Layer.map((context) => {
+      const history = Context.get(context, RouteTable.ChangeHistory)
+      return Context.add(context, RouteTable.ChangeHistory, {
+        ...history,
+        subscribe: (listener) => {
+          subscribed++
+          const unsubscribe = history.subscribe(listener)
+          let once = false
+          return () => {
+            if (!once) subscribed--
+            once = true
+            return unsubscribe()
+          }
+        }
+      })
+    })
+  )
+  return { services: Layer.merge(table, tokens) as Services, subscribed: () => subscribed }
+}
+
+const ofAdapter = (adapter: Adapter): Subject => ({
+  name: adapter.name,
+  start: async (store, options, capacity) => {
+    const watched = watchedTable(store, capacity)
+    return { ...(await adapter.start(watched.services, options)), subscribed: watched.subscribed }
+  }
+})
+
+const listening = async (app: ReturnType<typeof Fastify>) => {
+  await app.listen({ port: 0, host: "127.0.0.1" })
+  return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
+}
+
+// The integrations build their own table over the store: its subscriptions are not counted.
+const integrations: ReadonlyArray<Subject> = [
+  {
+    name: "route-registry/fastify",
+    start: async (store, options) => {
+      // A client that leaves a stream may leave behind a connection that never sends a request, which Fastify's close
+      // would wait for: the host closes every connection when it closes.
+      const app = Fastify({ forceCloseConnections: true })
+      await app.register(FastifyIntegration.routeRegistry, {
+        ...options,
+        authenticator: tokens,
+        store,
+        handlers: {}
+      })
+      const origin = await listening(app)
+      return { send: fetchFrom(origin), fetch, origin, close: () => app.close(), subscribed: () => undefined }
+    }
+  },
+  {
+    name: "route-registry/express",
+    start: async (store, options) => {
+      const app = express()
+      app.use(express.json())
+      const mounted = Express.routeRegistry({ ...options, authenticator: tokens, store, handlers: {} })
+      await mounted.ready
+      app.use(mounted)
+      return { ...(await serveNode(app, mounted.close)), subscribed: () => undefined }
+    }
+  },
+  {
+    name: "route-registry/hono on @hono/node-server",
+    start: async (store, options) => {
+      const registry = HonoIntegration.routeRegistry({ ...options, authenticator: tokens, store, handlers: {} })
+      await registry.ready
+      const app = new Hono().route("/", registry)
+      const listener = getRequestListener(app.fetch, { overrideGlobalObjects: false })
+      return { ...(await serveNode(listener, registry.close)), subscribed: () => undefined }
+    }
+  }
+]
+
+const subjects: ReadonlyArray<Subject> = [...adapters.map(ofAdapter), ...integrations]
+
+let servers: Array<Watched> = []
+let streams: Array<EventStream.Opened> = []
+afterEach(async () => {
+  for (const stream of streams) stream.close()
+  await Promise.all(streams.map((stream) => stream.ended))
+  streams = []
+  await Promise.all(servers.map((server) => server.close()))
+  servers = []
+})
+
+const serve = async (subject: Subject, store: Store, options?: RoutingHandler.Options, capacity?: number) => {
+  const server = await subject.start(store, options, capacity)
+  servers.push(server)
+  const open = async (query = "", headers: Record<string, string> = auth(READER)) => {
+    const stream = await EventStream.open(server.fetch, `${server.origin}/v1/routing/changes${query}`, headers)
+    streams.push(stream)
+    return stream
+  }
+  const create = async (n: number, path?: string) => {
+    const created = await server.send({
+      method: "POST",
+      path: "/v1/routing",
+      headers: admin,
+      body: JSON.stringify(route(n, path))
+    })
+    assert.strictEqual(created.status, 201, created.text)
+    return created.json as Route.Route
+  }
+  const update = async (id: string, handler: string) => {
+    const updated = await server.send({
+      method: "PATCH",
+      path: `/v1/routing/${id}`,
+      headers: admin,
+      body: JSON.stringify({ handler })
+    })
+    assert.strictEqual(updated.status, 200, updated.text)
+    return updated.json as Route.Route
+  }
+  const remove = async (id: string) => {
+    const removed = await server.send({ method: "DELETE", path: `/v1/routing/${id}`, headers: auth(ADMIN) })
+    assert.strictEqual(removed.status, 204, removed.text)
+  }
+  const fetchRoute = async (id: string) =>
+    (await server.send({ method: "GET", path: `/v1/routing/${id}`, headers: auth(ADMIN) })).text
+  return { server, open, create, update, remove, fetchRoute }
+}
+
+const kinds = (events: ReadonlyArray<EventStream.Event>) => events.map((event) => event.event)
+
+describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
+  describe.each(stores)("on the %s", (_name, store) => {
+    it("a snapshot of the table, ready, then every change in order; upserts are the routes as GET answers them", async () => {
+      const { create, fetchRoute, open, remove, update } = await serve(subject, store)
+      const a = await create(1)
+      const b = await create(2)
+      const stream = await open()
+      assert.strictEqual(stream.status, 200)
+      assert.strictEqual(stream.headers.get("content-type"), "text/event-stream")
+      assert.strictEqual(stream.headers.get("cache-control"), "no-cache")
+      assert.strictEqual(stream.headers.get("x-accel-buffering"), "no")
+      const first = await stream.until(3)
+      assert.deepStrictEqual(kinds(first), ["upsert", "upsert", "ready"])
+      assert.deepStrictEqual(first.slice(0, 2).map((event) => event.data.id).sort(), [a.id, b.id].sort())
+      for (const event of first.slice(0, 2)) {
+        assert.strictEqual(JSON.stringify(event.data), await fetchRoute(event.data.id))
+      }
+      assert.deepStrictEqual(first[2]!.data, { routes: 2 })
+      for (const event of first) assert.match(event.id!, /^[0-9a-z]{12}\.[0-9a-z]+(\.[0-9a-z]+)?$/)
+
+      const c = await create(3)
+      const a2 = await update(a.id, "moved")
+      await remove(b.id)
+      const all = await stream.until(6)
+      assert.deepStrictEqual(kinds(all.slice(3)), ["upsert", "upsert", "delete"])
+      assert.strictEqual(JSON.stringify(all[3]!.data), JSON.stringify(c))
+      assert.strictEqual(JSON.stringify(all[4]!.data), JSON.stringify(a2))
+      assert.deepStrictEqual(all[5]!.data, { id: b.id })
+      // Each change has a cursor of its own, after the one before.
+      assert.strictEqual(new Set(all.map((event) => event.id)).size, all.length)
+    })
+
+    it("resumes by since and by Last-Event-ID with exactly the missed changes, Last-Event-ID winning", async () => {
+      const { create, open, remove } = await serve(subject, store)
+      const a = await create(1)
+      const first = await open()
+      const ready = (await first.waitFor((event) => event.event === "ready")).at(-1)!
+      const b = await create(2)
+      await first.until(3)
+      const afterB = first.events[2]!.id!
+      await remove(a.id)
+      const c = await create(3)
+      await first.until(5)
+      first.close()
+
+      const bySince = await open(`?since=${encodeURIComponent(ready.id!)}`)
+      const resumed = await bySince.until(4)
+      assert.deepStrictEqual(kinds(resumed), ["upsert", "delete", "upsert", "ready"])
+      assert.deepStrictEqual([resumed[0]!.data.id, resumed[1]!.data.id, resumed[2]!.data.id], [b.id, a.id, c.id])
+      assert.deepStrictEqual(resumed.slice(0, 3).map((event) => event.id), first.events.slice(2, 5).map((e) => e.id))
+      assert.strictEqual(resumed[3]!.id, first.events[4]!.id)
+
+      // An EventSource reconnects to the same URL, since and all: the header says how far it got.
+      const byHeader = await open(`?since=${encodeURIComponent(ready.id!)}`, {
+        ...auth(READER),
+        "last-event-id": afterB
+      })
+      assert.deepStrictEqual(kinds(await byHeader.until(3)), ["delete", "upsert", "ready"])
+
+      // Current: nothing to replay, ready at once with the same cursor.
+      const current = await open(`?since=${encodeURIComponent(first.events[4]!.id!)}`)
+      const nothing = await current.until(1)
+      assert.deepStrictEqual(kinds(nothing), ["ready"])
+      assert.strictEqual(nothing[0]!.id, first.events[4]!.id)
+    })
+
+    it("a cursor of another process or a snapshot's is answered with a reset, then the table again", async () => {
+      const { create, open } = await serve(subject, store)
+      await create(1)
+      const snapshotted = await open()
+      const events = await snapshotted.until(2)
+      for (const since of ["abcdefghijkl.5", events[0]!.id!]) {
+        const stream = await open(`?since=${encodeURIComponent(since)}`)
+        const again = await stream.until(3)
+        assert.deepStrictEqual(kinds(again), ["reset", "upsert", "ready"], since)
+        assert.strictEqual(again[1]!.data.id, events[0]!.data.id)
+      }
+    })
+
+    it("refuses before any byte of a stream: 401, 403, 400 invalid_query naming the parameter, 405", async () => {
+      const { open, server } = await serve(subject, store)
+      const none = await open("", {})
+      assertProblem({ ...none, json: JSON.parse(none.text) }, "unauthenticated")
+      const writer = await open("", auth(WRITER))
+      assertProblem({ ...writer, json: JSON.parse(writer.text) }, "insufficient_scope")
+      // Authentication first: an unauthenticated caller learns nothing of its query.
+      const unknown = await open("?since=nope", {})
+      assert.strictEqual(unknown.status, 401)
+      const epoch = (await (await open()).until(1))[0]!.id!.split(".")[0]!
+      for (
+        const [query, headers, path] of [
+          ["?since=nope", auth(READER), "since"],
+          ["?since=", auth(READER), "since"],
+          [`?since=${epoch}.zzzz`, auth(READER), "since"], // ahead of this history: never issued
+          ["?limit=2", auth(READER), "limit"],
+          ["?access_token=x", auth(READER), "access_token"],
+          ["", { ...auth(READER), "last-event-id": "garbage" }, "Last-Event-ID"]
+        ] as const
+      ) {
+        const refused = await open(query, headers)
+        assert.strictEqual(refused.status, 400, query)
+        const json = JSON.parse(refused.text)
+        assertProblem({ ...refused, json }, "invalid_query", ["errors"])
+        assert.deepStrictEqual(json.errors.map((error: { path: string }) => error.path), [path], query)
+      }
+      const both = await open("?since=a&since=b&x=1")
+      assert.deepStrictEqual(JSON.parse(both.text).errors.map((e: { path: string }) => e.path), ["since", "x"])
+      for (const method of ["POST", "PATCH", "DELETE"]) {
+        const refused = await server.send({ method, path: "/v1/routing/changes", headers: admin, body: "{}" })
+        assertProblem(refused, "method_not_allowed")
+        assert.strictEqual(refused.headers.get("allow"), "GET")
+      }
+    })
+
+    it("sends a heartbeat comment every interval while idle", async () => {
+      const { open } = await serve(subject, store, { changesHeartbeatMillis: 40 })
+      const stream = await open()
+      await stream.until(1)
+      await EventStream.eventually("three heartbeats", () => stream.comments() >= 3, 3_000)
+      assert.deepStrictEqual(kinds(stream.events), ["ready"])
+    })
+  })
+
+  it("every subscription ends with its client", async () => {
+    const { create, open, server } = await serve(subject, RouteRepository.layerMemory)
+    const opened = await Promise.all([open(), open(), open()])
+    await Promise.all(opened.map((stream) => stream.until(1)))
+    if (server.subscribed() !== undefined) assert.strictEqual(server.subscribed(), 3)
+    for (const stream of opened) stream.close()
+    await Promise.all(opened.map((stream) => stream.ended))
+    // The server sees the client leave when it next writes at the latest.
+    await create(1)
+    if (server.subscribed() !== undefined) {
+      await EventStream.eventually("no subscription left", () => server.subscribed() === 0)
+    }
+  })
+})
+
+// The integrations keep the default capacity: this runs where the host builds the table.
+describe.each(adapters.map(ofAdapter))("a client past the history's capacity, through $name", (subject) => {
+  it("is answered with a reset", async () => {
+    const { create, open } = await serve(subject, RouteRepository.layerMemory, {}, 2)
+    const first = await open()
+    const ready = (await first.until(1))[0]!
+    for (let n = 1; n <= 3; n++) await create(n)
+    await first.until(4)
+    const stream = await open(`?since=${encodeURIComponent(ready.id!)}`)
+    assert.deepStrictEqual(kinds(await stream.until(5)), ["reset", "upsert", "upsert", "upsert", "ready"])
+  })
+})
+
+// A follower that stops reading: the registry keeps writing into its connection until it holds the bound, then cuts.
+describe.each(subjects.filter((subject) => subject.name !== "WebHandler (fetch Request/Response)"))(
+  "a follower that stops reading, through $name",
+  (subject) => {
+    it("is cut off, its connection never holding much more than the bound", async () => {
+      const bound = 64 * 1024
+      const { create, server } = await serve(subject, RouteRepository.layerMemory, { changesBufferBytes: bound })
+      const url = new URL(server.origin)
+      const socket = Net.connect(Number(url.port), url.hostname)
+      let received = ""
+      let closed = false
+      let paused = false
+      socket.on("data", (chunk) => {
+        if (paused) return
+        received += chunk
+        // Reads until the stream is live, then not until it is cut.
+        if (received.includes("event: ready")) {
+          paused = true
+          socket.pause()
+        }
+      })
+      socket.on("close", () => {
+        closed = true
+      })
+      socket.on("error", () => {})
+      socket.write(`GET /v1/routing/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${READER}\r\n\r\n`)
+      await EventStream.eventually("the stream is live", () => received.includes("event: ready"))
+      // Long paths: each change is about 2 KB; far more than the bound and the sockets' buffers together.
+      const segment = "x".repeat(200)
+      const path = (n: number) => `/${n}` + `/${segment}`.repeat(9)
+      let n = 0
+      while (server.subscribed() !== 0 && n < 20_000) {
+        await create(n, path(n))
+        n++
+        if (server.subscribed() === undefined && n >= 6_000) break
+      }
+      if (server.subscribed() !== undefined) assert.strictEqual(server.subscribed(), 0, `cut after ${n} changes`)
+      socket.resume()
+      await EventStream.eventually("the connection is closed", () => closed, 10_000)
+      socket.destroy()
+    }, 60_000)
+  }
+)
+
+describe("the WebHandler's stream of a follower that stops reading", () => {
+  it("is errored once its queue holds the bound, and unsubscribed", async () => {
+    const bound = 64 * 1024
+    const { create, server } = await serve(ofAdapter(adapters[1]!), RouteRepository.layerMemory, {
+      changesBufferBytes: bound
+    })
+    const response = await server.fetch(`${server.origin}/v1/routing/changes`, { headers: auth(READER) })
+    const reader = response.body!.getReader()
+    assert.include(new TextDecoder().decode((await reader.read()).value), "event: ready")
+    assert.strictEqual(server.subscribed(), 1)
+    let n = 0
+    // About 2 KB per change: the bound is passed within about 33 of them.
+    while (server.subscribed() !== 0 && n < 100) await create(n, `/${n++}` + `/${"z".repeat(200)}`.repeat(9))
+    assert.strictEqual(server.subscribed(), 0)
+    assert.isAtMost(n, 40)
+    const failed = await reader.read().then(() => reader.read()).then(() => "read", (error) => String(error))
+    assert.include(failed, "fell too far behind")
+  })
+})
+
+describe("the NodeListener's connection of a follower that stops reading", () => {
+  it("holds at most the bound and one event before it is destroyed", async () => {
+    const bound = 64 * 1024
+    const watched = watchedTable(RouteRepository.layerMemory, undefined)
+    const listener = await NodeListener.fromLayer(watched.services, { changesBufferBytes: bound })
+    let most = 0
+    let response: Http.ServerResponse | undefined
+    const served = await serveNode((req, res) => {
+      response = res
+      const write = res.write.bind(res) as (chunk: string) => boolean
+      res.write = ((chunk: string) => {
+        const written = write(chunk)
+        most = Math.max(most, res.writableLength)
+        return written
+      }) as typeof res.write
+      listener(req, res)
+    }, listener.dispose)
+    servers.push({ ...served, subscribed: watched.subscribed })
+    const url = new URL(served.origin)
+    const socket = Net.connect(Number(url.port), url.hostname)
+    let received = ""
+    socket.on("data", (chunk) => {
+      received += chunk
+      if (received.includes("event: ready")) socket.pause()
+    })
+    socket.on("error", () => {})
+    socket.write(`GET /v1/routing/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${READER}\r\n\r\n`)
+    await EventStream.eventually("the stream is live", () => received.includes("event: ready"))
+    let n = 0
+    const segment = "y".repeat(200)
+    while (watched.subscribed() !== 0 && n < 20_000) {
+      const created = await served.send({
+        method: "POST",
+        path: "/v1/routing",
+        headers: admin,
+        body: JSON.stringify(route(n, `/${n}` + `/${segment}`.repeat(9)))
+      })
+      assert.strictEqual(created.status, 201)
+      n++
+    }
+    assert.strictEqual(watched.subscribed(), 0)
+    assert.isTrue(response!.destroyed)
+    assert.isAtMost(most, bound + 4096, `most held: ${most}`)
+    socket.destroy()
+  }, 60_000)
+})
+
+describe("changes made by another process on the Postgres store", () => {
+  it.effect("arrive on the stream", () =>
+    Effect.gen(function*() {
+      const table = TestDatabase.freshTable()
+      const processStore = () =>
+        PgRouteRepository.layer({ table }).pipe(Layer.provide(TestDatabase.layer({ maxConnections: 2 })))
+      const cleanup = PgRouteRepository.uninstall({ table }).pipe(Effect.provide(TestDatabase.layer()), Effect.orDie)
+      yield* Effect.addFinalizer(() => cleanup)
+      const served = yield* Effect.promise(() => ofAdapter(adapters[0]!).start(processStore()))
+      servers.push(served)
+      const other = yield* Layer.build(RouteTable.layer.pipe(Layer.provide(processStore())))
+      const otherStore = Context.get(other, RouteRepository.RouteRepository)
+      const stream = yield* Effect.promise(() =>
+        EventStream.open(fetch, `${served.origin}/v1/routing/changes`, auth(READER))
+      )
+      streams.push(stream)
+      yield* Effect.promise(() => stream.until(1))
+      const created = yield* otherStore.create(
+        Schema.decodeUnknownSync(Route.CreateRoute)({ method: "GET", path: "/elsewhere", handler: "h", middleware: [] })
+      )
+      yield* otherStore.update(created.id, Schema.decodeUnknownSync(Route.PatchRoute)({ handler: "h2" }))
+      yield* otherStore.remove(created.id)
+      const events = yield* Effect.promise(() => stream.until(4))
+      assert.deepStrictEqual(kinds(events), ["ready", "upsert", "upsert", "delete"])
+      assert.strictEqual(events[1]!.data.id, created.id)
+      assert.strictEqual(events[2]!.data.handler, "h2")
+      assert.deepStrictEqual(events[3]!.data, { id: created.id })
+    }).pipe(Effect.scoped), 30_000)
+})
+
+describe("a routing API without a route table", () => {
+  it("answers the change stream 404 not_found, saying what the host must provide", async () => {
+    const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    const served = await serveNode(listener, listener.dispose)
+    servers.push({ ...served, subscribed: () => undefined })
+    const response = await served.send({ method: "GET", path: "/v1/routing/changes", headers: auth(READER) })
+    assertProblem(response, "not_found")
+    assert.include(response.json.detail, "RouteTable.layer")
+    // Authentication first, as everywhere.
+    assertProblem(await served.send({ method: "GET", path: "/v1/routing/changes" }), "unauthenticated")
+  })
+})
+
+describe("RouteTable.layerWith", () => {
+  it.effect("refuses a history capacity that is not a whole number from 1, naming it", () =>
+    Effect.gen(function*() {
+      for (const historyCapacity of [0, -1, 1.5, Number.NaN]) {
+        const error = yield* Effect.flip(
+          Layer.build(RouteTable.layerWith({ historyCapacity }).pipe(Layer.provide(RouteRepository.layerMemory)))
+        )
+        assert.strictEqual(error._tag, "InvalidOption")
+        assert.strictEqual((error as { option?: string }).option, "historyCapacity")
+      }
+    }).pipe(Effect.scoped))
+})
+
+describe("closing a host with followers connected", () => {
+  it("Fastify's close ends the open streams instead of waiting for them", async () => {
+    const app = Fastify()
+    await app.register(FastifyIntegration.routeRegistry, {
+      authenticator: tokens,
+      store: RouteRepository.layerMemory,
+      handlers: {}
+    })
+    const origin = await listening(app)
+    const stream = await EventStream.open(fetch, `${origin}/v1/routing/changes`, auth(READER))
+    await stream.until(1)
+    const closed = await Promise.race([
+      app.close().then(() => "closed"),
+      new Promise((resolve) => setTimeout(() => resolve("still waiting"), 5_000))
+    ])
+    assert.strictEqual(closed, "closed")
+    await stream.ended
+  })
+
+  it("the integrations' close ends the open streams", async () => {
+    const mounted = Express.routeRegistry({ authenticator: tokens, store: RouteRepository.layerMemory, handlers: {} })
+    await mounted.ready
+    const app = express().use(mounted)
+    const served = await serveNode(app, mounted.close)
+    const stream = await EventStream.open(fetch, `${served.origin}/v1/routing/changes`, auth(READER))
+    await stream.until(1)
+    await mounted.close()
+    await stream.ended
+    await served.close()
+  })
+})
