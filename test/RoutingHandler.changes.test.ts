@@ -456,7 +456,10 @@ describe("changes made by another process on the Postgres store", () => {
       const created = yield* otherStore.create(
         Schema.decodeUnknownSync(Route.CreateRoute)({ method: "GET", path: "/elsewhere", handler: "h", middleware: [] })
       )
+      // Each change is awaited before the next: changes that land together may reach the table as their net effect.
+      yield* Effect.promise(() => stream.until(2))
       yield* otherStore.update(created.id, Schema.decodeUnknownSync(Route.PatchRoute)({ handler: "h2" }))
+      yield* Effect.promise(() => stream.until(3))
       yield* otherStore.remove(created.id)
       const events = yield* Effect.promise(() => stream.until(4))
       assert.deepStrictEqual(kinds(events), ["ready", "upsert", "upsert", "delete"])
