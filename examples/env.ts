@@ -176,7 +176,8 @@ export const serve = (
   listener: Http.RequestListener,
   fallbackPort: number,
   dispose: () => Promise<void>,
-  limits: Timeouts = timeouts()
+  limits: Timeouts = timeouts(),
+  closeStreams: () => void = () => {}
 ): void => {
   const server = createServer(listener, limits)
   const at = host()
@@ -187,6 +188,8 @@ export const serve = (
   })
   onShutdown(() =>
     new Promise<void>((resolve) => {
+      // Change streams never finish by themselves: their followers are told to resume elsewhere at once.
+      closeStreams()
       setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref()
       // close() drops only the connections idle at that moment; keep-alive ones that finish later go as they idle.
       setInterval(() => server.closeIdleConnections(), 50).unref()

@@ -135,6 +135,8 @@ export interface Parts<E> {
  */
 export const makeHost = async <E>(parts: Parts<E>): Promise<{
   readonly listener: Http.RequestListener
+  /** Ends the open change streams, at the start of a shutdown. */
+  readonly closeStreams: () => void
   readonly dispose: () => Promise<void>
 }> => {
   const services = parts.services
@@ -172,17 +174,17 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
         router(req, res, (error) => error === undefined ? notFound(res) : failed(res, error))
       }
     })
-  return { listener, dispose: () => runtime.dispose() }
+  return { listener, closeStreams: api.closeStreams, dispose: () => runtime.dispose() }
 }
 
 if (Env.isMain(import.meta.url)) {
   const timeouts = Env.timeouts()
-  const { dispose, listener } = await makeHost({
+  const { closeStreams, dispose, listener } = await makeHost({
     services: tables(),
     functions: Demo.functions,
     catalog: process.env.ROUTER_STRICT === "1" ? Demo.names : undefined,
     bodyTimeoutMillis: timeouts.bodyMillis,
     maxStalenessMillis: Env.optionalMillis("READY_MAX_STALENESS_MS")
   }).catch((error: unknown) => Env.fail(`could not start the route store: ${explain(error)}`))
-  Env.serve(listener, 3000, dispose, timeouts)
+  Env.serve(listener, 3000, dispose, timeouts, closeStreams)
 }

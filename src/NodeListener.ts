@@ -28,6 +28,13 @@ import * as RoutingHandler from "./RoutingHandler.js"
  */
 export interface Listener {
   (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void): void
+  /**
+   * Ends every change stream open now (`GET /v1/routing/changes`), whose followers resume from their cursors: call it
+   * when shutting down, as `server.close()` waits for open connections. `dispose` calls it first.
+   *
+   * @since 0.4.0
+   */
+  readonly closeStreams: () => void
 }
 
 /**
@@ -134,7 +141,7 @@ export const make = (
       if (Exit.isExit(effect)) return respond(runFork, req, res, effect as Exit.Exit<RoutingHandler.Response>)
       runFork(effect).addObserver((exit) => respond(runFork, req, res, exit))
     }
-    return (req, res, next) => {
+    const listener = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => {
       const request = new NodeRequest(req, res, Target.pathOf(req.url ?? "/"))
       const effect = handler.handle(request)
       if (effect === undefined) {
@@ -152,6 +159,7 @@ export const make = (
       Body.readIncomingMessage(req, res, wanted.maxBytes, wanted.timeoutMillis, (body) =>
         answer(req, res, bodyRead.answer(effect, body, given)))
     }
+    return Object.assign(listener, { closeStreams: handler.closeStreams })
   })
 
 /**

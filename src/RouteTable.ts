@@ -27,7 +27,7 @@ import { dual } from "effect/Function"
 import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
 import * as Follower from "./internal/follow/follower.js"
-import * as Options from "./internal/options.js"
+import * as FollowSettings from "./internal/follow/settings.js"
 import * as History from "./internal/table/history.js"
 import * as LiveTable from "./internal/table/liveTable.js"
 import * as Tree from "./internal/table/routeTree.js"
@@ -324,12 +324,6 @@ export interface LayerOptions {
  */
 export const DEFAULT_HISTORY_CAPACITY: number = History.DEFAULT_CAPACITY
 
-const historyCapacity = (options: LayerOptions): Either.Either<number, InvalidOption> => {
-  const capacity = options.historyCapacity ?? History.DEFAULT_CAPACITY
-  const invalid = Options.positiveInteger("historyCapacity", capacity, "changes")
-  return invalid === undefined ? Either.right(capacity) : Either.left(invalid)
-}
-
 const live = (capacity: number) =>
   Effect.gen(function*() {
     const table = empty<Route.StoredRoute>()
@@ -400,7 +394,7 @@ export const layerWith = (options: LayerOptions): Layer.Layer<
   RouteRepository.StoreUnavailable | InvalidOption,
   RouteRepository.RouteRepository
 > =>
-  Either.match(historyCapacity(options), {
+  Either.match(History.capacityOf(options.historyCapacity), {
     onLeft: Layer.fail,
     onRight: (capacity) => Layer.scopedContext(live(capacity))
   })
@@ -473,70 +467,7 @@ export interface FollowOptions {
  * @since 0.4.0
  * @category constants
  */
-export const FOLLOW_DEFAULTS = {
-  startTimeout: Duration.seconds(30),
-  retryInitial: Duration.millis(100),
-  retryMax: Duration.seconds(30),
-  idleTimeout: Duration.seconds(35),
-  maxEventBytes: 1024 * 1024
-} as const
-
-interface FollowSettings extends Follower.Settings {
-  readonly startTimeout: Duration.Duration
-  readonly historyCapacity: number
-}
-
-// The path of the change stream under the registry's base URL.
-const CHANGES_PATH = "/v1/routing/changes"
-
-const millis = (
-  option: string,
-  input: Duration.DurationInput,
-  least: number
-): Either.Either<number, InvalidOption> => {
-  const decoded = Duration.decodeUnknown(input)
-  const value = decoded._tag === "Some" ? Math.round(Duration.toMillis(decoded.value)) : NaN
-  const invalid = Options.positiveInteger(option, value, "milliseconds", { least, most: Options.MAX_TIMER_MILLIS })
-  return invalid === undefined ? Either.right(value) : Either.left(invalid)
-}
-
-const changesUrl = (url: string): Either.Either<URL, InvalidOption> => {
-  const parsed = URL.canParse(url) ? new URL(url) : undefined
-  if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
-    return Either.left(new InvalidOption({ option: "url", message: "url must be an http:// or https:// URL" }))
-  }
-  if (parsed.search !== "" || parsed.hash !== "" || parsed.pathname.endsWith("/v1/routing")) {
-    return Either.left(
-      new InvalidOption({
-        option: "url",
-        message: "url is the registry's base URL (http://host:port, or with its mount prefix), without /v1/routing, " +
-          "a query or a fragment"
-      })
-    )
-  }
-  parsed.pathname = parsed.pathname.replace(/\/+$/, "") + CHANGES_PATH
-  return Either.right(parsed)
-}
-
-const followSettings = (options: FollowOptions): Either.Either<FollowSettings, InvalidOption> =>
-  Either.gen(function*() {
-    const url = yield* changesUrl(options.url)
-    const startTimeout = yield* millis("startTimeout", options.startTimeout ?? FOLLOW_DEFAULTS.startTimeout, 1)
-    const retryInitialMillis = yield* millis("retryInitial", options.retryInitial ?? FOLLOW_DEFAULTS.retryInitial, 1)
-    const retryMaxMillis = yield* millis("retryMax", options.retryMax ?? FOLLOW_DEFAULTS.retryMax, retryInitialMillis)
-    const idleMillis = yield* millis("idleTimeout", options.idleTimeout ?? FOLLOW_DEFAULTS.idleTimeout, 1)
-    const maxEventBytes = options.maxEventBytes ?? FOLLOW_DEFAULTS.maxEventBytes
-    const invalid = Options.positiveInteger("maxEventBytes", maxEventBytes, "bytes")
-    if (invalid !== undefined) return yield* Either.left(invalid)
-    const capacity = yield* historyCapacity(options)
-    return {
-      target: { url, token: options.token, idleMillis, maxEventBytes },
-      retryInitialMillis,
-      retryMaxMillis,
-      startTimeout: Duration.millis(startTimeout),
-      historyCapacity: capacity
-    }
-  })
+export const FOLLOW_DEFAULTS: typeof FollowSettings.DEFAULTS = FollowSettings.DEFAULTS
 
 /**
  * A table that follows another registry over HTTP, with no database: the layer reads the registry's change stream
@@ -567,7 +498,7 @@ export const layerFollow = (
   FollowFailed | InvalidOption
 > =>
   Layer.scopedContext(Effect.gen(function*() {
-    const settings = yield* followSettings(options)
+    const settings = yield* FollowSettings.resolve(options)
     const history = History.make(settings.historyCapacity)
     const state = yield* Follower.makeState(history)
     yield* Effect.forkScoped(Follower.logger(state))

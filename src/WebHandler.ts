@@ -20,6 +20,13 @@ import * as RoutingHandler from "./RoutingHandler.js"
  */
 export interface Handler {
   (request: Request): Promise<Response>
+  /**
+   * Ends every change stream open now (`GET /v1/routing/changes`), whose followers resume from their cursors: call it
+   * when shutting down. `dispose` calls it first.
+   *
+   * @since 0.4.0
+   */
+  readonly closeStreams: () => void
 }
 
 /**
@@ -63,7 +70,7 @@ export const make = (
   Effect.gen(function*() {
     const handler = yield* RoutingHandler.make(options)
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
-    return (request) => {
+    const serve = (request: Request): Promise<Response> => {
       const url = new URL(request.url)
       const effect = handler.handle({
         method: request.method,
@@ -83,6 +90,7 @@ export const make = (
         () => toWeb(RoutingHandler.internalError, signal)
       )
     }
+    return Object.assign(serve, { closeStreams: handler.closeStreams })
   })
 
 /**

@@ -4,10 +4,11 @@
  * @internal
  */
 import { Either } from "effect"
-import { InvalidOption } from "../InvalidOption.js"
+import type { InvalidOption } from "../InvalidOption.js"
 import type { Options } from "../RoutingHandler.js"
 import * as Idempotency from "./http/idempotency.js"
 import * as Limits from "./limits.js"
+import { MAX_TIMER_MILLIS, positiveInteger } from "./optionChecks.js"
 import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./store/rules.js"
 
 /** The options with their defaults applied, every one checked. */
@@ -21,25 +22,6 @@ export interface Config {
   readonly changesHeartbeatMillis: number
   readonly changesBufferBytes: number
 }
-
-/** Longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days): a longer one would fire at once. */
-export const MAX_TIMER_MILLIS = 2_147_483_647
-
-/** A whole number from `least` to `most`, or the error naming the option and its allowed range. */
-export const positiveInteger = (
-  option: string,
-  value: unknown,
-  unit: string,
-  { least = 1, most = Number.MAX_SAFE_INTEGER }: { readonly least?: number; readonly most?: number } = {}
-): InvalidOption | undefined =>
-  typeof value === "number" && Number.isSafeInteger(value) && value >= least && value <= most
-    ? undefined
-    : new InvalidOption({
-      option,
-      message: `${option} must be a whole number of ${unit} from ${least} to ${most} (got ${
-        typeof value === "number" ? value : typeof value
-      })`
-    })
 
 // The byte budget holds at least one key of the longest kind, so a client holding no key is never refused.
 const LEAST_KEY_BYTES = Idempotency.MAX_KEY_LENGTH + IDEMPOTENCY_KEY_OVERHEAD_BYTES

@@ -111,6 +111,20 @@ describe("examples/server.ts (npm start)", () => {
     assert.include(server.output(), "SIGTERM received")
   })
 
+  it("on SIGTERM ends the open change streams at once and exits 0, well before the grace period", async () => {
+    const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
+    const stream = await fetch(`${server.origin}/v1/routing/changes`, { headers: bearer("t") })
+    assert.strictEqual(stream.status, 200)
+    const reader = stream.body!.getReader()
+    assert.include(new TextDecoder().decode((await reader.read()).value), "event: ready")
+    const stopping = Date.now()
+    const stopped = server.stop("SIGTERM")
+    // The stream ends (done, or cut) rather than staying open until the server's grace period.
+    await reader.read().then((read) => assert.isTrue(read.done), () => undefined)
+    assert.strictEqual(await stopped, 0)
+    assert.isBelow(Date.now() - stopping, 5_000)
+  })
+
   it("SIGINT stops it too", async () => {
     const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
     assert.strictEqual(await server.stop("SIGINT"), 0)

@@ -17,5 +17,21 @@ export const fromLayer = <A extends object, E>(
   make: (options: RoutingHandler.Options) => Effect.Effect<A, InvalidOption, RoutingHandler.Services>
 ): Promise<A & { readonly dispose: () => Promise<void> }> => {
   const invalid = RoutingHandler.checkOptions(options)
-  return invalid === undefined ? Disposable.fromLayer(layer, Effect.orDie(make(options))) : Promise.reject(invalid)
+  return invalid === undefined
+    ? Disposable.fromLayer(layer, Effect.orDie(make(options))).then(closingStreamsFirst)
+    : Promise.reject(invalid)
+}
+
+// An adapter serving change streams ends them before its services are released: their followers resume elsewhere,
+// and a server closing meanwhile does not wait for them.
+const closingStreamsFirst = <A extends { readonly dispose: () => Promise<void> }>(adapter: A): A => {
+  const closeStreams = (adapter as { readonly closeStreams?: () => void }).closeStreams
+  if (closeStreams === undefined) return adapter
+  const dispose = adapter.dispose
+  return Object.assign(adapter, {
+    dispose: () => {
+      closeStreams()
+      return dispose()
+    }
+  })
 }

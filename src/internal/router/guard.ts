@@ -10,7 +10,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import type { InvalidOption } from "../../InvalidOption.js"
 import type * as Route from "../../Route.js"
 import * as Limits from "../limits.js"
-import * as Options_ from "../options.js"
+import * as OptionChecks from "../optionChecks.js"
 
 /** The options of both router forms. */
 export interface Options {
@@ -26,8 +26,8 @@ export interface Options {
 /** The body timeout of `options`, checked. */
 export const bodyTimeout = (options: Options): Either.Either<number, InvalidOption> => {
   const millis = options.bodyTimeoutMillis ?? Limits.DEFAULT_BODY_TIMEOUT_MILLIS
-  const invalid = Options_.positiveInteger("bodyTimeoutMillis", millis, "milliseconds", {
-    most: Options_.MAX_TIMER_MILLIS
+  const invalid = OptionChecks.positiveInteger("bodyTimeoutMillis", millis, "milliseconds", {
+    most: OptionChecks.MAX_TIMER_MILLIS
   })
   return invalid === undefined ? Either.right(millis) : Either.left(invalid)
 }

@@ -13,7 +13,10 @@
  *
  * @internal
  */
+import { Either } from "effect"
+import type { InvalidOption } from "../../InvalidOption.js"
 import * as Route from "../../Route.js"
+import { positiveInteger } from "../optionChecks.js"
 
 /** One change the table took. `text` is its JSON, made once however many streams send it. */
 export type Change =
@@ -31,6 +34,12 @@ export type Resume =
 
 /** The default number of changes a history keeps. */
 export const DEFAULT_CAPACITY = 10_000
+
+/** The capacity a host asked for (`historyCapacity`), with the default, or the error naming the option. */
+export const capacityOf = (capacity: number | undefined = DEFAULT_CAPACITY): Either.Either<number, InvalidOption> => {
+  const invalid = positiveInteger("historyCapacity", capacity, "changes")
+  return invalid === undefined ? Either.right(capacity) : Either.left(invalid)
+}
 
 export interface History {
   readonly epoch: string

@@ -1,0 +1,78 @@
+/**
+ * A follower's options, checked once and with their defaults applied: the change stream's URL, the timers, the
+ * bounds.
+ *
+ * @internal
+ */
+import { Duration, Either } from "effect"
+import { InvalidOption } from "../../InvalidOption.js"
+import type { FollowOptions } from "../../RouteTable.js"
+import { MAX_TIMER_MILLIS, positiveInteger } from "../optionChecks.js"
+import * as History from "../table/history.js"
+import type * as Follower from "./follower.js"
+
+/** The defaults of `RouteTable.FollowOptions`. */
+export const DEFAULTS = {
+  startTimeout: Duration.seconds(30),
+  retryInitial: Duration.millis(100),
+  retryMax: Duration.seconds(30),
+  idleTimeout: Duration.seconds(35),
+  maxEventBytes: 1024 * 1024
+} as const
+
+export interface Settings extends Follower.Settings {
+  readonly startTimeout: Duration.Duration
+  readonly historyCapacity: number
+}
+
+// The path of the change stream under the registry's base URL.
+const CHANGES_PATH = "/v1/routing/changes"
+
+const millis = (
+  option: string,
+  input: Duration.DurationInput,
+  least: number
+): Either.Either<number, InvalidOption> => {
+  const decoded = Duration.decodeUnknown(input)
+  const value = decoded._tag === "Some" ? Math.round(Duration.toMillis(decoded.value)) : NaN
+  const invalid = positiveInteger(option, value, "milliseconds", { least, most: MAX_TIMER_MILLIS })
+  return invalid === undefined ? Either.right(value) : Either.left(invalid)
+}
+
+const changesUrl = (url: string): Either.Either<URL, InvalidOption> => {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined
+  if (parsed === undefined || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+    return Either.left(new InvalidOption({ option: "url", message: "url must be an http:// or https:// URL" }))
+  }
+  if (parsed.search !== "" || parsed.hash !== "" || parsed.pathname.endsWith("/v1/routing")) {
+    return Either.left(
+      new InvalidOption({
+        option: "url",
+        message: "url is the registry's base URL (http://host:port, or with its mount prefix), without /v1/routing, " +
+          "a query or a fragment"
+      })
+    )
+  }
+  parsed.pathname = parsed.pathname.replace(/\/+$/, "") + CHANGES_PATH
+  return Either.right(parsed)
+}
+
+export const resolve = (options: FollowOptions): Either.Either<Settings, InvalidOption> =>
+  Either.gen(function*() {
+    const url = yield* changesUrl(options.url)
+    const startTimeout = yield* millis("startTimeout", options.startTimeout ?? DEFAULTS.startTimeout, 1)
+    const retryInitialMillis = yield* millis("retryInitial", options.retryInitial ?? DEFAULTS.retryInitial, 1)
+    const retryMaxMillis = yield* millis("retryMax", options.retryMax ?? DEFAULTS.retryMax, retryInitialMillis)
+    const idleMillis = yield* millis("idleTimeout", options.idleTimeout ?? DEFAULTS.idleTimeout, 1)
+    const maxEventBytes = options.maxEventBytes ?? DEFAULTS.maxEventBytes
+    const invalid = positiveInteger("maxEventBytes", maxEventBytes, "bytes")
+    if (invalid !== undefined) return yield* Either.left(invalid)
+    const capacity = yield* History.capacityOf(options.historyCapacity)
+    return {
+      target: { url, token: options.token, idleMillis, maxEventBytes },
+      retryInitialMillis,
+      retryMaxMillis,
+      startTimeout: Duration.millis(startTimeout),
+      historyCapacity: capacity
+    }
+  })
