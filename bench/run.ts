@@ -132,6 +132,15 @@ const servers: ReadonlyArray<ServerSpec> = [
     router: true,
     routeSet: "github"
   },
+  ...(["fastify", "express", "hono"] as const).map((framework): ServerSpec => ({
+    name: `${framework}-integration-github`,
+    file: "bench/ours/integrations.ts",
+    seed: GITHUB,
+    router: true,
+    library: true,
+    routeSet: "github",
+    env: { FRAMEWORK: framework }
+  })),
   {
     name: "fastify-router-github",
     file: "bench/peers/fastify-router.ts",
@@ -219,7 +228,15 @@ const allScenarios: ReadonlyArray<Scenario> = [
     part: "router",
     title: `router: the GitHub REST API's ${GITHUB.toLocaleString("en-US")} routes (memory)`,
     mode: "router",
-    servers: ["ours-router-github", "find-my-way-github", "fastify-router-github"],
+    // Express's and Hono's own routers cannot express the mixed segment `:base...:head` (test/bench-peers.test.ts).
+    servers: [
+      "ours-router-github",
+      "find-my-way-github",
+      "fastify-router-github",
+      "fastify-integration-github",
+      "express-integration-github",
+      "hono-integration-github"
+    ],
     reference: "find-my-way-github"
   }
 ]
@@ -264,7 +281,8 @@ const targets: ReadonlyArray<Target> = [
   { scenario: "router", server: "ours-router", reference: "fastify-router", min: 0.9 },
   { scenario: "router", server: "fastify-integration", reference: "fastify-router", min: 0.9 },
   { scenario: "router", server: "express-integration", reference: "express-router", min: 1.0 },
-  { scenario: "router-github", server: "ours-router-github", reference: "find-my-way-github", min: 0.95 }
+  { scenario: "router-github", server: "ours-router-github", reference: "find-my-way-github", min: 0.95 },
+  { scenario: "router-github", server: "fastify-integration-github", reference: "fastify-router-github", min: 0.9 }
 ]
 const MEMORY_TARGET = 1.5
 
