@@ -1,5 +1,5 @@
 /**
- * One follower process of bench/fleet.ts: it holds many follower tables (`RouteTable.layerFollow`, the compiled
+ * One follower process of bench/fleet.ts: it holds many follower tables (`RouteFollower.layer`, the compiled
  * library) of one registry or relay, each with its own stream, and records when each change is applied in each table:
  * every table's change history tells its listeners of a change synchronously, right after the table took it, so the
  * time a listener sees is the time the change became routable there. Times are wall-clock milliseconds with a
@@ -11,6 +11,7 @@
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import type * as Route from "route-registry/Route"
+import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteTable from "route-registry/RouteTable"
 import { digest } from "./plan.js"
 
@@ -66,7 +67,7 @@ const CONCURRENCY = 50
 
 const followOne = (url: string, token: string) =>
   Effect.map(
-    Layer.buildWithScope(RouteTable.layerFollow({ url, token: Redacted.make(token) }), scope),
+    Layer.buildWithScope(RouteFollower.layer({ url, token: Redacted.make(token) }), scope),
     (context): Follower => {
       const follower: Follower = {
         table: Context.get(context, RouteTable.RouteTable),

@@ -5,7 +5,7 @@
  * One registry process runs `npm start`'s exact command (the example host on `node:http`, the compiled library), on
  * the memory store, and on the Postgres store in DATABASE_URL when it is set (the benchmark drops the store's tables
  * there before and after, so give it a database of its own). `--followers` follower tables
- * (`RouteTable.layerFollow`, each with its own stream) are spread over `--workers` processes
+ * (`RouteFollower.layer`, each with its own stream) are spread over `--workers` processes
  * (bench/fleet-worker.ts). This process makes the changes through the registry's HTTP API at each rate, open loop (a
  * change does not wait for the last), half creates, three tenths updates, a fifth deletes (bench/plan.ts), and takes
  * the time each answer (201, 200, 204) arrives; every follower table records when it applied each change (its

@@ -28,7 +28,7 @@ export const register = (
     return { _tag: "Created", route } as const
   }).pipe(
     // StoreUnavailable stays in the error channel: whether to retry is the caller's decision. So does ReadOnlyStore,
-    // which only a follower's store fails with (RouteTable.layerFollow): writes go to the registry it follows.
+    // which only a follower's store fails with (RouteFollower.layer): writes go to the registry it follows.
     Effect.catchTags({
       InvalidRoute: (error) => Effect.succeed({ _tag: "Refused", errors: error.errors } as const),
       RouteConflict: (error) =>

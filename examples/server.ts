@@ -16,6 +16,7 @@ import * as Catalog from "route-registry/Catalog"
 import * as NodeListener from "route-registry/NodeListener"
 import * as NodeRouter from "route-registry/NodeRouter"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingApi from "route-registry/RoutingApi"
@@ -67,7 +68,7 @@ const follower = (url: string): Layer.Layer<Tables, unknown> => {
   }
   if (process.env.DATABASE_URL) console.log("FOLLOW_URL is set: following a registry; DATABASE_URL is not used")
   console.log(`following the registry at ${url}`)
-  return RouteTable.layerFollow({ url: followUrl(url), token: Redacted.make(token) })
+  return RouteFollower.layer({ url: followUrl(url), token: Redacted.make(token) })
 }
 
 const tables = (): Layer.Layer<Services, unknown> => {
@@ -116,7 +117,7 @@ const failed = (res: Http.ServerResponse, error: unknown) => {
 
 /** What the host is built from: its services, the functions its stored routes are served with, and its options. */
 export interface Parts<E> {
-  /** An authenticator and a table with its store: `withTable(store)`, or a follower's (`RouteTable.layerFollow`). */
+  /** An authenticator and a table with its store: `withTable(store)`, or a follower's (`RouteFollower.layer`). */
   readonly services: Layer.Layer<Services, E>
   readonly functions: NodeRouter.Functions
   /** The names to check creates and updates against (catalog checking, `ROUTER_STRICT=1`); none when omitted. */

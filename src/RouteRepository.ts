@@ -246,7 +246,7 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     | ReadOnlyStore
   >
   /**
-   * `true` for a store that serves reads only (a follower's, `RouteTable.layerFollow`): its writes fail with
+   * `true` for a store that serves reads only (a follower's, `RouteFollower.layer`): its writes fail with
    * `ReadOnlyStore`, and the routing API answers them `405 method_not_allowed` at once, before authenticating them.
    */
   readonly readOnly?: boolean | undefined

@@ -38,6 +38,14 @@ export * as Route from "./Route.js"
 export * as RouteRepository from "./RouteRepository.js"
 
 /**
+ * Following a registry over HTTP: a route table kept equal to another registry's through its change stream, with no
+ * database; a follower serves the stream onward (a relay).
+ *
+ * @since 0.4.0
+ */
+export * as RouteFollower from "./RouteFollower.js"
+
+/**
  * @since 0.2.0
  */
 export * as RouteTable from "./RouteTable.js"

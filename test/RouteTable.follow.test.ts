@@ -1,5 +1,5 @@
 /**
- * A follower (`RouteTable.layerFollow`, CONTRACT §14) against a registry's change stream served by a fake registry
+ * A follower (`RouteFollower.layer`, CONTRACT §14) against a registry's change stream served by a fake registry
  * that can cut streams, cut an event in the middle of its frame, restart, fall silent and refuse: it routes only
  * after `ready`, applies changes in order, resumes without loss or duplicates, ends equal after a reset, keeps routing
  * through an outage, backs off with jitter, answers writes 405 and passes the changes on (a relay).
@@ -10,6 +10,7 @@ import * as Http from "node:http"
 import * as Authenticator from "route-registry/Authenticator"
 import * as NodeListener from "route-registry/NodeListener"
 import * as Route from "route-registry/Route"
+import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Follower from "../src/internal/follow/follower.js"
 import * as Sse from "../src/internal/follow/sse.js"
@@ -25,7 +26,7 @@ const registry = async (options: FakeRegistry.Options = {}) => {
   return fake
 }
 
-const follower = async (url: string, options: Partial<RouteTable.FollowOptions> = {}) => {
+const follower = async (url: string, options: Partial<RouteFollower.Options> = {}) => {
   const followed = await follow(url, TOKEN, options)
   onTestFinished(() => followed.close())
   return followed
@@ -98,7 +99,7 @@ describe("the SSE parser", () => {
   })
 })
 
-describe("RouteTable.layerFollow", () => {
+describe("RouteFollower.layer", () => {
   it("routes only once ready has arrived, with every route of the snapshot", async () => {
     const fake = await registry({ lineEnd: "\r\n" })
     seed(fake, 50)
@@ -231,7 +232,7 @@ describe("RouteTable.layerFollow", () => {
     const fake = await registry()
     const started = Date.now()
     const exit = await Effect.runPromiseExit(
-      Layer.build(RouteTable.layerFollow({ url: fake.origin, token: Redacted.make("wrong-token") })).pipe(
+      Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make("wrong-token") })).pipe(
         Effect.scoped
       )
     )
@@ -243,7 +244,7 @@ describe("RouteTable.layerFollow", () => {
     assert.notInclude(error, "wrong-token")
     fake.refuse(403)
     const forbidden = await Effect.runPromiseExit(
-      Layer.build(RouteTable.layerFollow({ url: fake.origin, token: Redacted.make(TOKEN) })).pipe(Effect.scoped)
+      Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make(TOKEN) })).pipe(Effect.scoped)
     )
     assert.include(Exit.isFailure(forbidden) ? String(forbidden.cause) : "", "403 insufficient_scope")
   })
@@ -259,7 +260,7 @@ describe("RouteTable.layerFollow", () => {
     const started = Date.now()
     const exit = await Effect.runPromiseExit(
       Layer.build(
-        RouteTable.layerFollow({
+        RouteFollower.layer({
           url: closed.origin,
           token: Redacted.make(TOKEN),
           startTimeout: 500,
@@ -274,9 +275,9 @@ describe("RouteTable.layerFollow", () => {
   })
 
   it("refuses options out of range, and a URL that names /v1/routing", async () => {
-    const invalid = async (options: Partial<RouteTable.FollowOptions>) => {
+    const invalid = async (options: Partial<RouteFollower.Options>) => {
       const exit = await Effect.runPromiseExit(
-        Layer.build(RouteTable.layerFollow({ url: "http://127.0.0.1:1", token: Redacted.make(TOKEN), ...options }))
+        Layer.build(RouteFollower.layer({ url: "http://127.0.0.1:1", token: Redacted.make(TOKEN), ...options }))
           .pipe(Effect.scoped)
       )
       return Exit.isFailure(exit) ? String(exit.cause) : "built"

@@ -1,11 +1,12 @@
 /**
- * Followers for tests: `RouteTable.layerFollow` built in a runtime of its own, its services at hand, and the
+ * Followers for tests: `RouteFollower.layer` built in a runtime of its own, its services at hand, and the
  * comparison of two sets of routes path by path.
  */
 import { assert } from "@effect/vitest"
 import { Context, Layer, ManagedRuntime, Redacted } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
 import * as Route from "route-registry/Route"
+import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import type * as History from "../../src/internal/table/history.js"
@@ -34,10 +35,10 @@ export interface Follower {
 export const follow = async (
   url: string,
   token: string,
-  options: Partial<RouteTable.FollowOptions> = {},
+  options: Partial<RouteFollower.Options> = {},
   authenticator: Layer.Layer<Authenticator.Authenticator, unknown> = Authenticator.layerStaticTokens([])
 ): Promise<Follower> => {
-  const followed = RouteTable.layerFollow({
+  const followed = RouteFollower.layer({
     url,
     token: Redacted.make(token),
     retryInitial: 10,

@@ -6,12 +6,12 @@
  */
 import { Duration, Either } from "effect"
 import { InvalidOption } from "../../InvalidOption.js"
-import type { FollowOptions } from "../../RouteTable.js"
+import type { Options as FollowOptions } from "../../RouteFollower.js"
 import { MAX_TIMER_MILLIS, positiveInteger } from "../optionChecks.js"
 import * as History from "../table/history.js"
 import type * as Follower from "./follower.js"
 
-/** The defaults of `RouteTable.FollowOptions`. */
+/** The defaults of `RouteFollower.Options`. */
 export const DEFAULTS = {
   startTimeout: Duration.seconds(30),
   retryInitial: Duration.millis(100),

@@ -126,7 +126,7 @@ export class TooManyMethods extends Schema.TaggedError<TooManyMethods>()("TooMan
 }
 
 /**
- * The store serves reads only: this process follows another registry (`RouteTable.layerFollow`) and takes its routes
+ * The store serves reads only: this process follows another registry (`RouteFollower.layer`) and takes its routes
  * from it, so a change has to be made there. Nothing was written. The routing API answers such a write
  * `405 method_not_allowed`, before authenticating it, as it answers any method a path does not serve.
  *

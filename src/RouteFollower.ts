@@ -1,0 +1,177 @@
+/**
+ * Following a registry over HTTP: a route table kept equal to another registry's through its change stream
+ * (`GET /v1/routing/changes`), with a `routes:read` token and no database, for routers that hold no credentials that
+ * can write and open no database connection. A follower serves the stream onward, so others can follow it (a relay).
+ *
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import * as RouteFollower from "route-registry/RouteFollower"
+ *
+ * // Provides RouteTable, a read-only RouteRepository, TableStatus and ChangeHistory, as RouteTable.layer does.
+ * const table = RouteFollower.layer({ url: "http://registry:3000", token: Redacted.make("a-read-token") })
+ * ```
+ *
+ * @since 0.4.0
+ */
+import { Config, Context, Deferred, Duration, Effect, Layer, Schema } from "effect"
+import type { ConfigError, Redacted } from "effect"
+import * as Follower from "./internal/follow/follower.js"
+import * as FollowSettings from "./internal/follow/settings.js"
+import * as History from "./internal/table/history.js"
+import * as TelemetryInternal from "./internal/telemetry.js"
+import type { InvalidOption } from "./InvalidOption.js"
+import type * as Route from "./Route.js"
+import * as RouteRepository from "./RouteRepository.js"
+import * as RouteTable from "./RouteTable.js"
+import * as Telemetry from "./Telemetry.js"
+
+/**
+ * The registry a follower (`layer`) could not follow: it refused the token (401, 403) or the URL (404, 400)
+ * at start-up, or did not let the follower load its routes within `startTimeout`. `status` is the registry's answer,
+ * when it gave one; `reason` says what happened, never the token.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class FollowFailed extends Schema.TaggedError<FollowFailed>()("FollowFailed", {
+  url: Schema.String,
+  reason: Schema.String,
+  status: Schema.optional(Schema.Number)
+}) {
+  override get message(): string {
+    return `cannot follow the registry at ${this.url}: ${this.reason}`
+  }
+}
+
+/**
+ * What a follower (`layer`) follows, and how. Durations take Effect's `DurationInput` (`"30 seconds"`, millis).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Options {
+  /**
+   * The registry's base URL: the origin its routing API is mounted under, with the mount's prefix if it has one, and
+   * without `/v1/routing` (`http://registry:3000`, `https://example.com/admin`). The follower reads
+   * `<url>/v1/routing/changes`.
+   */
+  readonly url: string
+  /** A bearer token the registry accepts with the `routes:read` scope (writing is never needed). */
+  readonly token: Redacted.Redacted
+  /**
+   * How long building the layer may wait for the registry's routes (the first `ready`). Until then, a registry that
+   * cannot be reached or answers 5xx, 408 or 429 is tried again; one that refuses the token or the URL (any other 4xx)
+   * fails the build at once. Default 30 seconds.
+   */
+  readonly startTimeout?: Duration.DurationInput | undefined
+  /**
+   * The wait before reconnecting after a lost stream: each failure in a row doubles it, from `retryInitial` up to
+   * `retryMax`, and the follower waits a random time between zero and that bound ("full jitter"), so that followers
+   * cut off together do not come back together. A stream that reached `ready` starts again from `retryInitial`.
+   * Defaults 100 milliseconds and 30 seconds.
+   */
+  readonly retryInitial?: Duration.DurationInput | undefined
+  readonly retryMax?: Duration.DurationInput | undefined
+  /**
+   * A stream from which no byte arrives for this long (the registry sends a heartbeat at least every 15 s) is taken
+   * for dead and replaced. Default 35 seconds.
+   */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+  /** An event larger than this is a protocol error: the stream is dropped and resumed. Default 1 MiB. */
+  readonly maxEventBytes?: number | undefined
+  /**
+   * How many of its last changes the follower keeps for its own followers to resume from (a relay), as
+   * `RouteTable.LayerOptions.historyCapacity`; one that was away longer is sent every route again. Default
+   * `RouteTable.DEFAULT_HISTORY_CAPACITY`.
+   */
+  readonly historyCapacity?: number | undefined
+}
+
+/**
+ * The defaults of `Options`.
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const DEFAULTS: typeof FollowSettings.DEFAULTS = FollowSettings.DEFAULTS
+
+/**
+ * A table that follows another registry over HTTP, with no database: the layer reads the registry's change stream
+ * (`GET <url>/v1/routing/changes`) with a `routes:read` token, and provides
+ * - `RouteTable`, which routes only once building the layer has received every route (the first `ready`), and then
+ *   takes each change as it arrives, in order;
+ * - `RouteRepository`, a read-only store over the same routes: `findById` and `list` answer from memory as the memory
+ *   store does, and every write fails with `ReadOnlyStore` (the routing API answers it `405 method_not_allowed`);
+ * - `TableStatus` (`following: "stream"`), whose staleness grows while the registry cannot be reached;
+ * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
+ *   processes can follow it (a relay).
+ *
+ * While the stream is lost (the registry restarts, the network fails, the stream falls silent for `idleTimeout`) the
+ * table keeps routing as it is, and the follower reconnects by itself with backoff and jitter, resuming after the
+ * last event it applied; when the registry cannot resume from there (it restarted, or its history moved past it) it
+ * sends every route again, and the table ends equal to it, having routed with its old routes meanwhile. Building the
+ * layer fails with `FollowFailed` when the registry refuses the token or the URL, or the routes do not arrive within
+ * `startTimeout`, and with `InvalidOption` naming an option out of its range. With `Telemetry.layer` in context, it
+ * keeps the table's gauges as `layer` does.
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layer = (
+  options: Options
+): Layer.Layer<
+  RouteTable.RouteTable | RouteRepository.RouteRepository | RouteTable.TableStatus | RouteTable.ChangeHistory,
+  FollowFailed | InvalidOption
+> =>
+  Layer.scopedContext(Effect.gen(function*() {
+    const settings = yield* FollowSettings.resolve(options)
+    const history = History.make(settings.historyCapacity)
+    const state = yield* Follower.makeState(history)
+    yield* Effect.forkScoped(Follower.logger(state))
+    yield* Effect.forkScoped(Follower.follow(state, settings))
+    yield* Deferred.await(state.started).pipe(
+      Effect.mapError((lost) => new FollowFailed({ url: options.url, reason: lost.reason, status: lost.status })),
+      Effect.timeoutFail({
+        duration: settings.startTimeout,
+        onTimeout: () =>
+          new FollowFailed({
+            url: options.url,
+            reason: `no routes within ${Duration.format(settings.startTimeout)}${
+              state.confirmed.error === undefined ? "" : ` (last error: ${state.confirmed.error})`
+            }`
+          })
+      })
+    )
+    const table = RouteTable.fromTree<Route.StoredRoute>(state.tree)
+    const telemetry = yield* Telemetry.Telemetry
+    if (telemetry !== undefined) {
+      yield* Effect.forkScoped(
+        TelemetryInternal.sampleTable(
+          telemetry.tableSampleInterval,
+          () => RouteTable.size(table),
+          () => Follower.status(state).stalenessMillis
+        )
+      )
+    }
+    const status = () => Follower.status(state)
+    return Context.make(RouteTable.RouteTable, table).pipe(
+      Context.add(RouteRepository.RouteRepository, Follower.store(state)),
+      Context.add(RouteTable.TableStatus, { get: Effect.sync(status), unsafeGet: status }),
+      Context.add(RouteTable.ChangeHistory, history)
+    )
+  }))
+
+/**
+ * `layer` with its options read from `Config`, such as
+ * `{ url: Config.string("FOLLOW_URL"), token: Config.redacted("FOLLOW_TOKEN") }`.
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options>
+): Layer.Layer<
+  RouteTable.RouteTable | RouteRepository.RouteRepository | RouteTable.TableStatus | RouteTable.ChangeHistory,
+  FollowFailed | InvalidOption | ConfigError.ConfigError
+> => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
