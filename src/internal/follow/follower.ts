@@ -12,7 +12,7 @@
  * @internal
  */
 import type { Context } from "effect"
-import { Deferred, Duration, Effect, Either, Queue, Random, Schema } from "effect"
+import { Deferred, Duration, Effect, Queue, Random } from "effect"
 import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as Memory from "../store/memory.js"
@@ -20,6 +20,7 @@ import type * as History from "../table/history.js"
 import type { Status } from "../table/liveTable.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Client from "./client.js"
+import * as Decode from "./decode.js"
 import type * as Sse from "./sse.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
@@ -48,7 +49,7 @@ export interface State {
   /** The id of the last event applied, to resume from. */
   cursor: string | undefined
   /** While a snapshot is being read: its routes so far, by id. */
-  snapshot: Map<string, Route.StoredRoute> | undefined
+  snapshot: Map<string, Decode.Decoded> | undefined
   /** `ready` arrived on this connection: every event since confirms the table current. */
   live: boolean
   readonly confirmed: Confirmed
@@ -80,9 +81,9 @@ export const makeState = (history: History.History): Effect.Effect<State> =>
 
 // --- applying events -----------------------------------------------------------------------------------------------
 
-const decodeRoute = Schema.decodeUnknownEither(Route.Route)
+type Fields = Pick<Route.Route, "method" | "path" | "middleware" | "handler" | "createdAt">
 
-const sameRoute = (a: Route.Route, b: Route.Route): boolean =>
+const sameRoute = (a: Fields, b: Fields): boolean =>
   a.method === b.method && a.path === b.path && a.handler === b.handler &&
   a.createdAt.getTime() === b.createdAt.getTime() && a.middleware.length === b.middleware.length &&
   a.middleware.every((name, i) => name === b.middleware[i])
@@ -95,12 +96,16 @@ const parse = (data: string): unknown => {
   }
 }
 
-const put = (state: State, route: Route.Route): void => {
+const put = (state: State, route: Decode.Decoded): void => {
   const known = RouteTree.get(state.tree, route.id)
   if (known !== undefined && sameRoute(known, route)) return
-  const stored = new Route.StoredRoute({ ...route, revision: ++state.revision }, true)
+  const { createdAt, handler, id, method, middleware, path } = route
+  const stored = new Route.StoredRoute(
+    { id, method, path, middleware, handler, createdAt, revision: ++state.revision },
+    true
+  )
   try {
-    RouteTree.insert(state.tree, stored)
+    RouteTree.insertParsed(state.tree, stored, route.parsed)
   } catch (error) {
     // A route this process's table cannot hold (a registry on newer rules) is left out, its older version with it.
     unsafeLog(
@@ -113,7 +118,7 @@ const put = (state: State, route: Route.Route): void => {
     return
   }
   Memory.put(state.memory, stored)
-  state.history.upserted(stored)
+  state.history.upserted(stored, route.text)
 }
 
 const drop = (state: State, id: string): void => {
@@ -128,15 +133,15 @@ const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
 }
 
 // The snapshot is complete: the table takes it whole, in one step no request sees half of.
-const takeSnapshot = (state: State, snapshot: Map<string, Route.StoredRoute>): void => {
+const takeSnapshot = (state: State, snapshot: Map<string, Decode.Decoded>): void => {
   for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.has(id)) drop(state, id)
   for (const route of snapshot.values()) put(state, route)
 }
 
 const upsert = (state: State, data: string): string | undefined => {
   const json = parse(data)
-  const decoded = decodeRoute(json)
-  if (Either.isLeft(decoded)) {
+  const route = Decode.decodeUpsert(json, data)
+  if (route === undefined) {
     const id = (json as { id?: unknown } | undefined)?.id
     if (typeof id !== "string") return `an upsert that is not a route: ${data.slice(0, 200)}`
     unsafeLog(
@@ -147,7 +152,6 @@ const upsert = (state: State, data: string): string | undefined => {
     else state.snapshot.delete(id)
     return undefined
   }
-  const route = new Route.StoredRoute({ ...decoded.right, revision: 0 }, true)
   if (state.snapshot === undefined) put(state, route)
   else state.snapshot.set(route.id, route)
   return undefined

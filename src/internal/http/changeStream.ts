@@ -48,8 +48,22 @@ const event = (name: string, id: string, data: string) => `event: ${name}\nid: $
 
 const RESET = "event: reset\ndata: {}\n\n"
 
-const changeEvent = (change: History.Change, epoch: string) =>
-  event(change._tag === "Upsert" ? "upsert" : "delete", History.cursorOf(epoch, change.seq), change.text)
+// Each change's event, encoded once for every stream that writes it: a registry with a thousand followers writes the
+// same bytes a thousand times. An encoder's bytes have a buffer of their own (never Node's shared pool), so a transport
+// that takes hold of a chunk's buffer takes only this event's.
+const encoder = new TextEncoder()
+const encoded = new WeakMap<History.Change, Uint8Array>()
+
+const changeEvent = (change: History.Change, epoch: string): Uint8Array => {
+  let bytes = encoded.get(change)
+  if (bytes === undefined) {
+    bytes = encoder.encode(
+      event(change._tag === "Upsert" ? "upsert" : "delete", History.cursorOf(epoch, change.seq), change.text)
+    )
+    encoded.set(change, bytes)
+  }
+  return bytes
+}
 
 /** The table's routes as of `cursor`, with their JSON, made once for every stream that sends them. */
 interface Snapshot {
@@ -206,10 +220,10 @@ const open = (source: Source, since: string | undefined, sink: Sink): () => void
     sink.close()
   }
   // Writes whole events; a connection that holds more than its bound is cut, and never fails the writer.
-  const send = (text: string) => {
+  const send = (chunk: string | Uint8Array) => {
     if (stopped) return
     try {
-      sink.write(text)
+      sink.write(chunk)
       if (sink.buffered() > bufferBytes) cut()
     } catch {
       cut()

@@ -56,8 +56,11 @@ export interface Request {
  * changes happen, and never waits on a write.
  */
 export interface Sink {
-  /** Queues `text` on the connection. */
-  readonly write: (text: string) => void
+  /**
+   * Queues `chunk` on the connection. Bytes may be written into many connections at once: a transport never changes
+   * them, and copies them before it hands them to code that might.
+   */
+  readonly write: (chunk: string | Uint8Array) => void
   /** Bytes written and not yet sent: what the connection holds for a client reading slower than it is written to. */
   readonly buffered: () => number
   /** Calls `resume` once, when the connection has sent (most of) what it holds. */

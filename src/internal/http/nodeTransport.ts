@@ -145,7 +145,7 @@ export const end = (
 export const openStream = (res: ServerResponse, body: OpenBody): void => {
   if (res.destroyed) return
   const stop = body.open({
-    write: (text) => void res.write(text),
+    write: (chunk) => void res.write(chunk),
     buffered: () => res.writableLength,
     drained: (resume) => {
       // Later in any case: a connection that holds less than its high-water mark emits no "drain".

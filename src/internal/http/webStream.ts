@@ -33,7 +33,8 @@ export const readable = (body: OpenBody, { closed, signal }: Options = {}): Read
         controller.error(signal.reason)
       }, { once: true })
       stop = body.open({
-        write: (text) => controller.enqueue(encoder.encode(text)),
+        // The reader owns what it reads (it may transfer it), so shared bytes are copied.
+        write: (chunk) => controller.enqueue(typeof chunk === "string" ? encoder.encode(chunk) : chunk.slice()),
         buffered: () => HIGH_WATER_BYTES - (controller.desiredSize ?? 0),
         drained: (resume) => {
           waiting = resume

@@ -50,8 +50,11 @@ export interface History {
   readonly since: (cursor: string) => Resume
   /** Calls `listener` with each change recorded from now on, synchronously, until the returned function is called. */
   readonly subscribe: (listener: (change: Change) => void) => () => void
-  /** Records a route the table now holds (new, or a new version). */
-  readonly upserted: (route: Route.StoredRoute) => void
+  /**
+   * Records a route the table now holds (new, or a new version). `text`, when given, is `Route.toJson(route)` already
+   * made (a follower's event data): it must be exactly that, since the stream serves it as the route's JSON.
+   */
+  readonly upserted: (route: Route.StoredRoute, text?: string) => void
   /** Records a route the table no longer holds. */
   readonly deleted: (id: string) => void
 }
@@ -114,9 +117,9 @@ export const make = (capacity: number = DEFAULT_CAPACITY): History => {
       listeners.add(listener)
       return () => listeners.delete(listener)
     },
-    upserted: (route) => {
+    upserted: (route, text) => {
       head++
-      record({ _tag: "Upsert", seq: head, route, text: Route.toJson(route) })
+      record({ _tag: "Upsert", seq: head, route, text: text ?? Route.toJson(route) })
     },
     deleted: (id) => {
       head++

@@ -94,7 +94,7 @@ export const insert = <R extends Route.Route>(tree: Tree<R>, route: R): void => 
 /**
  * Adds `route` whose path is already parsed into `parsed`, replacing the route with the same id if there is one.
  */
-const insertParsed = <R extends Route.Route>(
+export const insertParsed = <R extends Route.Route>(
   tree: Tree<R>,
   route: R,
   parsed: Pick<Path.ParsedPath, "segments" | "params">

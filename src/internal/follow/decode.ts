@@ -1,0 +1,89 @@
+/**
+ * The data of an `upsert` event, decoded as strictly as `Schema.decodeUnknownEither(Route.Route)` and without Schema:
+ * a follower applies every change of its registry, so this is its hot path. The route's path is parsed once, for the
+ * decision and for the table; and the event's text is recognised when it is exactly the route's JSON (`Route.toJson`),
+ * so the follower's own history records it as it came instead of serialising the route again.
+ *
+ * @internal
+ */
+import { Either } from "effect"
+import * as Route from "../../Route.js"
+import * as Grammar from "../route/grammar.js"
+import * as Path from "../route/path.js"
+
+/** A route decoded from an event, with its parsed path, before the follower gives it a revision. */
+export interface Decoded {
+  readonly id: Route.RouteId
+  readonly method: Route.HttpMethod
+  readonly path: Route.RoutePath
+  readonly middleware: ReadonlyArray<Route.MiddlewareName>
+  readonly handler: Route.HandlerName
+  readonly createdAt: Date
+  readonly parsed: Path.ParsedPath
+  /** The event's data when it is byte for byte `Route.toJson` of the route, else `undefined`. */
+  readonly text: string | undefined
+}
+
+// The fields of a route in the order `Route.toJson` writes them.
+const KEYS = ["id", "method", "path", "middleware", "handler", "createdAt"] as const
+
+// As `Date.prototype.toISOString` prints a date from year 0 to 9999: the only form a registry writes.
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+const parseDate = (u: unknown): Date | undefined => {
+  if (typeof u !== "string" || !ISO_DATE.test(u)) return undefined
+  const date = new Date(u)
+  // Refuses a date that does not exist (February 30th) rather than reading it as another.
+  return date.toISOString() === u ? date : undefined
+}
+
+const isName = (u: unknown): u is string => typeof u === "string" && Grammar.checkName(u) === undefined
+
+const isMiddleware = (u: unknown): u is ReadonlyArray<string> => {
+  if (!Array.isArray(u) || Grammar.checkMiddlewareList(u) !== undefined) return false
+  for (let i = 0; i < u.length; i++) {
+    if (!isName(u[i])) return false
+    for (let j = 0; j < i; j++) if (u[j] === u[i]) return false
+  }
+  return true
+}
+
+const hasRouteKeys = (record: object): boolean => {
+  const keys = Object.keys(record)
+  if (keys.length !== KEYS.length) return false
+  for (let i = 0; i < KEYS.length; i++) if (keys[i] !== KEYS[i]) return false
+  return true
+}
+
+// The length `Route.toJson` gives the route when none of its strings needs an escape. Every escape, space or key
+// written another way makes a text longer, so a text of the route's six keys in `toJson`'s order is `toJson`'s own
+// exactly when it has this length (`{"id":"…","method":"…","path":"…","middleware":[…],"handler":"…","createdAt":"…"}`).
+const plainLength = (id: string, method: string, path: string, middleware: ReadonlyArray<string>, handler: string) => {
+  let names = middleware.length === 0 ? 0 : middleware.length - 1
+  for (const name of middleware) names += name.length + 2
+  return 75 + id.length + method.length + path.length + names + handler.length + 24
+}
+
+/** The route `data` holds, or `undefined` when it is not a route this process can hold. */
+export const decodeUpsert = (json: unknown, data: string): Decoded | undefined => {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined
+  const { createdAt: rawDate, handler, id, method, middleware, path } = json as Record<string, unknown>
+  if (!Route.isRouteId(id) || typeof method !== "string" || Grammar.checkMethod(method) !== undefined) return undefined
+  if (typeof path !== "string" || !isName(handler) || !isMiddleware(middleware)) return undefined
+  const createdAt = parseDate(rawDate)
+  if (createdAt === undefined) return undefined
+  const parsed = Path.parsePath(path)
+  if (Either.isLeft(parsed)) return undefined
+  // Schema.Class ignores keys it does not know; only the text is then not the route's own.
+  const canonical = hasRouteKeys(json) && data.length === plainLength(id, method, path, middleware, handler)
+  return {
+    id,
+    method: method as Route.HttpMethod,
+    path: parsed.right.path,
+    middleware: middleware as ReadonlyArray<Route.MiddlewareName>,
+    handler: handler as Route.HandlerName,
+    createdAt,
+    parsed: parsed.right,
+    text: canonical ? data : undefined
+  }
+}
