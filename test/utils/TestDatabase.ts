@@ -38,9 +38,12 @@ export const storeLayer = (options: PgRouteRepository.Options = {}) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const table = options.table ?? freshTable()
+    // Retried: closing the server interrupts its table's poll, and @effect/sql-pg cancels an interrupted query by its
+    // backend's pid; that cancel can land on the next statement the same connection runs, which may be this one.
     yield* Effect.addFinalizer(() =>
       PgRouteRepository.uninstall({ ...options, table }).pipe(
         Effect.provideService(SqlClient.SqlClient, sql),
+        Effect.retry({ times: 3 }),
         Effect.orDie
       )
     )
