@@ -5,17 +5,16 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import { Cause, Effect, Exit, FiberRef, Runtime, Scheduler } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as AdapterLayer from "./internal/http/adapterLayer.js"
 import * as Answers from "./internal/http/answers.js"
 import * as Body from "./internal/http/body.js"
-import * as BodyRead from "./internal/http/bodyRead.js"
 import * as ListQuery from "./internal/http/listQuery.js"
 import * as NodeHeaders from "./internal/http/nodeHeaders.js"
 import * as NodeTransport from "./internal/http/nodeTransport.js"
+import * as Runner from "./internal/http/runner.js"
 import * as Target from "./internal/http/target.js"
-import * as Now from "./internal/now.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
@@ -52,8 +51,6 @@ export interface DisposableListener extends Listener {
 export type Options = RoutingHandler.Options
 
 class NodeRequest implements RoutingHandler.Request {
-  /** The body, which the listener reads itself when the core asks for it while the request is being handled. */
-  bodyRead: BodyRead.BodyRead | undefined = undefined
   constructor(readonly req: IncomingMessage, readonly res: ServerResponse, readonly path: string) {}
   get method() {
     return this.req.method ?? "GET"
@@ -69,8 +66,7 @@ class NodeRequest implements RoutingHandler.Request {
     return NodeHeaders.header(this.req, name)
   }
   body(maxBytes: number, timeoutMillis: number) {
-    this.bodyRead ??= new BodyRead.BodyRead(Body.fromIncomingMessage(this.req, this.res))
-    return this.bodyRead.reader(maxBytes, timeoutMillis)
+    return Body.fromIncomingMessage(this.req, this.res)(maxBytes, timeoutMillis)
   }
 }
 
@@ -100,21 +96,19 @@ const write = (req: IncomingMessage, res: ServerResponse, response: RoutingHandl
   else NodeTransport.end(req, res, response.headers, response.body)
 }
 
-const immediate = Scheduler.make((task) => task())
-
 const respond = (
-  runFork: ReturnType<typeof Runtime.runFork<never>>,
+  log: (effect: Effect.Effect<void>) => void,
   req: IncomingMessage,
   res: ServerResponse,
   exit: Exit.Exit<RoutingHandler.Response>
 ) => {
   // The core answers every failure; a fiber that ends without an answer was interrupted from outside.
-  if (Exit.isFailure(exit)) runFork(Effect.logWarning("route-registry: a request ended without an answer", exit.cause))
+  if (Exit.isFailure(exit)) log(Effect.logWarning("route-registry: a request ended without an answer", exit.cause))
   try {
     write(req, res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
   } catch (error) {
     // Node refused the response (an invalid header value, say): answer 500 rather than throw into the host.
-    runFork(Effect.logError("route-registry: could not write a response", Cause.die(error)))
+    log(Effect.logError("route-registry: could not write a response", Cause.die(error)))
     if (res.headersSent) res.destroy()
     else write(req, res, RoutingHandler.internalError)
   }
@@ -130,34 +124,17 @@ export const make = (
 ): Effect.Effect<Listener, InvalidOption, RoutingHandler.Services> =>
   Effect.gen(function*() {
     const handler = yield* RoutingHandler.make(options)
-    // Resumed fibers continue at once (an immediate scheduler), so a POST answers inside the body's "end" event,
-    // as a hand-written Node server does; answering from a later microtask halves Node's throughput.
-    const runtime = Runtime.setFiberRef(yield* Effect.runtime<never>(), FiberRef.currentScheduler, immediate)
-    const runFork = Runtime.runFork(runtime)
-    // The clock this runtime's fibers read, for the steps decided without one.
-    const given: Now.Given = { clock: yield* Effect.clock }
-    const answer = (req: IncomingMessage, res: ServerResponse, effect: Effect.Effect<RoutingHandler.Response>) => {
-      // Decided without waiting: answer now, inside this callback, with no fiber to run.
-      if (Exit.isExit(effect)) return respond(runFork, req, res, effect as Exit.Exit<RoutingHandler.Response>)
-      runFork(effect).addObserver((exit) => respond(runFork, req, res, exit))
-    }
+    const start = Runner.make(yield* Effect.runtime<never>())
+    const log = (effect: Effect.Effect<void>) => Runner.observe(start(effect), () => {})
     const listener = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => {
-      const request = new NodeRequest(req, res, Target.pathOf(req.url ?? "/"))
-      const effect = handler.handle(request)
+      const effect = handler.handle(new NodeRequest(req, res, Target.pathOf(req.url ?? "/")))
       if (effect === undefined) {
         if (next === undefined) return write(req, res, RoutingHandler.notFound)
         // The host answers as if Node had sent the 100 itself (as it does without a "checkContinue" listener).
         NodeTransport.sendContinue(req, res)
         return next()
       }
-      if (!Now.isPending(effect)) return answer(req, res, effect)
-      const bodyRead = request.bodyRead
-      const wanted = bodyRead?.wanted()
-      if (bodyRead === undefined || wanted === undefined) return answer(req, res, Now.resolve(effect, given))
-      // Everything before the body passed at once: the body is read here, and the steps after it are decided in its
-      // "end" event, with no fiber when the services answer at once.
-      Body.readIncomingMessage(req, res, wanted.maxBytes, wanted.timeoutMillis, (body) =>
-        answer(req, res, bodyRead.answer(effect, body, given)))
+      Runner.observe(start(effect), (exit) => respond(log, req, res, exit))
     }
     return Object.assign(listener, { closeStreams: handler.closeStreams })
   })

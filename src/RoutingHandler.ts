@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import type { Context } from "effect"
-import { Duration, Effect, Either, Option } from "effect"
+import { Duration, Effect, Either, Option, Runtime } from "effect"
 import * as Authenticator from "./Authenticator.js"
 import * as Catalog from "./Catalog.js"
 import * as Answers from "./internal/http/answers.js"
@@ -19,6 +19,7 @@ import * as Content from "./internal/http/content.js"
 import type * as Exchange from "./internal/http/exchange.js"
 import { COLLECTION as COLLECTION_PATH } from "./internal/http/exchange.js"
 import * as Operations from "./internal/http/operations.js"
+import * as Runner from "./internal/http/runner.js"
 import * as Limits from "./internal/limits.js"
 import * as Options_ from "./internal/options.js"
 import * as Telemetry_ from "./internal/telemetry.js"
@@ -243,6 +244,7 @@ interface Changes {
 }
 
 const makeCore = (
+  runtime: Runtime.Runtime<never>,
   repository: Context.Tag.Service<RouteRepository.RouteRepository>,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   config: Options_.Config,
@@ -271,8 +273,14 @@ const makeCore = (
     }
   }
   const changesSource = core.changes
+  const start = Runner.make(runtime)
   return {
-    handle: (request) => Operations.handle(core, request),
+    // Started at once, so an answer that waits for nothing is complete (an `Exit`) when `handle` returns; with
+    // telemetry on, run by the caller, whose span the request's is a child of.
+    handle: (request) => {
+      const effect = Operations.handle(core, request)
+      return effect === undefined || instrument !== undefined ? effect : Runner.join(start(effect))
+    },
     closeStreams: () => {
       if (changesSource !== undefined) ChangeStream.closeAll(changesSource)
     }
@@ -307,12 +315,14 @@ export const make = (
           Authenticator.Authenticator,
           Catalog.Catalog,
           Telemetry.Telemetry,
-          changesInContext
+          changesInContext,
+          Effect.runtime<never>()
         ]),
-        ([repository, authenticator, catalog, telemetry, changes]) =>
+        ([repository, authenticator, catalog, telemetry, changes, runtime]) =>
           telemetry === undefined
-            ? makeCore(repository, authenticator, config, catalog, changes)
+            ? makeCore(runtime, repository, authenticator, config, catalog, changes)
             : makeCore(
+              runtime,
               Telemetry.instrumentRepository(repository),
               authenticator,
               config,
@@ -339,7 +349,7 @@ export const makeWith = (
     onLeft: (invalid) => {
       throw invalid
     },
-    onRight: (config) => makeCore(repository, authenticator, config, catalog, undefined)
+    onRight: (config) => makeCore(Runtime.defaultRuntime, repository, authenticator, config, catalog, undefined)
   })
 
 /**

@@ -6,10 +6,11 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import { Effect, Exit, Runtime } from "effect"
+import { Effect, Exit } from "effect"
 import * as AdapterLayer from "./internal/http/adapterLayer.js"
 import * as Answers from "./internal/http/answers.js"
 import * as Body from "./internal/http/body.js"
+import * as Runner from "./internal/http/runner.js"
 import * as WebStream from "./internal/http/webStream.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import * as Problem from "./Problem.js"
@@ -69,7 +70,7 @@ export const make = (
 ): Effect.Effect<Handler, InvalidOption, RoutingHandler.Services> =>
   Effect.gen(function*() {
     const handler = yield* RoutingHandler.make(options)
-    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+    const start = Runner.make(yield* Effect.runtime<never>())
     const serve = (request: Request): Promise<Response> => {
       const url = new URL(request.url)
       const effect = handler.handle({
@@ -81,13 +82,14 @@ export const make = (
       })
       const signal = request.signal
       if (effect === undefined) return Promise.resolve(toWeb(RoutingHandler.notFound, signal))
-      if (Exit.isExit(effect)) {
-        const exit = effect as Exit.Exit<RoutingHandler.Response>
-        return Promise.resolve(toWeb(Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError, signal))
-      }
-      return runPromise(effect).then(
-        (response) => toWeb(response, signal),
-        () => toWeb(RoutingHandler.internalError, signal)
+      return new Promise((resolve, reject) =>
+        Runner.observe(start(effect), (exit) => {
+          try {
+            resolve(toWeb(Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError, signal))
+          } catch (error) {
+            reject(error)
+          }
+        })
       )
     }
     return Object.assign(serve, { closeStreams: handler.closeStreams })

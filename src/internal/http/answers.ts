@@ -3,6 +3,7 @@
  *
  * @internal
  */
+import { Effect } from "effect"
 import * as Problem from "../../Problem.js"
 import type { FieldIssue } from "../../Route.js"
 import type { TooManyIdempotencyKeys } from "../../RouteRepository.js"
@@ -50,6 +51,18 @@ export class Reused implements Response {
 export const isReused = (response: Response): response is Reused => response instanceof Reused
 
 /** `true` for the statuses answered without a body, and so without `Content-Length` (RFC 9110 §8.6). */
+/**
+ * A request refused before it reached the store, carrying its answer: the failure the operations' steps end with when
+ * the contract refuses the request. A class of its own, so nothing a service fails with can be mistaken for an answer.
+ */
+export class Refusal {
+  readonly _tag = "Refusal"
+  constructor(readonly response: Response) {}
+}
+
+/** Refuses the request with `response`. */
+export const refuse = (response: Response): Effect.Effect<never, Refusal> => Effect.fail(new Refusal(response))
+
 export const hasNoBody = (status: number): boolean => status === 204 || status === 304
 
 /** An answer without a body (204, 304). */

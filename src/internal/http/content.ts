@@ -3,11 +3,10 @@
  *
  * @internal
  */
-import { Effect, Either, Exit } from "effect"
-import { call, matchNow } from "../now.js"
+import { Effect, Either } from "effect"
 import * as Answers from "./answers.js"
-import type { Request, Response } from "./exchange.js"
-import { type Refusal, refuse } from "./fold.js"
+import { type Refusal, refuse } from "./answers.js"
+import type { BodyFailure, Request, Response } from "./exchange.js"
 
 /** The media types a body may be sent as: JSON for a create, JSON or JSON merge patch (RFC 7396) for an update. */
 export const CREATE_TYPES: ReadonlyArray<string> = ["application/json"]
@@ -54,6 +53,12 @@ export const bodyLimits = (maxBodyBytes: number, bodyTimeoutMillis: number): Bod
 const CONSUMED_LOG = "route-registry: the request body was read before the routing API could read it: mount the " +
   "routing API before any body parser (express.json(), body-parser, a framework's content-type parsers)"
 
+// The answer to a body that could not be read; a body read before the API could is the host's misconfiguration, logged.
+const refused = (failure: BodyFailure, limits: BodyLimits): Effect.Effect<never, Refusal> =>
+  failure === "Consumed"
+    ? Effect.zipRight(Effect.logError(CONSUMED_LOG), refuse(Answers.BODY_CONSUMED))
+    : refuse(failure === "TooLarge" ? limits.tooLarge : failure === "Timeout" ? limits.timedOut : Answers.INCOMPLETE)
+
 /**
  * The parsed JSON body of `request`, or the answer that refuses it. A `Content-Length` over the limit is refused
  * before anything is read.
@@ -69,18 +74,13 @@ export const readJson = (
   }
   const declared = request.header("content-length")
   if (declared !== undefined && Number(declared) > limits.maxBodyBytes) return refuse(limits.tooLarge)
-  return matchNow(
-    call(() => request.body(limits.maxBodyBytes, limits.bodyTimeoutMillis)),
-    (failure) =>
-      failure === "Consumed"
-        ? Effect.zipRight(Effect.logError(CONSUMED_LOG), refuse(Answers.BODY_CONSUMED))
-        : refuse(
-          failure === "TooLarge" ? limits.tooLarge : failure === "Timeout" ? limits.timedOut : Answers.INCOMPLETE
-        ),
-    (bytes) =>
+  return Effect.suspend(() => request.body(limits.maxBodyBytes, limits.bodyTimeoutMillis)).pipe(
+    Effect.catchAll((failure) => refused(failure, limits)),
+    Effect.flatMap((bytes) =>
       Either.match(parseJson(bytes), {
         onLeft: (detail) => refuse(Answers.malformedJson(detail)),
-        onRight: Exit.succeed
+        onRight: Effect.succeed
       })
+    )
   )
 }

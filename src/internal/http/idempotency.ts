@@ -4,12 +4,11 @@
  *
  * @internal
  */
-import { Effect, Either, Exit } from "effect"
+import { Effect, Either } from "effect"
 import { IdempotencyKeyInUse } from "../../RouteRepository.js"
-import { call } from "../now.js"
 import * as Answers from "./answers.js"
+import { type Refusal, refuse } from "./answers.js"
 import type { Response } from "./exchange.js"
-import { type Refusal, refuse } from "./fold.js"
 
 /** The request header, by its lowercase name. */
 export const HEADER = "idempotency-key"
@@ -87,10 +86,10 @@ export const requestKey = (
   header: string | undefined,
   principal: string
 ): Effect.Effect<RequestKey | undefined, Refusal> => {
-  if (header === undefined) return Exit.succeed(undefined)
+  if (header === undefined) return Effect.succeed(undefined)
   return Either.match(parse(header), {
     onLeft: (reason) => refuse(invalidKey(reason)),
-    onRight: (key) => Exit.succeed({ key, principal, slot: JSON.stringify([principal, key]) })
+    onRight: (key) => Effect.succeed({ key, principal, slot: JSON.stringify([principal, key]) })
   })
 }
 
@@ -106,9 +105,9 @@ export const exclusive = <A, E>(
 ): Effect.Effect<A, E | IdempotencyKeyInUse> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.suspend((): Effect.Effect<A, E | IdempotencyKeyInUse> => {
-      if (inFlight.has(slot)) return Exit.fail(new IdempotencyKeyInUse({ key }, true))
+      if (inFlight.has(slot)) return Effect.fail(new IdempotencyKeyInUse({ key }, true))
       inFlight.add(slot)
-      return Effect.ensuring(restore(call(create)), Effect.sync(() => inFlight.delete(slot)))
+      return Effect.ensuring(restore(Effect.suspend(create)), Effect.sync(() => inFlight.delete(slot)))
     })
   )
 

@@ -1,27 +1,27 @@
 /**
  * The operations of the routing API, each reading top to bottom in the contract's order of checks: authentication
  * and scope, then the body or the query, then the store; and `dispatch`, which picks one by path and method and so
- * knows which operation runs (its telemetry is recorded there). Its steps are completed Effects (`Exit`s) whenever
- * the services answer at once, and are then folded without a fiber.
+ * knows which operation runs (its telemetry is recorded there). Each is one `Effect.gen`, failing with a `Refusal` or
+ * a declared error of a service, and answered from them in one place (`answered`).
  *
  * @internal
  */
 import type { Context, Duration } from "effect"
-import { Effect, Either, Exit, pipe, Redacted } from "effect"
+import { Cause, Effect, Either, Option, Redacted } from "effect"
 import type * as Authenticator from "../../Authenticator.js"
 import * as Catalog from "../../Catalog.js"
 import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
-import { call, flatMapNow } from "../now.js"
 import * as Answers from "./answers.js"
+import { Refusal, refuse } from "./answers.js"
 import * as ChangeStream from "./changeStream.js"
 import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
 import * as Credentials from "./credentials.js"
 import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
-import { answer, type Refusal, refuse } from "./fold.js"
 import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
+import * as ServiceErrors from "./serviceErrors.js"
 
 /** What telemetry calls an operation: one per method served on a path, and the 405s. */
 export type Operation = "list" | "create" | "get" | "update" | "remove" | "changes" | "method_not_allowed"
@@ -74,57 +74,26 @@ export interface Core {
   readonly changes: ChangeStream.Source | undefined
 }
 
-// What the services fail with, as declared.
-type ServiceError =
-  | Authenticator.InvalidToken
-  | RouteRepository.RouteNotFound
-  | RouteRepository.RouteConflict
-  | RouteRepository.PreconditionFailed
-  | RouteRepository.StoreUnavailable
-  | RouteRepository.IdempotencyKeyReused
-  | RouteRepository.IdempotencyKeyInUse
-  | RouteRepository.TooManyIdempotencyKeys
-  | RouteRepository.TooManyMethods
-  | RouteRepository.ReadOnlyStore
+type ServiceError = ServiceErrors.ServiceError
 
-// The answer to a declared error of a service; `undefined` for anything else, which is answered as a defect.
-const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Effect.Effect<Response> | undefined => {
-  switch ((error as { _tag?: unknown } | null)?._tag) {
-    case "InvalidToken":
-      // The reason is the authenticator's, never the token.
-      return Effect.as(
-        Effect.logDebug("route-registry: token refused", (error as Authenticator.InvalidToken).reason),
-        Answers.INVALID_TOKEN
-      )
-    case "RouteNotFound":
-      return Exit.succeed(Answers.routeNotFound(id))
-    case "PreconditionFailed":
-      return Exit.succeed(Answers.preconditionFailed(id))
-    case "RouteConflict": {
-      const conflict = error as RouteRepository.RouteConflict
-      return Exit.succeed(Answers.conflict(conflict.method, conflict.path, conflict.conflictingRouteId))
+// The answer to an operation's steps: a success as is, a refusal as its answer, a declared error of a service as its
+// problem (`ServiceErrors`), and a defect or an undeclared error logged and answered `internal_error`.
+const answered = (core: Core, id = "") => (steps: Effect.Effect<Response, ServiceError | Refusal>) =>
+  Effect.catchAllCause(steps, (cause): Effect.Effect<Response> => {
+    const failure = Cause.failureOption(cause)
+    if (Option.isSome(failure)) {
+      const error = failure.value
+      if (error instanceof Refusal) return Effect.succeed(error.response)
+      const response = ServiceErrors.answer(error, { unavailable: core.unavailable, id })
+      if (response !== undefined) return response
+    } else if (Cause.isInterruptedOnly(cause)) {
+      // No failure to answer, and no one waiting for the answer.
+      return Effect.failCause(cause as Cause.Cause<never>)
     }
-    case "StoreUnavailable":
-      return Exit.succeed(core.unavailable)
-    case "IdempotencyKeyReused":
-      return Exit.succeed(Idempotency.keyReused((error as RouteRepository.IdempotencyKeyReused).key))
-    case "IdempotencyKeyInUse":
-      return Exit.succeed(Idempotency.keyInUse((error as RouteRepository.IdempotencyKeyInUse).key))
-    case "TooManyIdempotencyKeys":
-      return Exit.succeed(Answers.tooManyIdempotencyKeys(error as RouteRepository.TooManyIdempotencyKeys))
-    // A read-only store the dispatch did not know of (a wrapper that dropped `readOnly`): the same 405.
-    case "ReadOnlyStore":
-      return Exit.succeed(Answers.READ_ONLY)
-    case "TooManyMethods": {
-      const refused = error as RouteRepository.TooManyMethods
-      return Exit.succeed(Answers.tooManyMethods(refused.method, refused.limit))
-    }
-  }
-  return undefined
-}
+    return Effect.as(Effect.logError("route-registry: unexpected error while answering a request", cause), internal)
+  })
 
-const run = (core: Core, steps: Effect.Effect<Response, ServiceError | Refusal>, id = ""): Effect.Effect<Response> =>
-  answer(steps, serviceErrorAnswer(core, id), Answers.INTERNAL_ERROR)
+const internal = Answers.INTERNAL_ERROR
 
 // Authentication and scope come first, before anything is read: an unauthenticated caller learns nothing more.
 const authorize = (
@@ -135,35 +104,32 @@ const authorize = (
 ): Effect.Effect<Authenticator.Principal, Refusal | Authenticator.InvalidToken> => {
   const token = Credentials.credential(request.header("authorization"))
   if (!Redacted.isRedacted(token)) return refuse(token)
-  return flatMapNow(
-    call(() => core.authenticator.authenticate(token)),
-    (principal) => principal.scopes.includes(scope) ? Exit.succeed(principal) : refuse(refusal)
+  return Effect.flatMap(
+    Effect.suspend(() => core.authenticator.authenticate(token)),
+    (principal) => principal.scopes.includes(scope) ? Effect.succeed(principal) : refuse(refusal)
   )
 }
 
 const validated = <A>(
   result: Either.Either<A, ReadonlyArray<Route.FieldIssue>>,
   refusal: (errors: ReadonlyArray<Route.FieldIssue>) => Response
-): Effect.Effect<A, Refusal> => Either.isRight(result) ? Exit.succeed(result.right) : refuse(refusal(result.left))
+): Effect.Effect<A, Refusal> => Either.isRight(result) ? Effect.succeed(result.right) : refuse(refusal(result.left))
 
 // With catalog checking on, a route naming a function this process has not registered is refused.
 const cataloged = <A extends Parameters<typeof Catalog.check>[1]>(core: Core, input: A): Effect.Effect<A, Refusal> => {
-  if (core.catalog === undefined) return Exit.succeed(input)
+  if (core.catalog === undefined) return Effect.succeed(input)
   const issues = Catalog.check(core.catalog, input)
-  return issues.length === 0 ? Exit.succeed(input) : refuse(Answers.invalidRoute(issues))
+  return issues.length === 0 ? Effect.succeed(input) : refuse(Answers.invalidRoute(issues))
 }
 
 // A store that can answer from memory at once is read at once; any other store through its Effect.
 const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, ServiceError> => {
   const unsafeFindById = core.repository.unsafeFindById
-  if (unsafeFindById === undefined) return call(() => core.repository.findById(id))
-  let route: Route.StoredRoute | undefined
-  try {
-    route = unsafeFindById(id)
-  } catch (error) {
-    return Exit.die(error)
-  }
-  return route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id }, true)) : Exit.succeed(route)
+  if (unsafeFindById === undefined) return Effect.suspend(() => core.repository.findById(id))
+  return Effect.suspend(() => {
+    const route = unsafeFindById(id)
+    return route === undefined ? Effect.fail(new RouteRepository.RouteNotFound({ id }, true)) : Effect.succeed(route)
+  })
 }
 
 // How many routes' 200s are kept. Keeping every route's made a store of 200,000 routes answer at 0.63x of one of
@@ -188,7 +154,7 @@ const withRoute = (
   const entry = core.answers?.get(route.id)
   const kept = entry?.route === route ? entry.answer : undefined
   if (kept !== undefined) {
-    return Exit.succeed(
+    return Effect.succeed(
       status === 200 && headers === undefined ? kept : Answers.json(status, kept.body, { ...kept.headers, ...headers })
     )
   }
@@ -201,11 +167,11 @@ const withRoute = (
   const etag = Conditional.etagOf(route.revision)
   // A new revision replaces its route's entry; past KEPT_ANSWERS ids, other routes are answered without keeping.
   if (status !== 200 || core.answers === undefined || (entry === undefined && core.answers.size >= KEPT_ANSWERS)) {
-    return Exit.succeed(Answers.json(status, body, { etag, ...headers }))
+    return Effect.succeed(Answers.json(status, body, { etag, ...headers }))
   }
   const answer = new Answers.Reused(200, { "content-type": Answers.JSON_TYPE, etag }, body)
   core.answers.set(route.id, { route, answer })
-  return Exit.succeed(answer)
+  return Effect.succeed(answer)
 }
 
 const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page, base: string): Response => {
@@ -233,134 +199,82 @@ const createOnce = (
   input: Route.CreateRoute,
   requestKey: Idempotency.RequestKey | undefined,
   base: string
-): Effect.Effect<Response, ServiceError> => {
-  const createIdempotent = core.repository.createIdempotent
-  if (requestKey === undefined || createIdempotent === undefined) {
-    return flatMapNow(call(() => core.repository.create(input)), (route) => created(core, route, base))
-  }
-  const idempotency: RouteRepository.Idempotency = {
-    key: requestKey.key,
-    principal: requestKey.principal,
-    expiresAfter: core.keyExpiry,
-    maxKeys: core.maxKeys,
-    maxBytes: core.maxKeyBytes
-  }
-  return flatMapNow(
-    Idempotency.exclusive(core.keysInFlight, requestKey, () => createIdempotent(input, idempotency)),
-    ({ outcome, replayed }) =>
-      flatMapNow(
-        Either.match(outcome, {
-          onLeft: ({ conflictingRouteId, method, path }) =>
-            Exit.succeed(Answers.conflict(method, path, conflictingRouteId)),
-          onRight: (route) => created(core, route, base)
-        }),
-        (response) => Exit.succeed(Idempotency.replay(response, replayed))
-      )
-  )
-}
+): Effect.Effect<Response, ServiceError> =>
+  Effect.gen(function*() {
+    const createIdempotent = core.repository.createIdempotent
+    if (requestKey === undefined || createIdempotent === undefined) {
+      return yield* created(core, yield* core.repository.create(input), base)
+    }
+    const { outcome, replayed } = yield* Idempotency.exclusive(core.keysInFlight, requestKey, () =>
+      createIdempotent(input, {
+        key: requestKey.key,
+        principal: requestKey.principal,
+        expiresAfter: core.keyExpiry,
+        maxKeys: core.maxKeys,
+        maxBytes: core.maxKeyBytes
+      }))
+    const response = Either.isRight(outcome)
+      ? yield* created(core, outcome.right, base)
+      : Answers.conflict(outcome.left.method, outcome.left.path, outcome.left.conflictingRouteId)
+    return Idempotency.replay(response, replayed)
+  })
 
 // The Idempotency-Key is checked with the other headers, before the body: a request refused before the store (400,
 // 401, 403, 413, 415) leaves its key untouched.
 const create = (core: Core, request: Request): Effect.Effect<Response> =>
-  run(
-    core,
-    pipe(
-      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow((principal) => Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)),
-      flatMapNow((requestKey) =>
-        pipe(
-          Content.readJson(request, Content.CREATE_TYPES, core.limits),
-          flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
-          flatMapNow((input) => cataloged(core, input)),
-          flatMapNow((input) => createOnce(core, input, requestKey, request.base ?? ""))
-        )
-      )
-    )
-  )
+  Effect.gen(function*() {
+    const principal = yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
+    const requestKey = yield* Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)
+    const body = yield* Content.readJson(request, Content.CREATE_TYPES, core.limits)
+    const input = yield* cataloged(core, yield* validated(Route.validateCreate(body), Answers.invalidRoute))
+    return yield* createOnce(core, input, requestKey, request.base ?? "")
+  }).pipe(answered(core))
 
 const get = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
-  run(
-    core,
-    pipe(
-      authorize(core, request, "routes:read", Answers.READ_SCOPE),
-      flatMapNow(() => find(core, id)),
-      flatMapNow((route) =>
-        Conditional.noneMatchHits(request.header("if-none-match"), route.revision)
-          ? Exit.succeed(Answers.empty(304, { etag: Conditional.etagOf(route.revision) }))
-          : withRoute(core, 200, route)
-      )
-    ),
-    id
-  )
+  Effect.gen(function*() {
+    yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
+    const route = yield* find(core, id)
+    return Conditional.noneMatchHits(request.header("if-none-match"), route.revision)
+      ? Answers.empty(304, { etag: Conditional.etagOf(route.revision) })
+      : yield* withRoute(core, 200, route)
+  }).pipe(answered(core, id))
 
 const list = (core: Core, request: Request): Effect.Effect<Response> =>
-  run(
-    core,
-    pipe(
-      authorize(core, request, "routes:read", Answers.READ_SCOPE),
-      flatMapNow(() => validated(ListQuery.parse(request.query), Answers.invalidQuery)),
-      flatMapNow((query) =>
-        flatMapNow(call(() => core.repository.list(query)), (result) =>
-          Exit.succeed(page(query, result, request.base ?? "")))
-      )
-    )
-  )
+  Effect.gen(function*() {
+    yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
+    const query = yield* validated(ListQuery.parse(request.query), Answers.invalidQuery)
+    return page(query, yield* core.repository.list(query), request.base ?? "")
+  }).pipe(answered(core))
 
 const update = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
-  run(
-    core,
-    pipe(
-      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow(() => Content.readJson(request, Content.PATCH_TYPES, core.limits)),
-      flatMapNow((body) => validated(Route.validatePatch(body), Answers.invalidRoute)),
-      flatMapNow((patch) => cataloged(core, patch)),
-      flatMapNow((patch) =>
-        call(() => core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match"))))
-      ),
-      flatMapNow((route) => withRoute(core, 200, route))
-    ),
-    id
-  )
+  Effect.gen(function*() {
+    yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
+    const body = yield* Content.readJson(request, Content.PATCH_TYPES, core.limits)
+    const patch = yield* cataloged(core, yield* validated(Route.validatePatch(body), Answers.invalidRoute))
+    const route = yield* core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match")))
+    return yield* withRoute(core, 200, route)
+  }).pipe(answered(core, id))
 
 const remove = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
-  run(
-    core,
-    pipe(
-      authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow(() => call(() => core.repository.remove(id, Conditional.ifMatch(request.header("if-match"))))),
-      flatMapNow(() => {
-        core.answers?.delete(id)
-        return Exit.succeed(Answers.empty(204))
-      })
-    ),
-    id
-  )
+  Effect.gen(function*() {
+    yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
+    yield* core.repository.remove(id, Conditional.ifMatch(request.header("if-match")))
+    core.answers?.delete(id)
+    return Answers.empty(204)
+  }).pipe(answered(core, id))
 
 // The stream's head is the answer: telemetry times the request to it, and the stream goes on in the connection.
 const changes = (core: Core, request: Request): Effect.Effect<Response> =>
-  run(
-    core,
-    pipe(
-      authorize(core, request, "routes:read", Answers.READ_SCOPE),
-      flatMapNow(() => core.changes === undefined ? refuse(Answers.NO_CHANGE_HISTORY) : Exit.succeed(core.changes)),
-      flatMapNow((source) =>
-        pipe(
-          validated(
-            ChangeStream.parseQuery(source.history, request.query, request.header(ChangeStream.LAST_EVENT_ID)),
-            Answers.invalidChangesQuery
-          ),
-          flatMapNow((since) =>
-            Exit.succeed<Response>({
-              status: 200,
-              headers: ChangeStream.HEADERS,
-              body: "",
-              stream: ChangeStream.body(source, since)
-            })
-          )
-        )
-      )
+  Effect.gen(function*() {
+    yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
+    const source = core.changes
+    if (source === undefined) return yield* refuse(Answers.NO_CHANGE_HISTORY)
+    const since = yield* validated(
+      ChangeStream.parseQuery(source.history, request.query, request.header(ChangeStream.LAST_EVENT_ID)),
+      Answers.invalidChangesQuery
     )
-  )
+    return { status: 200, headers: ChangeStream.HEADERS, body: "", stream: ChangeStream.body(source, since) }
+  }).pipe(answered(core))
 
 // An answer, built; a request view that throws (an adapter's fault) is answered and logged, never thrown into the host.
 const attempt = <A extends Effect.Effect<Response> | undefined>(build: () => A): A | Effect.Effect<Response> => {
@@ -392,12 +306,12 @@ const notAllowed = (core: Core, request: Request, route: string, allow: string):
     request,
     route,
     "method_not_allowed",
-    () => Exit.succeed(Answers.methodNotAllowed(request.method, request.path, allow))
+    () => Effect.succeed(Answers.methodNotAllowed(request.method, request.path, allow))
   )
 
 // A follower's store serves reads only: every other method is answered as one its paths do not serve.
 const readOnly = (core: Core, request: Request, route: string): Effect.Effect<Response> =>
-  served(core, request, route, "method_not_allowed", () => Exit.succeed(Answers.READ_ONLY))
+  served(core, request, route, "method_not_allowed", () => Effect.succeed(Answers.READ_ONLY))
 
 // The path first (outside the collection is the host's), then the method (405), on a follower's read-only store too.
 const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {

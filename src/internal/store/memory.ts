@@ -4,7 +4,7 @@
  * @internal
  */
 import type { Context } from "effect"
-import { Duration, Effect, Either, Exit } from "effect"
+import { Duration, Effect, Either } from "effect"
 import * as Route from "../../Route.js"
 import type {
   FirstAnswer,
@@ -15,7 +15,6 @@ import type {
   RouteIdGenerator,
   RouteRepository
 } from "../../RouteRepository.js"
-import * as Now from "../now.js"
 import {
   IdempotencyKeyReused,
   PreconditionFailed,
@@ -310,16 +309,15 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
   // The key's first answer again, or the refusal of a key used with another input.
   const again = (input: Route.CreateRoute, idempotency: Idempotency, kept: KeptKey) =>
     kept.fingerprint === Rules.fingerprint(input)
-      ? Exit.succeed<Remembered>({ outcome: Rules.answerAgain(input, kept), replayed: true })
-      : Exit.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
+      ? Effect.succeed<Remembered>({ outcome: Rules.answerAgain(input, kept), replayed: true })
+      : Effect.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
   return {
-    // Decided at once from the clock: the HTTP core answers a create without a fiber (see `Now.withClock`).
     create: (input) =>
-      Now.withClock((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
+      Effect.clockWith((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
         const decided = insert(input, clock.unsafeCurrentTimeMillis())
-        if (Either.isLeft(decided)) return Exit.fail(decided.left)
+        if (Either.isLeft(decided)) return Effect.fail(decided.left)
         const outcome = decided.right
-        return Either.isRight(outcome) ? Exit.succeed(outcome.right) : Exit.fail(outcome.left)
+        return Either.isRight(outcome) ? Effect.succeed(outcome.right) : Effect.fail(outcome.left)
       }),
     // Read, decided and written without yielding: no other create with the key can start in between, so none is
     // ever in flight here, and the principal's bounds hold exactly.
@@ -338,9 +336,9 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
         if (expired !== undefined) forgetKey(held, key, expired)
         const size = Rules.keySize(key)
         const refused = overLimit(held, idempotency, size, now)
-        if (refused !== undefined) return Exit.fail(refused)
+        if (refused !== undefined) return Effect.fail(refused)
         const decided = insert(input, now)
-        if (Either.isLeft(decided)) return Exit.fail(decided.left)
+        if (Either.isLeft(decided)) return Effect.fail(decided.left)
         const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
         held.keys.set(key, {
           fingerprint: Rules.fingerprint(input),
@@ -353,7 +351,7 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
         // Stored again, so the principal moves to the end: the order of their last keys.
         principals.delete(principal)
         principals.set(principal, held)
-        return Exit.succeed({ outcome: decided.right, replayed: false })
+        return Effect.succeed({ outcome: decided.right, replayed: false })
       }),
     unsafeFindById: (id) => memory.byId.get(id),
     findById: (id) =>
@@ -376,7 +374,7 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
         const holder = memory.idByKey.get(Rules.conflictKey(method, path))
         if (holder !== undefined && holder !== id) return conflict(method, path, holder)
         const refused = method === current.method ? undefined : tooManyMethods(method, current)
-        if (refused !== undefined) return Exit.fail(refused)
+        if (refused !== undefined) return Effect.fail(refused)
         const updated = patched(current, patch, ++memory.revision)
         replaceRoute(memory, current, updated)
         return Effect.succeed(updated)

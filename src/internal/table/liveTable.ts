@@ -5,11 +5,10 @@
  *
  * @internal
  */
-import type { Context } from "effect"
-import { Cause, Duration, Effect, Either, Exit, Queue } from "effect"
+import type { Clock, Context } from "effect"
+import { Cause, Duration, Effect, Either, Queue } from "effect"
 import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
-import { flatMapNow } from "../now.js"
 import type * as History from "./history.js"
 import * as RouteTree from "./routeTree.js"
 
@@ -64,6 +63,8 @@ const TOMBSTONE_MILLIS = 60_000
 
 /** The state of one live table: its store, its tree, and how far it has followed the store. */
 interface State {
+  /** The clock of the fiber that made the table: what tombstones and the status are timed by. */
+  readonly clock: Clock.Clock
   readonly store: Store
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   /** Told of each route new to the table that came from the change feed (telemetry's propagation lag). */
@@ -110,7 +111,7 @@ const drop = (state: State, id: string): void => {
   }
   state.touched?.add(id)
   const removed = state.removed
-  const now = Date.now()
+  const now = state.clock.unsafeCurrentTimeMillis()
   removed.delete(id)
   removed.set(id, now)
   for (const [old, at] of removed) {
@@ -173,7 +174,7 @@ const poll = (
   changes: RouteRepository.ChangeFeed
 ): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
   Effect.gen(function*() {
-    const askedAt = Date.now()
+    const askedAt = state.clock.unsafeCurrentTimeMillis()
     const read = yield* changes.since(state.cursor!)
     if (!read.complete) {
       state.cursor = yield* reload(state, changes)
@@ -188,13 +189,12 @@ const poll = (
 
 // The change committed, so it is answered as such even when the table cannot hold the route.
 const applied = <E>(state: State, effect: Effect.Effect<Route.StoredRoute, E>) =>
-  flatMapNow(effect, (route) => {
+  Effect.tap(effect, (route) => {
     const refused = upsert(state, route)
-    return refused === undefined ? Exit.succeed(route) : Effect.as(skipped([refused]), route)
+    return refused === undefined ? Effect.void : skipped([refused])
   })
 
-// The store, with each change also applied to the table, at once when the store answers at once (no fiber), and in
-// every case before the change's Effect completes.
+// The store, with each change also applied to the table before the change's Effect completes.
 const liveStore = (state: State): Store => {
   const store = state.store
   const createIdempotent = store.createIdempotent
@@ -205,33 +205,30 @@ const liveStore = (state: State): Store => {
     // into the table.
     ...(createIdempotent === undefined ? {} : {
       createIdempotent: (input, idempotency) =>
-        flatMapNow(createIdempotent(input, idempotency), (remembered) => {
+        Effect.tap(createIdempotent(input, idempotency), (remembered) => {
           const refused = !remembered.replayed && Either.isRight(remembered.outcome)
             ? upsert(state, remembered.outcome.right)
             : undefined
-          return refused === undefined ? Exit.succeed(remembered) : Effect.as(skipped([refused]), remembered)
+          return refused === undefined ? Effect.void : skipped([refused])
         })
     }),
     update: (id, patch, precondition) => applied(state, store.update(id, patch, precondition)),
-    remove: (id, precondition) =>
-      flatMapNow(store.remove(id, precondition), () => {
-        drop(state, id)
-        return Exit.void
-      })
+    remove: (id, precondition) => Effect.tap(store.remove(id, precondition), () => Effect.sync(() => drop(state, id)))
   })
 }
 
 const statusOf = (state: State): Status => {
   const feed = state.store.changes
   if (feed === undefined) {
-    return { following: "local", reachable: true, confirmedAt: new Date(), stalenessMillis: 0, error: undefined }
+    const now = new Date(state.clock.unsafeCurrentTimeMillis())
+    return { following: "local", reachable: true, confirmedAt: now, stalenessMillis: 0, error: undefined }
   }
   const confirmed = state.confirmed
   return {
     following: feed.listen === undefined ? "polling" : "notifications",
     reachable: confirmed.reachable,
     confirmedAt: new Date(confirmed.at),
-    stalenessMillis: Math.max(0, Date.now() - confirmed.at),
+    stalenessMillis: Math.max(0, state.clock.unsafeCurrentTimeMillis() - confirmed.at),
     error: confirmed.error
   }
 }
@@ -249,7 +246,9 @@ export const make = (
   arrived?: (route: Route.StoredRoute) => void
 ): Effect.Effect<Live, RouteRepository.StoreUnavailable> =>
   Effect.gen(function*() {
+    const clock = yield* Effect.clock
     const state: State = {
+      clock,
       store,
       tree,
       arrived,
@@ -257,7 +256,7 @@ export const make = (
       removed: new Map(),
       touched: undefined,
       cursor: undefined,
-      confirmed: { at: Date.now(), reachable: true, error: undefined }
+      confirmed: { at: clock.unsafeCurrentTimeMillis(), reachable: true, error: undefined }
     }
     const feed = store.changes
     if (feed === undefined) {
