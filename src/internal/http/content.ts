@@ -61,7 +61,7 @@ const refused = (failure: BodyFailure, limits: BodyLimits): Effect.Effect<never,
 
 /**
  * The parsed JSON body of `request`, or the answer that refuses it. A `Content-Length` over the limit is refused
- * before anything is read.
+ * before anything is read. Called inside an operation's `Effect.gen`, so a body reader that throws is a defect there.
  */
 export const readJson = (
   request: Request,
@@ -74,7 +74,7 @@ export const readJson = (
   }
   const declared = request.header("content-length")
   if (declared !== undefined && Number(declared) > limits.maxBodyBytes) return refuse(limits.tooLarge)
-  return Effect.suspend(() => request.body(limits.maxBodyBytes, limits.bodyTimeoutMillis)).pipe(
+  return request.body(limits.maxBodyBytes, limits.bodyTimeoutMillis).pipe(
     Effect.catchAll((failure) => refused(failure, limits)),
     Effect.flatMap((bytes) =>
       Either.match(parseJson(bytes), {

@@ -95,7 +95,8 @@ const answered = (core: Core, id = "") => (steps: Effect.Effect<Response, Servic
 
 const internal = Answers.INTERNAL_ERROR
 
-// Authentication and scope come first, before anything is read: an unauthenticated caller learns nothing more.
+// Authentication and scope come first, before anything is read: an unauthenticated caller learns nothing more. Called
+// inside an operation's `Effect.gen`, so a service that throws is a defect there.
 const authorize = (
   core: Core,
   request: Request,
@@ -104,9 +105,10 @@ const authorize = (
 ): Effect.Effect<Authenticator.Principal, Refusal | Authenticator.InvalidToken> => {
   const token = Credentials.credential(request.header("authorization"))
   if (!Redacted.isRedacted(token)) return refuse(token)
-  return Effect.flatMap(
-    Effect.suspend(() => core.authenticator.authenticate(token)),
-    (principal) => principal.scopes.includes(scope) ? Effect.succeed(principal) : refuse(refusal)
+  return Effect.filterOrFail(
+    core.authenticator.authenticate(token),
+    (principal) => principal.scopes.includes(scope),
+    () => new Refusal(refusal)
   )
 }
 
@@ -122,14 +124,12 @@ const cataloged = <A extends Parameters<typeof Catalog.check>[1]>(core: Core, in
   return issues.length === 0 ? Effect.succeed(input) : refuse(Answers.invalidRoute(issues))
 }
 
-// A store that can answer from memory at once is read at once; any other store through its Effect.
+// A store that keeps its routes in memory is read at once; any other store through its Effect.
 const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, ServiceError> => {
   const unsafeFindById = core.repository.unsafeFindById
-  if (unsafeFindById === undefined) return Effect.suspend(() => core.repository.findById(id))
-  return Effect.suspend(() => {
-    const route = unsafeFindById(id)
-    return route === undefined ? Effect.fail(new RouteRepository.RouteNotFound({ id }, true)) : Effect.succeed(route)
-  })
+  if (unsafeFindById === undefined) return core.repository.findById(id)
+  const route = unsafeFindById(id)
+  return route === undefined ? Effect.fail(new RouteRepository.RouteNotFound({ id }, true)) : Effect.succeed(route)
 }
 
 // How many routes' 200s are kept. Keeping every route's made a store of 200,000 routes answer at 0.63x of one of
