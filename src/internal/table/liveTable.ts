@@ -198,26 +198,43 @@ const applied = <E>(state: State, effect: Effect.Effect<Route.StoredRoute, E>) =
 const liveStore = (state: State): Store => {
   const store = state.store
   const createIdempotent = store.createIdempotent
+  const restore = store.restore
   return RouteRepository.RouteRepository.of({
     ...store,
-    create: (input) => applied(state, store.create(input)),
+    // route-registry log (issue 26): dry runs change nothing, so the table takes only real changes.
+    create: (input, options) =>
+      options?.dryRun === true ? store.create(input, options) : applied(state, store.create(input, options)),
     // A replay gives the first answer again, which may name a route since changed or removed: only a new route goes
     // into the table.
     ...(createIdempotent === undefined ? {} : {
-      createIdempotent: (input, idempotency) =>
-        flatMapNow(createIdempotent(input, idempotency), (remembered) => {
+      createIdempotent: (input, idempotency, options) =>
+        flatMapNow(createIdempotent(input, idempotency, options), (remembered) => {
           const refused = !remembered.replayed && Either.isRight(remembered.outcome)
             ? upsert(state, remembered.outcome.right)
             : undefined
           return refused === undefined ? Exit.succeed(remembered) : Effect.as(skipped([refused]), remembered)
         })
     }),
-    update: (id, patch, precondition) => applied(state, store.update(id, patch, precondition)),
-    remove: (id, precondition) =>
-      flatMapNow(store.remove(id, precondition), () => {
-        drop(state, id)
-        return Exit.void
-      })
+    update: (id, patch, precondition, options) =>
+      options?.dryRun === true
+        ? store.update(id, patch, precondition, options)
+        : applied(state, store.update(id, patch, precondition, options)),
+    remove: (id, precondition, options) =>
+      options?.dryRun === true ? store.remove(id, precondition, options) : flatMapNow(
+        store.remove(id, precondition, options),
+        (revision) => {
+          drop(state, id)
+          return Exit.succeed(revision)
+        }
+      ),
+    ...(restore === undefined ? {} : {
+      restore: (id, revision, precondition, options) =>
+        options?.dryRun === true ? restore(id, revision, precondition, options) : flatMapNow(
+          restore(id, revision, precondition, options),
+          (restored) => Effect.as(applied(state, Exit.succeed(restored.route)), restored)
+        )
+    })
+    // end route-registry log
   })
 }
 
