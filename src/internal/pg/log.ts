@@ -56,7 +56,12 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
 export const advance = ({ settings, sql }: Store, base: number): Statement.Fragment => {
   const history = sql(settings.history)
   return sql`
-    advanced AS (UPDATE ${sql(settings.counter)} SET revision = revision + (SELECT count(*) FROM changed)),
+    advanced AS (UPDATE ${sql(settings.counter)} SET revision = CASE WHEN NOT EXISTS (SELECT 1 FROM changed)
+      THEN revision
+      -- The sequence follows, so a host of an earlier release inserting meanwhile (a rolling upgrade) takes a larger
+      -- revision than any this store gave.
+      ELSE GREATEST(revision + (SELECT count(*) FROM changed),
+        setval(${settings.sequence}, revision + (SELECT count(*) FROM changed))) END),
     pruned AS (DELETE FROM ${history} WHERE revision IN (
       SELECT revision FROM ${history}
       WHERE revision <= ${base}::bigint + (SELECT count(*) FROM changed) - ${settings.historyCapacity}::bigint
