@@ -11,7 +11,6 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type { ConfigError } from "effect"
 import { Clock, Config, Context, Duration, Effect, Either, Layer, Option } from "effect"
 import * as Connect from "./internal/pg/connect.js"
-import * as Actor from "./internal/store/actor.js"
 import * as Deadline from "./internal/pg/deadline.js"
 import * as Errors from "./internal/pg/errors.js"
 import * as ChangeFeed from "./internal/pg/feed.js"
@@ -22,6 +21,7 @@ import * as Restore from "./internal/pg/restore.js"
 import * as Row from "./internal/pg/row.js"
 import * as Schema from "./internal/pg/schema.js"
 import * as Store from "./internal/pg/store.js"
+import * as Actor from "./internal/store/actor.js"
 import * as RouteRepository from "./RouteRepository.js"
 
 /**
@@ -123,12 +123,15 @@ export const make = (
       options: RouteRepository.WriteOptions | undefined,
       then: (change: Log.Change) => Effect.Effect<A, E, R>
     ) =>
-      Actor.withActor(options, (actor) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          then({ actor, at: new Date(now), dryRun: options?.dryRun })))
+      Actor.withActor(
+        options,
+        (actor) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => then({ actor, at: new Date(now), dryRun: options?.dryRun }))
+      )
     // A dry run changes nothing, so no one is told of it.
-    const unlessDry = <A, E, R>(options: RouteRepository.WriteOptions | undefined, tell: (a: A) => Effect.Effect<void>) =>
-    (effect: Effect.Effect<A, E, R>) => options?.dryRun === true ? effect : Effect.tap(effect, tell)
+    const unlessDry =
+      <A, E, R>(options: RouteRepository.WriteOptions | undefined, tell: (a: A) => Effect.Effect<void>) =>
+      (effect: Effect.Effect<A, E, R>) => options?.dryRun === true ? effect : Effect.tap(effect, tell)
 
     return RouteRepository.RouteRepository.of({
       create: (input, options) =>

@@ -10,8 +10,8 @@ import * as Route from "./Route.js"
 
 import type {
   IdempotencyKeyInUse,
-  InvalidRestore,
   IdempotencyKeyReused,
+  InvalidRestore,
   PreconditionFailed,
   ReadOnlyStore,
   RouteConflict,

@@ -27,7 +27,12 @@ const body = (path: string) =>
   Effect.orDie(Route.decodeCreate({ method: "GET", path, middleware: ["a", "b"], handler: "h" }))
 
 layer(TestDatabase.layer())("PgRouteRepository", (it) => {
-  describe("contract", () => repositoryContract(it, TestDatabase.storeLayer()))
+  describe("contract", () =>
+    repositoryContract(
+      it,
+      TestDatabase.storeLayer(),
+      (historyCapacity) => TestDatabase.storeLayer({ historyCapacity })
+    ))
 
   it.effect("stores into the table, columns and unique index of its migration", () => {
     const table = TestDatabase.freshTable()

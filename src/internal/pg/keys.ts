@@ -21,8 +21,8 @@ import {
   keySize,
   makeRoute
 } from "../store/rules.js"
-import { create, type Store } from "./store.js"
 import * as Log from "./log.js"
+import { create, type Store } from "./store.js"
 
 // What a key keeps (see migration 5): whether the request is the first one, and `FirstAnswer`.
 interface KeyRow {

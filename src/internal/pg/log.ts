@@ -173,7 +173,9 @@ export const holds = ({ readMark, settings, sql }: Store, routeId: Route.RouteId
  * the action's, or the revisions').
  */
 export const page = ({ readMark, settings, sql }: Store, query: HistoryQuery): Effect.Effect<HistoryPage, SqlError> => {
-  if (query.routeId !== undefined && !Route.isRouteId(query.routeId)) return Effect.succeed({ items: [], hasMore: false })
+  if (query.routeId !== undefined && !Route.isRouteId(query.routeId)) {
+    return Effect.succeed({ items: [], hasMore: false })
+  }
   const conditions = [
     query.before === undefined ? undefined : sql`revision < ${query.before}`,
     query.routeId === undefined ? undefined : sql`route_id = ${query.routeId}`,

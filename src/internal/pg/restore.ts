@@ -40,8 +40,9 @@ export const restore = (
   id: Route.RouteId,
   revision: number,
   precondition: Precondition | undefined,
-  change: Log.Change
+  given: Log.Change
 ): Effect.Effect<Restored, RestoreError | StoreUnavailable | SqlError> => {
+  const change: Log.Change = { ...given, restoredFrom: revision }
   let method = ""
   const work = Effect.gen(function*() {
     const base = yield* Log.lock(store)

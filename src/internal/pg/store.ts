@@ -120,7 +120,12 @@ export const create = (
       ON CONFLICT (method, path_shape) DO NOTHING
       RETURNING ${columns}
     ),
-    ${Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, { before: undefined, after: "changed" })},
+    ${
+      Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, {
+        before: undefined,
+        after: "changed"
+      })
+    },
     ${Log.advance(store, base)}
     SELECT ${columns} FROM changed`.pipe(
       Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
@@ -245,8 +250,9 @@ export const remove = (
         ${Log.advance(store, base)}
         SELECT revision FROM changed`,
       (deleted) =>
-        deleted.length > 0 ? Effect.succeed(base + 1) : decide(store, id, precondition, () => undefined, () =>
-          attempt(base))
+        deleted.length > 0 ?
+          Effect.succeed(base + 1) :
+          decide(store, id, precondition, () => undefined, () => attempt(base))
     )
   return Log.write(store, Effect.flatMap(Log.lock(store), attempt), change.dryRun)
 }

@@ -5,8 +5,8 @@
  */
 import type { Context } from "effect"
 import { Duration, Effect, Either, Exit } from "effect"
-import * as Route from "../../Route.js"
 import { InvalidOption } from "../../InvalidOption.js"
+import * as Route from "../../Route.js"
 import type {
   FirstAnswer,
   Idempotency,
@@ -369,13 +369,16 @@ export const make = (
   return {
     // Decided at once from the clock: the HTTP core answers a create without a fiber (see `Now.withClock`).
     create: (input, options) =>
-      withActor(options, (actor) =>
-        Now.withClock((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
-          const decided = insert(input, clock.unsafeCurrentTimeMillis(), { actor, dryRun: options?.dryRun })
-          if (Either.isLeft(decided)) return Exit.fail(decided.left)
-          const outcome = decided.right
-          return Either.isRight(outcome) ? Exit.succeed(outcome.right) : Exit.fail(outcome.left)
-        })),
+      withActor(
+        options,
+        (actor) =>
+          Now.withClock((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
+            const decided = insert(input, clock.unsafeCurrentTimeMillis(), { actor, dryRun: options?.dryRun })
+            if (Either.isLeft(decided)) return Exit.fail(decided.left)
+            const outcome = decided.right
+            return Either.isRight(outcome) ? Exit.succeed(outcome.right) : Exit.fail(outcome.left)
+          })
+      ),
     // Read, decided and written without yielding: no other create with the key can start in between, so none is
     // ever in flight here, and the principal's bounds hold exactly.
     createIdempotent: (input, idempotency, options) =>
@@ -429,19 +432,22 @@ export const make = (
           })
         })),
     remove: (id, precondition, options) =>
-      withActor(options, (actor) =>
-        Effect.clockWith((clock): Effect.Effect<number, RouteNotFound | PreconditionFailed> => {
-          const current = memory.byId.get(id)
-          if (current === undefined) return notFound(id)
-          if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
-          const revision = memory.revision + 1
-          if (options?.dryRun === true) return Effect.succeed(revision)
-          memory.revision = revision
-          dropRoute(memory, current)
-          const millis = clock.unsafeCurrentTimeMillis()
-          Log.append(log, Log.entry(revision, millis, actor, "delete", id, current, null))
-          return Effect.succeed(revision)
-        })),
+      withActor(
+        options,
+        (actor) =>
+          Effect.clockWith((clock): Effect.Effect<number, RouteNotFound | PreconditionFailed> => {
+            const current = memory.byId.get(id)
+            if (current === undefined) return notFound(id)
+            if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+            const revision = memory.revision + 1
+            if (options?.dryRun === true) return Effect.succeed(revision)
+            memory.revision = revision
+            dropRoute(memory, current)
+            const millis = clock.unsafeCurrentTimeMillis()
+            Log.append(log, Log.entry(revision, millis, actor, "delete", id, current, null))
+            return Effect.succeed(revision)
+          })
+      ),
     history: (query) => Effect.sync(() => Log.page(log, query)),
     restore: (id, revision, precondition, options) =>
       withActor(options, (actor) =>
