@@ -20,11 +20,21 @@ import * as Content from "./content.js"
 import * as Credentials from "./credentials.js"
 import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
 import { answer, type Refusal, refuse } from "./fold.js"
+import * as History from "./history.js"
 import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
 
 /** What telemetry calls an operation: one per method served on a path, and the 405s. */
-export type Operation = "list" | "create" | "get" | "update" | "remove" | "changes" | "method_not_allowed"
+export type Operation =
+  | "list"
+  | "create"
+  | "get"
+  | "update"
+  | "remove"
+  | "changes"
+  | "history"
+  | "restore"
+  | "method_not_allowed"
 
 /** One route's path as telemetry names it (`http.route`). */
 export const ITEM_ROUTE = `${COLLECTION}/{id}`
@@ -153,6 +163,12 @@ const cataloged = <A extends Parameters<typeof Catalog.check>[1]>(core: Core, in
   return issues.length === 0 ? Exit.succeed(input) : refuse(Answers.invalidRoute(issues))
 }
 
+// route-registry log (issue 26): a write's dryRun parameter, refused when it is not "true".
+const dryRunOf = (request: Request): Effect.Effect<boolean, Refusal> => {
+  const dryRun = History.dryRunOf(request.query)
+  return Either.isRight(dryRun) ? Exit.succeed(dryRun.right) : refuse(dryRun.left)
+}
+
 // A store that can answer from memory at once is read at once; any other store through its Effect.
 const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, ServiceError> => {
   const unsafeFindById = core.repository.unsafeFindById
@@ -200,7 +216,10 @@ const withRoute = (
   const body = Route.toJson(route)
   const etag = Conditional.etagOf(route.revision)
   // A new revision replaces its route's entry; past KEPT_ANSWERS ids, other routes are answered without keeping.
-  if (status !== 200 || core.answers === undefined || (entry === undefined && core.answers.size >= KEPT_ANSWERS)) {
+  if (
+    status !== 200 || headers !== undefined || core.answers === undefined ||
+    (entry === undefined && core.answers.size >= KEPT_ANSWERS)
+  ) {
     return Exit.succeed(Answers.json(status, body, { etag, ...headers }))
   }
   const answer = new Answers.Reused(200, { "content-type": Answers.JSON_TYPE, etag }, body)
@@ -223,8 +242,11 @@ const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page, ba
 // The operations
 // ---------------------------------------------------------------------------------------------------------------
 
-const created = (core: Core, route: Route.StoredRoute, base: string): Effect.Effect<Response> =>
-  withRoute(core, 201, route, { location: base + location(route.id) })
+const created = (core: Core, route: Route.StoredRoute, base: string, dryRun = false): Effect.Effect<Response> =>
+  withRoute(core, 201, route, {
+    location: base + location(route.id),
+    ...History.revisionHeaders(route.revision, dryRun)
+  })
 
 // With an Idempotency-Key, on a store that remembers keys: created at most once per key and principal, and the first
 // answer (201 or 409 route_conflict) given again. A store that remembers no keys creates as if the header was absent.
@@ -232,11 +254,16 @@ const createOnce = (
   core: Core,
   input: Route.CreateRoute,
   requestKey: Idempotency.RequestKey | undefined,
-  base: string
+  base: string,
+  options: RouteRepository.WriteOptions
 ): Effect.Effect<Response, ServiceError> => {
   const createIdempotent = core.repository.createIdempotent
-  if (requestKey === undefined || createIdempotent === undefined) {
-    return flatMapNow(call(() => core.repository.create(input)), (route) => created(core, route, base))
+  // A dry run is never remembered under a key: it stores nothing.
+  if (requestKey === undefined || createIdempotent === undefined || options.dryRun === true) {
+    return flatMapNow(
+      call(() => core.repository.create(input, options)),
+      (route) => created(core, route, base, options.dryRun === true)
+    )
   }
   const idempotency: RouteRepository.Idempotency = {
     key: requestKey.key,
@@ -246,7 +273,7 @@ const createOnce = (
     maxBytes: core.maxKeyBytes
   }
   return flatMapNow(
-    Idempotency.exclusive(core.keysInFlight, requestKey, () => createIdempotent(input, idempotency)),
+    Idempotency.exclusive(core.keysInFlight, requestKey, () => createIdempotent(input, idempotency, options)),
     ({ outcome, replayed }) =>
       flatMapNow(
         Either.match(outcome, {
@@ -266,13 +293,23 @@ const create = (core: Core, request: Request): Effect.Effect<Response> =>
     core,
     pipe(
       authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow((principal) => Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)),
-      flatMapNow((requestKey) =>
+      flatMapNow((principal) =>
+        pipe(
+          dryRunOf(request),
+          flatMapNow((dryRun) =>
+            flatMapNow(
+              Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id),
+              (requestKey) => Exit.succeed({ requestKey, options: { actor: principal.id, dryRun } })
+            )
+          )
+        )
+      ),
+      flatMapNow(({ options, requestKey }) =>
         pipe(
           Content.readJson(request, Content.CREATE_TYPES, core.limits),
           flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
           flatMapNow((input) => cataloged(core, input)),
-          flatMapNow((input) => createOnce(core, input, requestKey, request.base ?? ""))
+          flatMapNow((input) => createOnce(core, input, requestKey, request.base ?? "", options))
         )
       )
     )
@@ -311,13 +348,20 @@ const update = (core: Core, request: Request, id: string): Effect.Effect<Respons
     core,
     pipe(
       authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow(() => Content.readJson(request, Content.PATCH_TYPES, core.limits)),
-      flatMapNow((body) => validated(Route.validatePatch(body), Answers.invalidRoute)),
-      flatMapNow((patch) => cataloged(core, patch)),
-      flatMapNow((patch) =>
-        call(() => core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match"))))
+      flatMapNow((principal) =>
+        flatMapNow(dryRunOf(request), (dryRun) => Exit.succeed({ actor: principal.id, dryRun }))
       ),
-      flatMapNow((route) => withRoute(core, 200, route))
+      flatMapNow((options) =>
+        pipe(
+          Content.readJson(request, Content.PATCH_TYPES, core.limits),
+          flatMapNow((body) => validated(Route.validatePatch(body), Answers.invalidRoute)),
+          flatMapNow((patch) => cataloged(core, patch)),
+          flatMapNow((patch) =>
+            call(() => core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match")), options))
+          ),
+          flatMapNow((route) => withRoute(core, 200, route, History.revisionHeaders(route.revision, options.dryRun)))
+        )
+      )
     ),
     id
   )
@@ -327,11 +371,18 @@ const remove = (core: Core, request: Request, id: string): Effect.Effect<Respons
     core,
     pipe(
       authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow(() => call(() => core.repository.remove(id, Conditional.ifMatch(request.header("if-match"))))),
-      flatMapNow(() => {
-        core.answers?.delete(id)
-        return Exit.succeed(Answers.empty(204))
-      })
+      flatMapNow((principal) =>
+        flatMapNow(dryRunOf(request), (dryRun) => Exit.succeed({ actor: principal.id, dryRun }))
+      ),
+      flatMapNow((options) =>
+        flatMapNow(
+          call(() => core.repository.remove(id, Conditional.ifMatch(request.header("if-match")), options)),
+          (revision) => {
+            if (!options.dryRun) core.answers?.delete(id)
+            return Exit.succeed(Answers.empty(204, History.revisionHeaders(revision, options.dryRun)))
+          }
+        )
+      )
     ),
     id
   )
@@ -400,8 +451,28 @@ const readOnly = (core: Core, request: Request, route: string): Effect.Effect<Re
   served(core, request, route, "method_not_allowed", () => Exit.succeed(Answers.READ_ONLY))
 
 // The path first (outside the collection is the host's), then the method (405), on a follower's read-only store too.
+// route-registry log (issue 26): the steps the change log's operations (history.ts) are made of.
+const LOG_STEPS: History.Steps<Core> = {
+  run,
+  authorize,
+  withRoute,
+  served,
+  repository: (core) => core.repository,
+  limits: (core) => core.limits,
+  changed: (core, id) => core.answers?.delete(id)
+}
+
 const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
   const path = request.path
+  // route-registry log (issue 26): the log's paths come before a route's own (`/v1/routing/history` is no id).
+  const logged = History.dispatch(
+    LOG_STEPS,
+    core,
+    request,
+    () => readOnly(core, request, History.RESTORE),
+    (route, allow) => notAllowed(core, request, route, allow)
+  )
+  if (logged !== undefined) return logged
   if (path === COLLECTION) {
     if (request.method !== "GET" && core.repository.readOnly === true) return readOnly(core, request, COLLECTION)
     switch (request.method) {
