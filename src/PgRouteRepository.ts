@@ -15,11 +15,13 @@ import * as Deadline from "./internal/pg/deadline.js"
 import * as Errors from "./internal/pg/errors.js"
 import * as ChangeFeed from "./internal/pg/feed.js"
 import * as Keys from "./internal/pg/keys.js"
+import * as Log from "./internal/pg/log.js"
 import * as PgOptions from "./internal/pg/options.js"
+import * as Restore from "./internal/pg/restore.js"
 import * as Row from "./internal/pg/row.js"
 import * as Schema from "./internal/pg/schema.js"
 import * as Store from "./internal/pg/store.js"
-import type * as Route from "./Route.js"
+import * as Actor from "./internal/store/actor.js"
 import * as RouteRepository from "./RouteRepository.js"
 
 /**
@@ -73,6 +75,7 @@ export const migrate: (
 const holdsNul = (value: string | undefined) => value !== undefined && value.includes("\u0000")
 
 const EMPTY_PAGE: RouteRepository.Page = { items: [], hasMore: false }
+const EMPTY_HISTORY: RouteRepository.HistoryPage = { items: [], hasMore: false }
 
 /**
  * Builds the store over the `SqlClient` in context. It does not migrate: use `layer`, or call `migrate` first.
@@ -84,7 +87,7 @@ export const make = (
 ): Effect.Effect<Context.Tag.Service<RouteRepository.RouteRepository>, never, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const settings = yield* Effect.orDie(PgOptions.resolve(options))
-    const { qualified, queryTimeout, sequence, table: tableName } = settings
+    const { qualified, queryTimeout, table: tableName } = settings
     // The host's client may rename result columns (transformResultNames); our rows keep their SQL names.
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const pg = Option.getOrUndefined(yield* Effect.serviceOption(PgClient.PgClient))
@@ -104,8 +107,6 @@ export const make = (
       settings,
       ids: yield* RouteRepository.RouteIdGenerator,
       columns: Row.columns(sql),
-      // The sequence is named by a parameter (nextval takes its name as text), so no SQL text is built from strings.
-      revision: sql`nextval(${sequence})`,
       readMark: sql.literal(deadline.mark),
       deadline,
       isShapeConflict: Errors.isShapeConflict(`${tableName}_method_shape_key`),
@@ -117,18 +118,34 @@ export const make = (
     const createBatch = Store.createBatch(store)
     const findBatch = Store.findBatch(store)
     const feed = ChangeFeed.make({ pg, sql, settings, columns: store.columns, guard, readMark: store.readMark })
-    // Every change is announced once committed, so the other processes' tables have it at once.
-    const announced = <E, R>(effect: Effect.Effect<Route.StoredRoute, E, R>) =>
-      Effect.tap(effect, (route) => feed.announce({ upserted: route }))
+    // A change as its log entry records it: who makes it, and when (read from the clock, as a create's `createdAt`).
+    const changeOf = <A, E, R>(
+      options: RouteRepository.WriteOptions | undefined,
+      then: (change: Log.Change) => Effect.Effect<A, E, R>
+    ) =>
+      Actor.withActor(
+        options,
+        (actor) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => then({ actor, at: new Date(now), dryRun: options?.dryRun }))
+      )
+    // A dry run changes nothing, so no one is told of it.
+    const unlessDry =
+      <A, E, R>(options: RouteRepository.WriteOptions | undefined, tell: (a: A) => Effect.Effect<void>) =>
+      (effect: Effect.Effect<A, E, R>) => options?.dryRun === true ? effect : Effect.tap(effect, tell)
 
     return RouteRepository.RouteRepository.of({
-      create: (input) =>
-        announced(
-          Errors.storeErrors(Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            const route = RouteRepository.makeRoute(store.ids, input, now)
-            return Store.unlessInTransaction(createBatch(route), deadline.write(Store.create(store, route)))
-          }))
-        ),
+      create: (input, options) =>
+        changeOf(options, (change) => {
+          const route = RouteRepository.makeRoute(store.ids, input, change.at.getTime())
+          return Errors.storeErrors(
+            change.dryRun === true
+              ? Log.write(store, Store.create(store, route, change), true)
+              : Store.unlessInTransaction(
+                createBatch({ route, actor: change.actor }),
+                deadline.write(Store.create(store, route, change))
+              )
+          )
+        }).pipe(unlessDry(options, (route) => feed.announce({ upserted: route }))),
       findById: (id) =>
         Store.withRouteId(
           id,
@@ -145,24 +162,32 @@ export const make = (
         [query.method, query.handler, query.middleware, query.pathPrefix].some(holdsNul)
           ? Effect.succeed(EMPTY_PAGE)
           : guard(Store.list(store, query)),
-      update: (id, patch, precondition) =>
-        announced(Store.withRouteId(id, (routeId) => Store.update(store, routeId, patch, precondition))),
+      update: (id, patch, precondition, options) =>
+        changeOf(
+          options,
+          (change) => Store.withRouteId(id, (routeId) => Store.update(store, routeId, patch, precondition, change))
+        ).pipe(unlessDry(options, (route) => feed.announce({ upserted: route }))),
       // Removals are what the feed keeps history of, so the process that removes prunes it.
-      remove: (id, precondition) =>
-        Effect.tap(
-          Store.withRouteId(id, (routeId) => Store.remove(store, routeId, precondition)),
-          () => Effect.zipRight(feed.announce({ removed: id }), feed.prune)
-        ),
+      remove: (id, precondition, options) =>
+        changeOf(
+          options,
+          (change) => Store.withRouteId(id, (routeId) => Store.remove(store, routeId, precondition, change))
+        ).pipe(unlessDry(options, () => Effect.zipRight(feed.announce({ removed: id }), feed.prune))),
+      history: (query) => [query.actor].some(holdsNul) ? Effect.succeed(EMPTY_HISTORY) : guard(Log.page(store, query)),
+      restore: (id, revision, precondition, options) =>
+        changeOf(
+          options,
+          (change) =>
+            Store.withRouteId(id, (routeId) => Restore.restore(store, routeId, revision, precondition, change))
+        ).pipe(unlessDry(options, ({ route }) => feed.announce({ upserted: route }))),
       changes: feed.changes,
       // Announced only when this call created a route.
-      createIdempotent: (input, idempotency) =>
+      createIdempotent: (input, idempotency, options) =>
         Effect.tap(
-          Errors.storeErrors(
-            Effect.flatMap(
-              Clock.currentTimeMillis,
-              (now) => deadline.write(Keys.createIdempotent(store, input, idempotency, now))
-            )
-          ),
+          changeOf(options, (change) =>
+            Errors.storeErrors(
+              deadline.write(Keys.createIdempotent(store, input, idempotency, change))
+            )),
           ({ outcome, replayed }) =>
             replayed || Either.isLeft(outcome) ? Effect.void : feed.announce({ upserted: outcome.right })
         )

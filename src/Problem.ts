@@ -17,6 +17,7 @@ export const codes = {
   malformed_json: 400,
   invalid_route: 400,
   invalid_query: 400,
+  invalid_restore: 400,
   malformed_path: 400,
   invalid_idempotency_key: 400,
   unauthenticated: 401,
@@ -54,6 +55,8 @@ export const descriptions: Readonly<Record<Code, string>> = {
   malformed_json: "The body is not valid JSON (or is empty, or ended early).",
   invalid_route: "The body is JSON but breaks the route rules; `errors` lists every problem, one entry each.",
   invalid_query: "The listing query breaks its rules; `errors` lists every problem, `path` naming the parameter.",
+  invalid_restore:
+    "The restore's body is not exactly {\"revision\": <positive integer>}, or names a revision not in this route's log, or one that deleted it; `errors` says which.",
   malformed_path: "The router could not read the request path (a bad percent-escape, or one not decoding to UTF-8).",
   invalid_idempotency_key:
     "The Idempotency-Key header is not one key of printable ASCII characters, quoted (or a bare token), within the length limit.",

@@ -11,6 +11,7 @@ import * as Route from "./Route.js"
 import type {
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
+  InvalidRestore,
   PreconditionFailed,
   ReadOnlyStore,
   RouteConflict,
@@ -24,9 +25,12 @@ import type {
 // importing this module, which builds the memory store: no import runs in a circle.
 export * from "./internal/store/errors.js"
 
+export { Actor } from "./internal/store/actor.js"
+
 export {
   answerAgain,
   conflictKey,
+  DEFAULT_MEMORY_HISTORY_CAPACITY,
   fingerprint,
   firstAnswerOf,
   keySize,
@@ -124,6 +128,79 @@ export interface Page {
 }
 
 /**
+ * How a change is made: who makes it, and whether it is only tried. A dry run checks everything the change would
+ * (not found, precondition, conflict, the method bound) and answers as the change would, but stores nothing, uses no
+ * revision, writes no log entry and announces nothing.
+ *
+ * @since 0.5.0
+ */
+export interface WriteOptions {
+  /** The actor the log records; absent, the store reads `Actor` from the context. */
+  readonly actor?: string | null | undefined
+  readonly dryRun?: boolean | undefined
+}
+
+/**
+ * What a change did: `restore` is a change that made a route what it was right after an earlier revision.
+ *
+ * @since 0.5.0
+ */
+export type Action = "create" | "update" | "delete" | "restore"
+
+/**
+ * One entry of the change log: the change at `revision`, when it took effect, who made it, and the route before and
+ * after it (`null` before a create and after a delete).
+ *
+ * @since 0.5.0
+ */
+export interface HistoryEntry {
+  readonly revision: number
+  readonly at: Date
+  readonly actor: string | null
+  readonly action: Action
+  readonly routeId: string
+  readonly before: Route.Route | null
+  readonly after: Route.Route | null
+  /** The revision a `restore` went back to. */
+  readonly restoredFrom?: number | undefined
+}
+
+/**
+ * One page of the log, newest first, the filters combined with AND.
+ *
+ * @since 0.5.0
+ */
+export interface HistoryQuery {
+  /** How many entries at most, 1–200. */
+  readonly limit: number
+  /** Only entries older than this revision (the last revision of the previous page). */
+  readonly before?: number | undefined
+  readonly routeId?: string | undefined
+  readonly actor?: string | undefined
+  readonly action?: Action | undefined
+}
+
+/**
+ * @since 0.5.0
+ */
+export interface HistoryPage {
+  readonly items: ReadonlyArray<HistoryEntry>
+  /** `true` exactly when an older entry matching the filters follows the last item. */
+  readonly hasMore: boolean
+}
+
+/**
+ * What a restore did: updated the route (`created: false`), or, when it had been deleted, created it again as a new
+ * route with an id and `createdAt` of its own (`created: true`).
+ *
+ * @since 0.5.0
+ */
+export interface Restored {
+  readonly route: Route.StoredRoute
+  readonly created: boolean
+}
+
+/**
  * What changed in a store after a cursor (see `ChangeFeed`).
  *
  * @since 0.2.0
@@ -189,7 +266,8 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
    * its method would be one more than the `MAX_METHODS` distinct methods stored.
    */
   readonly create: (
-    input: Route.CreateRoute
+    input: Route.CreateRoute,
+    options?: WriteOptions
   ) => Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods | StoreUnavailable | ReadOnlyStore>
   /** The route with that id; any string is accepted, and one that is not a route id is simply not found. */
   readonly findById: (id: string) => Effect.Effect<Route.StoredRoute, RouteNotFound | StoreUnavailable>
@@ -203,16 +281,50 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
   readonly update: (
     id: string,
     patch: Route.RoutePatch,
-    precondition?: Precondition
+    precondition?: Precondition,
+    options?: WriteOptions
   ) => Effect.Effect<
     Route.StoredRoute,
     RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable | ReadOnlyStore
   >
-  /** Removes the route; its method and shape are free again at once. Not found first, then the precondition. */
+  /**
+   * Removes the route; its method and shape are free again at once. Not found first, then the precondition. Gives the
+   * revision of the removal.
+   */
   readonly remove: (
     id: string,
-    precondition?: Precondition
-  ) => Effect.Effect<void, RouteNotFound | PreconditionFailed | StoreUnavailable | ReadOnlyStore>
+    precondition?: Precondition,
+    options?: WriteOptions
+  ) => Effect.Effect<number, RouteNotFound | PreconditionFailed | StoreUnavailable | ReadOnlyStore>
+  /**
+   * Offered by a store that keeps a change log (both stores of the library): one page of it, newest first (see
+   * docs/history.md for each store's cost).
+   */
+  readonly history?: ((query: HistoryQuery) => Effect.Effect<HistoryPage, StoreUnavailable>) | undefined
+  /**
+   * Offered by a store that keeps a change log: makes the route what it was right after the change at `revision` of
+   * its log. A route still stored is updated (the precondition and `update`'s rules apply; a restore that changes
+   * nothing leaves it and its revision as they are); a deleted one is created again with a new id and `createdAt`. An
+   * id the log holds nothing of is not found; a revision not in this route's log, or one that deleted it, is
+   * `InvalidRestore`.
+   */
+  readonly restore?:
+    | ((
+      id: string,
+      revision: number,
+      precondition?: Precondition,
+      options?: WriteOptions
+    ) => Effect.Effect<
+      Restored,
+      | RouteNotFound
+      | InvalidRestore
+      | PreconditionFailed
+      | RouteConflict
+      | TooManyMethods
+      | StoreUnavailable
+      | ReadOnlyStore
+    >)
+    | undefined
   /**
    * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when
    * there is none). The HTTP core uses it to answer a lookup without starting a fiber; `findById` stays the way to
@@ -235,7 +347,8 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
    */
   readonly createIdempotent?: (
     input: Route.CreateRoute,
-    idempotency: Idempotency
+    idempotency: Idempotency,
+    options?: WriteOptions
   ) => Effect.Effect<
     Remembered,
     | IdempotencyKeyReused
@@ -271,8 +384,34 @@ export class RouteIdGenerator extends Context.Reference<RouteIdGenerator>()("rou
  */
 export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = Effect.map(
   RouteIdGenerator,
-  Memory.make
+  (ids) => Memory.make(ids)
 )
+
+/**
+ * The memory store's options.
+ *
+ * @since 0.5.0
+ */
+export interface MemoryOptions {
+  /** The newest log entries kept at least (default `DEFAULT_MEMORY_HISTORY_CAPACITY`, 10,000). */
+  readonly historyCapacity?: number | undefined
+}
+
+/**
+ * `makeMemory` with options.
+ *
+ * @since 0.5.0
+ */
+export const makeMemoryWith = (options: MemoryOptions): Effect.Effect<Context.Tag.Service<RouteRepository>> =>
+  Effect.map(RouteIdGenerator, (ids) => Memory.make(ids, options))
+
+/**
+ * `layerMemory` with options.
+ *
+ * @since 0.5.0
+ */
+export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteRepository> =>
+  Layer.effect(RouteRepository, makeMemoryWith(options))
 
 /**
  * The in-memory store as a layer: the embedded default, and the store to swap in for tests.

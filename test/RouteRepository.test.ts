@@ -3,5 +3,9 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import { repositoryContract } from "./utils/repositoryContract.js"
 
 describe("RouteRepository.layerMemory", () => {
-  repositoryContract(it, RouteRepository.layerMemory)
+  repositoryContract(
+    it,
+    RouteRepository.layerMemory,
+    (historyCapacity) => RouteRepository.layerMemoryWith({ historyCapacity })
+  )
 })

@@ -90,7 +90,7 @@ const timed = <A, E>(
 
 type Store = RouteRepository.RouteRepository["Type"]
 
-type StoreOperation = "create" | "findById" | "list" | "update" | "remove" | "createIdempotent"
+type StoreOperation = "create" | "findById" | "list" | "update" | "remove" | "createIdempotent" | "history" | "restore"
 
 // "success", the tag of a declared error, or what else ended the operation.
 const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
@@ -124,17 +124,23 @@ const storeOperation = <A, E>(operation: StoreOperation, call: () => Effect.Effe
  * `findById` and is seen.
  */
 export const instrumentStore = (store: Store): Store => {
-  const { createIdempotent, unsafeFindById: _, ...rest } = store
+  const { createIdempotent, history, restore, unsafeFindById: _, ...rest } = store
   return {
     ...rest,
-    create: (input) => storeOperation("create", () => store.create(input)),
+    create: (input, options) => storeOperation("create", () => store.create(input, options)),
     findById: (id) => storeOperation("findById", () => store.findById(id)),
     list: (query) => storeOperation("list", () => store.list(query)),
-    update: (id, patch, precondition) => storeOperation("update", () => store.update(id, patch, precondition)),
-    remove: (id, precondition) => storeOperation("remove", () => store.remove(id, precondition)),
+    update: (id, patch, precondition, options) =>
+      storeOperation("update", () => store.update(id, patch, precondition, options)),
+    remove: (id, precondition, options) => storeOperation("remove", () => store.remove(id, precondition, options)),
     ...(createIdempotent === undefined ? {} : {
-      createIdempotent: (input, idempotency) =>
-        storeOperation("createIdempotent", () => createIdempotent(input, idempotency))
+      createIdempotent: (input, idempotency, options) =>
+        storeOperation("createIdempotent", () => createIdempotent(input, idempotency, options))
+    }),
+    ...(history === undefined ? {} : { history: (query) => storeOperation("history", () => history(query)) }),
+    ...(restore === undefined ? {} : {
+      restore: (id, revision, precondition, options) =>
+        storeOperation("restore", () => restore(id, revision, precondition, options))
     })
   }
 }

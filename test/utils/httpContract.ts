@@ -14,6 +14,7 @@ import type * as RoutingHandler from "route-registry/RoutingHandler"
 import { accepted, refused } from "../fixtures/samples.js"
 import type { Adapter, Received, Sent, Served } from "./adapters.js"
 import { rawRequest } from "./adapters.js"
+import { logRows } from "./logHttpContract.js"
 import { methodName } from "./repositoryContract.js"
 import * as TestDatabase from "./TestDatabase.js"
 
@@ -434,6 +435,7 @@ const paths = (response: Received): Array<string> => response.json.errors.map((e
 /** Listing, update, delete and versions (CONTRACT §6–§9), and the rows and rules of §3 they bring. */
 export const changeContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   const send = serving(adapter, store, options)
+  logRows(send)
   const create = async (body: Record<string, unknown> = sample) => {
     const response = await send(post(body))
     assert.strictEqual(response.status, 201, response.text)

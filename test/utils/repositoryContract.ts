@@ -8,6 +8,7 @@ import { Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
+import { logContract } from "./logContract.js"
 
 const NOW = Date.parse("2026-11-21T09:30:12.345Z")
 
@@ -89,7 +90,9 @@ const assertConflict = (error: unknown, conflictingRouteId: string) => {
 
 export const repositoryContract = <R>(
   it: Vitest.MethodsNonLive<R>,
-  store: Layer.Layer<RouteRepository.RouteRepository, unknown, R>
+  store: Layer.Layer<RouteRepository.RouteRepository, unknown, R>,
+  /** The store with a change log of this capacity. */
+  limited: (historyCapacity: number) => Layer.Layer<RouteRepository.RouteRepository, unknown, R>
 ) => {
   const test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) =>
     it.effect(name, () =>
@@ -245,6 +248,7 @@ export const repositoryContract = <R>(
   describe("concurrent changes", () => concurrency(test))
   describe("the method bound", () => methodBound(test))
   describe("idempotency keys", () => idempotencyKeys(test))
+  describe("the change log", () => logContract(test, it, limited))
 }
 
 type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void

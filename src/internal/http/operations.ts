@@ -19,12 +19,22 @@ import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
 import * as Credentials from "./credentials.js"
 import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
+import * as History from "./history.js"
 import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
 import * as ServiceErrors from "./serviceErrors.js"
 
 /** What telemetry calls an operation: one per method served on a path, and the 405s. */
-export type Operation = "list" | "create" | "get" | "update" | "remove" | "changes" | "method_not_allowed"
+export type Operation =
+  | "list"
+  | "create"
+  | "get"
+  | "update"
+  | "remove"
+  | "changes"
+  | "history"
+  | "restore"
+  | "method_not_allowed"
 
 /** One route's path as telemetry names it (`http.route`). */
 export const ITEM_ROUTE = `${COLLECTION}/{id}`
@@ -124,6 +134,12 @@ const cataloged = <A extends Parameters<typeof Catalog.check>[1]>(core: Core, in
   return issues.length === 0 ? Effect.succeed(input) : refuse(Answers.invalidRoute(issues))
 }
 
+// A write's dryRun parameter, refused when it is not "true".
+const dryRunOf = (request: Request): Effect.Effect<boolean, Refusal> => {
+  const dryRun = History.dryRunOf(request.query)
+  return Either.isRight(dryRun) ? Effect.succeed(dryRun.right) : refuse(dryRun.left)
+}
+
 // A store that keeps its routes in memory is read at once; any other store through its Effect.
 const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, ServiceError> => {
   const unsafeFindById = core.repository.unsafeFindById
@@ -166,7 +182,10 @@ const withRoute = (
   const body = Route.toJson(route)
   const etag = Conditional.etagOf(route.revision)
   // A new revision replaces its route's entry; past KEPT_ANSWERS ids, other routes are answered without keeping.
-  if (status !== 200 || core.answers === undefined || (entry === undefined && core.answers.size >= KEPT_ANSWERS)) {
+  if (
+    status !== 200 || headers !== undefined || core.answers === undefined ||
+    (entry === undefined && core.answers.size >= KEPT_ANSWERS)
+  ) {
     return Effect.succeed(Answers.json(status, body, { etag, ...headers }))
   }
   const answer = new Answers.Reused(200, { "content-type": Answers.JSON_TYPE, etag }, body)
@@ -189,8 +208,11 @@ const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page, ba
 // The operations
 // ---------------------------------------------------------------------------------------------------------------
 
-const created = (core: Core, route: Route.StoredRoute, base: string): Effect.Effect<Response> =>
-  withRoute(core, 201, route, { location: base + location(route.id) })
+const created = (core: Core, route: Route.StoredRoute, base: string, dryRun = false): Effect.Effect<Response> =>
+  withRoute(core, 201, route, {
+    location: base + location(route.id),
+    ...History.revisionHeaders(route.revision, dryRun)
+  })
 
 // With an Idempotency-Key, on a store that remembers keys: created at most once per key and principal, and the first
 // answer (201 or 409 route_conflict) given again. A store that remembers no keys creates as if the header was absent.
@@ -198,12 +220,14 @@ const createOnce = (
   core: Core,
   input: Route.CreateRoute,
   requestKey: Idempotency.RequestKey | undefined,
-  base: string
+  base: string,
+  options: RouteRepository.WriteOptions
 ): Effect.Effect<Response, ServiceError> =>
   Effect.gen(function*() {
     const createIdempotent = core.repository.createIdempotent
-    if (requestKey === undefined || createIdempotent === undefined) {
-      return yield* created(core, yield* core.repository.create(input), base)
+    // A dry run is never remembered under a key: it stores nothing.
+    if (requestKey === undefined || createIdempotent === undefined || options.dryRun === true) {
+      return yield* created(core, yield* core.repository.create(input, options), base, options.dryRun === true)
     }
     const { outcome, replayed } = yield* Idempotency.exclusive(core.keysInFlight, requestKey, () =>
       createIdempotent(input, {
@@ -212,7 +236,7 @@ const createOnce = (
         expiresAfter: core.keyExpiry,
         maxKeys: core.maxKeys,
         maxBytes: core.maxKeyBytes
-      }))
+      }, options))
     const response = Either.isRight(outcome)
       ? yield* created(core, outcome.right, base)
       : Answers.conflict(outcome.left.method, outcome.left.path, outcome.left.conflictingRouteId)
@@ -224,10 +248,11 @@ const createOnce = (
 const create = (core: Core, request: Request): Effect.Effect<Response> =>
   Effect.gen(function*() {
     const principal = yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
+    const dryRun = yield* dryRunOf(request)
     const requestKey = yield* Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)
     const body = yield* Content.readJson(request, Content.CREATE_TYPES, core.limits)
     const input = yield* cataloged(core, yield* validated(Route.validateCreate(body), Answers.invalidRoute))
-    return yield* createOnce(core, input, requestKey, request.base ?? "")
+    return yield* createOnce(core, input, requestKey, request.base ?? "", { actor: principal.id, dryRun })
   }).pipe(answered(core))
 
 const get = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
@@ -248,19 +273,21 @@ const list = (core: Core, request: Request): Effect.Effect<Response> =>
 
 const update = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
   Effect.gen(function*() {
-    yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
+    const principal = yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
+    const options = { actor: principal.id, dryRun: yield* dryRunOf(request) }
     const body = yield* Content.readJson(request, Content.PATCH_TYPES, core.limits)
     const patch = yield* cataloged(core, yield* validated(Route.validatePatch(body), Answers.invalidRoute))
-    const route = yield* core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match")))
-    return yield* withRoute(core, 200, route)
+    const route = yield* core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match")), options)
+    return yield* withRoute(core, 200, route, History.revisionHeaders(route.revision, options.dryRun))
   }).pipe(answered(core, id))
 
 const remove = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
   Effect.gen(function*() {
-    yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
-    yield* core.repository.remove(id, Conditional.ifMatch(request.header("if-match")))
-    core.answers?.delete(id)
-    return Answers.empty(204)
+    const principal = yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
+    const options = { actor: principal.id, dryRun: yield* dryRunOf(request) }
+    const revision = yield* core.repository.remove(id, Conditional.ifMatch(request.header("if-match")), options)
+    if (!options.dryRun) core.answers?.delete(id)
+    return Answers.empty(204, History.revisionHeaders(revision, options.dryRun))
   }).pipe(answered(core, id))
 
 // The stream's head is the answer: telemetry times the request to it, and the stream goes on in the connection.
@@ -313,9 +340,29 @@ const notAllowed = (core: Core, request: Request, route: string, allow: string):
 const readOnly = (core: Core, request: Request, route: string): Effect.Effect<Response> =>
   served(core, request, route, "method_not_allowed", () => Effect.succeed(Answers.READ_ONLY))
 
+// The steps the change log's operations (history.ts) are made of.
+const LOG_STEPS: History.Steps<Core> = {
+  run: (core, steps, id) => answered(core, id)(steps),
+  authorize,
+  withRoute,
+  served,
+  repository: (core) => core.repository,
+  limits: (core) => core.limits,
+  changed: (core, id) => core.answers?.delete(id)
+}
+
 // The path first (outside the collection is the host's), then the method (405), on a follower's read-only store too.
 const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
   const path = request.path
+  // The log's paths come before a route's own (`/v1/routing/history` is no id).
+  const logged = History.dispatch(
+    LOG_STEPS,
+    core,
+    request,
+    () => readOnly(core, request, History.RESTORE),
+    (route, allow) => notAllowed(core, request, route, allow)
+  )
+  if (logged !== undefined) return logged
   if (path === COLLECTION) {
     if (request.method !== "GET" && core.repository.readOnly === true) return readOnly(core, request, COLLECTION)
     switch (request.method) {

@@ -21,6 +21,7 @@ import {
   keySize,
   makeRoute
 } from "../store/rules.js"
+import * as Log from "./log.js"
 import { create, type Store } from "./store.js"
 
 // What a key keeps (see migration 5): whether the request is the first one, and `FirstAnswer`.
@@ -82,7 +83,7 @@ export const createIdempotent = (
   store: Store,
   input: Route.CreateRoute,
   idempotency: Idempotency,
-  now: number
+  change: Log.Change
 ): Effect.Effect<
   Remembered,
   | IdempotencyKeyReused
@@ -93,6 +94,7 @@ export const createIdempotent = (
 > =>
   Effect.gen(function*() {
     const { settings, sql } = store
+    const now = change.at.getTime()
     const keys = sql(settings.idempotencyKeys)
     const { key, principal } = idempotency
     const digest = Buffer.from(fingerprint(input), "base64url")
@@ -101,6 +103,8 @@ export const createIdempotent = (
     const [lock] = yield* sql<{ locked: boolean }>`
       SELECT pg_try_advisory_xact_lock(hashtextextended(${lockName}, 0)) AS locked`
     if (lock?.locked !== true) return yield* new IdempotencyKeyInUse({ key })
+    // The store's writers commit one at a time from here (internal/pg/log.ts): taken before any key row is.
+    yield* Log.lock(store)
     const [kept] = yield* sql<KeyRow>`
       SELECT fingerprint = ${digest} AS same, route_id, created_at, revision FROM ${keys}
       WHERE principal = ${principal} AND key = ${key} AND expires_at > ${at}`
@@ -113,7 +117,7 @@ export const createIdempotent = (
     // no background job, and no create waits for another's.
     yield* sql`DELETE FROM ${keys} WHERE (principal, key) IN (
       SELECT principal, key FROM ${keys} WHERE expires_at <= ${at} LIMIT 100 FOR UPDATE SKIP LOCKED)`
-    const outcome = yield* create(store, makeRoute(store.ids, input, now)).pipe(
+    const outcome = yield* create(store, makeRoute(store.ids, input, now), change).pipe(
       Effect.map(Either.right),
       Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Either.left(conflict)))
     )

@@ -6,6 +6,7 @@
  */
 import { Duration, Either } from "effect"
 import { InvalidOption } from "../../InvalidOption.js"
+import { checkHistoryCapacity } from "../store/rules.js"
 
 /**
  * The options a host gives the Postgres store (`PgRouteRepository.Options`).
@@ -36,6 +37,11 @@ export interface Options {
    * route again when it is back. Default 10 minutes.
    */
   readonly changeRetention?: Duration.DurationInput | undefined
+  /**
+   * The newest change log entries kept at least (docs/history.md). Each write prunes at most its own count of entries
+   * and `PRUNE_EXTRA` more, so after a lower capacity the log shrinks back to it over the next writes. Default 100,000.
+   */
+  readonly historyCapacity?: number | undefined
 }
 
 /** The defaults of the options a host leaves out. */
@@ -44,7 +50,8 @@ export const DEFAULTS = {
   queryTimeout: Duration.seconds(5),
   notifications: true,
   pollInterval: Duration.millis(500),
-  changeRetention: Duration.minutes(10)
+  changeRetention: Duration.minutes(10),
+  historyCapacity: 100_000
 } as const
 
 /** The names and settings the store works with: every name qualified with the schema, when there is one. */
@@ -61,6 +68,10 @@ export interface Settings {
   readonly idempotencyKeys: string
   readonly methodBoundFunction: string
   readonly limits: string
+  /** The change log, and the one-row counter of its revisions. */
+  readonly history: string
+  readonly counter: string
+  readonly historyCapacity: number
   readonly channel: string
   readonly queryTimeout: Duration.Duration
   readonly notifications: boolean
@@ -82,7 +93,13 @@ const invalidName = (option: string, value: string | undefined): InvalidOption |
 /** The options checked, with their defaults applied; a table or schema name that is not a plain identifier fails. */
 export const resolve = (options: Options): Either.Either<Settings, InvalidOption> => {
   const table = options.table ?? DEFAULTS.table
-  const invalid = invalidName("table", table) ?? invalidName("schema", options.schema)
+  const historyCapacity = options.historyCapacity ?? DEFAULTS.historyCapacity
+  const capacityProblem = checkHistoryCapacity(historyCapacity)
+  const invalid = invalidName("table", table) ?? invalidName("schema", options.schema) ??
+    (capacityProblem === undefined ? undefined : new InvalidOption({
+      option: "historyCapacity",
+      message: `PgRouteRepository: ${capacityProblem}`
+    }))
   if (invalid !== undefined) return Either.left(invalid)
   const qualify = (name: string) => options.schema === undefined ? name : `${options.schema}.${name}`
   return Either.right({
@@ -98,6 +115,9 @@ export const resolve = (options: Options): Either.Either<Settings, InvalidOption
     idempotencyKeys: qualify(`${table}_idempotency`),
     methodBoundFunction: qualify(`${table}_bound_methods`),
     limits: qualify(`${table}_limits`),
+    history: qualify(`${table}_history`),
+    counter: qualify(`${table}_revision`),
+    historyCapacity,
     // One channel per table name: two schemas with tables of one name only wake each other's tables for nothing.
     channel: `${table}_changes`,
     queryTimeout: Duration.decode(options.queryTimeout ?? DEFAULTS.queryTimeout),

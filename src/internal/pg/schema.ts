@@ -17,7 +17,9 @@ import * as Options from "./options.js"
  */
 export const migrations = (options: Options.Options = {}) => {
   const {
+    counter,
     feed,
+    history,
     idempotencyKeys,
     limits,
     methodBoundFunction,
@@ -28,6 +30,9 @@ export const migrations = (options: Options.Options = {}) => {
     stampFunction,
     table
   } = Options.resolveOrThrow(options)
+  const routeJson = (sql: SqlClient.SqlClient) =>
+    sql`jsonb_build_object('id', id, 'method', method, 'path', path, 'middleware', to_jsonb(middleware),
+      'handler', handler, 'createdAt', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
   return {
     "1_create_routes": Effect.flatMap(SqlClient.SqlClient, (sql) =>
       sql`CREATE TABLE ${sql(qualified)} (
@@ -179,7 +184,37 @@ export const migrations = (options: Options.Options = {}) => {
         sql`CREATE TRIGGER ${sql(`${table}_bound_methods`)} BEFORE INSERT OR UPDATE OF method ON ${sql(qualified)}
           FOR EACH ROW EXECUTE FUNCTION ${sql(methodBoundFunction)}()`
       ], { discard: true })
-    })
+    }),
+    // The change log (internal/pg/log.ts, docs/history.md): one entry per revision, and the one-row counter every
+    // write locks first, so revisions follow the commit order. The counter starts past every revision the sequence
+    // gave, so a route's ETag never names a revision again. Each route already stored gets a `create` entry at its
+    // current revision, with actor null and `at` its createdAt: its history is readable and restorable from the start.
+    "7_add_change_log": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`CREATE TABLE ${sql(counter)} (
+          single boolean PRIMARY KEY DEFAULT true CHECK (single),
+          revision bigint NOT NULL
+        )`,
+        sql`INSERT INTO ${sql(counter)} (revision)
+          SELECT GREATEST((SELECT last_value FROM ${sql(sequence)}),
+            (SELECT COALESCE(max(revision), 0) FROM ${sql(qualified)}))`,
+        sql`CREATE TABLE ${sql(history)} (
+          revision bigint PRIMARY KEY,
+          at timestamptz NOT NULL,
+          actor text,
+          action text NOT NULL CHECK (action IN ('create', 'update', 'delete', 'restore')),
+          route_id uuid NOT NULL,
+          before jsonb,
+          after jsonb,
+          restored_from bigint
+        )`,
+        // A page of one route's, one actor's or one action's entries is a backward walk of its index.
+        sql`CREATE INDEX ${sql(`${table}_history_route_idx`)} ON ${sql(history)} (route_id, revision)`,
+        sql`CREATE INDEX ${sql(`${table}_history_actor_idx`)} ON ${sql(history)} (actor, revision)`,
+        sql`CREATE INDEX ${sql(`${table}_history_action_idx`)} ON ${sql(history)} (action, revision)`,
+        sql`INSERT INTO ${sql(history)} (revision, at, actor, action, route_id, before, after)
+          SELECT revision, created_at, NULL, 'create', id, NULL, ${routeJson(sql)} FROM ${sql(qualified)}`
+      ], { discard: true }))
   }
 }
 
@@ -191,7 +226,9 @@ export const uninstall = (
 ): Effect.Effect<void, StoreUnavailable, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const {
+      counter,
       feed,
+      history,
       idempotencyKeys,
       limits,
       methodBoundFunction,
@@ -205,7 +242,7 @@ export const uninstall = (
     yield* Effect.all([
       sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(removals)}, ${sql(feed)}, ${sql(idempotencyKeys)}, ${
         sql(limits)
-      }, ${sql(migrationsTable)}`,
+      }, ${sql(history)}, ${sql(counter)}, ${sql(migrationsTable)}`,
       sql`DROP FUNCTION IF EXISTS ${sql(stampFunction)}(), ${sql(removalFunction)}(), ${sql(methodBoundFunction)}()`
     ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
   })

@@ -22,6 +22,7 @@ import { MAX_METHODS, meetsPrecondition, patchChanges } from "../store/rules.js"
 import * as Batch from "./batch.js"
 import type * as Deadline from "./deadline.js"
 import { storeErrors } from "./errors.js"
+import * as Log from "./log.js"
 import type { Settings } from "./options.js"
 import * as Row from "./row.js"
 
@@ -32,8 +33,6 @@ export interface Store {
   readonly settings: Settings
   readonly ids: Context.Tag.Service<typeof RouteIdGenerator>
   readonly columns: Statement.Fragment
-  /** The next value of the store-wide revision sequence: every change takes the next one. */
-  readonly revision: Statement.Fragment
   /** Starts every read statement: past the deadline, the store finds it by this and cancels it. */
   readonly readMark: Statement.Fragment
   readonly deadline: Deadline.Deadline
@@ -100,59 +99,103 @@ const decide = <A, E>(
     return settled(current) ?? retry()
   })
 
-/** Inserts one route; the unique index decides conflicts: of concurrent inserts of one shape exactly one returns. */
-export const create = (store: Store, route: Route.Route): Effect.Effect<Route.StoredRoute, CreateError | SqlError> => {
-  const { columns, isMethodLimit, revision, settings, sql } = store
+/**
+ * Inserts one route with the next revision and its log entry; the unique index decides conflicts: of concurrent
+ * inserts of one shape exactly one returns. Runs in the caller's transaction.
+ */
+export const create = (
+  store: Store,
+  route: Route.Route,
+  change: Log.Change
+): Effect.Effect<Route.StoredRoute, CreateError | SqlError> => {
+  const { columns, isMethodLimit, settings, sql } = store
   const table = sql(settings.qualified)
   const shape = Route.shapeOf(route.path)
-  return sql<Row.RouteRow>`
-    INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
-    VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
-            ${route.createdAt}, ${revision})
-    ON CONFLICT (method, path_shape) DO NOTHING
-    RETURNING ${columns}`.pipe(
-    Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
-    Effect.flatMap((inserted) =>
-      inserted.length > 0
-        ? Effect.succeed(Row.decode(inserted[0]!))
-        : Effect.flatMap(
-          sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
-          (holders) =>
-            conflictOr(
-              holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
-              () => create(store, route)
-            )
-        )
-    )
-  )
+  return Effect.flatMap(Log.lock(store), (base) =>
+    sql<Row.RouteRow>`
+    WITH changed AS (
+      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
+      VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
+              ${route.createdAt}, ${base + 1})
+      ON CONFLICT (method, path_shape) DO NOTHING
+      RETURNING ${columns}
+    ),
+    ${
+      Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, {
+        before: undefined,
+        after: "changed"
+      })
+    },
+    ${Log.advance(store, base)}
+    SELECT ${columns} FROM changed`.pipe(
+      Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
+      Effect.flatMap((inserted) =>
+        inserted.length > 0
+          ? Effect.succeed(Row.decode(inserted[0]!))
+          : Effect.flatMap(
+            sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
+            (holders) =>
+              conflictOr(
+                holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
+                () => create(store, route, change)
+              )
+          )
+      )
+    ))
 }
 
-/** Replaces the fields `patch` gives, checking the precondition and writing only a real change. */
+/** The failures of an update, besides the database's. */
+export type UpdateError = RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods
+
+/**
+ * The statement that replaces the fields `patch` gives, checks the precondition, writes only a real change, and logs
+ * it, at the revision after `base`. Run in a transaction that holds the counter (`Log.lock`).
+ */
+export const updateStatement = (
+  store: Store,
+  id: Route.RouteId,
+  patch: Route.RoutePatch,
+  precondition: Precondition | undefined,
+  base: number,
+  change: Log.Change
+) => {
+  const { columns, settings, sql } = store
+  const table = sql(settings.qualified)
+  const given: Array<readonly [column: string, value: unknown]> = []
+  if (patch.method !== undefined) given.push(["method", patch.method])
+  if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", Route.shapeOf(patch.path)])
+  if (patch.middleware !== undefined) given.push(["middleware", patch.middleware])
+  if (patch.handler !== undefined) given.push(["handler", patch.handler])
+  const action = change.restoredFrom === undefined ? "update" : "restore"
+  // One statement checks the precondition, writes only a real change and logs it; the unique index decides conflicts.
+  return sql<Row.RouteRow>`
+    WITH old AS (SELECT ${columns} FROM ${table} WHERE id = ${id}),
+    changed AS (
+      UPDATE ${table} SET ${sql.csv(given.map(([column, value]) => sql`${sql(column)} = ${value}`))},
+        revision = ${base + 1}
+      WHERE id = ${id} ${revisionIn(store, precondition)}
+        AND ${sql.or(given.map(([column, value]) => sql`${value} IS DISTINCT FROM ${sql(column)}`))}
+      RETURNING ${columns}
+    ),
+    ${Log.logOne(store, action, change, { before: "old", after: "changed" })},
+    ${Log.advance(store, base)}
+    SELECT ${columns} FROM changed`
+}
+
+/** Replaces the fields `patch` gives, checking the precondition and writing (and logging) only a real change. */
 export const update = (
   store: Store,
   id: Route.RouteId,
   patch: Route.RoutePatch,
-  precondition: Precondition | undefined
-): Effect.Effect<
-  Route.StoredRoute,
-  RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable | SqlError
-> => {
-  const { columns, deadline, isMethodLimit, isShapeConflict, readMark, revision, settings, sql } = store
+  precondition: Precondition | undefined,
+  change: Log.Change
+): Effect.Effect<Route.StoredRoute, UpdateError | StoreUnavailable | SqlError> => {
+  const { isMethodLimit, isShapeConflict, readMark, settings, sql } = store
   const table = sql(settings.qualified)
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
   const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
-  const given: Array<readonly [column: string, value: unknown]> = []
-  if (patch.method !== undefined) given.push(["method", patch.method])
-  if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", shape])
-  if (patch.middleware !== undefined) given.push(["middleware", patch.middleware])
-  if (patch.handler !== undefined) given.push(["handler", patch.handler])
-  // One statement checks the precondition and writes only a real change; the unique index decides conflicts.
-  const statement = sql<Row.RouteRow>`
-    UPDATE ${table} SET ${sql.csv(given.map(([column, value]) => sql`${sql(column)} = ${value}`))},
-      revision = ${revision}
-    WHERE id = ${id} ${revisionIn(store, precondition)}
-      AND ${sql.or(given.map(([column, value]) => sql`${value} IS DISTINCT FROM ${sql(column)}`))}
-    RETURNING ${columns}`
+  const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
+    patch.handler === undefined
   // The route that holds the new method and shape, and that method and path, read after the unique index refused.
   const holder = sql<Holder>`${readMark}
     SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
@@ -162,43 +205,56 @@ export const update = (
       AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
     WHERE self.id = ${id}`
   // In one transaction: the statement and, when it changed nothing, why.
-  const attempt = (): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | SqlError> =>
-    given.length === 0 ?
-      decide(store, id, precondition, unchanged, attempt) :
+  const attempt = (base: number): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | SqlError> =>
+    empty ?
+      decide(store, id, precondition, unchanged, () => attempt(base)) :
       Effect.flatMap(
-        statement,
+        updateStatement(store, id, patch, precondition, base, change),
         (rows) =>
-          rows.length > 0 ? Effect.succeed(Row.decode(rows[0]!)) : decide(store, id, precondition, unchanged, attempt)
+          rows.length > 0
+            ? Effect.succeed(Row.decode(rows[0]!))
+            : decide(store, id, precondition, unchanged, () => attempt(base))
       )
   // A refusal by the method bound or the unique index ends the transaction: both are answered after it.
-  return deadline.write(attempt()).pipe(
+  return Log.write(store, Effect.flatMap(Log.lock(store), attempt), change.dryRun).pipe(
     Effect.catchIf(isMethodLimit, () => tooManyMethods(patch.method!)),
     Effect.catchIf(
       isShapeConflict,
       () =>
         Effect.flatMap(
-          deadline.read(holder),
-          (holders) => conflictOr(holders, () => update(store, id, patch, precondition))
+          store.deadline.read(holder),
+          (holders) => conflictOr(holders, () => update(store, id, patch, precondition, change))
         )
     )
   )
 }
 
-/** Removes the route, checking the precondition. */
+/** Removes the route, checking the precondition, and logs it; gives the removal's revision. */
 export const remove = (
   store: Store,
   id: Route.RouteId,
-  precondition: Precondition | undefined
-): Effect.Effect<void, RouteNotFound | PreconditionFailed | StoreUnavailable | SqlError> => {
-  const { revision, settings, sql } = store
+  precondition: Precondition | undefined,
+  change: Log.Change
+): Effect.Effect<number, RouteNotFound | PreconditionFailed | StoreUnavailable | SqlError> => {
+  const { settings, sql } = store
   const table = sql(settings.qualified)
-  const attempt = (): Effect.Effect<void, RouteNotFound | PreconditionFailed | SqlError> =>
+  const attempt = (base: number): Effect.Effect<number, RouteNotFound | PreconditionFailed | SqlError> =>
     Effect.flatMap(
-      // A delete is a change too: it takes a revision, which a change feed can carry.
-      sql`DELETE FROM ${table} WHERE id = ${id} ${revisionIn(store, precondition)} RETURNING ${revision}`,
-      (deleted) => deleted.length > 0 ? Effect.void : decide(store, id, precondition, () => undefined, attempt)
+      // A delete is a change too: it takes a revision, which the log records.
+      sql<{ revision: string }>`
+        WITH changed AS (
+          DELETE FROM ${table} WHERE id = ${id} ${revisionIn(store, precondition)}
+          RETURNING id, method, path, middleware, handler, created_at, ${base + 1}::bigint AS revision
+        ),
+        ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
+        ${Log.advance(store, base)}
+        SELECT revision FROM changed`,
+      (deleted) =>
+        deleted.length > 0 ?
+          Effect.succeed(base + 1) :
+          decide(store, id, precondition, () => undefined, () => attempt(base))
     )
-  return store.deadline.write(attempt())
+  return Log.write(store, Effect.flatMap(Log.lock(store), attempt), change.dryRun)
 }
 
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
@@ -229,49 +285,74 @@ export const list = ({ columns, readMark, settings, sql }: Store, query: ListQue
   )
 }
 
+/** A create waiting for its batch: the route, and who makes it. */
+export interface Creating {
+  readonly route: Route.Route
+  readonly actor: string | null
+}
+
 // Creates and reads made at the same moment outside a host's transaction share one statement each (a batch per turn
-// of the event loop), so concurrent clients share round trips and commits. In a batch of creates the unique index
-// still decides: of two rows of one method and shape the first is inserted, and every row it skipped takes the
-// single-route path, which names the holder or, if the holder went away, inserts. A row refused by the method bound
-// fails the whole statement: then each route takes the single-route path, and only that one is refused. Rows of
-// methods not stored yet go first, so a batch waits for the bound's lock before it holds rows another writer could
-// wait for (each waiting for the other would deadlock).
+// of the event loop), so concurrent clients share round trips and commits. The batch holds the counter (`Log.lock`),
+// so no other writer of the store commits while it runs: a route of a method and shape stored, or given earlier in
+// the batch, is left out of the insert and takes the single-route path, which names the holder; the others take the
+// revisions after the counter's in their order, and their log entries, in the same statement. A row refused by the
+// method bound fails the whole statement: then each route takes the single-route path in a transaction of its own,
+// and only that one is refused. Rows of methods not stored yet go first, so a batch waits for the bound's lock before
+// it holds rows another writer could wait for (each waiting for the other would deadlock).
 export const createBatch = (store: Store) => {
-  const { columns, deadline, isMethodLimit, revision, settings, sql } = store
+  const { columns, deadline, isMethodLimit, settings, sql } = store
   const table = sql(settings.qualified)
-  return Batch.make((routes: ReadonlyArray<Route.Route>) =>
-    deadline.write(Effect.flatMap(
-      sql<Row.RouteRow>`
+  const alone = ({ actor, route }: Creating) => create(store, route, { actor, at: route.createdAt })
+  return Batch.make((creating: ReadonlyArray<Creating>) =>
+    deadline.write(Effect.gen(function*() {
+      const base = yield* Log.lock(store)
+      const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
+      const inserted = yield* sql<Row.RouteRow>`
         WITH input AS (
-          SELECT * FROM json_to_recordset(${JSON.stringify(routes.map(Row.encodeInsert))}::json) AS x(
+          SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
             ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
-            created_at timestamptz
+            created_at timestamptz, actor text
           )
+        ),
+        fresh AS (
+          SELECT DISTINCT ON (method, path_shape) * FROM input
+          WHERE NOT EXISTS (
+            SELECT 1 FROM ${table} AS stored WHERE stored.method = input.method AND stored.path_shape = input.path_shape
+          )
+          ORDER BY method, path_shape, ord
+        ),
+        numbered AS (SELECT *, ${base}::bigint + row_number() OVER (ORDER BY ord) AS revision FROM fresh),
+        changed AS (
+          INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
+          SELECT id, method, path, path_shape, middleware, handler, created_at, revision FROM numbered
+          ORDER BY EXISTS (SELECT 1 FROM ${table} AS stored WHERE stored.method = numbered.method), ord
+          RETURNING ${columns}
+        ),
+        logged AS (
+          INSERT INTO ${sql(settings.history)} (revision, at, actor, action, route_id, before, after)
+          SELECT changed.revision, changed.created_at, numbered.actor, 'create', changed.id, NULL,
+            ${Log.routeJson(sql, "changed")}
+          FROM changed JOIN numbered ON numbered.id = changed.id
+        ),
+        ${Log.advance(store, base)}
+        SELECT ${columns} FROM changed`
+      const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
+      // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
+      return yield* Effect.forEach(creating, (one) => {
+        const created = stored.get(one.route.id)
+        if (created !== undefined) return Effect.succeed(Exit.succeed(created))
+        return alone(one).pipe(
+          Effect.map((route): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(route)),
+          Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
         )
-        INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
-        SELECT id, method, path, path_shape, middleware, handler, created_at, ${revision} FROM input
-        ORDER BY EXISTS (SELECT 1 FROM ${table} AS stored WHERE stored.method = input.method), ord
-        ON CONFLICT (method, path_shape) DO NOTHING
-        RETURNING ${columns}`,
-      (inserted) => {
-        const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
-        // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
-        return Effect.forEach(routes, (route) => {
-          const created = stored.get(route.id)
-          if (created !== undefined) return Effect.succeed(Exit.succeed(created))
-          return create(store, route).pipe(
-            Effect.map((alone): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(alone)),
-            Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
-          )
-        }, { concurrency: "unbounded" })
-      }
-    )).pipe(
+      })
+    })).pipe(
       // The method bound refused a row: the whole statement and its transaction are undone. Each route then takes a
       // transaction of its own, and only the ones past the bound are refused.
       Effect.catchIf(
         isMethodLimit,
         () =>
-          Effect.forEach(routes, (route) => Effect.exit(deadline.write(create(store, route))), {
+          Effect.forEach(creating, (one) => Effect.exit(deadline.write(alone(one))), {
             concurrency: "unbounded"
           })
       )

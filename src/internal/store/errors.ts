@@ -139,3 +139,21 @@ export class ReadOnlyStore extends Schema.TaggedError<ReadOnlyStore>()("ReadOnly
     return `the route store is read-only (this process follows another registry): ${this.operation} is refused`
   }
 }
+
+/**
+ * A restore named a revision it cannot go back to: one not in this route's log (never there, another route's, or
+ * pruned past the retention), or the one that deleted the route. Nothing changed.
+ *
+ * @since 0.5.0
+ */
+export class InvalidRestore extends Schema.TaggedError<InvalidRestore>()("InvalidRestore", {
+  id: Schema.String,
+  revision: Schema.Number,
+  reason: Schema.Literal("not_in_log", "deleted")
+}) {
+  override get message(): string {
+    return this.reason === "deleted"
+      ? `revision ${this.revision} deleted route ${this.id}: restore a revision that left it in place`
+      : `revision ${this.revision} is not in the log of route ${this.id} (never there, or pruned past the retention)`
+  }
+}

@@ -5,24 +5,31 @@
  */
 import type { Context } from "effect"
 import { Duration, Effect, Either } from "effect"
+import { InvalidOption } from "../../InvalidOption.js"
 import * as Route from "../../Route.js"
 import type {
   FirstAnswer,
   Idempotency,
   ListQuery,
+  MemoryOptions,
   Page,
+  Precondition,
   Remembered,
+  Restored,
   RouteIdGenerator,
   RouteRepository
 } from "../../RouteRepository.js"
+import { withActor } from "./actor.js"
 import {
   IdempotencyKeyReused,
+  InvalidRestore,
   PreconditionFailed,
   RouteConflict,
   RouteNotFound,
   TooManyIdempotencyKeys,
   TooManyMethods
 } from "./errors.js"
+import * as Log from "./log.js"
 import * as Rules from "./rules.js"
 
 // Ids kept in ascending order (JavaScript string order: byte order for the ASCII ids stores make). Ids are UUIDv7,
@@ -191,6 +198,13 @@ const patched = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: nu
     revision
   }, true)
 
+/** What a change is made with: its actor, whether it is only tried, and the revision a restore goes back to. */
+interface Change {
+  readonly actor: string | null
+  readonly dryRun?: boolean | undefined
+  readonly restoredFrom?: number | undefined
+}
+
 const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
 
 const preconditionFailed = (route: Route.StoredRoute) =>
@@ -274,8 +288,15 @@ const overLimit = (
  *
  * @since 0.1.0
  */
-export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Service<RouteRepository> => {
+export const make = (
+  ids: Context.Tag.Service<RouteIdGenerator>,
+  options: MemoryOptions = {}
+): Context.Tag.Service<RouteRepository> => {
+  const capacity = options.historyCapacity ?? Rules.DEFAULT_MEMORY_HISTORY_CAPACITY
+  const invalid = Rules.checkHistoryCapacity(capacity)
+  if (invalid !== undefined) throw new InvalidOption({ option: "historyCapacity", message: invalid })
   const memory = emptyMemory()
+  const log = Log.make(capacity)
   const principals = new Map<string, PrincipalKeys>()
   const conflict = (method: string, path: string, conflictingRouteId: string) =>
     Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))
@@ -288,10 +309,12 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
       ? undefined
       : new TooManyMethods({ method, limit: Rules.MAX_METHODS }, true)
   }
-  // Left: refused, nothing decided (the method bound); right: the outcome, which a key remembers.
+  // Left: refused, nothing decided (the method bound); right: the outcome, which a key remembers. A change takes the
+  // next revision and writes its log entry in the same step; a dry run is answered with what it would be.
   const insert = (
     input: Route.CreateRoute,
-    millis: number
+    millis: number,
+    change: Change
   ): Either.Either<Either.Either<Route.StoredRoute, RouteConflict>, TooManyMethods> => {
     const key = Rules.conflictKey(input.method, input.path)
     const existing = memory.idByKey.get(key)
@@ -302,9 +325,40 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
     }
     const refused = tooManyMethods(input.method)
     if (refused !== undefined) return Either.left(refused)
-    const stored = new Route.StoredRoute({ ...Rules.makeRoute(ids, input, millis), revision: ++memory.revision }, true)
+    const revision = memory.revision + 1
+    const stored = new Route.StoredRoute({ ...Rules.makeRoute(ids, input, millis), revision }, true)
+    if (change.dryRun === true) return Either.right(Either.right(stored))
+    memory.revision = revision
     addRoute(memory, stored, key)
+    const action = change.restoredFrom === undefined ? "create" : "restore"
+    Log.append(log, Log.entry(revision, millis, change.actor, action, stored.id, null, stored, change.restoredFrom))
     return Either.right(Either.right(stored))
+  }
+  const replace = (
+    current: Route.StoredRoute,
+    patch: Route.RoutePatch,
+    precondition: Precondition | undefined,
+    millis: number,
+    change: Change
+  ): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods> => {
+    if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+    if (!Rules.patchChanges(current, patch)) return Effect.succeed(current)
+    const method = patch.method ?? current.method
+    const path = patch.path ?? current.path
+    const holder = memory.idByKey.get(Rules.conflictKey(method, path))
+    if (holder !== undefined && holder !== current.id) return conflict(method, path, holder)
+    const refused = method === current.method ? undefined : tooManyMethods(method, current)
+    if (refused !== undefined) return Effect.fail(refused)
+    const updated = patched(current, patch, memory.revision + 1)
+    if (change.dryRun === true) return Effect.succeed(updated)
+    memory.revision = updated.revision
+    replaceRoute(memory, current, updated)
+    const action = change.restoredFrom === undefined ? "update" : "restore"
+    Log.append(
+      log,
+      Log.entry(updated.revision, millis, change.actor, action, current.id, current, updated, change.restoredFrom)
+    )
+    return Effect.succeed(updated)
   }
   // The key's first answer again, or the refusal of a key used with another input.
   const again = (input: Route.CreateRoute, idempotency: Idempotency, kept: KeptKey) =>
@@ -312,47 +366,52 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
       ? Effect.succeed<Remembered>({ outcome: Rules.answerAgain(input, kept), replayed: true })
       : Effect.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
   return {
-    create: (input) =>
-      Effect.clockWith((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
-        const decided = insert(input, clock.unsafeCurrentTimeMillis())
-        if (Either.isLeft(decided)) return Effect.fail(decided.left)
-        const outcome = decided.right
-        return Either.isRight(outcome) ? Effect.succeed(outcome.right) : Effect.fail(outcome.left)
-      }),
+    create: (input, options) =>
+      withActor(
+        options,
+        (actor) =>
+          Effect.clockWith((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
+            const decided = insert(input, clock.unsafeCurrentTimeMillis(), { actor, dryRun: options?.dryRun })
+            if (Either.isLeft(decided)) return Effect.fail(decided.left)
+            const outcome = decided.right
+            return Either.isRight(outcome) ? Effect.succeed(outcome.right) : Effect.fail(outcome.left)
+          })
+      ),
     // Read, decided and written without yielding: no other create with the key can start in between, so none is
     // ever in flight here, and the principal's bounds hold exactly.
-    createIdempotent: (input, idempotency) =>
-      Effect.clockWith((
-        clock
-      ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
-        const now = clock.unsafeCurrentTimeMillis()
-        const { key, principal } = idempotency
-        const kept = principals.get(principal)?.keys.get(key)
-        if (kept !== undefined && kept.expiresAt > now) return again(input, idempotency, kept)
-        forgetIdlePrincipals(principals, now)
-        const held = principals.get(principal) ?? { keys: new Map(), bytes: 0, latestExpiry: 0 }
-        forgetExpiredPrefix(held, now)
-        const expired = held.keys.get(key)
-        if (expired !== undefined) forgetKey(held, key, expired)
-        const size = Rules.keySize(key)
-        const refused = overLimit(held, idempotency, size, now)
-        if (refused !== undefined) return Effect.fail(refused)
-        const decided = insert(input, now)
-        if (Either.isLeft(decided)) return Effect.fail(decided.left)
-        const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
-        held.keys.set(key, {
-          fingerprint: Rules.fingerprint(input),
-          ...Rules.firstAnswerOf(decided.right),
-          expiresAt,
-          size
-        })
-        held.bytes += size
-        held.latestExpiry = Math.max(held.latestExpiry, expiresAt)
-        // Stored again, so the principal moves to the end: the order of their last keys.
-        principals.delete(principal)
-        principals.set(principal, held)
-        return Effect.succeed({ outcome: decided.right, replayed: false })
-      }),
+    createIdempotent: (input, idempotency, options) =>
+      withActor(options, (actor) =>
+        Effect.clockWith((
+          clock
+        ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
+          const now = clock.unsafeCurrentTimeMillis()
+          const { key, principal } = idempotency
+          const kept = principals.get(principal)?.keys.get(key)
+          if (kept !== undefined && kept.expiresAt > now) return again(input, idempotency, kept)
+          forgetIdlePrincipals(principals, now)
+          const held = principals.get(principal) ?? { keys: new Map(), bytes: 0, latestExpiry: 0 }
+          forgetExpiredPrefix(held, now)
+          const expired = held.keys.get(key)
+          if (expired !== undefined) forgetKey(held, key, expired)
+          const size = Rules.keySize(key)
+          const refused = overLimit(held, idempotency, size, now)
+          if (refused !== undefined) return Effect.fail(refused)
+          const decided = insert(input, now, { actor })
+          if (Either.isLeft(decided)) return Effect.fail(decided.left)
+          const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
+          held.keys.set(key, {
+            fingerprint: Rules.fingerprint(input),
+            ...Rules.firstAnswerOf(decided.right),
+            expiresAt,
+            size
+          })
+          held.bytes += size
+          held.latestExpiry = Math.max(held.latestExpiry, expiresAt)
+          // Stored again, so the principal moves to the end: the order of their last keys.
+          principals.delete(principal)
+          principals.set(principal, held)
+          return Effect.succeed({ outcome: decided.right, replayed: false })
+        })),
     unsafeFindById: (id) => memory.byId.get(id),
     findById: (id) =>
       Effect.suspend(() => {
@@ -360,34 +419,66 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
         return route === undefined ? notFound(id) : Effect.succeed(route)
       }),
     list: (query) => Effect.sync(() => listMemory(memory, query)),
-    update: (id, patch, precondition) =>
-      Effect.suspend((): Effect.Effect<
-        Route.StoredRoute,
-        RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods
-      > => {
-        const current = memory.byId.get(id)
-        if (current === undefined) return notFound(id)
-        if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
-        if (!Rules.patchChanges(current, patch)) return Effect.succeed(current)
-        const method = patch.method ?? current.method
-        const path = patch.path ?? current.path
-        const holder = memory.idByKey.get(Rules.conflictKey(method, path))
-        if (holder !== undefined && holder !== id) return conflict(method, path, holder)
-        const refused = method === current.method ? undefined : tooManyMethods(method, current)
-        if (refused !== undefined) return Effect.fail(refused)
-        const updated = patched(current, patch, ++memory.revision)
-        replaceRoute(memory, current, updated)
-        return Effect.succeed(updated)
-      }),
-    remove: (id, precondition) =>
-      Effect.suspend((): Effect.Effect<void, RouteNotFound | PreconditionFailed> => {
-        const current = memory.byId.get(id)
-        if (current === undefined) return notFound(id)
-        if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
-        dropRoute(memory, current)
-        // A delete is a change too: it takes a revision, which a change feed can carry.
-        memory.revision++
-        return Effect.void
-      })
+    update: (id, patch, precondition, options) =>
+      withActor(options, (actor) =>
+        Effect.clockWith((clock) => {
+          const current = memory.byId.get(id)
+          if (current === undefined) return notFound(id)
+          return replace(current, patch, precondition, clock.unsafeCurrentTimeMillis(), {
+            actor,
+            dryRun: options?.dryRun
+          })
+        })),
+    remove: (id, precondition, options) =>
+      withActor(
+        options,
+        (actor) =>
+          Effect.clockWith((clock): Effect.Effect<number, RouteNotFound | PreconditionFailed> => {
+            const current = memory.byId.get(id)
+            if (current === undefined) return notFound(id)
+            if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+            const revision = memory.revision + 1
+            if (options?.dryRun === true) return Effect.succeed(revision)
+            memory.revision = revision
+            dropRoute(memory, current)
+            const millis = clock.unsafeCurrentTimeMillis()
+            Log.append(log, Log.entry(revision, millis, actor, "delete", id, current, null))
+            return Effect.succeed(revision)
+          })
+      ),
+    history: (query) => Effect.sync(() => Log.page(log, query)),
+    restore: (id, revision, precondition, options) =>
+      withActor(options, (actor) =>
+        Effect.clockWith((clock): Effect.Effect<
+          Restored,
+          RouteNotFound | InvalidRestore | PreconditionFailed | RouteConflict | TooManyMethods
+        > => {
+          const target = Log.at(log, revision)
+          if (target === undefined || target.routeId !== id) {
+            return Log.holds(log, id) || memory.byId.has(id)
+              ? Effect.fail(new InvalidRestore({ id, revision, reason: "not_in_log" }, true))
+              : notFound(id)
+          }
+          if (target.after === null) return Effect.fail(new InvalidRestore({ id, revision, reason: "deleted" }, true))
+          const fields = Rules.restoredFields(target.after)
+          const change: Change = { actor, dryRun: options?.dryRun, restoredFrom: revision }
+          const millis = clock.unsafeCurrentTimeMillis()
+          const current = memory.byId.get(id)
+          if (current !== undefined) {
+            return Effect.map(replace(current, fields, precondition, millis, change), (route) => ({
+              route,
+              created: false
+            }))
+          }
+          // A route deleted has no current revision for If-Match to name.
+          if (precondition?.ifMatch !== undefined) {
+            return Effect.fail(new PreconditionFailed({ id, revision: 0 }, true))
+          }
+          const decided = insert(fields, millis, change)
+          if (Either.isLeft(decided)) return Effect.fail(decided.left)
+          return Either.isRight(decided.right)
+            ? Effect.succeed({ route: decided.right.right, created: true })
+            : Effect.fail(decided.right.left)
+        }))
   }
 }

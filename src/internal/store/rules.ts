@@ -135,3 +135,24 @@ export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boole
   (patch.path !== undefined && patch.path !== route.path) ||
   (patch.handler !== undefined && patch.handler !== route.handler) ||
   (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware))
+
+/**
+ * The newest log entries the memory store keeps at least, by default (`RouteRepository.MemoryOptions`).
+ *
+ * @since 0.5.0
+ */
+export const DEFAULT_MEMORY_HISTORY_CAPACITY: number = 10_000
+
+/** The problem with a `historyCapacity` option, or `undefined` when it is a whole number from 1 to 2^31 − 1. */
+export const checkHistoryCapacity = (value: number): string | undefined =>
+  Number.isSafeInteger(value) && value >= 1 && value <= 2 ** 31 - 1
+    ? undefined
+    : `historyCapacity must be a whole number from 1 to ${2 ** 31 - 1} (got ${String(value)})`
+
+/** What a restore makes a route: the fields of the route right after the change it goes back to. */
+export const restoredFields = (after: Route.Route) => ({
+  method: after.method,
+  path: after.path,
+  middleware: after.middleware,
+  handler: after.handler
+})

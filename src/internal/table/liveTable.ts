@@ -198,22 +198,38 @@ const applied = <E>(state: State, effect: Effect.Effect<Route.StoredRoute, E>) =
 const liveStore = (state: State): Store => {
   const store = state.store
   const createIdempotent = store.createIdempotent
+  const restore = store.restore
   return RouteRepository.RouteRepository.of({
     ...store,
-    create: (input) => applied(state, store.create(input)),
+    // Dry runs change nothing, so the table takes only real changes.
+    create: (input, options) =>
+      options?.dryRun === true ? store.create(input, options) : applied(state, store.create(input, options)),
     // A replay gives the first answer again, which may name a route since changed or removed: only a new route goes
     // into the table.
     ...(createIdempotent === undefined ? {} : {
-      createIdempotent: (input, idempotency) =>
-        Effect.tap(createIdempotent(input, idempotency), (remembered) => {
+      createIdempotent: (input, idempotency, options) =>
+        Effect.tap(createIdempotent(input, idempotency, options), (remembered) => {
           const refused = !remembered.replayed && Either.isRight(remembered.outcome)
             ? upsert(state, remembered.outcome.right)
             : undefined
           return refused === undefined ? Effect.void : skipped([refused])
         })
     }),
-    update: (id, patch, precondition) => applied(state, store.update(id, patch, precondition)),
-    remove: (id, precondition) => Effect.tap(store.remove(id, precondition), () => Effect.sync(() => drop(state, id)))
+    update: (id, patch, precondition, options) =>
+      options?.dryRun === true
+        ? store.update(id, patch, precondition, options)
+        : applied(state, store.update(id, patch, precondition, options)),
+    remove: (id, precondition, options) =>
+      options?.dryRun === true
+        ? store.remove(id, precondition, options)
+        : Effect.tap(store.remove(id, precondition, options), () => Effect.sync(() => drop(state, id))),
+    ...(restore === undefined ? {} : {
+      restore: (id, revision, precondition, options) =>
+        options?.dryRun === true
+          ? restore(id, revision, precondition, options)
+          : Effect.tap(restore(id, revision, precondition, options), (restored) =>
+            applied(state, Effect.succeed(restored.route)))
+    })
   })
 }
 

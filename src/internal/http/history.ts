@@ -1,0 +1,313 @@
+/**
+ * The change log's operations of the routing API (CONTRACT §15): `GET /v1/routing/history`, `GET
+ * /v1/routing/{id}/history`, `POST /v1/routing/{id}/restore`, and the `dryRun` parameter and `Registry-Revision`
+ * header of every write. The steps shared with the other operations come from `operations.ts` as `Steps`, so this
+ * module imports nothing of it.
+ *
+ * @internal
+ */
+import { Effect, Either } from "effect"
+import type * as Authenticator from "../../Authenticator.js"
+import * as Route from "../../Route.js"
+import type * as RouteRepository from "../../RouteRepository.js"
+import { MAX_ISSUES } from "../route/validate.js"
+import * as Answers from "./answers.js"
+import { type Refusal, refuse } from "./answers.js"
+import * as Conditional from "./conditional.js"
+import * as Content from "./content.js"
+import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
+
+/** The log's path. */
+export const HISTORY = `${COLLECTION}/history`
+
+/** How telemetry names one route's history and its restore (`http.route`). */
+export const ROUTE_HISTORY = `${COLLECTION}/{id}/history`
+export const RESTORE = `${COLLECTION}/{id}/restore`
+
+/** The header of every write's answer: the revision of its change. */
+export const REVISION_HEADER = "registry-revision"
+
+/** Entries in one page of the log when the query gives no `limit`, and the most. */
+export const DEFAULT_HISTORY_PAGE = 50
+export const MAX_HISTORY_PAGE = 200
+
+/** The steps of `operations.ts` the log's operations are made of. */
+export interface Steps<Core> {
+  readonly run: (core: Core, steps: Effect.Effect<Response, any>, id?: string) => Effect.Effect<Response>
+  readonly authorize: (
+    core: Core,
+    request: Request,
+    scope: Authenticator.Scope,
+    refusal: Response
+  ) => Effect.Effect<Authenticator.Principal, any>
+  readonly withRoute: (
+    core: Core,
+    status: number,
+    route: Route.StoredRoute,
+    headers?: Record<string, string>
+  ) => Effect.Effect<Response>
+  readonly served: (
+    core: Core,
+    request: Request,
+    route: string,
+    operation: "history" | "restore" | "method_not_allowed",
+    build: () => Effect.Effect<Response>
+  ) => Effect.Effect<Response>
+  readonly repository: (core: Core) => RouteRepository.RouteRepository["Type"]
+  readonly limits: (core: Core) => Content.BodyLimits
+  /** Forgets what the core keeps of a route's answers once it changed. */
+  readonly changed: (core: Core, id: string) => void
+}
+
+// --- dry runs and revisions ----------------------------------------------------------------------------------------
+
+const DRY_RUN = "dryRun"
+
+/**
+ * Whether a write's query asks for a dry run: `dryRun=true`, absent for none; any other value, or the parameter
+ * given twice, is refused (400 `invalid_query` naming it). Other parameters are ignored, as they always were.
+ */
+export const dryRunOf = (query: string): Either.Either<boolean, Response> => {
+  if (query === "") return Either.right(false)
+  const values = new URLSearchParams(query).getAll(DRY_RUN)
+  if (values.length === 0) return Either.right(false)
+  if (values.length === 1 && values[0] === "true") return Either.right(true)
+  return Either.left(Answers.invalidQuery([{
+    path: DRY_RUN,
+    message: values.length > 1
+      ? "is given more than once: give it at most once"
+      : `must be "true" to try the change without making it, or left out (got ${JSON.stringify(values[0])})`
+  }]))
+}
+
+/** The headers a write's answer adds: its change's revision, none on a dry run. */
+export const revisionHeaders = (revision: number, dryRun: boolean): Record<string, string> | undefined =>
+  dryRun ? undefined : { [REVISION_HEADER]: String(revision) }
+
+// --- the query of a page of the log --------------------------------------------------------------------------------
+
+const ACTIONS: ReadonlyArray<RouteRepository.Action> = ["create", "update", "delete", "restore"]
+const MAX_ACTOR_LENGTH = 256
+
+// The cursor is the last revision of a page, as base64url of its decimal digits: opaque to clients, cheap to check.
+const encodeCursor = (revision: number): string => btoa(String(revision)).replace(/=+$/, "")
+
+const decodeCursor = (cursor: string): number | undefined => {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor) || cursor.length % 4 === 1) return undefined
+  const digits = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"))
+  const revision = Number(digits)
+  return /^[1-9][0-9]{0,15}$/.test(digits) && Number.isSafeInteger(revision) && encodeCursor(revision) === cursor
+    ? revision
+    : undefined
+}
+
+const RULES: Record<string, (value: string) => string | undefined> = {
+  limit: (value) =>
+    /^[0-9]+$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_HISTORY_PAGE
+      ? undefined
+      : `must be a whole number from 1 to ${MAX_HISTORY_PAGE} in decimal digits (got ${JSON.stringify(value)})`,
+  cursor: (value) =>
+    decodeCursor(value) === undefined
+      ? "is not a cursor this API issued: pass the nextCursor of a previous page unchanged"
+      : undefined,
+  routeId: (value) => Route.isRouteId(value) ? undefined : `must be a route id (got ${JSON.stringify(value)})`,
+  actor: (value) =>
+    value.length >= 1 && value.length <= MAX_ACTOR_LENGTH
+      ? undefined
+      : `must be a principal id of 1 to ${MAX_ACTOR_LENGTH} characters`,
+  action: (value) =>
+    (ACTIONS as ReadonlyArray<string>).includes(value)
+      ? undefined
+      : `must be one of ${ACTIONS.join(", ")} (got ${JSON.stringify(value)})`
+}
+
+/** The store query of a page of the log, or every problem found; `routeId` given by the path is not a parameter. */
+export const parseQuery = (
+  raw: string,
+  routeId: string | undefined
+): Either.Either<RouteRepository.HistoryQuery, ReadonlyArray<Route.FieldIssue>> => {
+  const names = Object.keys(RULES).filter((name) => routeId === undefined || name !== "routeId")
+  const values: Record<string, string> = {}
+  const issues: Array<Route.FieldIssue> = []
+  for (const [name, value] of new URLSearchParams(raw)) {
+    if (!names.includes(name)) {
+      issues.push({ path: name, message: `is not a parameter of this history: use ${names.join(", ")}` })
+    } else if (values[name] !== undefined) {
+      issues.push({ path: name, message: "is given more than once: give it at most once" })
+    } else {
+      const problem = RULES[name]!(value)
+      if (problem === undefined) values[name] = value
+      else issues.push({ path: name, message: problem })
+    }
+  }
+  if (issues.length > 0) return Either.left(issues.slice(0, MAX_ISSUES))
+  return Either.right({
+    limit: values.limit === undefined ? DEFAULT_HISTORY_PAGE : Number(values.limit),
+    before: values.cursor === undefined ? undefined : decodeCursor(values.cursor),
+    routeId: routeId ?? values.routeId,
+    actor: values.actor,
+    action: values.action as RouteRepository.Action | undefined
+  })
+}
+
+const nextLink = (path: string, query: RouteRepository.HistoryQuery, own: boolean, last: number): string => {
+  const params = new URLSearchParams({ limit: String(query.limit) })
+  if (!own && query.routeId !== undefined) params.set("routeId", query.routeId)
+  if (query.actor !== undefined) params.set("actor", query.actor)
+  if (query.action !== undefined) params.set("action", query.action)
+  params.set("cursor", encodeCursor(last))
+  return `<${path}?${params.toString()}>; rel="next"`
+}
+
+// --- answers -------------------------------------------------------------------------------------------------------
+
+/** An entry as the API answers it. */
+export const entryJson = (entry: RouteRepository.HistoryEntry): string =>
+  `{"revision":${entry.revision},"at":"${entry.at.toISOString()}","actor":${JSON.stringify(entry.actor)},` +
+  `"action":"${entry.action}","routeId":${JSON.stringify(entry.routeId)},` +
+  `"before":${entry.before === null ? "null" : Route.toJson(entry.before)},` +
+  `"after":${entry.after === null ? "null" : Route.toJson(entry.after)}` +
+  (entry.restoredFrom === undefined ? "}" : `,"restoredFrom":${entry.restoredFrom}}`)
+
+const pageAnswer = (
+  path: string,
+  query: RouteRepository.HistoryQuery,
+  own: boolean,
+  page: RouteRepository.HistoryPage
+): Response => {
+  const last = page.items[page.items.length - 1]
+  const next = page.hasMore && last !== undefined ? last.revision : undefined
+  return Answers.json(
+    200,
+    `{"items":[${page.items.map(entryJson).join(",")}],"nextCursor":${
+      next === undefined ? "null" : `"${encodeCursor(next)}"`
+    }}`,
+    next === undefined ? undefined : { link: nextLink(path, query, own, next) }
+  )
+}
+
+const NO_LOG = Answers.problem(
+  "not_found",
+  "This process's store keeps no change log (a follower's, or a store of the host's own), so it serves no history " +
+    "and no restore: ask the registry whose store keeps it."
+)
+
+const invalidRestoreBody = (errors: ReadonlyArray<Route.FieldIssue>) =>
+  Answers.problem(
+    "invalid_restore",
+    "Send exactly {\"revision\": <positive integer>}: the revision of this route's log to go back to.",
+    undefined,
+    { errors }
+  )
+
+const invalidRestore = (refused: RouteRepository.InvalidRestore) =>
+  Answers.problem(
+    "invalid_restore",
+    refused.reason === "deleted"
+      ? `Revision ${refused.revision} deleted route ${refused.id}: restore a revision that left the route in place.`
+      : `Revision ${refused.revision} is not in the log of route ${refused.id}: it never changed this route, or ` +
+        "the log no longer holds it (pruned past its retention). Read GET /v1/routing/{id}/history for its revisions.",
+    undefined,
+    { errors: [{ path: "revision", message: refused.message }] }
+  )
+
+/** The revision a restore's body names, or every problem with it. */
+export const parseRestore = (body: unknown): Either.Either<number, ReadonlyArray<Route.FieldIssue>> => {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return Either.left([{ path: "", message: "must be a JSON object: {\"revision\": <positive integer>}" }])
+  }
+  const issues: Array<Route.FieldIssue> = Object.keys(body).filter((key) => key !== "revision").map((key) => ({
+    path: key,
+    message: `unknown field ${JSON.stringify(key)}: the body holds only "revision"`
+  }))
+  const revision = (body as { revision?: unknown }).revision
+  if (revision === undefined) issues.push({ path: "revision", message: "is required" })
+  else if (typeof revision !== "number" || !Number.isSafeInteger(revision) || revision < 1) {
+    issues.push({ path: "revision", message: `must be a positive integer (got ${JSON.stringify(revision)})` })
+  }
+  return issues.length > 0 ? Either.left(issues.slice(0, MAX_ISSUES)) : Either.right(revision as number)
+}
+
+const fromEither = <A>(either: Either.Either<A, Response>): Effect.Effect<A, Refusal> =>
+  Either.isRight(either) ? Effect.succeed(either.right) : refuse(either.left)
+
+// --- the operations ------------------------------------------------------------------------------------------------
+
+const history = <Core>(steps: Steps<Core>, core: Core, request: Request, routeId: string | undefined) =>
+  steps.run(
+    core,
+    Effect.gen(function*() {
+      yield* steps.authorize(core, request, "routes:read", Answers.READ_SCOPE)
+      const read = steps.repository(core).history
+      if (read === undefined) return yield* refuse(NO_LOG)
+      const query = yield* fromEither(Either.mapLeft(parseQuery(request.query, routeId), Answers.invalidQuery))
+      const page = yield* read(query)
+      // A route's history is not found only when the log holds nothing of it.
+      if (routeId !== undefined && query.before === undefined && page.items.length === 0) {
+        return Answers.routeNotFound(routeId)
+      }
+      const path = (request.base ?? "") + (routeId === undefined ? HISTORY : `${ITEM_PREFIX}${routeId}/history`)
+      return pageAnswer(path, query, routeId !== undefined, page)
+    }),
+    routeId
+  )
+
+const restore = <Core>(steps: Steps<Core>, core: Core, request: Request, id: string) =>
+  steps.run(
+    core,
+    Effect.gen(function*() {
+      const principal = yield* steps.authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
+      const dryRun = yield* fromEither(dryRunOf(request.query))
+      const body = yield* Content.readJson(request, Content.CREATE_TYPES, steps.limits(core))
+      const revision = yield* fromEither(Either.mapLeft(parseRestore(body), invalidRestoreBody))
+      const restoreRoute = steps.repository(core).restore
+      if (restoreRoute === undefined) return yield* refuse(NO_LOG)
+      const { created, route } = yield* restoreRoute(
+        id,
+        revision,
+        Conditional.ifMatch(request.header("if-match")),
+        { actor: principal.id, dryRun }
+      ).pipe(Effect.catchTag("InvalidRestore", (refused) => refuse(invalidRestore(refused))))
+      if (!dryRun) steps.changed(core, id)
+      const headers = revisionHeaders(route.revision, dryRun)
+      return yield* created
+        ? steps.withRoute(core, 201, route, { location: (request.base ?? "") + ITEM_PREFIX + route.id, ...headers })
+        : steps.withRoute(core, 200, route, headers)
+    }),
+    id
+  )
+
+/**
+ * The answer to a request on one of the log's paths, `undefined` for any other path. Restore is a write: a
+ * follower's read-only store answers it `readOnly`.
+ */
+export const dispatch = <Core>(
+  steps: Steps<Core>,
+  core: Core,
+  request: Request,
+  readOnly: () => Effect.Effect<Response>,
+  notAllowed: (route: string, allow: string) => Effect.Effect<Response>
+): Effect.Effect<Response> | undefined => {
+  const path = request.path
+  if (path === HISTORY) {
+    return request.method === "GET"
+      ? steps.served(core, request, HISTORY, "history", () => history(steps, core, request, undefined))
+      : notAllowed(HISTORY, "GET")
+  }
+  if (!path.startsWith(ITEM_PREFIX)) return undefined
+  const slash = path.indexOf("/", ITEM_PREFIX.length)
+  if (slash === -1) return undefined
+  const id = path.slice(ITEM_PREFIX.length, slash)
+  const rest = path.slice(slash)
+  if (rest === "/history") {
+    return request.method === "GET"
+      ? steps.served(core, request, ROUTE_HISTORY, "history", () => history(steps, core, request, id))
+      : notAllowed(ROUTE_HISTORY, "GET")
+  }
+  if (rest === "/restore") {
+    if (request.method !== "POST") return notAllowed(RESTORE, "POST")
+    if (steps.repository(core).readOnly === true) return readOnly()
+    return steps.served(core, request, RESTORE, "restore", () => restore(steps, core, request, id))
+  }
+  return undefined
+}

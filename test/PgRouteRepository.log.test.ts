@@ -1,0 +1,147 @@
+/**
+ * The change log across processes on one database (CONTRACT §15): revisions follow the commit order whatever order
+ * transactions began in, a reader never sees a later revision before an earlier one, and a change and its entry are
+ * never visible one without the other, even when the process writing them is killed.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer } from "effect"
+import { fileURLToPath } from "node:url"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import * as Route from "route-registry/Route"
+import * as Spawned from "./utils/spawned.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
+
+const input = (path: string) => Effect.orDie(Route.decodeCreate({ method: "GET", path, handler: "h" }))
+
+// A store of its own pool (a process of its own, as far as the database can tell) on `table`.
+const storeOn = (table: string) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(TestDatabase.layer({ maxConnections: 4 }))
+    const sql = Layer.succeedContext(context)
+    const store = yield* Effect.provide(PgRouteRepository.make({ table }), sql)
+    return { store, sql: yield* Effect.provide(SqlClient.SqlClient, sql) }
+  })
+
+const withTable = <A, E, R>(body: (table: string) => Effect.Effect<A, E, R>) => {
+  const table = TestDatabase.freshTable()
+  return Effect.scoped(Effect.gen(function*() {
+    const { sql } = yield* storeOn(table)
+    yield* Effect.addFinalizer(() =>
+      Effect.orDie(
+        PgRouteRepository.uninstall({ table }).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+      )
+    )
+    yield* Effect.orDie(PgRouteRepository.migrate({ table }).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+    return yield* body(table)
+  }))
+}
+
+describe("PgRouteRepository: the change log across processes", () => {
+  it.live("a transaction that began first and commits last takes the larger revision", () =>
+    withTable((table) =>
+      Effect.gen(function*() {
+        const a = yield* storeOn(table)
+        const b = yield* storeOn(table)
+        const begun = yield* Deferred.make<void>()
+        const go = yield* Deferred.make<void>()
+        const first = yield* a.sql.withTransaction(Effect.gen(function*() {
+          yield* a.sql`SELECT 1`
+          yield* Deferred.succeed(begun, undefined)
+          yield* Deferred.await(go)
+          return yield* Effect.flatMap(input("/began-first"), (route) => a.store.create(route))
+        })).pipe(Effect.fork)
+        yield* Deferred.await(begun)
+        const second = yield* b.sql.withTransaction(
+          Effect.flatMap(input("/began-second"), (route) => b.store.create(route))
+        )
+        yield* Deferred.succeed(go, undefined)
+        const last = yield* Fiber.join(first)
+        assert.isBelow(second.revision, last.revision)
+        const page = yield* a.store.history!({ limit: 10 })
+        assert.deepStrictEqual(page.items.map((entry) => entry.routeId), [last.id, second.id])
+      })
+    ))
+
+  it.live("writers in several pools at once: every revision once, and a reader never sees a later one first", () =>
+    withTable((table) =>
+      Effect.gen(function*() {
+        const pools = yield* Effect.all([storeOn(table), storeOn(table), storeOn(table)])
+        const reader = pools[0]!.sql
+        const gaps: Array<string> = []
+        let writing = true
+        const watch = yield* Effect.fork(Effect.gen(function*() {
+          while (writing) {
+            const rows = yield* reader<{ revision: string }>`
+              SELECT revision FROM ${reader(`${table}_history`)} ORDER BY revision`
+            const seen = rows.map((row) => Number(row.revision))
+            for (let i = 1; i < seen.length; i++) {
+              if (seen[i] !== seen[i - 1]! + 1) gaps.push(`${seen[i - 1]} then ${seen[i]}`)
+            }
+          }
+        }))
+        const written = yield* Effect.all(
+          pools.flatMap(({ store }, p) =>
+            Array.from({ length: 20 }, (_, i) =>
+              Effect.gen(function*() {
+                const route = yield* Effect.flatMap(input(`/p${p}/${i}`), (value) => store.create(value))
+                const updated = yield* store.update(route.id, { handler: "h2" as Route.HandlerName })
+                return [route.revision, updated.revision]
+              }))
+          ),
+          { concurrency: 12 }
+        )
+        writing = false
+        yield* Fiber.join(watch)
+        assert.deepStrictEqual(gaps, [])
+        const revisions = written.flat().sort((x, y) => x - y)
+        assert.strictEqual(new Set(revisions).size, revisions.length)
+        assert.strictEqual(revisions[revisions.length - 1]! - revisions[0]! + 1, revisions.length)
+      })
+    ))
+
+  it.live(
+    "a process killed mid-write: every route row has its entry, and every entry's route is as logged",
+    () =>
+      withTable((table) =>
+        Effect.gen(function*() {
+          const { sql } = yield* storeOn(table)
+          const child = Spawned.run(fileURLToPath(new URL("./fixtures/log/writer.ts", import.meta.url)), {
+            DATABASE_URL: TestDatabase.url,
+            TABLE: table
+          })
+          yield* Effect.promise(async () => {
+            while (!child.output().includes("writing")) {
+              if (child.child.exitCode !== null) throw new Error(child.output())
+              await new Promise((resolve) => setTimeout(resolve, 20))
+            }
+            await new Promise((resolve) => setTimeout(resolve, 300))
+            child.child.kill("SIGKILL")
+            await child.exited
+          })
+          // The newest entry of each route against its row: a row is there exactly when the entry left it, as it left it.
+          const mismatches = yield* sql<{ id: string }>`
+          WITH newest AS (
+            SELECT DISTINCT ON (route_id) route_id, revision, after FROM ${sql(`${table}_history`)}
+            ORDER BY route_id, revision DESC
+          )
+          SELECT COALESCE(r.id, n.route_id)::text AS id FROM ${sql(table)} AS r
+          FULL JOIN newest AS n ON n.route_id = r.id
+          WHERE r.id IS NULL AND n.after IS NOT NULL
+             OR n.route_id IS NULL
+             OR r.id IS NOT NULL AND (n.revision <> r.revision OR n.after ->> 'handler' <> r.handler)`
+          const counts = yield* sql<{ routes: string; entries: string }>`
+          SELECT (SELECT count(*) FROM ${sql(table)}) AS routes, (SELECT count(*) FROM ${
+            sql(`${table}_history`)
+          }) AS entries`
+          assert.isAbove(Number(counts[0]!.entries), 3, "the writer wrote before it was killed")
+          assert.deepStrictEqual(mismatches, [])
+          const actors = yield* sql<{ actor: string }>`SELECT DISTINCT actor FROM ${sql(`${table}_history`)}`
+          assert.deepStrictEqual(actors.map((row) => row.actor), ["writer"])
+        })
+      ),
+    60_000
+  )
+})
