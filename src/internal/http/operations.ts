@@ -22,6 +22,7 @@ import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange
 import { answer, type Refusal, refuse } from "./fold.js"
 import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
+import * as Ownership from "./ownership.js"
 
 /** What telemetry calls an operation: one per method served on a path, and the 405s. */
 export type Operation = "list" | "create" | "get" | "update" | "remove" | "changes" | "method_not_allowed"
@@ -77,6 +78,8 @@ export interface Core {
 // What the services fail with, as declared.
 type ServiceError =
   | Authenticator.InvalidToken
+  | Authenticator.AuthenticatorUnavailable
+  | RouteRepository.OutsidePrefixes
   | RouteRepository.RouteNotFound
   | RouteRepository.RouteConflict
   | RouteRepository.PreconditionFailed
@@ -96,6 +99,17 @@ const serviceErrorAnswer = (core: Core, id: string) => (error: ServiceError): Ef
         Effect.logDebug("route-registry: token refused", (error as Authenticator.InvalidToken).reason),
         Answers.INVALID_TOKEN
       )
+    // auth: the key set of a JWT authenticator cannot be fetched; the reason is the authenticator's, never the token.
+    case "AuthenticatorUnavailable": {
+      const unavailable = error as Authenticator.AuthenticatorUnavailable
+      return Effect.as(
+        Effect.logWarning("route-registry: authenticator unavailable", unavailable.reason),
+        Answers.authenticatorUnavailable(unavailable.retryAfterMillis)
+      )
+    }
+    // auth: the stored route is outside the prefixes the principal owns (Ownership.guard), decided by the store.
+    case "OutsidePrefixes":
+      return Exit.succeed(Answers.outsidePrefixes((error as RouteRepository.OutsidePrefixes).path))
     case "RouteNotFound":
       return Exit.succeed(Answers.routeNotFound(id))
     case "PreconditionFailed":
@@ -132,12 +146,15 @@ const authorize = (
   request: Request,
   scope: Authenticator.Scope,
   refusal: Response
-): Effect.Effect<Authenticator.Principal, Refusal | Authenticator.InvalidToken> => {
+): Effect.Effect<
+  Authenticator.Principal,
+  Refusal | Authenticator.InvalidToken | Authenticator.AuthenticatorUnavailable
+> => {
   const token = Credentials.credential(request.header("authorization"))
   if (!Redacted.isRedacted(token)) return refuse(token)
   return flatMapNow(
     call(() => core.authenticator.authenticate(token)),
-    (principal) => principal.scopes.includes(scope) ? Exit.succeed(principal) : refuse(refusal)
+    (principal) => Ownership.holds(principal.scopes, scope) ? Exit.succeed(principal) : refuse(refusal)
   )
 }
 
@@ -266,14 +283,15 @@ const create = (core: Core, request: Request): Effect.Effect<Response> =>
     core,
     pipe(
       authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow((principal) => Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)),
-      flatMapNow((requestKey) =>
-        pipe(
-          Content.readJson(request, Content.CREATE_TYPES, core.limits),
-          flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
-          flatMapNow((input) => cataloged(core, input)),
-          flatMapNow((input) => createOnce(core, input, requestKey, request.base ?? ""))
-        )
+      flatMapNow((principal) =>
+        flatMapNow(Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id), (requestKey) =>
+          pipe(
+            Content.readJson(request, Content.CREATE_TYPES, core.limits),
+            flatMapNow((body) => validated(Route.validateCreate(body), Answers.invalidRoute)),
+            flatMapNow((input) => cataloged(core, input)),
+            flatMapNow((input) => Ownership.mayWrite(principal, input)),
+            flatMapNow((input) => createOnce(core, input, requestKey, request.base ?? ""))
+          ))
       )
     )
   )
@@ -311,11 +329,22 @@ const update = (core: Core, request: Request, id: string): Effect.Effect<Respons
     core,
     pipe(
       authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow(() => Content.readJson(request, Content.PATCH_TYPES, core.limits)),
-      flatMapNow((body) => validated(Route.validatePatch(body), Answers.invalidRoute)),
-      flatMapNow((patch) => cataloged(core, patch)),
-      flatMapNow((patch) =>
-        call(() => core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match"))))
+      flatMapNow((principal) =>
+        pipe(
+          Content.readJson(request, Content.PATCH_TYPES, core.limits),
+          flatMapNow((body) => validated(Route.validatePatch(body), Answers.invalidRoute)),
+          flatMapNow((patch) => cataloged(core, patch)),
+          flatMapNow((patch) => Ownership.mayWrite(principal, patch)),
+          flatMapNow((patch) =>
+            call(() =>
+              core.repository.update(
+                id,
+                patch,
+                Ownership.guard(principal, Conditional.ifMatch(request.header("if-match")))
+              )
+            )
+          )
+        )
       ),
       flatMapNow((route) => withRoute(core, 200, route))
     ),
@@ -327,7 +356,11 @@ const remove = (core: Core, request: Request, id: string): Effect.Effect<Respons
     core,
     pipe(
       authorize(core, request, "routes:write", Answers.WRITE_SCOPE),
-      flatMapNow(() => call(() => core.repository.remove(id, Conditional.ifMatch(request.header("if-match"))))),
+      flatMapNow((principal) =>
+        call(() =>
+          core.repository.remove(id, Ownership.guard(principal, Conditional.ifMatch(request.header("if-match"))))
+        )
+      ),
       flatMapNow(() => {
         core.answers?.delete(id)
         return Exit.succeed(Answers.empty(204))

@@ -12,13 +12,14 @@ import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
 import type { ListQuery, Page, Precondition, RouteIdGenerator } from "../../RouteRepository.js"
 import {
-  PreconditionFailed,
+  type OutsidePrefixes,
+  type PreconditionFailed,
   RouteConflict,
   RouteNotFound,
   type StoreUnavailable,
   TooManyMethods
 } from "../store/errors.js"
-import { MAX_METHODS, meetsPrecondition, patchChanges } from "../store/rules.js"
+import { barredBy, MAX_METHODS, patchChanges } from "../store/rules.js"
 import * as Batch from "./batch.js"
 import type * as Deadline from "./deadline.js"
 import { storeErrors } from "./errors.js"
@@ -71,10 +72,16 @@ export const withRouteId = <A, E>(id: string, operation: (id: Route.RouteId) => 
   Route.isRouteId(id) ? storeErrors(operation(id)) : notFound(id)
 
 // Revisions only ever are integers: others in a precondition name no revision (and would not parse as bigint).
-const revisionIn = ({ sql }: Store, precondition: Precondition | undefined) =>
-  precondition?.ifMatch === undefined
+// The path prefixes are part of the same statement's condition, so they are decided on the row the change locks.
+const revisionIn = ({ sql }: Store, precondition: Precondition | undefined) => {
+  const revisions = precondition?.ifMatch === undefined
     ? sql``
     : sql`AND revision = ANY(${precondition.ifMatch.filter(Number.isSafeInteger)})`
+  const prefixes = precondition?.pathPrefixes
+  if (prefixes === undefined) return revisions
+  const under = prefixes.map((prefix) => sql`path = ${prefix} OR starts_with(path, ${`${prefix}/`})`)
+  return sql`${revisions} AND (${under.length === 0 ? sql`false` : sql.or(under)})`
+}
 
 export const readRoute = ({ columns, readMark, settings, sql }: Store, id: Route.RouteId) => {
   const table = sql(settings.qualified)
@@ -90,15 +97,16 @@ const decide = <A, E>(
   precondition: Precondition | undefined,
   settled: (route: Route.StoredRoute) => Effect.Effect<A, E | SqlError> | undefined,
   retry: () => Effect.Effect<A, E | SqlError>
-): Effect.Effect<A, E | SqlError | RouteNotFound | PreconditionFailed> =>
-  Effect.flatMap(readRoute(store, id), (row): Effect.Effect<A, E | SqlError | RouteNotFound | PreconditionFailed> => {
-    if (row === undefined) return notFound(id)
-    const current = Row.decode(row)
-    if (!meetsPrecondition(precondition, current.revision)) {
-      return Effect.fail(new PreconditionFailed({ id, revision: current.revision }))
+): Effect.Effect<A, E | SqlError | RouteNotFound | OutsidePrefixes | PreconditionFailed> =>
+  Effect.flatMap(
+    readRoute(store, id),
+    (row): Effect.Effect<A, E | SqlError | RouteNotFound | OutsidePrefixes | PreconditionFailed> => {
+      if (row === undefined) return notFound(id)
+      const current = Row.decode(row)
+      const barred = barredBy(precondition, current)
+      return barred !== undefined ? Effect.fail(barred) : settled(current) ?? retry()
     }
-    return settled(current) ?? retry()
-  })
+  )
 
 /** Inserts one route; the unique index decides conflicts: of concurrent inserts of one shape exactly one returns. */
 export const create = (store: Store, route: Route.Route): Effect.Effect<Route.StoredRoute, CreateError | SqlError> => {
@@ -135,7 +143,7 @@ export const update = (
   precondition: Precondition | undefined
 ): Effect.Effect<
   Route.StoredRoute,
-  RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable | SqlError
+  RouteNotFound | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable | SqlError
 > => {
   const { columns, deadline, isMethodLimit, isShapeConflict, readMark, revision, settings, sql } = store
   const table = sql(settings.qualified)
@@ -162,7 +170,10 @@ export const update = (
       AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
     WHERE self.id = ${id}`
   // In one transaction: the statement and, when it changed nothing, why.
-  const attempt = (): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | SqlError> =>
+  const attempt = (): Effect.Effect<
+    Route.StoredRoute,
+    RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError
+  > =>
     given.length === 0 ?
       decide(store, id, precondition, unchanged, attempt) :
       Effect.flatMap(
@@ -189,10 +200,10 @@ export const remove = (
   store: Store,
   id: Route.RouteId,
   precondition: Precondition | undefined
-): Effect.Effect<void, RouteNotFound | PreconditionFailed | StoreUnavailable | SqlError> => {
+): Effect.Effect<void, RouteNotFound | OutsidePrefixes | PreconditionFailed | StoreUnavailable | SqlError> => {
   const { revision, settings, sql } = store
   const table = sql(settings.qualified)
-  const attempt = (): Effect.Effect<void, RouteNotFound | PreconditionFailed | SqlError> =>
+  const attempt = (): Effect.Effect<void, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> =>
     Effect.flatMap(
       // A delete is a change too: it takes a revision, which a change feed can carry.
       sql`DELETE FROM ${table} WHERE id = ${id} ${revisionIn(store, precondition)} RETURNING ${revision}`,

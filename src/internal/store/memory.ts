@@ -18,7 +18,8 @@ import type {
 import * as Now from "../now.js"
 import {
   IdempotencyKeyReused,
-  PreconditionFailed,
+  type OutsidePrefixes,
+  type PreconditionFailed,
   RouteConflict,
   RouteNotFound,
   TooManyIdempotencyKeys,
@@ -194,9 +195,6 @@ const patched = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: nu
 
 const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
 
-const preconditionFailed = (route: Route.StoredRoute) =>
-  Effect.fail(new PreconditionFailed({ id: route.id, revision: route.revision }, true))
-
 /** An idempotency key the memory store remembers: the first request's fingerprint, its answer, until `expiresAt`. */
 interface KeptKey extends FirstAnswer {
   readonly fingerprint: string
@@ -365,11 +363,12 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
     update: (id, patch, precondition) =>
       Effect.suspend((): Effect.Effect<
         Route.StoredRoute,
-        RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods
+        RouteNotFound | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods
       > => {
         const current = memory.byId.get(id)
         if (current === undefined) return notFound(id)
-        if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+        const barred = Rules.barredBy(precondition, current)
+        if (barred !== undefined) return Exit.fail(barred)
         if (!Rules.patchChanges(current, patch)) return Effect.succeed(current)
         const method = patch.method ?? current.method
         const path = patch.path ?? current.path
@@ -382,10 +381,11 @@ export const make = (ids: Context.Tag.Service<RouteIdGenerator>): Context.Tag.Se
         return Effect.succeed(updated)
       }),
     remove: (id, precondition) =>
-      Effect.suspend((): Effect.Effect<void, RouteNotFound | PreconditionFailed> => {
+      Effect.suspend((): Effect.Effect<void, RouteNotFound | OutsidePrefixes | PreconditionFailed> => {
         const current = memory.byId.get(id)
         if (current === undefined) return notFound(id)
-        if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+        const barred = Rules.barredBy(precondition, current)
+        if (barred !== undefined) return Exit.fail(barred)
         dropRoute(memory, current)
         // A delete is a change too: it takes a revision, which a change feed can carry.
         memory.revision++
