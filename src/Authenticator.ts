@@ -110,6 +110,14 @@ const difference = (presented: string, configured: string): number => {
 }
 
 /**
+ * Why `scope` is not a scope the routing API knows (`routes:read`, `routes:write`, or `routes:write:<prefix>` with a
+ * valid path of static segments other than `/` as the prefix), or `undefined`: for scopes a host configures.
+ *
+ * @since 0.5.0
+ */
+export const checkScope: (scope: unknown) => string | undefined = Scopes.checkScope
+
+/**
  * The principal id of an unnamed token: `token-` and the first 12 hex digits of its SHA-256. It tells tokens apart in
  * logs and the change log without containing the token (nor enough of its hash to search for it).
  *
@@ -126,7 +134,7 @@ const checkName = (name: unknown, token: string): string | undefined => {
   if (typeof name !== "string" || !NAME.test(name)) {
     return "has a name that is not 1–128 letters, digits and . _ @ + - (starting with a letter or digit)"
   }
-  return name.includes(token)
+  return token !== "" && name.includes(token)
     ? "has a name that contains its token: a principal id must never show the token"
     : undefined
 }
@@ -179,10 +187,13 @@ export const checkStaticTokens = (tokens: ReadonlyArray<StaticToken>): InvalidOp
   for (let i = 0; i < tokens.length; i++) {
     const problem = checkEntry(tokens[i])
     if (problem !== undefined) {
+      // The name is shown only when it is a plain name that cannot be showing the token.
       const id = tokens[i]?.id
+      const token: unknown = Redacted.isRedacted(tokens[i]?.token) ? Redacted.value(tokens[i]!.token) : undefined
+      const shown = typeof id === "string" && typeof token === "string" && checkName(id, token) === undefined
       return new InvalidOption({
         option: `tokens[${i}]`,
-        message: `static token ${i + 1}${typeof id === "string" ? ` (${id})` : ""} ${problem}`
+        message: `static token ${i + 1}${shown ? ` (${id})` : ""} ${problem}`
       })
     }
   }
