@@ -165,7 +165,9 @@ export const jwtOptions = (): Authenticator.JwtOptions | undefined => {
   const audience = (process.env.JWT_AUDIENCE ?? "").split(",").map((a) => a.trim()).filter((a) => a !== "")
   if (issuer === "") fail(`JWT_ISSUER must be set with ${keys[0]}: the iss of the identity provider's tokens`)
   if (audience.length === 0) fail(`JWT_AUDIENCE must be set with ${keys[0]}: this API's name in the tokens' aud`)
-  const { JWT_JWKS_URL, JWT_PUBLIC_KEY, JWT_SECRET } = process.env
+  const JWT_JWKS_URL = process.env.JWT_JWKS_URL
+  const JWT_PUBLIC_KEY = process.env.JWT_PUBLIC_KEY
+  const JWT_SECRET = process.env.JWT_SECRET
   return {
     issuer,
     audience,
