@@ -3,7 +3,7 @@
  * variables of `npm start`, CONTRACT §5), and a graceful shutdown. Tests import the examples instead and pass
  * services of their own.
  */
-import { Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -104,45 +104,116 @@ export const createServer = (listener: Http.RequestListener, limits: Timeouts = 
   return server
 }
 
-const list = (name: string): Array<string> =>
-  (process.env[name] ?? "").split(",").map((entry) => entry.trim()).filter((entry, i) => {
-    if (entry === "") return false // empty entries are ignored
-    if (!Authenticator.isWellFormedToken(entry)) {
-      fail(`${name} entry ${i + 1} is not a valid bearer token: use letters, digits and - . _ ~ + / only`)
+// The entries of a comma-separated token list, each `token` or `name=token` (CONTRACT §5); empty entries are ignored.
+const list = (name: string, scopes: ReadonlyArray<Authenticator.Scope>): Array<Authenticator.StaticToken> =>
+  (process.env[name] ?? "").split(",").map((entry) => entry.trim()).flatMap((entry, i) => {
+    if (entry === "") return []
+    const { id, token } = Authenticator.parseTokenEntry(entry)
+    if (!Authenticator.isWellFormedToken(Redacted.value(token))) {
+      return fail(
+        `${name} entry ${i + 1} is not a valid bearer token: use letters, digits and - . _ ~ + / only, as token or ` +
+          "name=token"
+      )
     }
-    return true
+    return [{ token, scopes, id }]
   })
 
-/**
- * The tokens of `ROUTING_ADMIN_TOKENS` and `ROUTING_READ_TOKENS`. With none configured, one random admin token is
- * generated and printed once, so a newcomer can try the API at once: never a fixed token.
- */
-export const tokens = (): ReadonlyArray<Authenticator.StaticToken> => {
-  const admin = list("ROUTING_ADMIN_TOKENS")
-  const read = list("ROUTING_READ_TOKENS")
-  if (admin.length === 0 && read.length === 0) {
-    const token = randomBytes(24).toString("base64url")
-    console.log(`no tokens configured: generated admin token ${token}`)
-    console.log("(set ROUTING_ADMIN_TOKENS and ROUTING_READ_TOKENS to choose your own)")
-    admin.push(token)
+const ROUTING_TOKENS_SHAPE = "a JSON array of { \"name\": …, \"token\": …, \"scopes\": [ … ] }"
+
+// One entry of ROUTING_TOKENS, every field checked here so that the message names it; the token is never echoed.
+const routingToken = (entry: unknown, i: number): Authenticator.StaticToken => {
+  const at = `ROUTING_TOKENS[${i}]`
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+    return fail(`${at} must be an object { "name": …, "token": …, "scopes": [ … ] }`)
   }
-  return [
-    ...admin.map((token, i) => ({
-      token: Redacted.make(token),
-      scopes: ["routes:read", "routes:write"] as const,
-      id: `admin-${i + 1}`
-    })),
-    ...read.map((token, i) => ({
-      token: Redacted.make(token),
-      scopes: ["routes:read"] as const,
-      id: `reader-${i + 1}`
-    }))
-  ]
+  const { name, scopes, token, ...rest } = entry as Record<string, unknown>
+  const unknown = Object.keys(rest)
+  if (unknown.length > 0) fail(`${at} has the unknown field "${unknown[0]}": give name, token and scopes only`)
+  if (typeof name !== "string" || name === "") fail(`${at}.name must be a non-empty string, such as "alice"`)
+  if (typeof token !== "string" || !Authenticator.isWellFormedToken(token)) {
+    fail(`${at}.token must be a bearer token: letters, digits and - . _ ~ + / only, optionally followed by = padding`)
+  }
+  if (!Array.isArray(scopes)) fail(`${at}.scopes must be an array, such as ["routes:read", "routes:write:/payments"]`)
+  ;(scopes as Array<unknown>).forEach((scope, j) => {
+    const problem = Authenticator.checkScope(scope)
+    if (problem !== undefined) fail(`${at}.scopes[${j}]: ${problem}`)
+  })
+  return { id: name as string, token: Redacted.make(token as string), scopes: scopes as Array<Authenticator.Scope> }
 }
 
-/** The configured tokens, as an authenticator. */
-export const authenticator = (): Layer.Layer<Authenticator.Authenticator, InvalidOption.InvalidOption> =>
-  Authenticator.layerStaticTokens(tokens())
+const routingTokens = (): Array<Authenticator.StaticToken> => {
+  const raw = process.env.ROUTING_TOKENS ?? ""
+  if (raw.trim() === "") return []
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(raw)
+  } catch {
+    return fail(`ROUTING_TOKENS is not valid JSON: give ${ROUTING_TOKENS_SHAPE}`)
+  }
+  return Array.isArray(parsed) ? parsed.map(routingToken) : fail(`ROUTING_TOKENS must be ${ROUTING_TOKENS_SHAPE}`)
+}
+
+/**
+ * JWT bearer tokens (CONTRACT §4), when JWT_JWKS_URL, JWT_PUBLIC_KEY or JWT_SECRET is set: exactly one of them, with
+ * JWT_ISSUER and JWT_AUDIENCE (comma-separated for several). A PEM key may be given on one line with `\n` escapes.
+ */
+export const jwtOptions = (): Authenticator.JwtOptions | undefined => {
+  const keys = ["JWT_JWKS_URL", "JWT_PUBLIC_KEY", "JWT_SECRET"].filter((name) => (process.env[name] ?? "") !== "")
+  if (keys.length === 0) return undefined
+  if (keys.length > 1) fail(`set only one of ${keys.join(" and ")}: JWT keys come from one place`)
+  const issuer = process.env.JWT_ISSUER ?? ""
+  const audience = (process.env.JWT_AUDIENCE ?? "").split(",").map((a) => a.trim()).filter((a) => a !== "")
+  if (issuer === "") fail(`JWT_ISSUER must be set with ${keys[0]}: the iss of the identity provider's tokens`)
+  if (audience.length === 0) fail(`JWT_AUDIENCE must be set with ${keys[0]}: this API's name in the tokens' aud`)
+  const JWT_JWKS_URL = process.env.JWT_JWKS_URL
+  const JWT_PUBLIC_KEY = process.env.JWT_PUBLIC_KEY
+  const JWT_SECRET = process.env.JWT_SECRET
+  return {
+    issuer,
+    audience,
+    ...(JWT_JWKS_URL ? { jwksUrl: JWT_JWKS_URL } : {}),
+    ...(JWT_PUBLIC_KEY ? { publicKey: JWT_PUBLIC_KEY.replaceAll("\\n", "\n") } : {}),
+    ...(JWT_SECRET ? { secret: Redacted.make(JWT_SECRET) } : {})
+  }
+}
+
+/**
+ * The static tokens of `ROUTING_ADMIN_TOKENS`, `ROUTING_READ_TOKENS` and `ROUTING_TOKENS`. With none configured and
+ * no JWT keys either, one random admin token is generated and printed once, so a newcomer can try the API at once:
+ * never a fixed token.
+ */
+export const tokens = (): ReadonlyArray<Authenticator.StaticToken> => {
+  const configured = [
+    ...list("ROUTING_ADMIN_TOKENS", ["routes:read", "routes:write"]),
+    ...list("ROUTING_READ_TOKENS", ["routes:read"]),
+    ...routingTokens()
+  ]
+  if (configured.length > 0 || jwtOptions() !== undefined) return configured
+  const token = randomBytes(24).toString("base64url")
+  console.log(`no tokens configured: generated admin token ${token}`)
+  console.log("(set ROUTING_ADMIN_TOKENS, ROUTING_READ_TOKENS or ROUTING_TOKENS to choose your own)")
+  return [{ token: Redacted.make(token), scopes: ["routes:read", "routes:write"], id: "admin" }]
+}
+
+/**
+ * The configured tokens, as an authenticator: the static tokens, and JWTs when JWT keys are set. With both, a token is
+ * looked up among the static tokens first, and verified as a JWT only when none of them is it.
+ */
+export const authenticator = (): Layer.Layer<Authenticator.Authenticator, InvalidOption.InvalidOption> => {
+  const statics = tokens()
+  const jwt = jwtOptions()
+  if (jwt === undefined) return Authenticator.layerStaticTokens(statics)
+  if (statics.length === 0) return Authenticator.layerJwt(jwt)
+  const invalid = Authenticator.checkStaticTokens(statics)
+  if (invalid !== undefined) return Layer.fail(invalid)
+  return Layer.effect(
+    Authenticator.Authenticator,
+    Effect.map(
+      Authenticator.jwt(jwt),
+      (verify) => Authenticator.orElse(Authenticator.makeStaticTokens(statics), verify)
+    )
+  )
+}
 
 /** `store` (the in-memory store by default) and the configured tokens. */
 export const services = <A, E>(

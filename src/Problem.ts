@@ -37,7 +37,8 @@ export const codes = {
   too_many_idempotency_keys: 429,
   internal_error: 500,
   handler_unavailable: 503,
-  store_unavailable: 503
+  store_unavailable: 503,
+  authenticator_unavailable: 503
 } as const
 
 /**
@@ -63,7 +64,8 @@ export const descriptions: Readonly<Record<Code, string>> = {
   unauthenticated: "No Authorization header, or a scheme other than Bearer.",
   invalid_token: "The bearer token is not accepted (unknown, expired or revoked).",
   insufficient_scope:
-    "The token lacks the scope the request needs (routes:read to get and list, routes:write to create, update and delete).",
+    "The token lacks the scope the request needs (routes:read to get and list, routes:write to create, update and " +
+    "delete; routes:write:<prefix> for routes under that path prefix only); `WWW-Authenticate` names the scope.",
   route_not_found: "No route has that id (including ids that could never exist).",
   not_found: "Nothing is served at that path (answered only by an adapter or router with no host to fall back on, " +
     "or for the change stream by an API built without a route table).",
@@ -93,7 +95,9 @@ export const descriptions: Readonly<Record<Code, string>> = {
   internal_error: "Something unexpected failed; the cause is logged, never sent.",
   handler_unavailable:
     "The route names a handler or middleware this process has not registered (another process may have it).",
-  store_unavailable: "The store is unreachable or timed out; nothing was written. Retry after `Retry-After` seconds."
+  store_unavailable: "The store is unreachable or timed out; nothing was written. Retry after `Retry-After` seconds.",
+  authenticator_unavailable: "The token cannot be checked now (an identity provider's key set cannot be fetched); " +
+    "nothing was done. Retry after `Retry-After` seconds."
 }
 
 /**

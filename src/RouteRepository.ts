@@ -12,6 +12,7 @@ import type {
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
   InvalidRestore,
+  OutsidePrefixes,
   PreconditionFailed,
   ReadOnlyStore,
   RouteConflict,
@@ -37,7 +38,9 @@ export {
   makeRoute,
   MAX_METHODS,
   meetsPrecondition,
-  patchChanges
+  patchChanges,
+  underPrefixes,
+  withinPrefixes
 } from "./internal/store/rules.js"
 
 /**
@@ -89,13 +92,18 @@ export interface FirstAnswer {
 }
 
 /**
- * A condition on the route's current revision, checked atomically with the change it guards. `ifMatch` lists the
+ * A condition on the route as it is stored, checked atomically with the change it guards. `ifMatch` lists the
  * revisions the caller accepts (none matching fails with `PreconditionFailed`); absent, any revision will do.
+ * `pathPrefixes` limits the change to routes whose stored path is one of them or starts with one followed by `/`
+ * (none fails with `OutsidePrefixes`, checked before `ifMatch`); absent, any path will do. This is how a writer that
+ * owns only some path prefixes (`routes:write:/payments`) updates and deletes without a check-then-write race.
  *
  * @since 0.2.0
  */
 export interface Precondition {
   readonly ifMatch?: ReadonlyArray<number> | undefined
+  /** @since 0.5.0 */
+  readonly pathPrefixes?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -275,7 +283,7 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
   readonly list: (query: ListQuery) => Effect.Effect<Page, StoreUnavailable>
   /**
    * Replaces the fields `patch` gives, keeping `id` and `createdAt`. A patch that changes nothing leaves the route
-   * and its revision as they are. Decided in this order: not found, precondition, conflict, then the method bound (a
+   * and its revision as they are. Decided in this order: not found, the path prefixes, `ifMatch`, conflict, then the method bound (a
    * new method past `MAX_METHODS` distinct ones; a conflict names a stored method, so the two never meet).
    */
   readonly update: (
@@ -285,7 +293,13 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     options?: WriteOptions
   ) => Effect.Effect<
     Route.StoredRoute,
-    RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods | StoreUnavailable | ReadOnlyStore
+    | RouteNotFound
+    | OutsidePrefixes
+    | PreconditionFailed
+    | RouteConflict
+    | TooManyMethods
+    | StoreUnavailable
+    | ReadOnlyStore
   >
   /**
    * Removes the route; its method and shape are free again at once. Not found first, then the precondition. Gives the
@@ -295,7 +309,7 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     id: string,
     precondition?: Precondition,
     options?: WriteOptions
-  ) => Effect.Effect<number, RouteNotFound | PreconditionFailed | StoreUnavailable | ReadOnlyStore>
+  ) => Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | StoreUnavailable | ReadOnlyStore>
   /**
    * Offered by a store that keeps a change log (both stores of the library): one page of it, newest first (see
    * docs/history.md for each store's cost).
@@ -318,6 +332,7 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
       Restored,
       | RouteNotFound
       | InvalidRestore
+      | OutsidePrefixes
       | PreconditionFailed
       | RouteConflict
       | TooManyMethods

@@ -141,6 +141,12 @@ export const InternalErrorProblem = problem("internal_error")
  */
 export const StoreUnavailableProblem = problem("store_unavailable")
 /**
+ * `503`: the token cannot be checked now (an identity provider's key set cannot be fetched); nothing was done.
+ *
+ * @since 0.5.0
+ */
+export const AuthenticatorUnavailableProblem = problem("authenticator_unavailable")
+/**
  * `400`: the `Idempotency-Key` is not one valid key.
  *
  * @since 0.3.0
@@ -353,7 +359,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .annotate(OpenApi.Summary, "Create a route")
       .annotate(
         OpenApi.Description,
-        "Needs the routes:write scope. Answers 201 with the stored route, its Location and its ETag. " +
+        "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. Answers 201 with the stored route, its Location and its ETag. " +
           "With an Idempotency-Key, a retry gets the first answer again instead of creating twice."
       )
   )
@@ -388,7 +394,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .annotate(OpenApi.Summary, "Update a route")
       .annotate(
         OpenApi.Description,
-        "Needs the routes:write scope. The fields given replace the stored ones; id and createdAt never change. " +
+        "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. The fields given replace the stored ones; id and createdAt never change. " +
           "Answers the whole updated route with its new ETag; a patch that changes nothing keeps the ETag."
       )
   )
@@ -402,7 +408,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .annotate(OpenApi.Summary, "Delete a route")
       .annotate(
         OpenApi.Description,
-        "Needs the routes:write scope. Answers 204 without a body; its method and shape are free again at once."
+        "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. Answers 204 without a body; its method and shape are free again at once."
       )
   )
   // Errors every endpoint can answer.
@@ -413,6 +419,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
   .addError(MethodNotAllowedProblem)
   .addError(InternalErrorProblem)
   .addError(StoreUnavailableProblem)
+  .addError(AuthenticatorUnavailableProblem)
   .middleware(BearerAuth)
   .annotate(OpenApi.Description, "Route definitions: create, read, list, update and delete them.")
 {}

@@ -19,7 +19,8 @@ describe("Authenticator.layerStaticTokens", () => {
         id: "alpha",
         scopes: ["routes:read", "routes:write"]
       })
-      assert.deepStrictEqual(yield* authenticate("beta"), { id: "token-2", scopes: ["routes:read"] })
+      // Unnamed: "token-" and the first 12 hex digits of the token's SHA-256 (of "beta").
+      assert.deepStrictEqual(yield* authenticate("beta"), { id: "token-f44e64e75f39", scopes: ["routes:read"] })
       assert.deepStrictEqual((yield* authenticate("a-much-longer-token-than-the-others-0123456789")).scopes, [
         "routes:write"
       ])
@@ -93,4 +94,110 @@ describe("Authenticator.layerStaticTokens refuses unusable entries when it is bu
       assert.throws(() => Authenticator.makeStaticTokens(tokens), /static token 2/)
     })
   }
+})
+
+describe("named tokens (CONTRACT §4)", () => {
+  it("parseTokenEntry: name=token names the principal; a bare token is named by its hash, never by itself", () => {
+    const named = Authenticator.parseTokenEntry("alice=s3cret-Token")
+    assert.strictEqual(named.id, "alice")
+    assert.strictEqual(Redacted.value(named.token), "s3cret-Token")
+    // "=" only as padding at the end: a bare base64 token, not a name.
+    for (const bare of ["dG9rZW4=", "YWJj==", "plain-token"]) {
+      const entry = Authenticator.parseTokenEntry(bare)
+      assert.strictEqual(Redacted.value(entry.token), bare)
+      assert.match(entry.id, /^token-[0-9a-f]{12}$/)
+      assert.notInclude(entry.id, bare.replace(/=+$/, ""))
+    }
+    // A named token whose token has padding keeps it.
+    assert.strictEqual(Redacted.value(Authenticator.parseTokenEntry("bob=YWJj==").token), "YWJj==")
+    assert.strictEqual(Authenticator.parseTokenEntry("bob=YWJj==").id, "bob")
+  })
+
+  it("principalIdOf: token- and the first 12 hex digits of the SHA-256, the same for the same token", () => {
+    assert.strictEqual(Authenticator.principalIdOf(Redacted.make("beta")), "token-f44e64e75f39")
+    assert.notStrictEqual(
+      Authenticator.principalIdOf(Redacted.make("beta")),
+      Authenticator.principalIdOf(Redacted.make("betb"))
+    )
+  })
+
+  it("a name that is not a plain name, or that contains its token, is refused when the list is built", () => {
+    for (const id of ["", "has space", "x=y", "-leading"]) {
+      const invalid = Authenticator.checkStaticTokens([{ token: Redacted.make("t0ken-of-alice"), scopes: [], id }])
+      assert.instanceOf(invalid, InvalidOption.InvalidOption, id)
+      assert.include(invalid!.message, "name")
+    }
+    const leaking = Authenticator.checkStaticTokens([
+      { token: Redacted.make("t0ken-of-alice"), scopes: [], id: "my-t0ken-of-alice" }
+    ])
+    assert.include(leaking!.message, "contains its token")
+    assert.notInclude(leaking!.message, "t0ken-of-alice")
+    // A short token found in a name by chance is no leak of it.
+    assert.isUndefined(Authenticator.checkStaticTokens([{ token: Redacted.make("p"), scopes: [], id: "p0" }]))
+  })
+})
+
+describe("prefix scopes are checked where they are configured", () => {
+  it("accepts routes:read, routes:write and routes:write:<static path>", () => {
+    const scopes = ["routes:read", "routes:write", "routes:write:/payments", "routes:write:/api/v1.2/orders"] as const
+    assert.isUndefined(Authenticator.checkStaticTokens([{ token: Redacted.make("t"), scopes }]))
+  })
+
+  it("refuses unknown scopes and prefixes that are not static paths, naming the scope", () => {
+    const refused: ReadonlyArray<readonly [string, string]> = [
+      ["routes:write:payments", "not a valid path"],
+      ["routes:write:/payments/", "not a valid path"],
+      ["routes:write:/payments/:id", "static segments only"],
+      ["routes:write:/files/*rest", "static segments only"],
+      ["routes:write:/", "routes:write instead"],
+      ["routes:writer", "not a scope"],
+      ["routes:admin", "not a scope"]
+    ]
+    for (const [scope, message] of refused) {
+      const invalid = Authenticator.checkStaticTokens([
+        { token: Redacted.make("t"), scopes: [scope as Authenticator.Scope], id: "x" }
+      ])
+      assert.instanceOf(invalid, InvalidOption.InvalidOption, scope)
+      assert.include(invalid!.message, "scopes[0]", scope)
+      assert.include(invalid!.message, message, scope)
+    }
+  })
+})
+
+describe("Authenticator.orElse", () => {
+  const statics = Authenticator.makeStaticTokens([{ token: Redacted.make("static-1"), scopes: ["routes:read"] }])
+  const calls: Array<string> = []
+  const second = Authenticator.Authenticator.of({
+    authenticate: (token) => {
+      calls.push("second")
+      return Redacted.value(token) === "other"
+        ? Exit.succeed({ id: "other", scopes: [] })
+        : Exit.fail(new Authenticator.InvalidToken({ reason: "no" }))
+    }
+  })
+  const both = Authenticator.orElse(statics, second)
+
+  it("asks the first, and the second only for a token the first refuses; decided at once stays an Exit", () => {
+    calls.length = 0
+    const first = both.authenticate(Redacted.make("static-1"))
+    assert.isTrue(Exit.isExit(first) && Exit.isSuccess(first))
+    assert.deepStrictEqual(calls, [])
+    const other = both.authenticate(Redacted.make("other"))
+    assert.isTrue(Exit.isExit(other) && Exit.isSuccess(other))
+    assert.deepStrictEqual(calls, ["second"])
+    const neither = both.authenticate(Redacted.make("neither"))
+    assert.isTrue(Exit.isExit(neither) && Exit.isFailure(neither))
+  })
+
+  it.effect("the first's unavailability is answered as is, without asking the second", () =>
+    Effect.gen(function*() {
+      calls.length = 0
+      const down = Authenticator.Authenticator.of({
+        authenticate: () =>
+          Effect.fail(new Authenticator.AuthenticatorUnavailable({ reason: "down", retryAfterMillis: 1 }))
+      })
+      const error = yield* Effect.flip(Authenticator.orElse(down, second).authenticate(Redacted.make("other")))
+      assert.strictEqual(error._tag, "AuthenticatorUnavailable")
+      assert.deepStrictEqual(calls, [])
+    }))
 })

@@ -3,14 +3,15 @@ import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import * as Authenticator from "route-registry/Authenticator"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingApi from "route-registry/RoutingApi"
 import { PATH_PATTERN } from "../src/internal/route/pathPattern.js"
 import { adapters, type Received, type Sent, type Served } from "./utils/adapters.js"
-import { ADMIN, get, post, quiet, READER, stalledBody, tokens, WRITER } from "./utils/httpContract.js"
+import { ADMIN, get, post, quiet, READER, stalledBody, tokenList, tokens, WRITER } from "./utils/httpContract.js"
 import { methodName } from "./utils/repositoryContract.js"
 
 const spec = RoutingApi.openApi as any
@@ -66,6 +67,18 @@ const del = (id: string, headers: Record<string, string> = auth(ADMIN)): Sent =>
 
 // Requests that, between them, draw every answer each operation can give from a working store. A 405 belongs to
 // every operation of its path.
+// The configured tokens, and one whose authenticator cannot decide now (an identity provider that is down).
+const DOWN = "down-token"
+const probeTokens = Layer.succeed(
+  Authenticator.Authenticator,
+  Authenticator.orElse(Authenticator.makeStaticTokens(tokenList), {
+    authenticate: (token) =>
+      Redacted.value(token) === DOWN
+        ? Effect.fail(new Authenticator.AuthenticatorUnavailable({ reason: "test", retryAfterMillis: 5000 }))
+        : Effect.fail(new Authenticator.InvalidToken({ reason: "test" }))
+  })
+)
+
 const probes = async (served: Served): Promise<Record<Operation, Array<Received>>> => {
   const send = (request: Sent) => served.send(request)
   const created = await send(post(sample))
@@ -79,7 +92,8 @@ const probes = async (served: Served): Promise<Record<Operation, Array<Received>
     await send(request({ authorization: "Bearer" })),
     await send(request({})),
     await send(request(auth("nope"))),
-    await send(request(auth(denied)))
+    await send(request(auth(denied))),
+    await send(request(auth(DOWN)))
   ]
   return {
     list: [
@@ -272,7 +286,7 @@ describe("RoutingApi", () => {
           [failingStore("defect"), storeProbes]
         ] as const
         for (const [store, draw] of stores) {
-          const served = await adapter.start(Layer.mergeAll(store, tokens, quiet), {
+          const served = await adapter.start(Layer.mergeAll(store, probeTokens, quiet), {
             bodyTimeoutMillis: 300,
             idempotencyKeysPerPrincipal: 2
           })

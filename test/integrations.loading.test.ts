@@ -50,3 +50,13 @@ describe("the integrations load only their own framework", () => {
     assert.isFalse(packagesLoadedBy("internal/integrations/fastify.ts").has("fastify"))
   })
 })
+
+describe("jose is loaded only by the JWT authenticator", () => {
+  it("no public module loads it statically: Authenticator.jwt imports internal/auth/jwt.ts dynamically", () => {
+    for (const entry of ["index.ts", "Authenticator.ts", "NodeListener.ts", "WebHandler.ts", "Cli.ts"]) {
+      assert.isFalse(packagesLoadedBy(entry).has("jose"), entry)
+    }
+    assert.isTrue(packagesLoadedBy("internal/auth/jwt.ts").has("jose"))
+    assert.include(readFileSync(join(SRC, "Authenticator.ts"), "utf8"), "import(\"./internal/auth/jwt.js\")")
+  })
+})

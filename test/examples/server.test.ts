@@ -426,3 +426,106 @@ describe("examples/server.ts (npm start): slow clients", () => {
     assert.include(request.output, "REQUEST_TIMEOUT_MS must be more than HEADERS_TIMEOUT_MS + BODY_TIMEOUT_MS (20000)")
   })
 })
+
+describe("named tokens, ROUTING_TOKENS and JWT_* (CONTRACT §4, §5)", () => {
+  const route = (path: string) => ({ method: "GET", path, handler: "echo" })
+
+  it("name=token entries and ROUTING_TOKENS with a prefix owner all work at once", async () => {
+    const server = await start({
+      ROUTING_ADMIN_TOKENS: "alice=alice-s3cret,bare-admin",
+      ROUTING_READ_TOKENS: "bob=bob-s3cret",
+      ROUTING_TOKENS: JSON.stringify([
+        { name: "payments", token: "payments-s3cret", scopes: ["routes:read", "routes:write:/payments"] }
+      ])
+    })
+    onTestFinished(async () => {
+      await server.stop()
+    })
+    assert.strictEqual((await create(server.origin, "alice-s3cret", route("/a"))).status, 201)
+    assert.strictEqual((await create(server.origin, "bare-admin", route("/b"))).status, 201)
+    assert.strictEqual((await create(server.origin, "bob-s3cret", route("/c"))).status, 403)
+    assert.strictEqual((await create(server.origin, "payments-s3cret", route("/payments/:id"))).status, 201)
+    const outside = await create(server.origin, "payments-s3cret", route("/orders/:id"))
+    assert.strictEqual(outside.status, 403)
+    assert.include(outside.headers.get("www-authenticate")!, "scope=\"routes:write:/orders\"")
+    // The name is the principal, not a part of the token.
+    assert.strictEqual((await create(server.origin, "alice", route("/d"))).status, 401)
+    assert.strictEqual((await create(server.origin, "alice=alice-s3cret", route("/d"))).status, 400)
+  })
+
+  it(
+    "refuses a ROUTING_TOKENS that is not a list of { name, token, scopes }, naming the field, never the token",
+    async () => {
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        ["not json", "ROUTING_TOKENS is not valid JSON"],
+        ["{}", "ROUTING_TOKENS must be a JSON array"],
+        [JSON.stringify([{ name: "a", scopes: [] }]), "ROUTING_TOKENS[0].token must be a bearer token"],
+        [JSON.stringify([{ token: "hidden-1", scopes: [] }]), "ROUTING_TOKENS[0].name must be a non-empty string"],
+        [JSON.stringify([{ name: "a", token: "hidden-2" }]), "ROUTING_TOKENS[0].scopes must be an array"],
+        [
+          JSON.stringify([{ name: "a", token: "hidden-3", scopes: ["routes:read"] }, {
+            name: "b",
+            token: "hidden-4",
+            scopes: ["routes:write:/payments/:id"]
+          }]),
+          "ROUTING_TOKENS[1].scopes[0]: the prefix \"/payments/:id\" has a parameter"
+        ],
+        [JSON.stringify([{ name: "a", token: "hidden-5", scopes: ["admin"] }]), "ROUTING_TOKENS[0].scopes[0]"],
+        [JSON.stringify([{ name: "a", token: "hidden-6", scopes: [], role: "x" }]), "unknown field \"role\""]
+      ]
+      for (const [value, message] of cases) {
+        const result = await failsToStart({ ROUTING_TOKENS: value })
+        assert.strictEqual(result.code, 1, value)
+        assert.include(result.output, message, value)
+        assert.notMatch(result.output, /hidden-\d/, value)
+      }
+    },
+    120_000
+  )
+
+  it("JWT_JWKS_URL with JWT_ISSUER and JWT_AUDIENCE: the provider's tokens work, and so do static tokens", async () => {
+    const { standInProvider } = await import("../../examples/jwt-authenticator.js")
+    const provider = await standInProvider("https://idp.test", "registry")
+    onTestFinished(provider.close)
+    const server = await start({
+      ROUTING_ADMIN_TOKENS: "ops=ops-s3cret",
+      JWT_JWKS_URL: provider.jwksUrl,
+      JWT_ISSUER: "https://idp.test",
+      JWT_AUDIENCE: "other-name, registry"
+    })
+    onTestFinished(async () => {
+      await server.stop()
+    })
+    assert.notInclude(server.output(), "generated")
+    const jwt = await provider.sign("svc", "routes:read routes:write")
+    assert.strictEqual((await create(server.origin, jwt, route("/jwt"))).status, 201)
+    assert.strictEqual((await create(server.origin, "ops-s3cret", route("/static"))).status, 201)
+    assert.strictEqual((await create(server.origin, "unknown", route("/x"))).status, 401)
+    const foreign = await standInProvider("https://idp.test", "registry")
+    onTestFinished(foreign.close)
+    assert.strictEqual(
+      (await create(server.origin, await foreign.sign("svc", "routes:write"), route("/y"))).status,
+      401
+    )
+  })
+
+  it("refuses JWT keys without JWT_ISSUER or JWT_AUDIENCE, two key sources, or a short JWT_SECRET", async () => {
+    const secret = "s".repeat(40)
+    const cases: ReadonlyArray<readonly [Record<string, string>, string]> = [
+      [{ JWT_SECRET: secret, JWT_AUDIENCE: "a" }, "JWT_ISSUER must be set with JWT_SECRET"],
+      [{ JWT_SECRET: secret, JWT_ISSUER: "i" }, "JWT_AUDIENCE must be set with JWT_SECRET"],
+      [
+        { JWT_SECRET: secret, JWT_JWKS_URL: "http://127.0.0.1:1/certs", JWT_ISSUER: "i", JWT_AUDIENCE: "a" },
+        "set only one of"
+      ],
+      [{ JWT_SECRET: "short-secret-x", JWT_ISSUER: "i", JWT_AUDIENCE: "a" }, "at least 32 bytes"]
+    ]
+    for (const [env, message] of cases) {
+      const result = await failsToStart(env)
+      assert.strictEqual(result.code, 1, message)
+      assert.include(result.output, message)
+      assert.notInclude(result.output, "short-secret-x")
+      assert.notInclude(result.output, secret)
+    }
+  }, 120_000)
+})

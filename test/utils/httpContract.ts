@@ -21,12 +21,17 @@ import * as TestDatabase from "./TestDatabase.js"
 export const ADMIN = "admin-token"
 export const READER = "read-token"
 export const WRITER = "write-token"
+/** Owns the path prefixes /payments and /api/orders (CONTRACT §4), and reads everything. */
+export const OWNER = "owner-token"
 
-export const tokens = Authenticator.layerStaticTokens([
+export const tokenList: ReadonlyArray<Authenticator.StaticToken> = [
   { token: Redacted.make(ADMIN), scopes: ["routes:read", "routes:write"], id: "admin" },
   { token: Redacted.make(READER), scopes: ["routes:read"], id: "reader" },
-  { token: Redacted.make(WRITER), scopes: ["routes:write"], id: "writer" }
-])
+  { token: Redacted.make(WRITER), scopes: ["routes:write"], id: "writer" },
+  { token: Redacted.make(OWNER), scopes: ["routes:read", "routes:write:/payments", "routes:write:/api/orders"] }
+]
+
+export const tokens = Authenticator.layerStaticTokens(tokenList)
 
 export type Store = Layer.Layer<RouteRepository.RouteRepository, unknown>
 
@@ -81,6 +86,7 @@ const serving = (adapter: Adapter, store: Store, options?: RoutingHandler.Option
 export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   createGetContract(adapter, store, options)
   describe("list, update, delete, versions", () => changeContract(adapter, store, options))
+  describe("owners of path prefixes", () => ownersContract(adapter, store, options))
 }
 
 /**
@@ -1120,3 +1126,97 @@ const everyOperation: ReadonlyArray<Sent> = [
   patch(Route.makeRouteId(0), { handler: "x" }),
   remove(Route.makeRouteId(0))
 ]
+
+/** Owners of path prefixes (CONTRACT §4): `routes:write:<prefix>` on create, update and delete; reads unlimited. */
+export const ownersContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+  const send = serving(adapter, store, options)
+  const owner = { ...auth(OWNER), ...json }
+  const route = (path: string, handler = "h") => ({ method: "GET", path, handler })
+  const create = async (path: string, headers: Record<string, string> = { ...auth(ADMIN), ...json }) => {
+    const response = await send(post(route(path), headers))
+    assert.strictEqual(response.status, 201, response.text)
+    return response.json as { id: string; path: string }
+  }
+  const assertOutside = (response: Received, scope: string) => {
+    assertProblem(response, "insufficient_scope")
+    assert.strictEqual(
+      response.headers.get("www-authenticate"),
+      `Bearer realm="routing", error="insufficient_scope", scope="${scope}"`
+    )
+  }
+  const paths = async () =>
+    ((await send(list("limit=100"))).json.items as Array<{ path: string }>).map((item) => item.path).sort()
+
+  it("creates routes at its prefixes and below them; anywhere else is 403 naming the scope needed, and stores nothing", async () => {
+    for (const path of ["/payments", "/payments/:id", "/payments/refunds/*rest", "/api/orders/:id.json"]) {
+      await create(path, owner)
+    }
+    const refused: ReadonlyArray<readonly [string, string]> = [
+      ["/paymentsx", "routes:write:/paymentsx"],
+      ["/orders/:id", "routes:write:/orders"],
+      ["/api/other/:id", "routes:write:/api/other"],
+      ["/api", "routes:write:/api"],
+      ["/:tenant/payments", "routes:write"],
+      ["/", "routes:write"]
+    ]
+    for (const [path, scope] of refused) assertOutside(await send(post(route(path), owner)), scope)
+    assert.deepStrictEqual(await paths(), [
+      "/api/orders/:id.json",
+      "/payments",
+      "/payments/:id",
+      "/payments/refunds/*rest"
+    ])
+  })
+
+  it("reads every route, inside its prefixes or not", async () => {
+    const other = await create("/orders/:id")
+    assert.strictEqual((await send(get(other.id, auth(OWNER)))).status, 200)
+    assert.strictEqual((await send(list("", auth(OWNER)))).status, 200)
+  })
+
+  it("updates within its prefixes; moving a route out, or touching one outside, is 403 and changes nothing", async () => {
+    const mine = await create("/payments/:id")
+    const moved = await send(patch(mine.id, { path: "/payments/v2/:id" }, owner))
+    assert.strictEqual(moved.status, 200, moved.text)
+    assertOutside(await send(patch(mine.id, { path: "/orders/:id" }, owner)), "routes:write:/orders")
+    const theirs = await create("/orders/:id")
+    assertOutside(await send(patch(theirs.id, { handler: "mine" }, owner)), "routes:write:/orders")
+    // Moving a route into its prefixes from outside is refused too: the stored path decides.
+    assertOutside(await send(patch(theirs.id, { path: "/payments/taken/:id" }, owner)), "routes:write:/orders")
+    assert.strictEqual((await send(get(mine.id))).json.path, "/payments/v2/:id")
+    assert.deepStrictEqual({ ...(await send(get(theirs.id))).json, createdAt: "" }, {
+      ...theirs,
+      createdAt: ""
+    })
+  })
+
+  it("deletes within its prefixes; a route outside is 403 before If-Match, and stays", async () => {
+    const mine = await create("/api/orders/:id")
+    const theirs = await create("/orders/:id")
+    assertOutside(await send(remove(theirs.id, auth(OWNER))), "routes:write:/orders")
+    assertOutside(await send(remove(theirs.id, { ...auth(OWNER), "if-match": "\"999\"" })), "routes:write:/orders")
+    assert.strictEqual((await send(get(theirs.id))).status, 200)
+    assertProblem(await send(remove(mine.id, { ...auth(OWNER), "if-match": "\"999\"" })), "precondition_failed")
+    assert.strictEqual((await send(remove(mine.id, auth(OWNER)))).status, 204)
+    assertProblem(await send(remove(mine.id, auth(OWNER))), "route_not_found")
+  })
+
+  it("the stored path is checked with the write: a delete racing a move out of its prefix never deletes it there", async () => {
+    for (let i = 0; i < 8; i++) {
+      const mine = await create(`/payments/race${i}`)
+      const [moved, deleted] = await Promise.all([
+        send(patch(mine.id, { path: `/orders/race${i}` })),
+        send(remove(mine.id, auth(OWNER)))
+      ])
+      // Either the delete came first (the move then finds nothing), or the move did (the delete is then refused).
+      if (deleted.status === 204) {
+        assertProblem(moved, "route_not_found")
+      } else {
+        assert.strictEqual(moved.status, 200, moved.text)
+        // The narrowest scope for the path the route holds now: decided on the stored route, not the request.
+        assertOutside(deleted, `routes:write:/orders/race${i}`)
+        assert.strictEqual((await send(get(mine.id))).json.path, `/orders/race${i}`)
+      }
+    }
+  })
+}

@@ -587,6 +587,39 @@ const updating = (test: Test) => {
       assert.strictEqual(JSON.stringify(yield* findById(route.id)), JSON.stringify(route))
     }))
 
+  test("path prefixes: the stored path must be under one; checked before the revisions, on the stored route", () =>
+    Effect.gen(function*() {
+      const route = yield* create({ method: "GET", path: "/payments/:id", handler: "h" })
+      const other = yield* create({ method: "GET", path: "/paymentsx", handler: "h" })
+      const outside = (id: string, path: string) => new RouteRepository.OutsidePrefixes({ id, path })
+      const stale = { pathPrefixes: ["/orders"], ifMatch: [route.revision + 1000] }
+      assert.deepStrictEqual(
+        yield* Effect.flip(update(route.id, { handler: "x" }, stale)),
+        outside(route.id, route.path)
+      )
+      // /payments holds /payments/:id, not /paymentsx; no prefix at all holds nothing; a no-op is checked too.
+      assert.deepStrictEqual(
+        yield* Effect.flip(update(other.id, { handler: "x" }, { pathPrefixes: ["/payments"] })),
+        outside(other.id, "/paymentsx")
+      )
+      assert.deepStrictEqual(
+        yield* Effect.flip(update(route.id, { handler: "h" }, { pathPrefixes: [] })),
+        outside(route.id, route.path)
+      )
+      // The new path is the caller's to check: the store decides on the path it holds.
+      const moved = yield* update(route.id, { path: "/orders/:id" }, { pathPrefixes: ["/orders", "/payments"] })
+      assert.strictEqual(moved.path, "/orders/:id")
+      assert.deepStrictEqual(
+        yield* Effect.flip(update(route.id, { path: "/payments/:id" }, { pathPrefixes: ["/payments"] })),
+        outside(route.id, "/orders/:id")
+      )
+      assert.deepStrictEqual(
+        yield* Effect.flip(update(route.id, { handler: "x" }, { pathPrefixes: ["/orders"], ifMatch: [1e9] })),
+        new RouteRepository.PreconditionFailed({ id: route.id, revision: moved.revision })
+      )
+      assert.strictEqual(JSON.stringify(yield* findById(route.id)), JSON.stringify(moved))
+    }))
+
   test("a precondition naming the current revision (among others) lets the change through", () =>
     Effect.gen(function*() {
       const route = yield* create({ method: "GET", path: "/pre", handler: "h" })
@@ -642,6 +675,18 @@ const removing = (test: Test) => {
           new RouteRepository.RouteNotFound({ id })
         )
       }
+    }))
+
+  test("path prefixes: a route outside them is not removed; one under them is", () =>
+    Effect.gen(function*() {
+      const route = yield* create({ method: "GET", path: "/api/orders/:id", handler: "h" })
+      assert.deepStrictEqual(
+        yield* Effect.flip(remove(route.id, { pathPrefixes: ["/api/order", "/payments"] })),
+        new RouteRepository.OutsidePrefixes({ id: route.id, path: route.path })
+      )
+      assert.strictEqual((yield* findById(route.id)).id, route.id)
+      yield* remove(route.id, { pathPrefixes: ["/payments", "/api/orders"] })
+      assert.strictEqual((yield* Effect.flip(findById(route.id)))._tag, "RouteNotFound")
     }))
 
   test("a precondition that names another revision fails and removes nothing; one naming it removes", () =>

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import * as Problem from "../../Problem.js"
 import type { FieldIssue } from "../../Route.js"
 import type { TooManyIdempotencyKeys } from "../../RouteRepository.js"
+import { neededScope } from "../auth/scopes.js"
 import { MAX_ISSUES } from "../route/validate.js"
 import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "../store/rules.js"
 import { COLLECTION, type Response } from "./exchange.js"
@@ -109,6 +110,21 @@ const insufficientScope = (scope: string, action: string) =>
 export const READ_SCOPE = insufficientScope("routes:read", "read routes")
 
 export const WRITE_SCOPE = insufficientScope("routes:write", "create, update or delete routes")
+
+// --- owners of path prefixes (CONTRACT §4) ---------------------------------------------------------------------------
+
+/** A write outside every prefix the token owns: the challenge names the narrowest scope that would allow it. */
+export const outsidePrefixes = (path: string) => {
+  const scope = neededScope(path)
+  return problem(
+    "insufficient_scope",
+    `This token may write only routes under the path prefixes of its routes:write:<prefix> scopes, and ${path} is ` +
+      `under none of them, so nothing was changed: use a token with the scope ${scope}${
+        scope === "routes:write" ? "" : " or routes:write"
+      }.`,
+    { "www-authenticate": `${REALM}, error="insufficient_scope", scope="${scope}"` }
+  )
+}
 
 // --- paths and methods ---------------------------------------------------------------------------------------------
 
@@ -256,6 +272,16 @@ export const tooManyIdempotencyKeys = (refused: TooManyIdempotencyKeys) => {
     `${boundPassed(refused)}, so nothing was created: send the create without an Idempotency-Key, or retry after ${
       plural(seconds, "second")
     }, when its oldest key expires.`,
+    { "retry-after": String(seconds) }
+  )
+}
+
+export const authenticatorUnavailable = (retryAfterMillis: number) => {
+  const seconds = secondsFor(retryAfterMillis)
+  return problem(
+    "authenticator_unavailable",
+    `The token cannot be checked right now (the identity provider's keys cannot be fetched) and nothing was done: ` +
+      `retry after ${plural(seconds, "second")}.`,
     { "retry-after": String(seconds) }
   )
 }

@@ -16,6 +16,7 @@ import { type Refusal, refuse } from "./answers.js"
 import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
 import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
+import * as Ownership from "./ownership.js"
 
 /** The log's path. */
 export const HISTORY = `${COLLECTION}/history`
@@ -265,7 +266,7 @@ const restore = <Core>(steps: Steps<Core>, core: Core, request: Request, id: str
       const { created, route } = yield* restoreRoute(
         id,
         revision,
-        Conditional.ifMatch(request.header("if-match")),
+        Ownership.guard(principal, Conditional.ifMatch(request.header("if-match"))),
         { actor: principal.id, dryRun }
       ).pipe(Effect.catchTag("InvalidRestore", (refused) => refuse(invalidRestore(refused))))
       if (!dryRun) steps.changed(core, id)

@@ -22,6 +22,7 @@ import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange
 import * as History from "./history.js"
 import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
+import * as Ownership from "./ownership.js"
 import * as ServiceErrors from "./serviceErrors.js"
 
 /** What telemetry calls an operation: one per method served on a path, and the 405s. */
@@ -112,12 +113,15 @@ const authorize = (
   request: Request,
   scope: Authenticator.Scope,
   refusal: Response
-): Effect.Effect<Authenticator.Principal, Refusal | Authenticator.InvalidToken> => {
+): Effect.Effect<
+  Authenticator.Principal,
+  Refusal | Authenticator.InvalidToken | Authenticator.AuthenticatorUnavailable
+> => {
   const token = Credentials.credential(request.header("authorization"))
   if (!Redacted.isRedacted(token)) return refuse(token)
   return Effect.filterOrFail(
     core.authenticator.authenticate(token),
-    (principal) => principal.scopes.includes(scope),
+    (principal) => Ownership.holds(principal.scopes, scope),
     () => new Refusal(refusal)
   )
 }
@@ -252,6 +256,7 @@ const create = (core: Core, request: Request): Effect.Effect<Response> =>
     const requestKey = yield* Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)
     const body = yield* Content.readJson(request, Content.CREATE_TYPES, core.limits)
     const input = yield* cataloged(core, yield* validated(Route.validateCreate(body), Answers.invalidRoute))
+    yield* Ownership.mayWrite(principal, input)
     return yield* createOnce(core, input, requestKey, request.base ?? "", { actor: principal.id, dryRun })
   }).pipe(answered(core))
 
@@ -277,7 +282,9 @@ const update = (core: Core, request: Request, id: string): Effect.Effect<Respons
     const options = { actor: principal.id, dryRun: yield* dryRunOf(request) }
     const body = yield* Content.readJson(request, Content.PATCH_TYPES, core.limits)
     const patch = yield* cataloged(core, yield* validated(Route.validatePatch(body), Answers.invalidRoute))
-    const route = yield* core.repository.update(id, patch, Conditional.ifMatch(request.header("if-match")), options)
+    yield* Ownership.mayWrite(principal, patch)
+    const precondition = Ownership.guard(principal, Conditional.ifMatch(request.header("if-match")))
+    const route = yield* core.repository.update(id, patch, precondition, options)
     return yield* withRoute(core, 200, route, History.revisionHeaders(route.revision, options.dryRun))
   }).pipe(answered(core, id))
 
@@ -285,7 +292,8 @@ const remove = (core: Core, request: Request, id: string): Effect.Effect<Respons
   Effect.gen(function*() {
     const principal = yield* authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
     const options = { actor: principal.id, dryRun: yield* dryRunOf(request) }
-    const revision = yield* core.repository.remove(id, Conditional.ifMatch(request.header("if-match")), options)
+    const precondition = Ownership.guard(principal, Conditional.ifMatch(request.header("if-match")))
+    const revision = yield* core.repository.remove(id, precondition, options)
     if (!options.dryRun) core.answers?.delete(id)
     return Answers.empty(204, History.revisionHeaders(revision, options.dryRun))
   }).pipe(answered(core, id))

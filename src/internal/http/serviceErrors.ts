@@ -15,6 +15,8 @@ import * as Idempotency from "./idempotency.js"
 /** What the services fail with, as declared. */
 export type ServiceError =
   | Authenticator.InvalidToken
+  | Authenticator.AuthenticatorUnavailable
+  | RouteRepository.OutsidePrefixes
   | RouteRepository.RouteNotFound
   | RouteRepository.RouteConflict
   | RouteRepository.PreconditionFailed
@@ -45,6 +47,20 @@ export const table: Table = {
   InvalidToken: {
     code: "invalid_token",
     answer: (error) => Effect.as(Effect.logDebug("route-registry: token refused", error.reason), Answers.INVALID_TOKEN)
+  },
+  // The key set of a JWT authenticator cannot be fetched; the reason is the authenticator's, never the token.
+  AuthenticatorUnavailable: {
+    code: "authenticator_unavailable",
+    answer: (error) =>
+      Effect.as(
+        Effect.logWarning("route-registry: authenticator unavailable", error.reason),
+        Answers.authenticatorUnavailable(error.retryAfterMillis)
+      )
+  },
+  // The stored route is outside the prefixes the principal owns (`Ownership.guard`), decided by the store.
+  OutsidePrefixes: {
+    code: "insufficient_scope",
+    answer: (error) => Effect.succeed(Answers.outsidePrefixes(error.path))
   },
   RouteNotFound: { code: "route_not_found", answer: (_, { id }) => Effect.succeed(Answers.routeNotFound(id)) },
   PreconditionFailed: {

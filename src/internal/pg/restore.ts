@@ -9,18 +9,25 @@ import * as Route from "../../Route.js"
 import type { Precondition, Restored } from "../../RouteRepository.js"
 import {
   InvalidRestore,
+  OutsidePrefixes,
   PreconditionFailed,
   RouteConflict,
   RouteNotFound,
   type StoreUnavailable,
   TooManyMethods
 } from "../store/errors.js"
-import { makeRoute, MAX_METHODS, meetsPrecondition, patchChanges, restoredFields } from "../store/rules.js"
+import { barredBy, makeRoute, MAX_METHODS, patchChanges, restoredFields, withinPrefixes } from "../store/rules.js"
 import * as Log from "./log.js"
 import * as Row from "./row.js"
 import * as Store from "./store.js"
 
-type RestoreError = RouteNotFound | InvalidRestore | PreconditionFailed | RouteConflict | TooManyMethods
+type RestoreError =
+  | RouteNotFound
+  | InvalidRestore
+  | OutsidePrefixes
+  | PreconditionFailed
+  | RouteConflict
+  | TooManyMethods
 
 // The route other than `id` that holds the method and shape, read while the counter is held: no writer of the store
 // can store or free one until the restore commits, so the unique index never has to refuse it.
@@ -56,9 +63,10 @@ export const restore = (
     method = fields.method
     const row = yield* Store.readRoute(store, id)
     const current = row === undefined ? undefined : Row.decode(row)
-    if (current !== undefined && !meetsPrecondition(precondition, current.revision)) {
-      return yield* new PreconditionFailed({ id, revision: current.revision })
-    }
+    const barred = current === undefined ? undefined : barredBy(precondition, current)
+    if (barred !== undefined) return yield* barred
+    // A prefix owner restores only what lies under its prefixes, then and now.
+    if (!withinPrefixes(precondition, fields.path)) return yield* new OutsidePrefixes({ id, path: fields.path })
     // A route deleted has no current revision for If-Match to name.
     if (current === undefined && precondition?.ifMatch !== undefined) {
       return yield* new PreconditionFailed({ id, revision: 0 })

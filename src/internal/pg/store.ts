@@ -12,13 +12,14 @@ import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
 import type { ListQuery, Page, Precondition, RouteIdGenerator } from "../../RouteRepository.js"
 import {
-  PreconditionFailed,
+  type OutsidePrefixes,
+  type PreconditionFailed,
   RouteConflict,
   RouteNotFound,
   type StoreUnavailable,
   TooManyMethods
 } from "../store/errors.js"
-import { MAX_METHODS, meetsPrecondition, patchChanges } from "../store/rules.js"
+import { barredBy, MAX_METHODS, patchChanges } from "../store/rules.js"
 import * as Batch from "./batch.js"
 import type * as Deadline from "./deadline.js"
 import { storeErrors } from "./errors.js"
@@ -70,10 +71,16 @@ export const withRouteId = <A, E>(id: string, operation: (id: Route.RouteId) => 
   Route.isRouteId(id) ? storeErrors(operation(id)) : notFound(id)
 
 // Revisions only ever are integers: others in a precondition name no revision (and would not parse as bigint).
-const revisionIn = ({ sql }: Store, precondition: Precondition | undefined) =>
-  precondition?.ifMatch === undefined
+// The path prefixes are part of the same statement's condition, so they are decided on the row the change locks.
+const revisionIn = ({ sql }: Store, precondition: Precondition | undefined) => {
+  const revisions = precondition?.ifMatch === undefined
     ? sql``
     : sql`AND revision = ANY(${precondition.ifMatch.filter(Number.isSafeInteger)})`
+  const prefixes = precondition?.pathPrefixes
+  if (prefixes === undefined) return revisions
+  const under = prefixes.map((prefix) => sql`path = ${prefix} OR starts_with(path, ${`${prefix}/`})`)
+  return sql`${revisions} AND (${under.length === 0 ? sql`false` : sql.or(under)})`
+}
 
 export const readRoute = ({ columns, readMark, settings, sql }: Store, id: Route.RouteId) => {
   const table = sql(settings.qualified)
@@ -89,15 +96,16 @@ const decide = <A, E>(
   precondition: Precondition | undefined,
   settled: (route: Route.StoredRoute) => Effect.Effect<A, E | SqlError> | undefined,
   retry: () => Effect.Effect<A, E | SqlError>
-): Effect.Effect<A, E | SqlError | RouteNotFound | PreconditionFailed> =>
-  Effect.flatMap(readRoute(store, id), (row): Effect.Effect<A, E | SqlError | RouteNotFound | PreconditionFailed> => {
-    if (row === undefined) return notFound(id)
-    const current = Row.decode(row)
-    if (!meetsPrecondition(precondition, current.revision)) {
-      return Effect.fail(new PreconditionFailed({ id, revision: current.revision }))
+): Effect.Effect<A, E | SqlError | RouteNotFound | OutsidePrefixes | PreconditionFailed> =>
+  Effect.flatMap(
+    readRoute(store, id),
+    (row): Effect.Effect<A, E | SqlError | RouteNotFound | OutsidePrefixes | PreconditionFailed> => {
+      if (row === undefined) return notFound(id)
+      const current = Row.decode(row)
+      const barred = barredBy(precondition, current)
+      return barred !== undefined ? Effect.fail(barred) : settled(current) ?? retry()
     }
-    return settled(current) ?? retry()
-  })
+  )
 
 /**
  * Inserts one route with the next revision and its log entry; the unique index decides conflicts: of concurrent
@@ -145,7 +153,7 @@ export const create = (
 }
 
 /** The failures of an update, besides the database's. */
-export type UpdateError = RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods
+export type UpdateError = RouteNotFound | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods
 
 /**
  * The statement that replaces the fields `patch` gives, checks the precondition, writes only a real change, and logs
@@ -205,7 +213,9 @@ export const update = (
       AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
     WHERE self.id = ${id}`
   // In one transaction: the statement and, when it changed nothing, why.
-  const attempt = (base: number): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | SqlError> =>
+  const attempt = (
+    base: number
+  ): Effect.Effect<Route.StoredRoute, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> =>
     empty ?
       decide(store, id, precondition, unchanged, () => attempt(base)) :
       Effect.flatMap(
@@ -235,10 +245,12 @@ export const remove = (
   id: Route.RouteId,
   precondition: Precondition | undefined,
   change: Log.Change
-): Effect.Effect<number, RouteNotFound | PreconditionFailed | StoreUnavailable | SqlError> => {
+): Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | StoreUnavailable | SqlError> => {
   const { settings, sql } = store
   const table = sql(settings.qualified)
-  const attempt = (base: number): Effect.Effect<number, RouteNotFound | PreconditionFailed | SqlError> =>
+  const attempt = (
+    base: number
+  ): Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> =>
     Effect.flatMap(
       // A delete is a change too: it takes a revision, which the log records.
       sql<{ revision: string }>`

@@ -49,6 +49,21 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("St
 }
 
 /**
+ * The route's stored path is outside every path prefix the change was limited to (`Precondition.pathPrefixes`: the
+ * writer owns only those prefixes). Nothing changed.
+ *
+ * @since 0.5.0
+ */
+export class OutsidePrefixes extends Schema.TaggedError<OutsidePrefixes>()("OutsidePrefixes", {
+  id: Schema.String,
+  path: Schema.String
+}) {
+  override get message(): string {
+    return `route ${this.id} has the path ${this.path}, outside every path prefix the change may touch`
+  }
+}
+
+/**
  * `If-Match` failed: the route's current revision is none of the ones the caller named. Nothing changed.
  *
  * @since 0.2.0

@@ -23,6 +23,7 @@ import { withActor } from "./actor.js"
 import {
   IdempotencyKeyReused,
   InvalidRestore,
+  OutsidePrefixes,
   PreconditionFailed,
   RouteConflict,
   RouteNotFound,
@@ -207,9 +208,6 @@ interface Change {
 
 const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
 
-const preconditionFailed = (route: Route.StoredRoute) =>
-  Effect.fail(new PreconditionFailed({ id: route.id, revision: route.revision }, true))
-
 /** An idempotency key the memory store remembers: the first request's fingerprint, its answer, until `expiresAt`. */
 interface KeptKey extends FirstAnswer {
   readonly fingerprint: string
@@ -340,8 +338,12 @@ export const make = (
     precondition: Precondition | undefined,
     millis: number,
     change: Change
-  ): Effect.Effect<Route.StoredRoute, RouteNotFound | PreconditionFailed | RouteConflict | TooManyMethods> => {
-    if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+  ): Effect.Effect<
+    Route.StoredRoute,
+    RouteNotFound | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods
+  > => {
+    const barred = Rules.barredBy(precondition, current)
+    if (barred !== undefined) return Effect.fail(barred)
     if (!Rules.patchChanges(current, patch)) return Effect.succeed(current)
     const method = patch.method ?? current.method
     const path = patch.path ?? current.path
@@ -433,10 +435,11 @@ export const make = (
       withActor(
         options,
         (actor) =>
-          Effect.clockWith((clock): Effect.Effect<number, RouteNotFound | PreconditionFailed> => {
+          Effect.clockWith((clock): Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed> => {
             const current = memory.byId.get(id)
             if (current === undefined) return notFound(id)
-            if (!Rules.meetsPrecondition(precondition, current.revision)) return preconditionFailed(current)
+            const barred = Rules.barredBy(precondition, current)
+            if (barred !== undefined) return Effect.fail(barred)
             const revision = memory.revision + 1
             if (options?.dryRun === true) return Effect.succeed(revision)
             memory.revision = revision
@@ -451,7 +454,7 @@ export const make = (
       withActor(options, (actor) =>
         Effect.clockWith((clock): Effect.Effect<
           Restored,
-          RouteNotFound | InvalidRestore | PreconditionFailed | RouteConflict | TooManyMethods
+          RouteNotFound | InvalidRestore | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods
         > => {
           const target = Log.at(log, revision)
           if (target === undefined || target.routeId !== id) {
@@ -461,6 +464,10 @@ export const make = (
           }
           if (target.after === null) return Effect.fail(new InvalidRestore({ id, revision, reason: "deleted" }, true))
           const fields = Rules.restoredFields(target.after)
+          // A prefix owner restores only what lies under its prefixes, then and now.
+          if (!Rules.withinPrefixes(precondition, fields.path)) {
+            return Effect.fail(new OutsidePrefixes({ id, path: fields.path }, true))
+          }
           const change: Change = { actor, dryRun: options?.dryRun, restoredFrom: revision }
           const millis = clock.unsafeCurrentTimeMillis()
           const current = memory.byId.get(id)

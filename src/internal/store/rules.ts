@@ -10,7 +10,7 @@ import { Either } from "effect"
 import { createHash } from "node:crypto"
 import * as Route from "../../Route.js"
 import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "../../RouteRepository.js"
-import { RouteConflict } from "./errors.js"
+import { OutsidePrefixes, PreconditionFailed, RouteConflict } from "./errors.js"
 
 /**
  * The most distinct methods a store holds: a create or update that would add one more fails with `TooManyMethods`.
@@ -120,6 +120,40 @@ export const conflictKey = (method: string, path: Route.RoutePath): string => `$
  */
 export const meetsPrecondition = (precondition: Precondition | undefined, revision: number): boolean =>
   precondition?.ifMatch === undefined || precondition.ifMatch.includes(revision)
+
+/**
+ * `true` when `path` is one of `prefixes` or starts with one followed by `/` (`/payments` holds `/payments` and
+ * `/payments/:id`, not `/paymentsx`).
+ *
+ * @since 0.5.0
+ */
+export const underPrefixes = (prefixes: ReadonlyArray<string>, path: string): boolean =>
+  prefixes.some((prefix) => path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47))
+
+/**
+ * `true` when a route with the stored `path` meets the precondition's path prefixes: there are none, or it is under
+ * one of them.
+ *
+ * @since 0.5.0
+ */
+export const withinPrefixes = (precondition: Precondition | undefined, path: string): boolean =>
+  precondition?.pathPrefixes === undefined || underPrefixes(precondition.pathPrefixes, path)
+
+/**
+ * Why the precondition refuses a change of the stored `route`: its path prefixes first, then its revisions; `undefined`
+ * when it passes.
+ *
+ * @since 0.5.0
+ */
+export const barredBy = (
+  precondition: Precondition | undefined,
+  route: Route.StoredRoute
+): OutsidePrefixes | PreconditionFailed | undefined =>
+  !withinPrefixes(precondition, route.path)
+    ? new OutsidePrefixes({ id: route.id, path: route.path }, true)
+    : !meetsPrecondition(precondition, route.revision)
+    ? new PreconditionFailed({ id: route.id, revision: route.revision }, true)
+    : undefined
 
 const sameNames = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
   a.length === b.length && a.every((name, i) => name === b[i])
