@@ -22,9 +22,10 @@ import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange
 import { answer, type Refusal, refuse } from "./fold.js"
 import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
+import * as Match from "./match.js"
 
 /** What telemetry calls an operation: one per method served on a path, and the 405s. */
-export type Operation = "list" | "create" | "get" | "update" | "remove" | "changes" | "method_not_allowed"
+export type Operation = "list" | "create" | "get" | "update" | "remove" | "changes" | "match" | "method_not_allowed"
 
 /** One route's path as telemetry names it (`http.route`). */
 export const ITEM_ROUTE = `${COLLECTION}/{id}`
@@ -416,6 +417,16 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
     return request.method === "GET"
       ? served(core, request, Answers.CHANGES, "changes", () => changes(core, request))
       : notAllowed(core, request, Answers.CHANGES, Answers.CHANGES_METHODS)
+  }
+  if (path === Answers.MATCH) {
+    return request.method === "GET"
+      ? served(core, request, Answers.MATCH, "match", () =>
+        run(
+          core,
+          flatMapNow(authorize(core, request, "routes:read", Answers.READ_SCOPE), () =>
+            Match.answer(core.changes?.table, request))
+        ))
+      : notAllowed(core, request, Answers.MATCH, Answers.MATCH_METHODS)
   }
   if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
     const id = path.slice(ITEM_PREFIX.length)
