@@ -533,7 +533,16 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
         ["method=PUT", []],
         ["pathPrefix=/a+b", []],
         ["pathPrefix=/a%2Bb", [4]],
-        ["pathPrefix=%2Fusers%2F%3A", [0, 3]]
+        ["pathPrefix=%2Fusers%2F%3A", [0, 3]],
+        // q: in the path, the handler or a middleware name
+        ["q=users", [0, 1, 3]],
+        ["q=aud", [1, 3]],
+        ["q=sho", [0, 2]],
+        ["q=rs/:", [0, 2, 3]],
+        ["q=%2B", [4]],
+        ["q=a+b", []],
+        ["q=auth&method=POST", [1]],
+        ["q=o&pathPrefix=/orders&middleware=audit", []]
       ] as const
     ) {
       it(`filters combine with AND: ${query}`, async () => {
@@ -589,7 +598,8 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
       const bodies = ["a", "b"].map((last) => ({ method, path: prefix + last, middleware: [name], handler: name }))
       if (JSON.stringify(bodies[0]).length >= limitOf(options)) return
       const ids = [(await create(bodies[0]!)).json.id, (await create(bodies[1]!)).json.id].sort()
-      const query = new URLSearchParams({ limit: "1", method, pathPrefix: prefix, handler: name, middleware: name })
+      const q = "$".repeat(Route.MAX_NAME_LENGTH)
+      const query = new URLSearchParams({ limit: "1", method, pathPrefix: prefix, handler: name, middleware: name, q })
       const first = await send(list(query.toString()))
       assert.deepStrictEqual(idsOf(first), [ids[0]])
       const link = first.headers.get("link")!
@@ -628,6 +638,9 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
         ["pathPrefix=users", ["pathPrefix"]],
         ["handler=a%20b", ["handler"]],
         ["middleware=", ["middleware"]],
+        ["q=", ["q"]],
+        [`q=${"a".repeat(257)}`, ["q"]],
+        ["q=a&q=b", ["q"]],
         ["limit=5&limit=6", ["limit"]],
         ["access_token=admin-token", ["access_token"]],
         ["sort=id", ["sort"]],

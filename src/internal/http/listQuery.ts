@@ -7,7 +7,7 @@
 import { Either } from "effect"
 import { type FieldIssue, isRouteId } from "../../Route.js"
 import type { ListQuery } from "../../RouteRepository.js"
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../limits.js"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_SEARCH_LENGTH } from "../limits.js"
 import * as Grammar from "../route/grammar.js"
 import { MAX_ISSUES } from "../route/validate.js"
 
@@ -50,7 +50,11 @@ const RULES = {
   method: Grammar.checkMethod,
   pathPrefix: checkPathPrefix,
   handler: Grammar.checkName,
-  middleware: Grammar.checkName
+  middleware: Grammar.checkName,
+  q: (value: string) =>
+    value.length >= 1 && value.length <= MAX_SEARCH_LENGTH
+      ? undefined
+      : `must be 1 to ${MAX_SEARCH_LENGTH} characters (got ${value.length})`
 } as const satisfies Record<string, (value: string) => string | undefined>
 
 type Rules<P extends string> = Readonly<Record<P, (value: string) => string | undefined>>
@@ -103,7 +107,8 @@ export const parse = (raw: string): Either.Either<ListQuery, ReadonlyArray<Field
     method: values.method,
     pathPrefix: values.pathPrefix,
     handler: values.handler,
-    middleware: values.middleware
+    middleware: values.middleware,
+    q: values.q
   }))
 
 /** The relative link to the page after `lastId`, with the filters and limit of `query`. */
@@ -113,6 +118,7 @@ export const nextLink = (collection: string, query: ListQuery, lastId: string): 
   if (query.pathPrefix !== undefined) params.set("pathPrefix", query.pathPrefix)
   if (query.handler !== undefined) params.set("handler", query.handler)
   if (query.middleware !== undefined) params.set("middleware", query.middleware)
+  if (query.q !== undefined) params.set("q", query.q)
   params.set("cursor", encodeCursor(lastId))
   return `<${collection}?${params.toString()}>; rel="next"`
 }

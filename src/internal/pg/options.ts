@@ -60,6 +60,7 @@ export interface Settings {
   readonly removalFunction: string
   readonly idempotencyKeys: string
   readonly methodBoundFunction: string
+  readonly searchFunction: string
   readonly limits: string
   readonly channel: string
   readonly queryTimeout: Duration.Duration
@@ -97,6 +98,7 @@ export const resolve = (options: Options): Either.Either<Settings, InvalidOption
     removalFunction: qualify(`${table}_log_removal`),
     idempotencyKeys: qualify(`${table}_idempotency`),
     methodBoundFunction: qualify(`${table}_bound_methods`),
+    searchFunction: qualify(`${table}_search_text`),
     limits: qualify(`${table}_limits`),
     // One channel per table name: two schemas with tables of one name only wake each other's tables for nothing.
     channel: `${table}_changes`,

@@ -135,3 +135,10 @@ export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boole
   (patch.path !== undefined && patch.path !== route.path) ||
   (patch.handler !== undefined && patch.handler !== route.handler) ||
   (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware))
+
+/**
+ * Whether a route's path, handler or one of its middleware names contains `text` (a listing's `q`). Paths and names
+ * are ASCII, so comparing UTF-16 code units is comparing bytes.
+ */
+export const containsText = (route: Route.Route, text: string): boolean =>
+  route.path.includes(text) || route.handler.includes(text) || route.middleware.some((name) => name.includes(text))
