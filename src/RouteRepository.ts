@@ -124,6 +124,11 @@ export interface ListQuery {
   readonly handler?: string | undefined
   /** Only routes whose middleware list contains this name. */
   readonly middleware?: string | undefined
+  /**
+   * Only routes whose path, handler or one of whose middleware names contains this text, compared byte for byte
+   * (1–256 characters through the HTTP API).
+   */
+  readonly q?: string | undefined
 }
 
 /**

@@ -25,6 +25,7 @@ import { Context, Effect, Either, Layer } from "effect"
 import { dual } from "effect/Function"
 import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
 import { type Pipeable, pipeArguments } from "effect/Pipeable"
+import * as Explain from "./internal/table/explain.js"
 import * as History from "./internal/table/history.js"
 import * as LiveTable from "./internal/table/liveTable.js"
 import * as Tree from "./internal/table/routeTree.js"
@@ -242,6 +243,52 @@ export const lookup: {
   3,
   <R extends Route.Route>(self: Table<R>, method: string, target: string): Resolution<R> =>
     Tree.lookup(self.tree, method, target)
+)
+
+/**
+ * A route whose pattern matches a request's path but does not serve the request, and why, as a sentence: another
+ * method, or the segment and the rule of precedence by which the route that serves beats it.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type Candidate<R extends Route.Route = Route.Route> = Explain.Candidate<R>
+
+/**
+ * How a table resolves a request, explained: `resolution` is what `lookup` answers; `allow` the methods routes serve
+ * the path with (sorted, `HEAD` wherever `GET` is; the `Allow` of a 405; empty for a malformed path or when nothing
+ * matches); `candidates` every other route whose pattern matches the path, the most specific first, each with why
+ * it does not serve.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type Explanation<R extends Route.Route = Route.Route> = Explain.Explanation<R>
+
+/**
+ * Explains how the table resolves a request: what `lookup` answers, and every other route whose pattern matches the
+ * path with why it does not serve the request. It walks every branch of the table that matches the path, where
+ * `lookup` stops at the first route of the method, so it costs up to the size of the table: it answers questions
+ * (`GET /v1/routing/match`, `route-registry match`) and is never used to route.
+ *
+ * @example
+ * ```ts
+ * import * as RouteTable from "route-registry/RouteTable"
+ *
+ * const { resolution, candidates } = RouteTable.explain(table, "GET", "/users/me")
+ * for (const { route, reason } of candidates) console.log(route.method, route.path, reason)
+ * ```
+ *
+ * @since 0.4.0
+ * @category lookups
+ */
+export const explain: {
+  (method: string, target: string): <R extends Route.Route>(self: Table<R>) => Explanation<R>
+  <R extends Route.Route>(self: Table<R>, method: string, target: string): Explanation<R>
+} = dual(
+  3,
+  <R extends Route.Route>(self: Table<R>, method: string, target: string): Explanation<R> =>
+    Explain.explain(self.tree, method, target)
 )
 
 /**

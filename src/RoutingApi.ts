@@ -93,6 +93,12 @@ export const InsufficientScopeProblem = problem("insufficient_scope")
  */
 export const RouteNotFoundProblem = problem("route_not_found")
 /**
+ * `404`: the process does not serve this path (`/v1/routing/match` and `/v1/routing/changes` without a route table).
+ *
+ * @since 0.4.0
+ */
+export const NotFoundProblem = problem("not_found")
+/**
  * `405`: the path is served with other methods, listed in `Allow`.
  *
  * @since 0.1.0
@@ -228,6 +234,12 @@ export const ListParams = Schema.Struct({
   handler: Schema.optional(Route.HandlerName.annotations({ description: "Only routes with exactly this handler." })),
   middleware: Schema.optional(
     Route.MiddlewareName.annotations({ description: "Only routes whose middleware list contains this name." })
+  ),
+  q: Schema.optional(
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(Limits.MAX_SEARCH_LENGTH)).annotations({
+      description: "Only routes whose path, handler or one of whose middleware names contains this text, compared " +
+        "byte for byte."
+    })
   )
 })
 
@@ -294,6 +306,39 @@ export const LastEventId = Schema.Struct({
   }))
 })
 
+/**
+ * The question of `GET /v1/routing/match`: a request's method and target.
+ *
+ * @since 0.4.0
+ */
+export const MatchParams = Schema.Struct({
+  method: Route.HttpMethod.annotations({ description: "The request's method, as the router receives it." }),
+  path: Schema.String.pipe(Schema.startsWith("/")).annotations({
+    description: "The request's target: its path, optionally with a query string (ignored), as the router receives " +
+      "it (percent-escapes included: send % as %25 and + as %2B in this parameter)."
+  })
+})
+
+/**
+ * The answer of `GET /v1/routing/match`: the decision of this process's table (`outcome`, and for a route the route
+ * and its parameters), the methods routes serve the path with (`allow`), and every other route whose pattern matches
+ * the path with why it does not serve the request.
+ *
+ * @since 0.4.0
+ */
+export const Match = Schema.Struct({
+  outcome: Schema.Literal("route", "method_not_allowed", "not_found", "bad_path"),
+  route: Schema.NullOr(Route.Route),
+  params: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
+  allow: Schema.Array(Schema.String),
+  candidates: Schema.Array(Schema.Struct({ route: Route.Route, reason: Schema.String }))
+}).annotations({
+  identifier: "Match",
+  description: "route and params are null unless outcome is route. allow is sorted, with HEAD wherever GET is; " +
+    "empty for not_found and bad_path. candidates come the most specific first, each with a sentence saying why it " +
+    "does not serve: another method, or the segment and the rule of precedence by which the serving route beats it."
+})
+
 const RouteIdParam = Schema.Struct({
   id: Schema.String.annotations({
     description: "The route's id. A string that is no route's id, even one that could never be, is answered 404."
@@ -339,6 +384,21 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
           "per route, then ready, then every change as it happens; with a cursor, the changes after it, then " +
           "ready, then every change (a reset first, then every route, when this process no longer holds them). " +
           "Any query parameter but since is 400 invalid_query."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("match", `${COLLECTION}/match`)
+      .setUrlParams(MatchParams)
+      .addSuccess(Match)
+      .addError(InvalidQueryProblem)
+      .addError(NotFoundProblem)
+      .annotate(OpenApi.Summary, "Which route serves a request")
+      .annotate(
+        OpenApi.Description,
+        "Needs the routes:read scope. Answers the decision this process's route table makes for the request, as " +
+          "its router makes it (normalising, HEAD served by GET, precedence), with every other route whose pattern " +
+          "matches the path and why it does not serve. A missing or invalid method or path, or any other " +
+          "parameter, is 400 invalid_query; a process that keeps no route table answers 404 not_found."
       )
   )
   .add(

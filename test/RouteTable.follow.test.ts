@@ -321,7 +321,7 @@ describe("reconnecting: exponential backoff with full jitter", () => {
 })
 
 describe("a follower's routing API", () => {
-  it("serves GET, the list and its filters from the table, and answers writes 405 before authenticating", async () => {
+  it("serves GET, the list and its filters, and match from the table, and answers writes 405 before authenticating", async () => {
     const fake = await registry()
     const routes = [route("GET", "/users/:id", "show", ["auth"]), route("POST", "/users", "create"), route("GET", "/x")]
     for (const r of routes) fake.put(r)
@@ -347,6 +347,19 @@ describe("a follower's routing API", () => {
     assert.isString(body.nextCursor)
     const filtered = await (await fetch(`${origin}/v1/routing?middleware=auth`, { headers: auth })).json()
     assert.deepStrictEqual(filtered.items.map((r: { id: string }) => r.id), [routes[0]!.id])
+    // Which route serves a request, as the follower's own table decides it.
+    const matched = await (await fetch(`${origin}/v1/routing/match?method=HEAD&path=/users/42`, { headers: auth }))
+      .json()
+    assert.deepStrictEqual(matched, {
+      outcome: "route",
+      route: JSON.parse(Route.toJson(routes[0]!)),
+      params: { id: "42" },
+      allow: ["GET", "HEAD"],
+      candidates: []
+    })
+    const refusedMatch = await fetch(`${origin}/v1/routing/match?method=GET&path=/x`, { method: "POST", headers: auth })
+    assert.strictEqual(refusedMatch.status, 405)
+    assert.strictEqual(refusedMatch.headers.get("allow"), "GET")
     for (
       const [method, path] of [
         ["POST", "/v1/routing"],

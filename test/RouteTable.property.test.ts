@@ -13,6 +13,8 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as Route from "route-registry/Route"
 import * as RouteTable from "route-registry/RouteTable"
+import * as Match from "../src/internal/http/match.js"
+import * as Explain from "../src/internal/table/explain.js"
 import * as RouteTree from "../src/internal/table/routeTree.js"
 import * as Reference from "./utils/referenceMatcher.js"
 
@@ -322,11 +324,59 @@ const checkClasses = (tree: RouteTree.Tree<Route.Route>): void => {
 const fullHash = () => RouteTable.empty().tree
 const threeBitHash = () => new RouteTree.Tree<Route.Route>(0b111)
 
+type Check = (
+  tree: RouteTree.Tree<Route.Route>,
+  routes: ReadonlyArray<ModelRoute>,
+  method: string,
+  target: string
+) => void
+
+// The table's lookup answers as the model does.
+const resolvesAsTheModel: Check = (tree, routes, method, target) =>
+  assert.deepStrictEqual(actual(RouteTree.lookup(tree, method, target)), model(routes, method, target), target)
+
+// `GET /v1/routing/match` answers what the table's lookup and the model answer (outcome, route, params, allow), and
+// its candidates are exactly the other routes whose patterns match the path, each with a reason that holds.
+const explainsAsTheModel: Check = (tree, routes, method, target) => {
+  const body = JSON.parse(Match.bodyOf(Explain.explain(tree, method, target)))
+  const expected = model(routes, method, target)
+  const reference = routes.map(({ route, seq }) => ({ id: route.id, method: route.method, path: route.path, seq }))
+  const matches = Reference.matching(reference, target) ?? []
+  const allow = new Set(matches.map((match) => match.route.method))
+  if (allow.has("GET")) allow.add("HEAD")
+  const outcome = { Found: "route", MethodNotAllowed: "method_not_allowed", NotFound: "not_found", BadPath: "bad_path" }
+  assert.strictEqual(body.outcome, outcome[expected._tag], target)
+  assert.deepStrictEqual(body.route?.id, expected._tag === "Found" ? expected.id : undefined, target)
+  assert.deepStrictEqual(body.params, expected._tag === "Found" ? expected.params : null, target)
+  assert.deepStrictEqual(body.allow, expected._tag === "BadPath" ? [] : [...allow].sort(), target)
+  const winner = matches.find((match) => expected._tag === "Found" && match.route.id === expected.id)
+  assert.sameMembers(
+    body.candidates.map((candidate: { route: { id: string } }) => candidate.route.id),
+    matches.filter((match) => match !== winner).map((match) => match.route.id),
+    target
+  )
+  for (const { reason, route } of body.candidates as ReadonlyArray<{ route: Route.Route; reason: string }>) {
+    const match = matches.find((match) => match.route.id === route.id)!
+    if (winner === undefined || match.route.method !== winner.route.method) continue
+    const order = Reference.compareSpecificity(winner.pattern, match.pattern)
+    if (order === 0) {
+      assert.include(reason, "same method and shape", target)
+    } else {
+      assert.isBelow(order, 0, `${winner.route.path} beats ${route.path} for ${target}`)
+      // The segment named is the first where the two shapes differ.
+      const theirs = Reference.shapeOf(winner.route.path).split("/")
+      const mine = Reference.shapeOf(route.path).split("/")
+      assert.include(reason, `at segment ${theirs.findIndex((s, i) => s !== mine[i])},`, target)
+    }
+  }
+}
+
 const agreesAfterEveryChange = (
   ops: fc.Arbitrary<ReadonlyArray<Op>>,
   requests: fc.Arbitrary<ReadonlyArray<RequestSpec>>,
   numRuns: number,
-  makeTree: () => RouteTree.Tree<Route.Route> = fullHash
+  makeTree: () => RouteTree.Tree<Route.Route> = fullHash,
+  check: Check = resolvesAsTheModel
 ) => {
   let clock = Date.UTC(2026, 10, 23)
   fc.assert(
@@ -362,10 +412,7 @@ const agreesAfterEveryChange = (
         assert.strictEqual(tree.byId.size, routes.length)
         checkClasses(tree)
         for (const request of requests) {
-          const target = targetOf(request, routes)
-          const expected = model(routes, request.method, target)
-          const got = actual(RouteTree.lookup(tree, request.method, target))
-          assert.deepStrictEqual(got, expected, `${request.method} ${target}`)
+          check(tree, routes, request.method, targetOf(request, routes))
         }
       }
       for (const { route } of routes) RouteTree.remove(tree, route.id)
@@ -405,6 +452,14 @@ describe("RouteTable (property-based, against a brute-force model of §10)", () 
 
   it("and so it does when structure hashes collide all the time: a collision never joins two structures", () => {
     agreesAfterEveryChange(denseOps, denseRequests, 500, threeBitHash)
+  })
+
+  it("GET /v1/routing/match answers as the table and the model do, its candidates every other route matching", () => {
+    for (const [specs, requests] of [[routeSpecArb, requestArb], [mixedSpecArb, mixedRequestArb]] as const) {
+      const ops = fc.array(opsOf(specs), { minLength: 1, maxLength: 24 })
+      agreesAfterEveryChange(ops, fc.array(requests, { minLength: 8, maxLength: 8 }), 200, fullHash, explainsAsTheModel)
+    }
+    agreesAfterEveryChange(denseOps, denseRequests, 80, fullHash, explainsAsTheModel)
   })
 
   it("agrees with the model on tables that keep the stores' rule (one route per method and shape)", () => {

@@ -1,7 +1,8 @@
 /**
  * The route table, rule by rule (CONTRACT §10): request paths and their normalisation, malformed paths, segment
  * matching, HEAD, the 405 method lists, precedence with backtracking, parameter decoding, the cost of a lookup, live
- * changes, and stored rows the table cannot hold.
+ * changes, and stored rows the table cannot hold; and the explanation of a lookup (§17), which the property test of
+ * test/RouteTable.property.test.ts checks against the reference matcher on random tables.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Duration, Effect, Layer, Logger } from "effect"
@@ -603,4 +604,126 @@ describe("RouteTable.layer and stored rows the table cannot hold", () => {
       assert.strictEqual(lines.length, 1)
       assert.include(lines[0]!, created.id)
     }).pipe(Effect.scoped))
+})
+
+// "METHOD /path: reason" for each candidate, in the order given.
+const reasons = (explanation: RouteTable.Explanation) =>
+  explanation.candidates.map(({ reason, route }) => `${route.method} ${route.path}: ${reason}`)
+
+// The route that serves, when one does.
+const servedBy = (explanation: RouteTable.Explanation) =>
+  explanation.resolution._tag === "Found" ? explanation.resolution.route : undefined
+
+describe("RouteTable.explain (§17: the answer of GET /v1/routing/match)", () => {
+  const users = tableOf("GET /users/:id", "GET /users/me", "GET /users/:id.json", "GET /users/*rest", "POST /users/:id")
+
+  it("the most specific route serves; the others lose at the segment where they differ, by the rule that decides", () => {
+    const explanation = RouteTable.explain(users, "GET", "/users/me?x=1")
+    assert.strictEqual(explanation.resolution._tag, "Found")
+    assert.deepStrictEqual(RouteTable.lookup(users, "GET", "/users/me?x=1"), explanation.resolution)
+    assert.deepStrictEqual(explanation.allow, ["GET", "HEAD", "POST"])
+    assert.deepStrictEqual(reasons(explanation), [
+      "GET /users/:id: GET /users/me serves: at segment 2, its static segment \"me\" beats this route's parameter " +
+      "\":id\" (static beats mixed beats parameter beats wildcard)",
+      "POST /users/:id: another method: POST, not GET",
+      "GET /users/*rest: GET /users/me serves: at segment 2, its static segment \"me\" beats this route's wildcard " +
+      "\"*rest\" (static beats mixed beats parameter beats wildcard)"
+    ])
+  })
+
+  it("a mixed segment beats a parameter; between mixed segments, more static characters, then the shape's order", () => {
+    const table = tableOf("GET /f/:name.json", "GET /f/:a-:b", "GET /f/:a.:b", "GET /f/:id")
+    assert.deepStrictEqual(reasons(RouteTable.explain(table, "GET", "/f/a-b.json")), [
+      "GET /f/:a-:b: GET /f/:name.json serves: at segment 2, its mixed segment \":name.json\" has more static " +
+      "characters (5) than this route's \":a-:b\" (1)",
+      "GET /f/:a.:b: GET /f/:name.json serves: at segment 2, its mixed segment \":name.json\" has more static " +
+      "characters (5) than this route's \":a.:b\" (1)",
+      "GET /f/:id: GET /f/:name.json serves: at segment 2, its mixed segment \":name.json\" beats this route's " +
+      "parameter \":id\" (static beats mixed beats parameter beats wildcard)"
+    ])
+    assert.deepStrictEqual(reasons(RouteTable.explain(table, "GET", "/f/a-b.c")), [
+      "GET /f/:a.:b: GET /f/:a-:b serves: at segment 2, its mixed segment \":a-:b\" has as many static characters (1) " +
+      "as this route's \":a.:b\", and its shape \":-:\" comes before \":.:\" in byte order",
+      "GET /f/:id: GET /f/:a-:b serves: at segment 2, its mixed segment \":a-:b\" beats this route's parameter " +
+      "\":id\" (static beats mixed beats parameter beats wildcard)"
+    ])
+  })
+
+  it("backtracking: the route that wins may part from the others at a later segment", () => {
+    const table = tableOf("GET /a/:x/c", "GET /a/b/:y")
+    const explanation = RouteTable.explain(table, "GET", "/a/b/c")
+    assert.strictEqual(servedBy(explanation)?.path, "/a/b/:y")
+    assert.deepStrictEqual(reasons(explanation), [
+      "GET /a/:x/c: GET /a/b/:y serves: at segment 2, its static segment \"b\" beats this route's parameter \":x\" " +
+      "(static beats mixed beats parameter beats wildcard)"
+    ])
+  })
+
+  it("HEAD is served by GET when no HEAD route matches; a HEAD route that matches takes it from every GET route", () => {
+    const byGet = RouteTable.explain(tableOf("GET /a/:x", "POST /a/b"), "HEAD", "/a/b")
+    assert.strictEqual(servedBy(byGet)?.method, "GET")
+    assert.deepStrictEqual(reasons(byGet), [
+      "POST /a/b: another method: POST, where a HEAD request is served by a HEAD route, else by a GET route"
+    ])
+    const byHead = RouteTable.explain(tableOf("GET /a/b", "HEAD /a/:x"), "HEAD", "/a/b")
+    assert.strictEqual(servedBy(byHead)?.method, "HEAD")
+    assert.deepStrictEqual(reasons(byHead), [
+      "GET /a/b: a GET route serves a HEAD request only when no HEAD route matches the path, and HEAD /a/:x does"
+    ])
+  })
+
+  it("405: every candidate is of another method, and allow is the router's Allow", () => {
+    const explanation = RouteTable.explain(users, "DELETE", "/users/42")
+    assert.deepStrictEqual(explanation.resolution, { _tag: "MethodNotAllowed", allow: ["GET", "HEAD", "POST"] })
+    assert.deepStrictEqual(explanation.allow, ["GET", "HEAD", "POST"])
+    assert.deepStrictEqual(explanation.candidates.map(({ route }) => route.path), [
+      "/users/:id",
+      "/users/:id",
+      "/users/*rest"
+    ])
+    for (const { reason, route } of explanation.candidates) {
+      assert.strictEqual(reason, `another method: ${route.method}, not DELETE`)
+    }
+  })
+
+  it("404 and a path normalised as the router does it, with no other normalising", () => {
+    assert.deepStrictEqual(RouteTable.explain(users, "GET", "/users/"), {
+      resolution: { _tag: "NotFound" },
+      allow: [],
+      candidates: []
+    })
+    // %6D is "m", decoded before matching; %2F stays an escape inside one segment.
+    const escaped = RouteTable.explain(users, "GET", "/users/%6De")
+    assert.strictEqual(servedBy(escaped)?.path, "/users/me")
+    const slash = RouteTable.explain(users, "GET", "/users/a%2fb")
+    assert.deepStrictEqual(slash.resolution._tag === "Found" && slash.resolution.params, { id: "a/b" })
+  })
+
+  it("a malformed path: bad_path, and the routes of the method are told why", () => {
+    assert.deepStrictEqual(RouteTable.explain(users, "GET", "/users/%zz"), {
+      resolution: { _tag: "BadPath", reason: "\"%\" at index 7 is not followed by two hex digits" },
+      allow: [],
+      candidates: []
+    })
+    const notUtf8 = RouteTable.explain(users, "GET", "/users/%FF")
+    assert.strictEqual(notUtf8.resolution._tag, "BadPath")
+    assert.include(
+      reasons(notUtf8),
+      "GET /users/:id: the path is malformed: segment 2 is not UTF-8 once percent-decoded"
+    )
+    assert.include(reasons(notUtf8), "POST /users/:id: another method: POST, not GET")
+  })
+
+  it("a route hidden by another of its method and shape (a store that slipped) is named with the one that serves", () => {
+    const hidden = Array.from(tableOf("GET /a/:x"))[0]!
+    const later = tableOf("GET /a/:y")
+    RouteTable.insert(later, hidden)
+    // The one inserted last serves.
+    const explanation = RouteTable.explain(later, "GET", "/a/1")
+    assert.strictEqual(servedBy(explanation)?.id, hidden.id)
+    assert.deepStrictEqual(reasons(explanation), [
+      `GET /a/:y: GET /a/:x (${hidden.id}) has the same method and shape and was stored after this route: it serves ` +
+      "in its place"
+    ])
+  })
 })

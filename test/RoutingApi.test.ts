@@ -8,6 +8,7 @@ import * as Authenticator from "route-registry/Authenticator"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingApi from "route-registry/RoutingApi"
 import { PATH_PATTERN } from "../src/internal/route/pathPattern.js"
 import { adapters, type Received, type Sent, type Served } from "./utils/adapters.js"
@@ -208,9 +209,15 @@ describe("RoutingApi", () => {
     assert.strictEqual(spec.openapi, "3.1.0")
     assert.deepStrictEqual(spec.components.securitySchemes, { bearer: { type: "http", scheme: "bearer" } })
     for (const operation of Object.values(operations)) assert.deepStrictEqual(operation.security, [{ bearer: [] }])
-    assert.deepStrictEqual(Object.keys(spec.paths), [COLLECTION, `${COLLECTION}/changes`, ITEM])
+    assert.deepStrictEqual(Object.keys(spec.paths), [
+      COLLECTION,
+      `${COLLECTION}/changes`,
+      `${COLLECTION}/match`,
+      ITEM
+    ])
     assert.deepStrictEqual(Object.keys(spec.paths[COLLECTION]), ["get", "post"])
     assert.deepStrictEqual(Object.keys(spec.paths[`${COLLECTION}/changes`]), ["get"])
+    assert.deepStrictEqual(Object.keys(spec.paths[`${COLLECTION}/match`]), ["get"])
     assert.deepStrictEqual(Object.keys(spec.paths[ITEM]), ["get", "patch", "delete"])
     assert.deepStrictEqual(spec.info.license, { name: "MIT", identifier: "MIT" })
     assert.deepStrictEqual(spec.servers.map((s: { url: string }) => s.url), ["/"])
@@ -224,7 +231,8 @@ describe("RoutingApi", () => {
       "method",
       "pathPrefix",
       "handler",
-      "middleware"
+      "middleware",
+      "q"
     ])
     for (const parameter of Object.values<any>(parameters)) {
       assert.strictEqual(parameter.in, "query")
@@ -306,7 +314,10 @@ describe("RoutingApi", () => {
 
       let served: Served
       beforeAll(async () => {
-        served = await adapter.start(Layer.merge(RouteRepository.layerMemory, tokens))
+        // Over a route table, which match reads.
+        served = await adapter.start(
+          Layer.merge(RouteTable.layer.pipe(Layer.provideMerge(RouteRepository.layerMemory)), tokens)
+        )
       })
       afterAll(() => served.close())
 
@@ -390,6 +401,28 @@ describe("RoutingApi", () => {
           })
           const gone = yield* Effect.flip(api.routing.get({ path: { id: created.id }, headers: {} }))
           assert.deepInclude(gone, { code: "route_not_found", status: 404 })
+        }))
+
+      it.effect("the typed client asks which route serves a request, decoding the answer's routes", () =>
+        Effect.gen(function*() {
+          const api = yield* client(ADMIN)
+          const created = yield* api.routing.create({
+            payload: Route.CreateRoute.make({
+              method: "GET" as Route.HttpMethod,
+              path: "/typed-match/:id" as Route.RoutePath,
+              handler: "h" as Route.HandlerName
+            })
+          })
+          const answer = yield* api.routing.match({
+            urlParams: { method: "HEAD" as Route.HttpMethod, path: "/typed-match/a%20b?x=y" }
+          })
+          assert.deepStrictEqual(answer, {
+            outcome: "route",
+            route: created,
+            params: { id: "a b" },
+            allow: ["GET", "HEAD"],
+            candidates: []
+          })
         }))
 
       it.effect("the typed client receives problems as typed errors, by code", () =>

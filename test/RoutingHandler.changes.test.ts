@@ -470,15 +470,17 @@ describe("changes made by another process on the Postgres store", () => {
 })
 
 describe("a routing API without a route table", () => {
-  it("answers the change stream 404 not_found, saying what the host must provide", async () => {
+  it("answers the change stream and match 404 not_found, saying what the host must provide", async () => {
     const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
     const served = await serveNode(listener, listener.dispose)
     servers.push({ ...served, subscribed: () => undefined })
-    const response = await served.send({ method: "GET", path: "/v1/routing/changes", headers: auth(READER) })
-    assertProblem(response, "not_found")
-    assert.include(response.json.detail, "RouteTable.layer")
-    // Authentication first, as everywhere.
-    assertProblem(await served.send({ method: "GET", path: "/v1/routing/changes" }), "unauthenticated")
+    for (const path of ["/v1/routing/changes", "/v1/routing/match?method=GET&path=/"]) {
+      const response = await served.send({ method: "GET", path, headers: auth(READER) })
+      assertProblem(response, "not_found")
+      assert.include(response.json.detail, "RouteTable.layer")
+      // Authentication first, as everywhere.
+      assertProblem(await served.send({ method: "GET", path }), "unauthenticated")
+    }
   })
 })
 

@@ -100,6 +100,11 @@ export const start = async (options: Options): Promise<Started> => {
       })
       // The peers are compared on reading and writing routes; this one keeps no history to stream.
       .handle("changes", () => Effect.succeed(""))
+      // Nor a route table to explain a request with.
+      .handle("match", () =>
+        Effect.fail(
+          Problem.make("not_found", "This peer keeps no route table.") as typeof RoutingApi.NotFoundProblem.Type
+        ))
       .handle("get", ({ path }) => {
         const route = store.get(path.id)
         return route === undefined

@@ -38,6 +38,9 @@ export const DEFAULT_PAGE_SIZE = 100
 /** Most routes in one page of a listing. */
 export const MAX_PAGE_SIZE = 1000
 
+/** Most characters of a listing's search text (`q`). */
+export const MAX_SEARCH_LENGTH = 256
+
 /** `bytes` for people: "64 KiB", "1 MiB", "1000 bytes". */
 export const describeBytes = (bytes: number): string =>
   bytes % (1024 * 1024) === 0

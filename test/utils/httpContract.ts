@@ -10,6 +10,7 @@ import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouteTable from "route-registry/RouteTable"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 import { accepted, refused } from "../fixtures/samples.js"
 import type { Adapter, Received, Sent, Served } from "./adapters.js"
@@ -87,6 +88,7 @@ export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHa
   createGetContract(adapter, store, options)
   describe("list, update, delete, versions", () => changeContract(adapter, store, options))
   describe("owners of path prefixes", () => ownersContract(adapter, store, options))
+  describe("which route serves a request (GET /v1/routing/match)", () => matchContract(adapter, store, options))
 }
 
 /**
@@ -539,7 +541,16 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
         ["method=PUT", []],
         ["pathPrefix=/a+b", []],
         ["pathPrefix=/a%2Bb", [4]],
-        ["pathPrefix=%2Fusers%2F%3A", [0, 3]]
+        ["pathPrefix=%2Fusers%2F%3A", [0, 3]],
+        // q: in the path, the handler or a middleware name
+        ["q=users", [0, 1, 3]],
+        ["q=aud", [1, 3]],
+        ["q=sho", [0, 2]],
+        ["q=rs/:", [0, 2, 3]],
+        ["q=%2B", [4]],
+        ["q=a+b", []],
+        ["q=auth&method=POST", [1]],
+        ["q=o&pathPrefix=/orders&middleware=audit", []]
       ] as const
     ) {
       it(`filters combine with AND: ${query}`, async () => {
@@ -595,7 +606,8 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
       const bodies = ["a", "b"].map((last) => ({ method, path: prefix + last, middleware: [name], handler: name }))
       if (JSON.stringify(bodies[0]).length >= limitOf(options)) return
       const ids = [(await create(bodies[0]!)).json.id, (await create(bodies[1]!)).json.id].sort()
-      const query = new URLSearchParams({ limit: "1", method, pathPrefix: prefix, handler: name, middleware: name })
+      const q = "$".repeat(Route.MAX_NAME_LENGTH)
+      const query = new URLSearchParams({ limit: "1", method, pathPrefix: prefix, handler: name, middleware: name, q })
       const first = await send(list(query.toString()))
       assert.deepStrictEqual(idsOf(first), [ids[0]])
       const link = first.headers.get("link")!
@@ -634,6 +646,9 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
         ["pathPrefix=users", ["pathPrefix"]],
         ["handler=a%20b", ["handler"]],
         ["middleware=", ["middleware"]],
+        ["q=", ["q"]],
+        [`q=${"a".repeat(257)}`, ["q"]],
+        ["q=a&q=b", ["q"]],
         ["limit=5&limit=6", ["limit"]],
         ["access_token=admin-token", ["access_token"]],
         ["sort=id", ["sort"]],
@@ -1116,6 +1131,112 @@ export const nodeSocketContract = (adapter: Adapter) => {
     )
     assert.match(answer, /^HTTP\/1\.1 413 Content Too Large\r\n/)
     assert.include(answer, "\"title\":\"Content Too Large\"")
+  })
+}
+
+/** `GET /v1/routing/match` with this query. */
+export const match = (query: Record<string, string> | string, headers: Record<string, string> = auth(ADMIN)): Sent => ({
+  method: "GET",
+  path: `/v1/routing/match?${typeof query === "string" ? query : new URLSearchParams(query)}`,
+  headers
+})
+
+/**
+ * `GET /v1/routing/match` (§17) over a route table on the store: the table's decision, with the other routes matching
+ * the path, read-your-writes, and its 400s, 401, 403 and 405.
+ */
+export const matchContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+  const send = serving(adapter, RouteTable.layer.pipe(Layer.provideMerge(store)), options)
+  const seed = async () => {
+    const routes: Record<string, any> = {}
+    for (const [method, path] of [["GET", "/users/:id"], ["GET", "/users/me"], ["POST", "/users/:id"]]) {
+      const response = await send(post({ method, path, handler: "h" }))
+      assert.strictEqual(response.status, 201, response.text)
+      routes[`${method} ${path}`] = response.json
+    }
+    return routes
+  }
+  const KEYS = ["outcome", "route", "params", "allow", "candidates"]
+
+  it("a route: the one the router picks, its parameters, the path's methods, and every other route matching", async () => {
+    const routes = await seed()
+    const response = await send(match({ method: "GET", path: "/users/me?fields=name" }))
+    assert.strictEqual(response.status, 200, response.text)
+    assert.strictEqual(response.headers.get("content-type"), "application/json")
+    assert.deepStrictEqual(Object.keys(response.json), KEYS)
+    assert.deepStrictEqual(response.json.route, routes["GET /users/me"])
+    assert.deepStrictEqual(response.json.params, {})
+    assert.deepStrictEqual(response.json.allow, ["GET", "HEAD", "POST"])
+    const candidates = response.json.candidates
+    assert.deepStrictEqual(candidates.map((c: any) => c.route), [routes["GET /users/:id"], routes["POST /users/:id"]])
+    for (const candidate of candidates) assert.deepStrictEqual(Object.keys(candidate), ["route", "reason"])
+    assert.include(candidates[0].reason, "segment 2")
+    assert.include(candidates[1].reason, "another method")
+  })
+
+  it("HEAD is served by GET, and parameters are percent-decoded as the router decodes them", async () => {
+    const routes = await seed()
+    const response = await send(match({ method: "HEAD", path: "/users/caf%C3%A9" }))
+    assert.strictEqual(response.json.outcome, "route")
+    assert.deepStrictEqual(response.json.route, routes["GET /users/:id"])
+    assert.deepStrictEqual(response.json.params, { id: "café" })
+  })
+
+  it("method_not_allowed, not_found and bad_path, as the router answers them", async () => {
+    await seed()
+    const refused = await send(match({ method: "DELETE", path: "/users/42" }))
+    assert.deepStrictEqual([refused.json.outcome, refused.json.route, refused.json.params, refused.json.allow], [
+      "method_not_allowed",
+      null,
+      null,
+      ["GET", "HEAD", "POST"]
+    ])
+    assert.strictEqual(refused.json.candidates.length, 2)
+    assert.deepStrictEqual((await send(match({ method: "GET", path: "/users/" }))).json, {
+      outcome: "not_found",
+      route: null,
+      params: null,
+      allow: [],
+      candidates: []
+    })
+    assert.strictEqual((await send(match({ method: "GET", path: "/users/%zz" }))).json.outcome, "bad_path")
+  })
+
+  it("reads the process's table: a change is in the answer as soon as it is acknowledged", async () => {
+    const routes = await seed()
+    assert.strictEqual((await send(remove(routes["GET /users/me"].id))).status, 204)
+    const response = await send(match({ method: "GET", path: "/users/me" }))
+    assert.deepStrictEqual(response.json.route, routes["GET /users/:id"])
+    assert.deepStrictEqual(response.json.params, { id: "me" })
+  })
+
+  it("a missing or invalid method or path, another parameter, one given twice: 400 invalid_query naming each", async () => {
+    for (
+      const [query, expected] of [
+        ["path=/a", ["method"]],
+        ["method=GET", ["path"]],
+        ["", ["method", "path"]],
+        ["method=get&path=/a", ["method"]],
+        ["method=GET&path=a", ["path"]],
+        ["method=GET&path=", ["path"]],
+        ["method=GET&path=/a&path=/b", ["path"]],
+        ["method=GET&path=/a&limit=1", ["limit"]],
+        ["method=GET&path=/a&access_token=admin-token", ["access_token"]]
+      ] as const
+    ) {
+      const response = await send(match(query))
+      assertProblem(response, "invalid_query", ["errors"])
+      assert.sameMembers(paths(response), [...expected], query)
+    }
+  })
+
+  it("routes:read; authentication and scope before the query; GET only", async () => {
+    assert.strictEqual((await send(match({ method: "GET", path: "/" }, auth(READER)))).status, 200)
+    assertProblem(await send(match("method=get", auth(WRITER))), "insufficient_scope")
+    assertProblem(await send(match("method=get", {})), "unauthenticated")
+    const response = await send({ ...match({ method: "GET", path: "/" }), method: "DELETE" })
+    assertProblem(response, "method_not_allowed")
+    assert.strictEqual(response.headers.get("allow"), "GET")
   })
 }
 

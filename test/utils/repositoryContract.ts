@@ -51,6 +51,8 @@ const selected = (routes: ReadonlyArray<Route.Route>, query: Omit<RouteRepositor
     (query.handler === undefined || route.handler === query.handler) &&
     (query.middleware === undefined || route.middleware.includes(query.middleware as Route.MiddlewareName)) &&
     (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix)) &&
+    (query.q === undefined ||
+      [route.path, route.handler, ...route.middleware].some((text) => text.includes(query.q!))) &&
     (query.after === undefined || route.id > query.after)
   ))
 
@@ -394,7 +396,29 @@ const listing = <R>(
     { handler: "users", middleware: "log" },
     { handler: "literal", pathPrefix: "/x" },
     { method: "GET", handler: "users", middleware: "auth", pathPrefix: "/u" },
-    { method: "POST", handler: "user" }
+    { method: "POST", handler: "user" },
+    // q: the path, the handler or a middleware name contains it, byte for byte; no match spans two of them.
+    { q: "users" },
+    { q: "ser" },
+    { q: "Users" },
+    { q: "auth" },
+    { q: "authx" },
+    { q: "literal" },
+    { q: "/" },
+    { q: "s/:" },
+    { q: "x_" }, // "_" is literal
+    { q: "%" }, // "%" is literal
+    { q: "%2F" },
+    { q: "\\" },
+    { q: "é" },
+    { q: "\n" },
+    { q: "users\nauth" },
+    { q: "log\nauth" },
+    { q: "/users\nusers" },
+    { q: "nothing-has-this" },
+    { q: "user", method: "GET" },
+    { q: "log", pathPrefix: "/users" },
+    { q: "auth", handler: "users", middleware: "log" }
   ]
 
   test("every filter, alone and combined with AND, at every page size and from every cursor", () =>

@@ -224,6 +224,23 @@ export const NO_CHANGE_HISTORY = problem(
     "over a route table (RouteTable.layer, or a follower's table), which records the changes the stream sends."
 )
 
+// --- which route serves a request ---------------------------------------------------------------------------------
+
+/** The path of the question "which route serves this request?". */
+export const MATCH = `${COLLECTION}/match`
+
+/** The methods served on `MATCH`, as `Allow` lists them. */
+export const MATCH_METHODS = "GET"
+
+export const NO_TABLE = problem(
+  "not_found",
+  `This process keeps no route table, so it does not serve ${MATCH}: its operator must build the routing API over ` +
+    "a route table (RouteTable.layer, or a follower's table), the one its router reads."
+)
+
+export const invalidMatchQuery = (errors: ReadonlyArray<FieldIssue>) =>
+  problem("invalid_query", `The match query has ${countOf(errors, "problem")}.`, undefined, { errors })
+
 // --- the store -----------------------------------------------------------------------------------------------------
 
 export const routeNotFound = (id: string) => problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`)

@@ -7,7 +7,7 @@
 import { Either } from "effect"
 import { type FieldIssue, isRouteId } from "../../Route.js"
 import type { ListQuery } from "../../RouteRepository.js"
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../limits.js"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_SEARCH_LENGTH } from "../limits.js"
 import * as Grammar from "../route/grammar.js"
 import { MAX_ISSUES } from "../route/validate.js"
 
@@ -50,55 +50,66 @@ const RULES = {
   method: Grammar.checkMethod,
   pathPrefix: checkPathPrefix,
   handler: Grammar.checkName,
-  middleware: Grammar.checkName
+  middleware: Grammar.checkName,
+  q: (value: string) =>
+    value.length >= 1 && value.length <= MAX_SEARCH_LENGTH
+      ? undefined
+      : `must be 1 to ${MAX_SEARCH_LENGTH} characters (got ${value.length})`
 } as const satisfies Record<string, (value: string) => string | undefined>
 
-type Parameter = keyof typeof RULES
+type Rules<P extends string> = Readonly<Record<P, (value: string) => string | undefined>>
 
-const PARAMETERS = Object.keys(RULES) as ReadonlyArray<Parameter>
-
-const isParameter = (name: string): name is Parameter => Object.prototype.hasOwnProperty.call(RULES, name)
-
-const unknownParameter = (name: string): string =>
+const unknownParameter = (name: string, of: string, names: ReadonlyArray<string>): string =>
   name === "access_token"
     ? "is not a parameter: tokens in the query never authenticate; send \"Authorization: Bearer <token>\""
-    : `is not a parameter of this listing: use ${PARAMETERS.join(", ")}`
+    : `is not a parameter of ${of}: use ${names.join(", ")}`
 
 /**
- * The store query of a raw query string, decoded as `URLSearchParams` decodes it, or every problem found: a
- * parameter given twice, an unknown parameter, a value breaking its rule (up to `MAX_ISSUES` of them).
+ * The values of a raw query string's parameters, decoded as `URLSearchParams` decodes them, each checked by its rule
+ * in `rules`; or every problem found: a parameter given twice, one not in `rules` (`of` names what the parameters
+ * belong to, "this listing"), a value breaking its rule (up to `MAX_ISSUES` of them).
  */
-export const parse = (raw: string): Either.Either<ListQuery, ReadonlyArray<FieldIssue>> => {
-  const values: Partial<Record<Parameter, string>> = {}
+export const parseParameters = <P extends string>(
+  raw: string,
+  rules: Rules<P>,
+  of: string
+): Either.Either<Partial<Record<P, string>>, ReadonlyArray<FieldIssue>> => {
+  const values: Partial<Record<P, string>> = {}
   const issues: Array<FieldIssue> = []
   const reported = new Set<string>()
   for (const [name, value] of new URLSearchParams(raw)) {
-    if (!isParameter(name)) {
-      if (!reported.has(name)) issues.push({ path: name, message: unknownParameter(name) })
-    } else if (values[name] !== undefined) {
+    if (!Object.prototype.hasOwnProperty.call(rules, name)) {
+      if (!reported.has(name)) issues.push({ path: name, message: unknownParameter(name, of, Object.keys(rules)) })
+    } else if (values[name as P] !== undefined) {
       if (!reported.has(name)) issues.push({ path: name, message: "is given more than once: give it at most once" })
     } else {
-      values[name] = value
+      values[name as P] = value
       continue
     }
     reported.add(name)
   }
-  for (const name of PARAMETERS) {
+  for (const name in rules) {
     const value = values[name]
     if (value === undefined || reported.has(name)) continue
-    const problem = RULES[name](value)
+    const problem = rules[name](value)
     if (problem !== undefined) issues.push({ path: name, message: problem })
   }
-  if (issues.length > 0) return Either.left(issues.slice(0, MAX_ISSUES))
-  return Either.right({
+  return issues.length > 0 ? Either.left(issues.slice(0, MAX_ISSUES)) : Either.right(values)
+}
+
+/**
+ * The store query of a raw query string, or every problem found (see `parseParameters`).
+ */
+export const parse = (raw: string): Either.Either<ListQuery, ReadonlyArray<FieldIssue>> =>
+  Either.map(parseParameters(raw, RULES, "this listing"), (values) => ({
     limit: values.limit === undefined ? DEFAULT_PAGE_SIZE : Number(values.limit),
     after: values.cursor === undefined ? undefined : decodeCursor(values.cursor),
     method: values.method,
     pathPrefix: values.pathPrefix,
     handler: values.handler,
-    middleware: values.middleware
-  })
-}
+    middleware: values.middleware,
+    q: values.q
+  }))
 
 /** The relative link to the page after `lastId`, with the filters and limit of `query`. */
 export const nextLink = (collection: string, query: ListQuery, lastId: string): string => {
@@ -107,6 +118,7 @@ export const nextLink = (collection: string, query: ListQuery, lastId: string): 
   if (query.pathPrefix !== undefined) params.set("pathPrefix", query.pathPrefix)
   if (query.handler !== undefined) params.set("handler", query.handler)
   if (query.middleware !== undefined) params.set("middleware", query.middleware)
+  if (query.q !== undefined) params.set("q", query.q)
   params.set("cursor", encodeCursor(lastId))
   return `<${collection}?${params.toString()}>; rel="next"`
 }

@@ -50,6 +50,9 @@ const successes: Record<string, Record<string, { description: string; headers?: 
       }
     }
   },
+  "routing.match": {
+    "200": { description: "The decision of this process's route table, with every other route matching the path." }
+  },
   "routing.create": {
     "201": {
       description: "The stored route.",

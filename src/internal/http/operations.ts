@@ -22,6 +22,7 @@ import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange
 import * as History from "./history.js"
 import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
+import * as Match from "./match.js"
 import * as Ownership from "./ownership.js"
 import * as ServiceErrors from "./serviceErrors.js"
 
@@ -33,6 +34,7 @@ export type Operation =
   | "update"
   | "remove"
   | "changes"
+  | "match"
   | "history"
   | "restore"
   | "method_not_allowed"
@@ -311,6 +313,12 @@ const changes = (core: Core, request: Request): Effect.Effect<Response> =>
     return { status: 200, headers: ChangeStream.HEADERS, body: "", stream: ChangeStream.body(source, since) }
   }).pipe(answered(core))
 
+const match = (core: Core, request: Request): Effect.Effect<Response> =>
+  Effect.gen(function*() {
+    yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
+    return yield* Match.answer(core.changes?.table, request)
+  }).pipe(answered(core))
+
 // An answer, built; a request view that throws (an adapter's fault) is answered and logged, never thrown into the host.
 const attempt = <A extends Effect.Effect<Response> | undefined>(build: () => A): A | Effect.Effect<Response> => {
   try {
@@ -385,6 +393,11 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
     return request.method === "GET"
       ? served(core, request, Answers.CHANGES, "changes", () => changes(core, request))
       : notAllowed(core, request, Answers.CHANGES, Answers.CHANGES_METHODS)
+  }
+  if (path === Answers.MATCH) {
+    return request.method === "GET"
+      ? served(core, request, Answers.MATCH, "match", () => match(core, request))
+      : notAllowed(core, request, Answers.MATCH, Answers.MATCH_METHODS)
   }
   if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
     const id = path.slice(ITEM_PREFIX.length)

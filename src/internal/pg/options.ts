@@ -67,6 +67,7 @@ export interface Settings {
   readonly removalFunction: string
   readonly idempotencyKeys: string
   readonly methodBoundFunction: string
+  readonly searchFunction: string
   readonly limits: string
   /** The change log, and the one-row counter of its revisions. */
   readonly history: string
@@ -114,6 +115,7 @@ export const resolve = (options: Options): Either.Either<Settings, InvalidOption
     removalFunction: qualify(`${table}_log_removal`),
     idempotencyKeys: qualify(`${table}_idempotency`),
     methodBoundFunction: qualify(`${table}_bound_methods`),
+    searchFunction: qualify(`${table}_search_text`),
     limits: qualify(`${table}_limits`),
     history: qualify(`${table}_history`),
     counter: qualify(`${table}_revision`),

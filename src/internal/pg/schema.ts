@@ -26,6 +26,7 @@ export const migrations = (options: Options.Options = {}) => {
     qualified,
     removalFunction,
     removals,
+    searchFunction,
     sequence,
     stampFunction,
     table
@@ -214,6 +215,32 @@ export const migrations = (options: Options.Options = {}) => {
         sql`CREATE INDEX ${sql(`${table}_history_action_idx`)} ON ${sql(history)} (action, revision)`,
         sql`INSERT INTO ${sql(history)} (revision, at, actor, action, route_id, before, after)
           SELECT revision, created_at, NULL, 'create', id, NULL, ${routeJson(sql)} FROM ${sql(qualified)}`
+      ], { discard: true })),
+    // (v4) A listing's search (`q`): a route's search text (its path, handler and middleware names, one a line), and a
+    // trigram index over it when the pg_trgm extension is installed or this role may create it (it is a trusted
+    // extension from PostgreSQL 13). Where neither holds, the migration still succeeds and a search reads the rows
+    // (docs/http-api.md says what that costs); installing pg_trgm later and creating the index by hand turns it on.
+    "8_search_routes": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`CREATE FUNCTION ${sql(searchFunction)}(path text, handler text, middleware text[]) RETURNS text
+          LANGUAGE sql IMMUTABLE PARALLEL SAFE
+          AS $$ SELECT path || chr(10) || handler || chr(10) || array_to_string(middleware, chr(10)) $$`,
+        sql`DO $$
+          DECLARE
+            trgm name;
+          BEGIN
+            BEGIN
+              CREATE EXTENSION IF NOT EXISTS pg_trgm;
+            EXCEPTION WHEN OTHERS THEN
+              RAISE NOTICE 'route-registry: pg_trgm is not available (%): searches read the rows', SQLERRM;
+            END;
+            SELECT n.nspname INTO trgm FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+            WHERE e.extname = 'pg_trgm';
+            IF trgm IS NOT NULL THEN
+              EXECUTE format('CREATE INDEX %s ON %s USING gin (%s(path, handler, middleware) %I.gin_trgm_ops)',
+                '${sql(`${table}_search_idx`)}', '${sql(qualified)}', '${sql(searchFunction)}', trgm);
+            END IF;
+          END $$`
       ], { discard: true }))
   }
 }
@@ -236,6 +263,7 @@ export const uninstall = (
       qualified,
       removalFunction,
       removals,
+      searchFunction,
       stampFunction
     } = yield* Effect.orDie(Options.resolve(options))
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -243,7 +271,9 @@ export const uninstall = (
       sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(removals)}, ${sql(feed)}, ${sql(idempotencyKeys)}, ${
         sql(limits)
       }, ${sql(history)}, ${sql(counter)}, ${sql(migrationsTable)}`,
-      sql`DROP FUNCTION IF EXISTS ${sql(stampFunction)}(), ${sql(removalFunction)}(), ${sql(methodBoundFunction)}()`
+      sql`DROP FUNCTION IF EXISTS ${sql(stampFunction)}(), ${sql(removalFunction)}(), ${sql(methodBoundFunction)}(), ${
+        sql(searchFunction)
+      }(text, text, text[])`
     ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
   })
 

@@ -272,10 +272,17 @@ export const remove = (
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
+// A search (`q`): the routes' search text (path, handler and middleware names, one a line) contains it, which the
+// trigram index answers when migration 8 could make one; then each field is checked, so that no match spans two.
+const containing = (sql: Store["sql"], searchFunction: string, text: string) =>
+  sql`${sql(searchFunction)}(path, handler, middleware) LIKE ${`%${text.replace(/[\\%_]/g, "\\$&")}%`}
+    AND (strpos(path, ${text}) > 0 OR strpos(handler, ${text}) > 0
+      OR EXISTS (SELECT FROM unnest(middleware) AS name WHERE strpos(name, ${text}) > 0))`
+
 /** One page of routes in id order, read in one statement. */
 export const list = ({ columns, readMark, settings, sql }: Store, query: ListQuery) => {
   const table = sql(settings.qualified)
-  const { after, handler, method, middleware, pathPrefix } = query
+  const { after, handler, method, middleware, pathPrefix, q } = query
   const conditions = [
     after === undefined
       ? undefined
@@ -287,7 +294,8 @@ export const list = ({ columns, readMark, settings, sql }: Store, query: ListQue
     method === undefined ? undefined : sql`method = ${method}`,
     handler === undefined ? undefined : sql`handler = ${handler}`,
     middleware === undefined ? undefined : sql`middleware @> ARRAY[${middleware}]::text[]`,
-    pathPrefix === undefined ? undefined : sql`starts_with(path, ${pathPrefix})`
+    pathPrefix === undefined ? undefined : sql`starts_with(path, ${pathPrefix})`,
+    q === undefined ? undefined : containing(sql, settings.searchFunction, q)
   ].filter((condition) => condition !== undefined)
   // One more row than the page says whether another follows.
   return Effect.map(

@@ -159,7 +159,8 @@ const matches = (route: Route.Route, query: ListQuery): boolean =>
   (query.handler === undefined || route.handler === query.handler) &&
   (query.middleware === undefined || route.middleware.includes(query.middleware as Route.MiddlewareName)) &&
   // Paths are ASCII, so comparing UTF-16 code units is comparing bytes.
-  (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix))
+  (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix)) &&
+  (query.q === undefined || Rules.containsText(route, query.q))
 
 /** The shortest sorted id list that holds every route the query can match: all ids, or a filter's postings. */
 const candidates = (memory: Memory, query: ListQuery): ReadonlyArray<string> => {

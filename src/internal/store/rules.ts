@@ -190,3 +190,10 @@ export const restoredFields = (after: Route.Route) => ({
   middleware: after.middleware,
   handler: after.handler
 })
+
+/**
+ * Whether a route's path, handler or one of its middleware names contains `text` (a listing's `q`). Paths and names
+ * are ASCII, so comparing UTF-16 code units is comparing bytes.
+ */
+export const containsText = (route: Route.Route, text: string): boolean =>
+  route.path.includes(text) || route.handler.includes(text) || route.middleware.some((name) => name.includes(text))

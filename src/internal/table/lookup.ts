@@ -129,9 +129,10 @@ const search = <R extends Route.Route>(
  * next occurrence of the static text after it, the last what remains before the final static text. Taking the first
  * occurrence is never wrong: were the rest to match from a later one, it would match from this one too (its first
  * parameter would only be longer), so a segment that fails from the first fails from every one, and one pass decides.
- * Static text holds no `/`, so no occurrence found from inside the segment runs past its end.
+ * Static text holds no `/`, so no occurrence found from inside the segment runs past its end. Outside a lookup (an
+ * explanation, which keeps no spans) it writes only scratch space that the next lookup overwrites.
  */
-const split = (texts: ReadonlyArray<string>, path: string, start: number, end: number, k: number): boolean => {
+export const split = (texts: ReadonlyArray<string>, path: string, start: number, end: number, k: number): boolean => {
   let at = start + texts[0]!.length
   if (!path.startsWith(texts[0]!, start)) return false
   const params = texts.length - 1

@@ -46,7 +46,8 @@ export {
 // Changes
 // ---------------------------------------------------------------------------------------------------------------
 
-const staticLength = (mixed: Node<any>): number => mixed.key!.length - mixed.texts!.length + 1
+/** How many static characters a mixed child's segment has: between two mixed segments, the one with more wins. */
+export const staticLength = (mixed: Node<any>): number => mixed.key!.length - mixed.texts!.length + 1
 
 // Between two mixed segments at one position, the one with more static characters wins, then the one whose shape
 // comes first in byte order: negative when `a` wins.

@@ -1,0 +1,83 @@
+/**
+ * `GET /v1/routing/match?method=<METHOD>&path=<request target>`: which stored route serves a request, as this
+ * process's table decides it (the router's own lookup), with every other route whose pattern matches the path and why
+ * it does not serve (contract §17). Reads the table only, never the store.
+ *
+ * @internal
+ */
+import { Effect, Either } from "effect"
+import * as Route from "../../Route.js"
+import * as RouteTable from "../../RouteTable.js"
+import * as Grammar from "../route/grammar.js"
+import * as Answers from "./answers.js"
+import { type Refusal, refuse } from "./answers.js"
+import type { Request, Response } from "./exchange.js"
+import { parseParameters } from "./listQuery.js"
+
+/** The question: a request's method and its target (a path, with or without a query string). */
+export interface Question {
+  readonly method: string
+  readonly path: string
+}
+
+const RULES = {
+  method: Grammar.checkMethod,
+  path: (value: string) =>
+    value.charCodeAt(0) === 47 /* / */
+      ? undefined
+      : `must be a request target starting with "/", such as "/users/42?fields=name" (got ${JSON.stringify(value)})`
+}
+
+const REQUIRED = {
+  method: "is required: give the request's method, such as GET",
+  path: "is required: give the request's target, such as /users/42"
+}
+
+/** The question in a raw query string, or every problem with it (as the listing's query reports them). */
+export const parseQuestion = (raw: string): Either.Either<Question, ReadonlyArray<Route.FieldIssue>> =>
+  Either.flatMap(
+    parseParameters(raw, RULES, "the match query"),
+    ({ method, path }) =>
+      method !== undefined && path !== undefined
+        ? Either.right({ method, path })
+        : Either.left([
+          ...(method === undefined ? [{ path: "method", message: REQUIRED.method }] : []),
+          ...(path === undefined ? [{ path: "path", message: REQUIRED.path }] : [])
+        ])
+  )
+
+const OUTCOMES = {
+  Found: "route",
+  MethodNotAllowed: "method_not_allowed",
+  NotFound: "not_found",
+  BadPath: "bad_path"
+} as const
+
+/** The answer's body: `{ outcome, route, params, allow, candidates }`, each route as `GET /v1/routing/{id}` has it. */
+export const bodyOf = (explanation: RouteTable.Explanation<Route.Route>): string => {
+  const resolution = explanation.resolution
+  const found = resolution._tag === "Found" ? resolution : undefined
+  const candidates = explanation.candidates.map(({ reason, route }) =>
+    `{"route":${Route.toJson(route)},"reason":${JSON.stringify(reason)}}`
+  )
+  return `{"outcome":"${OUTCOMES[resolution._tag]}","route":${
+    found === undefined ? "null" : Route.toJson(found.route)
+  },"params":${found === undefined ? "null" : JSON.stringify(found.params)},"allow":${
+    JSON.stringify(explanation.allow)
+  },"candidates":[${candidates.join(",")}]}`
+}
+
+/**
+ * The answer for an authorized request: the table's decision, `404 not_found` when this process keeps no table,
+ * `400 invalid_query` for a bad question.
+ */
+export const answer = (
+  table: RouteTable.Table<Route.StoredRoute> | undefined,
+  request: Request
+): Effect.Effect<Response, Refusal> =>
+  Effect.gen(function*() {
+    if (table === undefined) return yield* refuse(Answers.NO_TABLE)
+    const question = parseQuestion(request.query)
+    if (Either.isLeft(question)) return yield* refuse(Answers.invalidMatchQuery(question.left))
+    return Answers.json(200, bodyOf(RouteTable.explain(table, question.right.method, question.right.path)))
+  })
