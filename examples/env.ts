@@ -1,6 +1,6 @@
 /**
  * What the example hosts share when started from the command line: where to listen, which tokens to accept (the
- * variables of `npm start`, CONTRACT §5), and a graceful shutdown. Tests import the examples instead and pass
+ * variables of `npm start`, README's "Configuration"), and a graceful shutdown. Tests import the examples instead and pass
  * services of their own.
  */
 import { Layer, Redacted } from "effect"
@@ -114,17 +114,24 @@ const list = (name: string): Array<string> =>
   })
 
 /**
- * The tokens of `ROUTING_ADMIN_TOKENS` and `ROUTING_READ_TOKENS`. With none configured, one random admin token is
- * generated and printed once, so a newcomer can try the API at once: never a fixed token.
+ * The tokens of `ROUTING_ADMIN_TOKENS` and `ROUTING_READ_TOKENS`. With none configured, one random token is generated
+ * and printed once, so a newcomer can try the API at once: never a fixed token. It is an admin token, unless the
+ * host's API is `readOnly` (a follower's, whose writes are answered 405): then a read token, and it says so.
  */
-export const tokens = (): ReadonlyArray<Authenticator.StaticToken> => {
+export const tokens = (readOnly = false): ReadonlyArray<Authenticator.StaticToken> => {
   const admin = list("ROUTING_ADMIN_TOKENS")
   const read = list("ROUTING_READ_TOKENS")
   if (admin.length === 0 && read.length === 0) {
     const token = randomBytes(24).toString("base64url")
-    console.log(`no tokens configured: generated admin token ${token}`)
+    if (readOnly) {
+      console.log(`no tokens configured: generated read token ${token}`)
+      console.log("(this follower's API is read-only: reads and the change stream; writes go to the registry)")
+      read.push(token)
+    } else {
+      console.log(`no tokens configured: generated admin token ${token}`)
+      admin.push(token)
+    }
     console.log("(set ROUTING_ADMIN_TOKENS and ROUTING_READ_TOKENS to choose your own)")
-    admin.push(token)
   }
   return [
     ...admin.map((token, i) => ({
@@ -140,9 +147,11 @@ export const tokens = (): ReadonlyArray<Authenticator.StaticToken> => {
   ]
 }
 
-/** The configured tokens, as an authenticator. */
-export const authenticator = (): Layer.Layer<Authenticator.Authenticator, InvalidOption.InvalidOption> =>
-  Authenticator.layerStaticTokens(tokens())
+/** The configured tokens, as an authenticator (`readOnly`: see `tokens`). */
+export const authenticator = (
+  readOnly = false
+): Layer.Layer<Authenticator.Authenticator, InvalidOption.InvalidOption> =>
+  Authenticator.layerStaticTokens(tokens(readOnly))
 
 /** `store` (the in-memory store by default) and the configured tokens. */
 export const services = <A, E>(

@@ -1,5 +1,5 @@
 /**
- * A follower (`RouteFollower.layer`, CONTRACT §14) against a registry's change stream served by a fake registry
+ * A follower (`RouteFollower.layer`, docs/scaling-out.md, "A fleet of followers") against a registry's change stream served by a fake registry
  * that can cut streams, cut an event in the middle of its frame, restart, fall silent and refuse: it routes only
  * after `ready`, applies changes in order, resumes without loss or duplicates, ends equal after a reset, keeps routing
  * through an outage, backs off with jitter, answers writes 405 and passes the changes on (a relay).

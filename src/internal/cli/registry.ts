@@ -13,6 +13,7 @@ import type { Redacted } from "effect"
 import type * as Route from "../../Route.js"
 import * as RoutingApi from "../../RoutingApi.js"
 import * as Limits from "../limits.js"
+import * as Urls from "../urls.js"
 import { RequestFailed } from "./errors.js"
 import type * as Plan from "./plan.js"
 
@@ -72,7 +73,7 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
       baseUrl: origin,
       transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
     })
-    const fail = failure(origin)
+    const fail = failure(Urls.redacted(origin)) // its messages never show a password in the URL
 
     /** Every route matching `filters`, in id order, walking the pages to the end. */
     const list = (filters: Filters = {}): Effect.Effect<Array<Route.Route>, RequestFailed> =>
