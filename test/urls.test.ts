@@ -15,6 +15,18 @@ describe("Urls.redacted", () => {
   })
 })
 
+describe("Urls.hidingPassword", () => {
+  it("hides the password wherever a message quotes the URL, and leaves other text alone", () => {
+    const hide = Urls.hidingPassword("http://user:pw@registry:3000")
+    assert.strictEqual(
+      hide("Request cannot be constructed from a URL that includes credentials: http://user:pw@registry:3000/v1"),
+      "Request cannot be constructed from a URL that includes credentials: http://user:***@registry:3000/v1"
+    )
+    assert.strictEqual(hide("pw stays where it is no password"), "pw stays where it is no password")
+    assert.strictEqual(Urls.hidingPassword("http://registry:3000")("a :x@ text"), "a :x@ text")
+  })
+})
+
 describe("Urls.cleartextWarning", () => {
   it("warns for http:// to another host, naming the URL without its password", () => {
     const warning = Urls.cleartextWarning("http://user:s3cret@registry.internal:3000", "the registry's URL")

@@ -20,6 +20,16 @@ export const redacted = (url: string): string => {
 }
 
 /**
+ * Hides the password of `url` wherever a text quotes the URL (an error message of the platform's): its `:password@`
+ * shown as `:***@`; `text` unchanged when `url` holds none.
+ */
+export const hidingPassword = (url: string) => (text: string): string => {
+  const password = URL.canParse(url) ? new URL(url).password : ""
+  if (password === "") return text
+  return text.replaceAll(`:${password}@`, ":***@").replaceAll(`:${decodeURIComponent(password)}@`, ":***@")
+}
+
+/**
  * The warning for a bearer token sent to `url` over plain `http://` to a host other than this machine (anyone on the
  * path can read the token and use it); `undefined` when none is owed. `what` names where the URL came from.
  */

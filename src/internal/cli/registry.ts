@@ -73,7 +73,12 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
       baseUrl: origin,
       transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
     })
-    const fail = failure(Urls.redacted(origin)) // its messages never show a password in the URL
+    // Its messages never show a password in the URL, the causes' own (fetch quotes the URL it refuses) included.
+    const hide = Urls.hidingPassword(origin)
+    const fail = (error: unknown) => {
+      const failed = failure(origin)(error)
+      return new RequestFailed({ message: hide(failed.message), code: failed.code })
+    }
 
     /** Every route matching `filters`, in id order, walking the pages to the end. */
     const list = (filters: Filters = {}): Effect.Effect<Array<Route.Route>, RequestFailed> =>
