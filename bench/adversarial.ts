@@ -1,11 +1,11 @@
 /**
- * Route tables built to make a backtracking lookup slow (issue 16, CONTRACT §10's cost rule), and requests against
+ * Route tables built to make a backtracking lookup slow (issue 16, the cost rule of docs/router.md, "Bounded lookups"), and requests against
  * them: long routes of one-character segments, each with a parameter at a different position, so that a request of
  * those characters matches a prefix of every route and a miss is noticed only at its end. Shared by bench/table.ts,
  * which times them, and test/RouteTable.test.ts, which counts the nodes a lookup examines on them.
  */
 
-/** The most segments a path may have (CONTRACT §2). */
+/** The most segments a path may have (docs/http-api.md, "Route rules"). */
 export const SEGMENTS = 64
 
 export interface Spec {

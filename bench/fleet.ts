@@ -1,5 +1,5 @@
 /**
- * A fleet of followers (CONTRACT §14): `npm run bench:fleet [-- --followers 1000] [--workers 4] [--rates 10,100]
+ * A fleet of followers (docs/scaling-out.md, "A fleet of followers"): `npm run bench:fleet [-- --followers 1000] [--workers 4] [--rates 10,100]
  * [--duration 10] [--relay on|off] [--stores memory,postgres] [--cpu-prof DIR]`.
  *
  * One registry process runs `npm start`'s exact command (the example host on `node:http`, the compiled library), on

@@ -1,5 +1,5 @@
 /**
- * Change propagation between processes (CONTRACT §12): `npm run bench:propagation [-- --quick] [--rates 10,100]`.
+ * Change propagation between processes (docs/scaling-out.md, "Propagation, measured"): `npm run bench:propagation [-- --quick] [--rates 10,100]`.
  *
  * Four host processes (bench/propagation-worker.ts: the Postgres store and a live route table each, on the compiled
  * library) share a database of the run's own on the server in DATABASE_URL (default: the local one). A plan of

@@ -16,10 +16,10 @@
  * - the heap per route, each router built in a process of its own (`--heap ROUTER N`);
  * - ours alone on tables built to force backtracking (bench/adversarial.ts: 64-segment routes with a parameter at a
  *   different position each): ns per lookup and nodes examined, for a hit and for misses every route matches up to
- *   their end (CONTRACT §10: a miss costs at most a few times a hit).
- * Candidates for the contract (CONTRACT §10): `rou3+rules` is rou3 wrapped with what it lacks (normalisation, bad
+ *   their end (docs/router.md, "Bounded lookups": a miss costs at most a few times a hit).
+ * Candidates for the route table (docs/router.md, "Matching"): `rou3+rules` is rou3 wrapped with what it lacks (normalisation, bad
  * paths, empty segments, parameter decoding, HEAD, 405 lists), checked to agree with ours on every request.
- * find-my-way, rou3 and memoirist alone are shown as they come (they do less than §10 asks: see the notes).
+ * find-my-way, rou3 and memoirist alone are shown as they come (they do less than docs/router.md's matching asks: see the notes).
  * Results go to bench/results/table-<time>.json; a table is printed.
  */
 import FindMyWay from "find-my-way"
@@ -258,7 +258,7 @@ const memoirist: Make = (initial) => {
   }
 }
 
-/** rou3 with what §10 asks and it lacks, done around it: what using rou3 for the table would take. */
+/** rou3 with what the table's rules ask and it lacks, done around it: what using rou3 for the table would take. */
 const rou3Contract: Make = (routes) => {
   const router = Rou3.createRouter<Route.Route>()
   const methods = new Map<string, number>()
@@ -273,7 +273,7 @@ const rou3Contract: Make = (routes) => {
     if (raw === undefined) return { _tag: "NotFound" }
     const path = RequestPath.normalise(raw)
     if (typeof path === "number") return { _tag: "BadPath", reason: RequestPath.badEscape(path) }
-    // rou3 strips a trailing slash and skips empty segments; §10 matches nothing then.
+    // rou3 strips a trailing slash and skips empty segments; the table matches nothing then.
     if (path.length > 1 && (path.endsWith("/") || path.includes("//"))) return { _tag: "NotFound" }
     const found = method === "HEAD" ? match("HEAD", path) ?? match("GET", path) : match(method, path)
     if (found !== undefined) {
@@ -582,7 +582,7 @@ const columns: ReadonlyArray<Column<Row>> = [
 // On the REST-shaped table, and (issue 19) on the one with mixed segments and wildcards.
 const LOOKUP_TARGET: Record<Forms, number> = { rest: 1.0, v3: 1.5 }
 const CHANGE_TARGET_US = 20
-// CONTRACT §10: "a miss costs at most a few times a hit", in nodes examined (counted, so free of noise).
+// docs/router.md, "Bounded lookups": "a miss costs at most a few times a hit", in nodes examined (counted, so free of noise).
 const MISS_TARGET = 5
 
 const main = () => {

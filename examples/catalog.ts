@@ -1,5 +1,5 @@
 /**
- * The demo catalog of `npm start` (CONTRACT §5): the handler `echo` and the middleware `requestId` and `timing`, as
+ * The demo catalog of `npm start` (README's quick start): the handler `echo` and the middleware `requestId` and `timing`, as
  * Connect-style functions for the Node router. A host registers its own functions the same way.
  */
 import { randomUUID } from "node:crypto"

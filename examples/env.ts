@@ -1,6 +1,6 @@
 /**
  * What the example hosts share when started from the command line: where to listen, which tokens to accept (the
- * variables of `npm start`, CONTRACT §5), and a graceful shutdown. Tests import the examples instead and pass
+ * variables of `npm start`, README's "Configuration"), and a graceful shutdown. Tests import the examples instead and pass
  * services of their own.
  */
 import { Effect, Layer, Redacted } from "effect"
@@ -179,10 +179,11 @@ export const jwtOptions = (): Authenticator.JwtOptions | undefined => {
 
 /**
  * The static tokens of `ROUTING_ADMIN_TOKENS`, `ROUTING_READ_TOKENS` and `ROUTING_TOKENS`. With none configured and
- * no JWT keys either, one random admin token is generated and printed once, so a newcomer can try the API at once:
- * never a fixed token.
+ * no JWT keys either, one random token is generated and printed once, so a newcomer can try the API at once: never a
+ * fixed token. It is an admin token, unless the host's API is `readOnly` (a follower's, whose writes are answered
+ * 405): then a read token, and it says so.
  */
-export const tokens = (): ReadonlyArray<Authenticator.StaticToken> => {
+export const tokens = (readOnly = false): ReadonlyArray<Authenticator.StaticToken> => {
   const configured = [
     ...list("ROUTING_ADMIN_TOKENS", ["routes:read", "routes:write"]),
     ...list("ROUTING_READ_TOKENS", ["routes:read"]),
@@ -190,17 +191,26 @@ export const tokens = (): ReadonlyArray<Authenticator.StaticToken> => {
   ]
   if (configured.length > 0 || jwtOptions() !== undefined) return configured
   const token = randomBytes(24).toString("base64url")
-  console.log(`no tokens configured: generated admin token ${token}`)
+  if (readOnly) {
+    console.log(`no tokens configured: generated read token ${token}`)
+    console.log("(this follower's API is read-only: reads and the change stream; writes go to the registry)")
+  } else {
+    console.log(`no tokens configured: generated admin token ${token}`)
+  }
   console.log("(set ROUTING_ADMIN_TOKENS, ROUTING_READ_TOKENS or ROUTING_TOKENS to choose your own)")
-  return [{ token: Redacted.make(token), scopes: ["routes:read", "routes:write"], id: "admin" }]
+  return readOnly
+    ? [{ token: Redacted.make(token), scopes: ["routes:read"], id: "reader" }]
+    : [{ token: Redacted.make(token), scopes: ["routes:read", "routes:write"], id: "admin" }]
 }
 
 /**
- * The configured tokens, as an authenticator: the static tokens, and JWTs when JWT keys are set. With both, a token is
+ * The configured tokens, as an authenticator (`readOnly`: see `tokens`): the static tokens, and JWTs when JWT keys are set. With both, a token is
  * looked up among the static tokens first, and verified as a JWT only when none of them is it.
  */
-export const authenticator = (): Layer.Layer<Authenticator.Authenticator, InvalidOption.InvalidOption> => {
-  const statics = tokens()
+export const authenticator = (
+  readOnly = false
+): Layer.Layer<Authenticator.Authenticator, InvalidOption.InvalidOption> => {
+  const statics = tokens(readOnly)
   const jwt = jwtOptions()
   if (jwt === undefined) return Authenticator.layerStaticTokens(statics)
   if (statics.length === 0) return Authenticator.layerJwt(jwt)

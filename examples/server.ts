@@ -51,6 +51,12 @@ export const withTable = <E>(
   services: Layer.Layer<RouteRepository.RouteRepository | Authenticator.Authenticator, E>
 ): Layer.Layer<Services, E | RouteRepository.StoreUnavailable> => RouteTable.layer.pipe(Layer.provideMerge(services))
 
+// The URL as printed: a password in it (`http://user:secret@host`) never is.
+const shown = (url: string): string => {
+  const { origin, pathname } = new URL(url)
+  return origin + pathname.replace(/\/$/, "")
+}
+
 // Checked here so that a typo stops start-up with the variable's name. The token is never echoed.
 const followUrl = (raw: string): string =>
   URL.canParse(raw) && /^https?:$/.test(new URL(raw).protocol)
@@ -68,13 +74,14 @@ const follower = (url: string): Layer.Layer<Tables, unknown> => {
     return Env.fail("FOLLOW_TOKEN must be set with FOLLOW_URL: a token with routes:read on the registry")
   }
   if (process.env.DATABASE_URL) console.log("FOLLOW_URL is set: following a registry; DATABASE_URL is not used")
-  console.log(`following the registry at ${url}`)
-  return RouteFollower.layer({ url: followUrl(url), token: Redacted.make(token) })
+  const checked = followUrl(url)
+  console.log(`following the registry at ${shown(checked)}`)
+  return RouteFollower.layer({ url: checked, token: Redacted.make(token) })
 }
 
 const tables = (): Layer.Layer<Services, unknown> => {
   const follow = process.env.FOLLOW_URL
-  if (follow !== undefined && follow !== "") return Layer.merge(follower(follow), Env.authenticator())
+  if (follow !== undefined && follow !== "") return Layer.merge(follower(follow), Env.authenticator(true))
   return withTable(Env.services(store()))
 }
 
@@ -153,7 +160,7 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
     throw error
   })
 
-  // Readiness (CONTRACT §12, §14): the server listens only once the table is loaded (a follower's: once the registry
+  // Readiness (docs/scaling-out.md, "Readiness and staleness"): the server listens only once the table is loaded (a follower's: once the registry
   // sent every route), so this says how current it is. Unset, the staleness bound is not checked: every process keeps
   // routing through an outage of the database or the registry, and taking them all out of rotation would stop it.
   const readiness = (res: Http.ServerResponse) => {

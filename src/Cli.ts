@@ -27,6 +27,7 @@ import * as Plan from "./internal/cli/plan.js"
 import * as Registry from "./internal/cli/registry.js"
 import * as RoutesFile from "./internal/cli/routesFile.js"
 import * as Table from "./internal/cli/table.js"
+import * as Urls from "./internal/urls.js"
 import * as Route from "./Route.js"
 
 export {
@@ -107,9 +108,14 @@ const optionalFilter = <A>(name: string, schema: Schema.Schema<A, string>, descr
 // The command's own output on stdout: `text` ends with its newline, which console.log would double.
 const print = (text: string) => Console.log(text.endsWith("\n") ? text.slice(0, -1) : text)
 
+// Warned on stderr, before the token is first sent: stdout is the command's output.
 const connect = (origin: string) =>
   Config.redacted("ROUTING_TOKEN").pipe(
     Effect.mapError(() => new MissingToken()),
+    Effect.tap(() => {
+      const cleartext = Urls.cleartextWarning(origin, "the registry's URL")
+      return cleartext === undefined ? Effect.void : Console.error(`warning: ${cleartext}`)
+    }),
     Effect.flatMap((token) => Registry.make(origin, token))
   )
 

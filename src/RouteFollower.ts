@@ -20,6 +20,7 @@ import * as Follower from "./internal/follow/follower.js"
 import * as FollowSettings from "./internal/follow/settings.js"
 import * as History from "./internal/table/history.js"
 import * as TelemetryInternal from "./internal/telemetry.js"
+import * as Urls from "./internal/urls.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -126,17 +127,21 @@ export const layer = (
 > =>
   Layer.scopedContext(Effect.gen(function*() {
     const settings = yield* FollowSettings.resolve(options)
+    const cleartext = Urls.cleartextWarning(options.url, "route table: the followed registry's URL")
+    if (cleartext !== undefined) yield* Effect.logWarning(cleartext)
     const history = History.make(settings.historyCapacity)
     const state = yield* Follower.makeState(history)
     yield* Effect.forkScoped(Follower.logger(state))
     yield* Effect.forkScoped(Follower.follow(state, settings))
     yield* Deferred.await(state.started).pipe(
-      Effect.mapError((lost) => new FollowFailed({ url: options.url, reason: lost.reason, status: lost.status })),
+      Effect.mapError((lost) =>
+        new FollowFailed({ url: Urls.redacted(options.url), reason: lost.reason, status: lost.status })
+      ),
       Effect.timeoutFail({
         duration: settings.startTimeout,
         onTimeout: () =>
           new FollowFailed({
-            url: options.url,
+            url: Urls.redacted(options.url),
             reason: `no routes within ${Duration.format(settings.startTimeout)}${
               state.confirmed.error === undefined ? "" : ` (last error: ${state.confirmed.error})`
             }`

@@ -384,7 +384,7 @@ const live = (capacity: number) =>
       yield* RouteRepository.RouteRepository,
       table.tree,
       history,
-      telemetry === undefined ? undefined : TelemetryInternal.arrived
+      telemetry === undefined ? undefined : TelemetryInternal.arrived(yield* Effect.clock)
     )
     if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
     if (telemetry !== undefined) {

@@ -1,5 +1,5 @@
 /**
- * The Express integration (CONTRACT §13): the routing API's contract behind `express.json()` on both stores, the
+ * The Express integration (docs/mounting.md): the routing API's contract behind `express.json()` on both stores, the
  * integrations' contract for the stored routes, and what is particular to Express.
  */
 import { assert, describe, it } from "@effect/vitest"

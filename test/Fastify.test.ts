@@ -1,5 +1,5 @@
 /**
- * The Fastify integration (CONTRACT §13): the routing API's contract under Fastify's body parsing on both stores,
+ * The Fastify integration (docs/mounting.md): the routing API's contract under Fastify's body parsing on both stores,
  * the integrations' contract for the stored routes, and what is particular to Fastify.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * The Hono integration (CONTRACT §13): the routing API's contract on `@hono/node-server` on both stores, the
+ * The Hono integration (docs/mounting.md): the routing API's contract on `@hono/node-server` on both stores, the
  * integrations' contract for the stored routes, and what is particular to Hono.
  */
 import { assert, describe, it } from "@effect/vitest"

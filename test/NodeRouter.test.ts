@@ -1,5 +1,5 @@
 /**
- * The Node router (CONTRACT §11) through real servers: `node:http` without and with `next`, Express, and Fastify
+ * The Node router (docs/router.md, "The Node form") through real servers: `node:http` without and with `next`, Express, and Fastify
  * (an encapsulated plugin passing the raw request and response). Routes are created through the routing API of the
  * same process, over the same runtime, so every test also shows that a created route serves at once.
  */

@@ -1,5 +1,5 @@
 /**
- * CONTRACT §3: a store operation answered `StoreUnavailable` (503) left nothing behind, and every change answered
+ * docs/reliability.md, "A 503 means nothing was written": a store operation answered `StoreUnavailable` (503) left nothing behind, and every change answered
  * with success is stored. The routes table is locked (`LOCK TABLE … ACCESS EXCLUSIVE`, held by another session)
  * past a short `queryTimeout`, every kind of write is sent, the lock is released, and the table is read directly.
  */

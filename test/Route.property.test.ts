@@ -37,6 +37,9 @@ const anyString = fc.oneof(
 const parse = (path: string) => Route.parsePath(path)
 
 /** A path for a failure message: whole when short, else the part around `at`. */
+// The start of a text as the messages quote it: at most 32 characters, then "…".
+const quoted = (text: string) => text.length <= 32 ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, 32))}…`
+
 const show = (path: string, at = 0) =>
   path.length <= 120
     ? JSON.stringify(path)
@@ -110,8 +113,9 @@ describe("Route.parsePath (property-based)", () => {
         const at = path.split("/").slice(0, 65).join("/").length + 1
         assert.deepStrictEqual(Either.getOrThrow(Either.flip(result)), [{
           index: at,
-          message:
-            `has ${segments} segments, more than the 64 allowed: the 65th starts at index ${at}; shorten the path to at most 64 segments`
+          message: `has ${segments} segments, more than the 64 allowed: the 65th starts at index ${at} (${
+            quoted(path.slice(at))
+          }); shorten the path to at most 64 segments`
         }])
       }),
       { numRuns: 500 }

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, ParseResult, Schema } from "effect"
+import { readFileSync } from "node:fs"
 import * as Route from "route-registry/Route"
 import { accepted, refused } from "./fixtures/samples.js"
 
@@ -165,6 +166,57 @@ describe("Route.parsePath", () => {
     const forms = ["/users/me", "/users/:id", "/users/:id.json", "/users/v:id", "/users/*rest", "/users/:a-:b"]
     assert.strictEqual(new Set(forms.map(shape)).size, forms.length)
     for (const path of forms) assert.strictEqual(Route.shapeOf(path as Route.RoutePath), shape(path))
+  })
+})
+
+// Every problem of a path names the text at fault as well as its index (docs/http-api.md, "Route rules").
+describe("Route.parsePath problems quote the text at fault and give its index", () => {
+  const problems = (path: string) =>
+    Either.match(Route.parsePath(path), { onLeft: (issues) => issues.map((issue) => issue.message), onRight: () => [] })
+
+  it.each([
+    ["/files/*rest/meta", "the wildcard at index 7", "\"*rest\""],
+    ["/files/*9x", "wildcard name at index 8 starts with a digit", "\"*9x\""],
+    ["/:1st", "parameter name at index 2 starts with a digit", "\":1st\""],
+    ["/users/", "trailing slash at index 6", "\"/\""],
+    ["/files/*", "at index 7", "\"*\""],
+    ["/users/:", "empty parameter name at index 7", "\":\""],
+    ["/a/*b*", "at index 5", "\"*b\""],
+    ["/:a:b", "at index 3", "\":b\""]
+  ])("%s: %s, quoting %s", (path, position, text) => {
+    const [message] = problems(path)
+    assert.include(message, position)
+    assert.include(message, text)
+  })
+
+  it("quotes an over-long name whole, with where it starts", () => {
+    const name = "n".repeat(65)
+    assert.deepStrictEqual(problems(`/users/:${name}`), [
+      `parameter name at index 8 is 65 characters long (":${name}"): at most 64 are allowed`
+    ])
+    assert.deepStrictEqual(problems(`/files/*${name}`), [
+      `wildcard name at index 8 is 65 characters long ("*${name}"): at most 64 are allowed`
+    ])
+  })
+
+  it("quotes the start of the 65th segment, and of the excess of a path too long", () => {
+    const segments = `/${Array.from({ length: 66 }, (_, i) => `s${i}`).join("/")}`
+    const at = segments.split("/").slice(0, 65).join("/").length + 1
+    assert.include(problems(segments)[0], `the 65th starts at index ${at} ("s64/s65")`)
+    const long = `/${"a".repeat(2_047)}bcdefghijklmnopqrstuvwxyz0123456789`
+    assert.deepStrictEqual(problems(long), [
+      `must be at most 2048 characters (got ${long.length}): the excess starts at index 2048 with ` +
+      `"bcdefghijklmnopqrstuvwxyz0123456"…`
+    ])
+  })
+
+  it("the table of docs/http-api.md shows what is answered", () => {
+    const markdown = readFileSync(new URL("../docs/http-api.md", import.meta.url), "utf8")
+    const rows = [...markdown.matchAll(/^\| `(\/[^`]*)` \| `([^`]*)`/gm)].filter(([, , problem]) =>
+      problem!.includes("index")
+    )
+    assert.isAtLeast(rows.length, 15)
+    for (const [, path, problem] of rows) assert.include(problems(path!), problem!, path)
   })
 })
 

@@ -1,6 +1,6 @@
 /**
  * Model-based test of the stores: random sequences of create, findById, update, remove and list run against each
- * store and against a plain model (a Map and the conflict rule of CONTRACT §2), which must agree at every step:
+ * store and against a plain model (a Map and the conflict rule of docs/http-api.md, "Route rules"), which must agree at every step:
  * results, error tags, conflicting ids, pages. Small alphabets make conflicts, no-ops, stale preconditions and filter
  * hits frequent.
  */

@@ -1,5 +1,5 @@
 /**
- * Followers converge on a real registry (CONTRACT §14): the registry's routing API (`RouteTable.layerWith` over the
+ * Followers converge on a real registry (docs/scaling-out.md, "A fleet of followers"): the registry's routing API (`RouteTable.layerWith` over the
  * memory store, `NodeListener`) takes a few hundred random creates, updates and deletes while it is restarted (a new
  * history: its followers are sent a reset), streams are cut in the middle of an event, followers are kept away past
  * the history's small capacity (pruned: reset), and a relay passes the changes on. At the end every follower's table

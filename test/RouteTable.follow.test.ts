@@ -1,11 +1,24 @@
 /**
- * A follower (`RouteFollower.layer`, CONTRACT §14) against a registry's change stream served by a fake registry
+ * A follower (`RouteFollower.layer`, docs/scaling-out.md, "A fleet of followers") against a registry's change stream served by a fake registry
  * that can cut streams, cut an event in the middle of its frame, restart, fall silent and refuse: it routes only
  * after `ready`, applies changes in order, resumes without loss or duplicates, ends equal after a reset, keeps routing
  * through an outage, backs off with jitter, answers writes 405 and passes the changes on (a relay).
  */
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
-import { Effect, Exit, Layer, Redacted } from "effect"
+import {
+  Chunk,
+  Clock,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Random,
+  Redacted,
+  Schedule,
+  TestClock
+} from "effect"
 import * as Http from "node:http"
 import * as Authenticator from "route-registry/Authenticator"
 import * as NodeListener from "route-registry/NodeListener"
@@ -16,7 +29,17 @@ import * as Follower from "../src/internal/follow/follower.js"
 import * as Sse from "../src/internal/follow/sse.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import * as FakeRegistry from "./utils/fakeRegistry.js"
-import { changed, differences, eventually, follow, route } from "./utils/followers.js"
+import {
+  changed,
+  differences,
+  endWait,
+  eventually,
+  eventuallyEffect,
+  follow,
+  followUnderTestClock,
+  pendingWaits,
+  route
+} from "./utils/followers.js"
 
 const TOKEN = "reader"
 
@@ -198,23 +221,34 @@ describe("RouteFollower.layer", () => {
     assert.strictEqual(resumed.changes.length, 3, "only what changed is passed on: one delete, two upserts")
   })
 
-  it("through an outage keeps routing while its staleness grows, then recovers by itself", async () => {
-    const fake = await registry()
-    seed(fake, 5)
-    const { status, table } = await follower(fake.origin, { retryMax: 50 })
-    fake.refuse(503)
-    fake.cutAll()
-    await eventually(() => !status().reachable, () => "still reachable")
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    const away = status()
-    assert.isAtLeast(away.stalenessMillis, 250)
-    assert.include(away.error, "503")
-    assert.strictEqual(RouteTable.lookup(table, "GET", "/seed/3")._tag, "Found")
-    fake.put(route("GET", "/while-away"))
-    fake.refuse(undefined)
-    await converged(fake, table)
-    await eventually(() => status().reachable && status().stalenessMillis < 200, () => JSON.stringify(status()))
-  })
+  // On the TestClock: the staleness is the clock's, so it is exact, and the follower's retries wait for the test.
+  it.scoped("through an outage keeps routing while its staleness grows, then recovers by itself", () =>
+    Effect.gen(function*() {
+      const fake = yield* Effect.promise(() => registry())
+      seed(fake, 5)
+      const { status, table } = yield* followUnderTestClock(fake.origin, TOKEN, { retryMax: 50 })
+      fake.refuse(503)
+      fake.cutAll()
+      yield* eventuallyEffect(Effect.sync(() => !status().reachable), () => "still reachable")
+      yield* TestClock.adjust(Duration.millis(300))
+      yield* eventuallyEffect(Effect.map(pendingWaits, (waits) => waits.some((wait) => wait <= 50)), () => "no retry")
+      const away = status()
+      assert.isAtLeast(away.stalenessMillis, 250)
+      assert.strictEqual(away.stalenessMillis, 300, "the staleness is the time since the last event")
+      assert.include(away.error, "503")
+      assert.strictEqual(RouteTable.lookup(table, "GET", "/seed/3")._tag, "Found")
+      fake.put(route("GET", "/while-away"))
+      // Between two tries (none in flight: the one woken last was refused), the registry comes back; the next try
+      // waits for the clock.
+      fake.refuse(undefined)
+      yield* endWait(50)
+      yield* Effect.promise(() => converged(fake, table))
+      yield* eventuallyEffect(
+        Effect.sync(() => status().reachable && status().stalenessMillis < 200),
+        () => JSON.stringify(status())
+      )
+      assert.strictEqual(status().stalenessMillis, 0, "confirmed current at the clock's instant")
+    }))
 
   it("takes a stream that falls silent (no heartbeat) for dead and connects again", async () => {
     const fake = await registry({ heartbeatMillis: 50 })
@@ -228,51 +262,86 @@ describe("RouteFollower.layer", () => {
     await converged(fake, table)
   })
 
-  it("fails at start when the registry refuses the token, at once, naming the refusal and never the token", async () => {
-    const fake = await registry()
-    const started = Date.now()
-    const exit = await Effect.runPromiseExit(
-      Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make("wrong-token") })).pipe(
-        Effect.scoped
-      )
-    )
-    assert.isBelow(Date.now() - started, 2_000)
-    assert.isTrue(Exit.isFailure(exit))
-    const error = Exit.isFailure(exit) ? String(exit.cause) : ""
-    assert.include(error, "FollowFailed")
-    assert.include(error, "401 invalid_token")
-    assert.notInclude(error, "wrong-token")
-    fake.refuse(403)
-    const forbidden = await Effect.runPromiseExit(
-      Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make(TOKEN) })).pipe(Effect.scoped)
-    )
-    assert.include(Exit.isFailure(forbidden) ? String(forbidden.cause) : "", "403 insufficient_scope")
-  })
+  // "At once": on the TestClock, which never moves here, the build ends without waiting for any retry.
+  it.effect("fails at start when the registry refuses the token, at once, naming the refusal and never the token", () =>
+    Effect.gen(function*() {
+      const fake = yield* Effect.promise(() => registry())
+      const build = (token: string) =>
+        Effect.gen(function*() {
+          const building = yield* Effect.fork(
+            Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make(token) })).pipe(Effect.scoped)
+          )
+          // Until it ends, or waits for a retry (any wait shorter than startTimeout's 30 s).
+          yield* eventuallyEffect(
+            Effect.zipWith(
+              Fiber.poll(building),
+              pendingWaits,
+              (done, waits) => done._tag === "Some" || waits.some((wait) => wait < 30_000)
+            ),
+            () => "neither failed nor retried"
+          )
+          const done = yield* Fiber.poll(building)
+          assert.isTrue(Option.isSome(done), `it waits to retry: ${(yield* pendingWaits).join(", ")} ms`)
+          assert.strictEqual(yield* Clock.currentTimeMillis, 0, "no time passed")
+          return Option.getOrThrow(done)
+        })
+      const exit = yield* build("wrong-token")
+      assert.isTrue(Exit.isFailure(exit))
+      const error = Exit.isFailure(exit) ? String(exit.cause) : ""
+      assert.include(error, "FollowFailed")
+      assert.include(error, "401 invalid_token")
+      assert.notInclude(error, "wrong-token")
+      fake.refuse(403)
+      const forbidden = yield* build(TOKEN)
+      assert.include(Exit.isFailure(forbidden) ? String(forbidden.cause) : "", "403 insufficient_scope")
+    }))
 
-  it("at start retries a registry that is down, until it answers or startTimeout passes", async () => {
+  it("at start retries a registry that is down, until it answers", async () => {
     const fake = await registry()
     fake.refuse(503)
     setTimeout(() => fake.refuse(undefined), 300)
     const { table } = await follower(fake.origin)
     assert.strictEqual(RouteTable.size(table), 0)
-    const closed = await registry()
-    await closed.close()
-    const started = Date.now()
-    const exit = await Effect.runPromiseExit(
-      Layer.build(
-        RouteFollower.layer({
-          url: closed.origin,
-          token: Redacted.make(TOKEN),
-          startTimeout: 500,
-          retryInitial: 10,
-          retryMax: 50
-        })
-      ).pipe(Effect.scoped)
-    )
-    assert.isAtLeast(Date.now() - started, 450)
-    assert.include(Exit.isFailure(exit) ? String(exit.cause) : "", "no routes within 500ms")
-    assert.include(Exit.isFailure(exit) ? String(exit.cause) : "", "ECONNREFUSED")
   })
+
+  // On the TestClock, moved from one wait to the next: every retry is a real connection refused.
+  it.effect("at start retries a registry that is down until startTimeout passes, then fails naming the last error", () =>
+    Effect.gen(function*() {
+      const closed = yield* Effect.promise(() => registry())
+      yield* Effect.promise(() => closed.close())
+      const building = yield* Effect.fork(
+        Layer.build(
+          RouteFollower.layer({
+            url: closed.origin,
+            token: Redacted.make(TOKEN),
+            startTimeout: 500,
+            retryInitial: 10,
+            retryMax: 50
+          })
+        ).pipe(Effect.scoped)
+      )
+      // Each step waits until the build ended, or waits for a retry (at most retryMax) or for startTimeout's end.
+      let tries = 0
+      for (;;) {
+        yield* eventuallyEffect(
+          Effect.zipWith(
+            Fiber.poll(building),
+            pendingWaits,
+            (done, waits) => Option.isSome(done) || waits.some((wait) => wait <= 50)
+          ),
+          () => "neither failed nor waits"
+        )
+        if (Option.isSome(yield* Fiber.poll(building))) break
+        tries++
+        yield* endWait(50)
+      }
+      const exit = yield* Fiber.join(building).pipe(Effect.exit)
+      assert.isAtLeast(yield* Clock.currentTimeMillis, 450)
+      assert.closeTo(yield* Clock.currentTimeMillis, 500, 0.001, "it failed at startTimeout")
+      assert.isAtLeast(tries, 10, "retried meanwhile (waits of at most 50 ms)")
+      assert.include(Exit.isFailure(exit) ? String(exit.cause) : "", "no routes within 500ms")
+      assert.include(Exit.isFailure(exit) ? String(exit.cause) : "", "ECONNREFUSED")
+    }))
 
   it("refuses options out of range, and a URL that names /v1/routing", async () => {
     const invalid = async (options: Partial<RouteFollower.Options>) => {
@@ -291,33 +360,64 @@ describe("RouteFollower.layer", () => {
 })
 
 describe("reconnecting: exponential backoff with full jitter", () => {
-  it("draws each wait uniformly below a bound that doubles from retryInitial up to retryMax", () => {
-    assert.strictEqual(Follower.backoffMillis(0, 100, 30_000, 1), 100)
-    assert.strictEqual(Follower.backoffMillis(3, 100, 30_000, 1), 800)
-    assert.strictEqual(Follower.backoffMillis(3, 100, 30_000, 0.5), 400)
-    assert.strictEqual(Follower.backoffMillis(20, 100, 30_000, 1), 30_000)
-    assert.strictEqual(Follower.backoffMillis(1_000, 100, 30_000, 0.25), 7_500)
-    assert.strictEqual(Follower.backoffMillis(5, 100, 30_000, 0), 0)
-  })
+  // The waits of the follower's schedule after 0, 1, 2, ... failures in a row, each drawn with `random`.
+  const waits = (count: number, random: number, initialMillis = 100, maxMillis = 30_000) =>
+    Schedule.run(
+      Schedule.delays(
+        Follower.backoff({ target: undefined as never, retryInitialMillis: initialMillis, retryMaxMillis: maxMillis })
+      ),
+      0,
+      Array.from({ length: count }, () => undefined)
+    ).pipe(
+      Effect.map((delays) => Chunk.toReadonlyArray(delays).map(Duration.toMillis)),
+      Effect.withRandom(Random.fixed([random]))
+    )
 
-  it("against a registry that keeps failing, waits longer and longer, each wait drawn anew", async () => {
-    const fake = await registry()
-    await follower(fake.origin, { retryInitial: 5, retryMax: 160 })
-    fake.refuse(503)
-    fake.cutAll()
-    const from = fake.requests.length
-    await new Promise((resolve) => setTimeout(resolve, 2_000))
-    const times = fake.requests.slice(from)
-    const gaps = times.slice(1).map((time, i) => time - times[i]!)
-    // Mean waits 2.5, 5, 10, 20, 40, then 80 ms: about 25 tries in 2 s; a tight loop would make hundreds.
-    assert.isAtLeast(times.length, 8, `${times.length} tries`)
-    assert.isAtMost(times.length, 80, `${times.length} tries`)
-    assert.isTrue(gaps.every((gap) => gap <= 160 + 50), `a wait past retryMax: ${gaps.join(", ")}`)
-    const late = gaps.slice(6)
-    const mean = late.reduce((sum, gap) => sum + gap, 0) / late.length
-    const spread = Math.sqrt(late.reduce((sum, gap) => sum + (gap - mean) ** 2, 0) / late.length)
-    assert.isAbove(spread, 10, `the waits do not vary: ${late.join(", ")}`)
-  })
+  it.effect("draws each wait uniformly below a bound that doubles from retryInitial up to retryMax", () =>
+    Effect.gen(function*() {
+      const top = yield* waits(1_001, 1)
+      assert.strictEqual(top[0], 100)
+      assert.strictEqual(top[3], 800)
+      assert.strictEqual((yield* waits(4, 0.5))[3], 400)
+      assert.strictEqual(top[20], 30_000)
+      assert.strictEqual((yield* waits(1_001, 0.25))[1_000], 7_500)
+      assert.strictEqual((yield* waits(6, 0))[5], 0)
+    }))
+
+  // On the TestClock: each wait is read as the follower begins it, then the clock is moved past it, for 2 s of the
+  // clock; every try is a real request the registry refuses.
+  it.scoped("against a registry that keeps failing, waits longer and longer, each wait drawn anew", () =>
+    Effect.gen(function*() {
+      const fake = yield* Effect.promise(() => registry())
+      yield* followUnderTestClock(fake.origin, TOKEN, { retryInitial: 5, retryMax: 160 })
+      fake.refuse(503)
+      fake.cutAll()
+      const from = fake.requests.length
+      // The clock's time of each try after the cut.
+      const times: Array<number> = []
+      const record = Effect.map(Clock.currentTimeMillis, (now) => {
+        while (from + times.length < fake.requests.length) times.push(now)
+      })
+      while ((yield* Clock.currentTimeMillis) < 2_000) {
+        yield* eventuallyEffect(Effect.map(pendingWaits, (waits) => waits.some((wait) => wait <= 160)), () => "")
+        yield* record
+        yield* endWait(160)
+      }
+      const gaps = times.slice(1).map((time, i) => time - times[i]!)
+      // Mean waits 2.5, 5, 10, 20, 40, then 80 ms: about 25 tries in 2 s; a tight loop would make hundreds.
+      assert.isAtLeast(times.length, 8, `${times.length} tries`)
+      assert.isAtMost(times.length, 80, `${times.length} tries`)
+      assert.isTrue(gaps.every((gap) => gap <= 160), `a wait past retryMax: ${gaps.join(", ")}`)
+      assert.isTrue(
+        // The gap after the i-th try is the (i + 1)-th wait: drawn below 5 ms × 2^(i + 1), or retryMax.
+        gaps.every((gap, i) => gap <= Math.min(160, 5 * 2 ** (i + 1))),
+        `a wait past its doubling bound: ${gaps.join(", ")}`
+      )
+      const late = gaps.slice(6)
+      const mean = late.reduce((sum, gap) => sum + gap, 0) / late.length
+      const spread = Math.sqrt(late.reduce((sum, gap) => sum + (gap - mean) ** 2, 0) / late.length)
+      assert.isAbove(spread, 10, `the waits do not vary: ${late.join(", ")}`)
+    }))
 })
 
 describe("a follower's routing API", () => {

@@ -426,7 +426,7 @@ const agreesAfterEveryChange = (
   )
 }
 
-describe("RouteTable (property-based, against a brute-force model of §10)", () => {
+describe("RouteTable (property-based, against a brute-force model of docs/router.md's matching rules)", () => {
   it("answers every request as the model does, after every insert, update and remove", () => {
     agreesAfterEveryChange(
       fc.array(opsOf(routeSpecArb), { minLength: 1, maxLength: 24 }),

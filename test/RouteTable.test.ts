@@ -1,5 +1,5 @@
 /**
- * The route table, rule by rule (CONTRACT §10): request paths and their normalisation, malformed paths, segment
+ * The route table, rule by rule (docs/router.md, "Matching"): request paths and their normalisation, malformed paths, segment
  * matching, HEAD, the 405 method lists, precedence with backtracking, parameter decoding, the cost of a lookup, live
  * changes, and stored rows the table cannot hold; and the explanation of a lookup (§17), which the property test of
  * test/RouteTable.property.test.ts checks against the reference matcher on random tables.
@@ -354,7 +354,7 @@ const work = (table: RouteTable.Table, method: string, target: string) => {
   return { nodes: RouteTree.examinedNodes() - before, tag: resolution._tag }
 }
 
-describe("RouteTable lookup cost (CONTRACT §10: a miss costs at most a few times a hit)", () => {
+describe("RouteTable lookup cost (docs/router.md, Bounded lookups: a miss costs at most a few times a hit)", () => {
   const tables = [
     ["64 routes of 64 segments, a parameter at a different position each", Adversarial.oneParameter()],
     ["the same with three methods each", Adversarial.oneParameter(1, ["GET", "PUT", "DELETE"])],
@@ -540,7 +540,7 @@ describe("RouteTable.layer reloading", () => {
 })
 
 describe("RouteTable.layer and stored rows the table cannot hold", () => {
-  // A row written before the 64-segment limit (CONTRACT §2), as a store reads it back: trusted, not validated.
+  // A row written before the 64-segment limit (docs/http-api.md, "Route rules"), as a store reads it back: trusted, not validated.
   const legacy = (id: string, revision: number) =>
     new Route.StoredRoute({
       id: id as Route.RouteId,

@@ -1,5 +1,5 @@
 /**
- * The Effect router (CONTRACT §11) on `NodeHttpServer`, beside the routing API in one app over one runtime: routes
+ * The Effect router (docs/router.md, "The Effect form") on `NodeHttpServer`, beside the routing API in one app over one runtime: routes
  * created through the API serve at once.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"

@@ -1,5 +1,5 @@
 /**
- * The change stream, `GET /v1/routing/changes` (CONTRACT §14), through every adapter and integration on both stores:
+ * The change stream, `GET /v1/routing/changes` (docs/http-api.md, "Following every change"), through every adapter and integration on both stores:
  * snapshot, `ready` and live changes in order; resuming by `since` and by `Last-Event-ID`; `reset` when the history is
  * gone; the refusals, before any byte of a stream; heartbeats; a follower that stops reading is cut off without the
  * registry holding more for it; every subscription ends with its client; another process's changes arrive.

@@ -116,7 +116,7 @@ describe("the 413 path never buffers more than the limit", () => {
         maxBodyBytes: max
       })
       let delivered = 0 // body bytes delivered to the request stream's readers
-      let consumed = -1 // ... when the answer was written (the rest is read only to be discarded, CONTRACT §3)
+      let consumed = -1 // ... when the answer was written (the rest is read only to be discarded, docs/http-api.md, "Errors")
       let socketBytes = -1 // bytes read from the socket (headers included) when the answer was written
       const server = Http.createServer((req, res) => {
         req.on("data", (chunk: Buffer) => void (delivered += chunk.length))

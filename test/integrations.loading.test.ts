@@ -1,5 +1,5 @@
 /**
- * Framework packages are optional peers (CONTRACT §13): a host that uses one integration never loads the others'
+ * Framework packages are optional peers (docs/mounting.md): a host that uses one integration never loads the others'
  * frameworks. Followed through the sources as Node loads them: every import but `import type`, which TypeScript
  * erases.
  */

@@ -39,6 +39,7 @@ import { tmpdir } from "node:os"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import * as Route from "route-registry/Route"
 import ts from "typescript"
 import { type Running, start } from "./utils/spawned.js"
 
@@ -460,6 +461,43 @@ for (const document of DOCUMENTS) {
   })
 }
 
+// The code's own files (sources, tests, examples, benchmarks), by path from the repository's root.
+const codeFiles = async (): Promise<Array<string>> => {
+  const found: Array<string> = []
+  for (const top of ["src", "test", "examples", "bench"]) {
+    for (const entry of await readdir(join(ROOT, top), { recursive: true })) {
+      if (/\.(ts|mts|js|mjs)$/.test(entry)) found.push(join(top, entry))
+    }
+  }
+  return found
+}
+
+// A section sign cites a named standard's section (RFC 9110 §15, ECMA-262 §21.4, the HTML standard (§9.2)), or
+// nothing the repository holds.
+const STANDARD_BEFORE = /(RFC \d+|ECMA-\d+|standard \() ?$/
+
+/** The citations of `text` a reader of the repository cannot follow: a CONTRACT, a section of no named standard. */
+const unfollowable = (text: string): Array<string> => [
+  ...[...text.matchAll(/\bCONTRACT\b[^\n]{0,20}/g)].map((m) => m[0]),
+  ...[...text.matchAll(/§\s*\d+/g)].filter((m) => {
+    const before = text.slice(Math.max(0, m.index - 40), m.index).replace(/\s*\n\s*(\*|\/\/)?\s*/g, " ")
+    return !STANDARD_BEFORE.test(before)
+  }).map((m) => m[0])
+]
+
+describe("the code's comments", () => {
+  it("cite only documents a reader of the repository has (docs/, README), never a CONTRACT", async () => {
+    const problems: Array<string> = []
+    // This file names what it looks for.
+    for (const file of (await codeFiles()).filter((file) => file !== join("test", "readme.test.ts"))) {
+      for (const citation of unfollowable(await readFile(join(ROOT, file), "utf8"))) {
+        problems.push(`${file}: ${citation}`)
+      }
+    }
+    assert.deepStrictEqual(problems, [])
+  })
+})
+
 describe("README.md and docs/*.md together", () => {
   it("the README links every document of docs/", () => {
     const linked = new Set(links(markdowns.get(README)!).map((target) => target.split("#")[0]))
@@ -479,6 +517,38 @@ describe("README.md and docs/*.md together", () => {
       const missing = filesNamed(markdowns.get(file)!).filter((named) => !existsSync(join(ROOT, named)))
       assert.deepStrictEqual(missing, [], `${file} names files the repository does not have`)
     }
+  })
+
+  it("a document that installs pg installs @types/pg too: its TypeScript fails tsc --strict without pg's types", () => {
+    for (const block of ofLanguage("sh")) {
+      const installed = npmCommands(block.code).filter(([command]) => command === "install" || command === "i").flat()
+      if (!installed.some((spec) => /^pg(@|$)/.test(spec))) continue
+      assert.isTrue(installed.some((spec) => /^@types\/pg(@|$)/.test(spec)), `${at(block)}: pg without @types/pg`)
+    }
+  })
+
+  it("the change stream's example in docs/http-api.md shows the fields each event sends", () => {
+    const example = ofLanguage("", "docs/http-api.md").find((block) => block.code.startsWith("event: "))!
+    const fields = (event: string) => {
+      const data = new RegExp(`^event: ${event}\n(?:id: .*\n)?data: (.*)$`, "m").exec(example.code)
+      assert.isNotNull(data, `no ${event} event in the example`)
+      return Object.keys(JSON.parse(data![1]!)).sort()
+    }
+    // What the stream writes for a route (internal/http/changeStream.ts), with its stored route's every field.
+    const sent = JSON.parse(Route.toJson(
+      new Route.StoredRoute({
+        id: Route.makeRouteId(0),
+        method: "GET" as Route.HttpMethod,
+        path: "/users/:id" as Route.RoutePath,
+        middleware: [],
+        handler: "show" as Route.HandlerName,
+        createdAt: new Date(0),
+        revision: 1
+      })
+    ))
+    assert.deepStrictEqual(fields("upsert"), Object.keys(sent).sort())
+    assert.deepStrictEqual(fields("ready"), ["routes"])
+    assert.deepStrictEqual(fields("delete"), ["id"])
   })
 
   it("every variable npm start and the route-registry command read is in a table", async () => {

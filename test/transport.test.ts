@@ -1,5 +1,5 @@
 /**
- * The transport rules of CONTRACT §3, over real sockets: a refused body is answered even to a client still sending it
+ * The transport rules of docs/http-api.md, over real sockets: a refused body is answered even to a client still sending it
  * (the server discards the rest for a bounded amount and time before it closes the connection), and a request with
  * `Expect: 100-continue` refused before its body is read gets its final answer without `100 Continue`.
  */

@@ -209,5 +209,5 @@ export const sampleTable = (
  * instant the creating process stamped it before writing it (so the write and commit are included, and any difference
  * between the two processes' clocks too).
  */
-export const arrived = (route: Route.StoredRoute): void =>
-  propagationLag.unsafeUpdate(Math.max(0, Date.now() - route.createdAt.getTime()), [])
+export const arrived = (clock: Clock.Clock) => (route: Route.StoredRoute): void =>
+  propagationLag.unsafeUpdate(Math.max(0, clock.unsafeCurrentTimeMillis() - route.createdAt.getTime()), [])

@@ -179,7 +179,7 @@ describe("examples/server.ts (npm start)", () => {
     assert.strictEqual(await found.text(), text)
   })
 
-  // CONTRACT §14 Scale: idle, a registry process holds at most 2 connections (one pool connection for its polls, its
+  // docs/scaling-out.md, "Database connections": idle, a registry process holds at most 2 connections (one pool connection for its polls, its
   // listening connection), whatever burst it served before and however many followers it streams to.
   it("with DATABASE_URL, holds at most 2 database connections while idle, followers connected", async () => {
     const name = `rr-idle-${process.pid}-${Date.now().toString(36)}`
@@ -275,6 +275,41 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
     )
   })
 
+  it("with no token configured, a follower generates a read token and says its API is read-only; no line shows FOLLOW_URL's password", async () => {
+    const registry = await start({ ROUTING_READ_TOKENS: "reader" })
+    onTestFinished(async () => {
+      await registry.stop()
+    })
+    const withPassword = registry.origin.replace("http://", "http://user:s3cret-pw@")
+    const follower = await start({ FOLLOW_URL: withPassword, FOLLOW_TOKEN: "reader" })
+    onTestFinished(async () => {
+      await follower.stop()
+    })
+    const output = follower.output()
+    assert.notInclude(output, "admin token")
+    assert.include(output, "read-only")
+    const token = /generated read token (\S+)/.exec(output)?.[1]
+    assert.isDefined(token, output)
+    assert.strictEqual((await fetch(`${follower.origin}/v1/routing`, { headers: bearer(token!) })).status, 200)
+    const write = await create(follower.origin, token!, { method: "GET", path: "/x", handler: "echo" })
+    assert.strictEqual(write.status, 405)
+    assert.include(output, `following the registry at ${registry.origin}`)
+    await follower.stop()
+    assert.notInclude(follower.output(), "s3cret-pw")
+  })
+
+  it("refused, says so without FOLLOW_URL's password", async () => {
+    const registry = await start({ ROUTING_ADMIN_TOKENS: "admin" })
+    onTestFinished(async () => {
+      await registry.stop()
+    })
+    const withPassword = registry.origin.replace("http://", "http://user:s3cret-pw@")
+    const refused = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: withPassword, FOLLOW_TOKEN: "wrong" })
+    assert.strictEqual(refused.code, 1)
+    assert.include(refused.output, "401 invalid_token")
+    assert.notInclude(refused.output, "s3cret-pw")
+  })
+
   it("exits 1 when the registry refuses FOLLOW_TOKEN, or FOLLOW_TOKEN is missing", async () => {
     const registry = await start({ ROUTING_ADMIN_TOKENS: "admin" })
     onTestFinished(async () => {
@@ -290,7 +325,7 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
   })
 })
 
-// Functions a host could register by mistake: the demo catalog stays as CONTRACT §5 fixes it, so the host is built
+// Functions a host could register by mistake: the demo catalog stays as README's quick start shows it, so the host is built
 // here from the example's parts, with these beside the demo's own.
 const misbehaving: Record<string, NodeRouter.RouteFunction> = {
   answersTwice: (_req, res) => {

@@ -1,5 +1,5 @@
 /**
- * CONTRACT §12 with real processes: three `npm start` hosts on one PostgreSQL database take creates, updates and
+ * docs/scaling-out.md's "Several processes on one database" with real processes: three `npm start` hosts on one PostgreSQL database take creates, updates and
  * deletes from many clients at once, while their connections are killed and PostgreSQL is restarted, and a third host
  * starts in the middle of it. Once the writes stop, every host's router must serve exactly the rows of the database:
  * each stored route at its path with its handler and middleware, and nothing for any path a route had before.

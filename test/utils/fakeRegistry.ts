@@ -1,5 +1,5 @@
 /**
- * A registry's change stream (CONTRACT §14) served by a small `node:http` server over a map of routes and the
+ * A registry's change stream (docs/http-api.md, "Following every change") served by a small `node:http` server over a map of routes and the
  * library's own change history, with the faults a follower must survive on command: every stream cut, the next event
  * cut in the middle of its frame, a restart (a new history: old cursors are answered with a reset), a silent stream,
  * refusals. Events may be split into single bytes and sent with CRLF line ends, as any server may send them.

@@ -1,11 +1,11 @@
 /**
  * The route table against find-my-way, request by request: both get the same routes and answer the same requests,
  * and every answer on which they differ is put into a named class of the contract's rules on which stored route
- * serves a request (CONTRACT §10), or into none. A class is decided from the request and both answers, and checked
+ * serves a request (docs/router.md, "Differences from find-my-way"), or into none. A class is decided from the request and both answers, and checked
  * where it can be: a HEAD difference must vanish when find-my-way is asked for GET, a 405's methods must be the ones
  * find-my-way serves the path with (or differ from it for a reason of their own), a route find-my-way took through an
- * empty value must not match by §10. No class covers two different routes both taken by the rules: on every request
- * tried, find-my-way ranks matching routes as §10 does, so a difference in precedence fails the test.
+ * empty value must not match by the table's rules (docs/router.md, "Matching"). No class covers two different routes both taken by the rules: on every request
+ * tried, find-my-way ranks matching routes as the table does, so a difference in precedence fails the test.
  *
  * find-my-way is used as it comes (its defaults, which are Fastify's): a wildcard is written `*` there, so `*name`
  * is registered as `*` and its value read back under `name`.
@@ -15,7 +15,7 @@ import * as Route from "route-registry/Route"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Reference from "./referenceMatcher.js"
 
-/** Each class of difference, with the rule of §10 behind it. */
+/** Each class of difference, with the table's rule behind it. */
 export const CLASSES = {
   head: "HEAD is served by the GET route (find-my-way: no route)",
   methodNotAllowed: "no route for this method: 405 with the methods that match (find-my-way: no route)",
@@ -142,7 +142,7 @@ const patternOf = (key: string): string => key.slice(key.indexOf(" ") + 1)
 
 /**
  * The class of a difference between our answer and find-my-way's to one request, or `undefined` when none explains
- * it. `routes` are the table's, for the checks made against §10's reference matcher.
+ * it. `routes` are the table's, for the checks made against the reference matcher of the table's rules.
  */
 const classify = (
   request: Request,
@@ -174,7 +174,7 @@ const classify = (
   }
   if (ours._tag === "BadPath" && theirs._tag === "NotFound") return "badPath"
   if (theirs._tag === "Found" && (ours._tag !== "Found" || ours.key !== theirs.key)) {
-    // The route find-my-way took must not match by §10: it did only through an empty value.
+    // The route find-my-way took must not match by the table's rules: it did only through an empty value.
     const empty = Object.values(theirs.params).some((value) => value === "" || value.split("/").includes(""))
     if (empty && !matchesByContract(routes, method, target, theirs.key)) return "emptyValue"
   }

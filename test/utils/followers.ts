@@ -3,7 +3,8 @@
  * comparison of two sets of routes path by path.
  */
 import { assert } from "@effect/vitest"
-import { Context, Layer, ManagedRuntime, Redacted } from "effect"
+import type { Scope } from "effect"
+import { Chunk, Clock, Context, Effect, Layer, ManagedRuntime, Redacted, TestClock } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
 import * as Route from "route-registry/Route"
 import * as RouteFollower from "route-registry/RouteFollower"
@@ -105,3 +106,59 @@ export const changed = (
   route: Route.StoredRoute,
   fields: Partial<Pick<Route.Route, "method" | "path" | "handler" | "middleware">>
 ) => new Route.StoredRoute({ ...route, ...fields, revision: route.revision + 1 })
+
+// --- under TestClock: the follower's waits (backoff, startTimeout, staleness) run on the test's clock ---------------
+
+/** A follower built in the calling (TestClock) context: its timers wait for `TestClock.adjust`, its sockets are real. */
+export const followUnderTestClock = (
+  url: string,
+  token: string,
+  options: Partial<RouteFollower.Options> = {}
+): Effect.Effect<Pick<Follower, "table" | "status">, unknown, Scope.Scope> =>
+  Effect.map(
+    Layer.build(RouteFollower.layer({ url, token: Redacted.make(token), retryInitial: 10, retryMax: 200, ...options })),
+    (context) => ({
+      table: Context.get(context, RouteTable.RouteTable),
+      status: Context.get(context, RouteTable.TableStatus).unsafeGet
+    })
+  )
+
+// Real time, while the TestClock stands still: for sockets to answer.
+const realPause = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+
+/** Waits in real time until `check` holds, failing with `message` after 5 s. */
+export const eventuallyEffect = (check: Effect.Effect<boolean>, message: () => string): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 5_000
+    while (!(yield* check)) {
+      if (Date.now() > deadline) return assert.fail(message())
+      yield* realPause
+    }
+  })
+
+/** The waits of fibers on the TestClock (pending `sleep`s), in ms from now, soonest first. */
+export const pendingWaits: Effect.Effect<Array<number>> = Effect.gen(function*() {
+  const now = yield* Clock.currentTimeMillis
+  return Chunk.toReadonlyArray(yield* TestClock.sleeps()).map((wake) => wake - now).sort((a, b) => a - b)
+})
+
+/**
+ * Ends the wait a fiber is in, once one is in a wait of at most `within` ms (waiting in real time for it to begin),
+ * by setting the TestClock to its end; gives its length. (A sleep that was interrupted stays in the TestClock's list,
+ * so waits known to be longer are left out.)
+ */
+export const endWait = (within: number): Effect.Effect<number> =>
+  Effect.gen(function*() {
+    let wake: number | undefined
+    const now = yield* Clock.currentTimeMillis
+    yield* eventuallyEffect(
+      Effect.map(TestClock.sleeps(), (sleeps) =>
+        (wake = Chunk.toReadonlyArray(sleeps).filter((end) =>
+          end - now <= within
+        ).sort((a, b) => a - b)[0]) !==
+          undefined),
+      () => `nothing waits on the clock for at most ${within} ms`
+    )
+    yield* TestClock.setTime(wake!)
+    return wake! - now
+  })

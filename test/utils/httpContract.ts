@@ -1,5 +1,5 @@
 /**
- * The HTTP contract (CONTRACT §3): every row and rule, run through one adapter on one store. Each test starts a
+ * The HTTP contract (docs/http-api.md): every row and rule, run through one adapter on one store. Each test starts a
  * fresh server over a fresh store.
  */
 import { afterEach, assert, beforeEach, describe, it, onTestFinished } from "@effect/vitest"
@@ -440,7 +440,7 @@ export const list = (query = "", headers: Record<string, string> = auth(ADMIN)):
 
 const paths = (response: Received): Array<string> => response.json.errors.map((e: { path: string }) => e.path)
 
-/** Listing, update, delete and versions (CONTRACT §6–§9), and the rows and rules of §3 they bring. */
+/** Listing, update, delete and versions (docs/http-api.md: "Listing", "Updating", "Deleting"), and the rules they bring. */
 export const changeContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   const send = serving(adapter, store, options)
   logRows(send)

@@ -1,5 +1,5 @@
 /**
- * What every framework integration (CONTRACT §13) does with the stored routes, whatever the framework: each
+ * What every framework integration (docs/mounting.md) does with the stored routes, whatever the framework: each
  * integration registers the same behaviours under the same names, written in its framework's own idiom, builds a
  * host with its own routes and error handler, and runs `integrationContract` over it. Routes are created through the
  * host's own routing API, so every test also shows that a route serves as soon as it is created.

@@ -1,6 +1,6 @@
 /**
  * A host process serving the routing API and the router over one runtime, so both share one store and one table
- * (CONTRACT §11), with the runtime's log lines captured for the tests to read.
+ * (docs/router.md), with the runtime's log lines captured for the tests to read.
  */
 import { Cause, Context, Effect, Layer, Logger, ManagedRuntime } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -49,7 +49,7 @@ export const createRoute = (route: {
 /**
  * `services` with a store whose first `list` (the table's load at start-up) sees no routes and which offers no change
  * feed; every later call goes to the store. A host with a router loads its table before it serves, so it does not start over a store that fails
- * (CONTRACT §12); the failure rows of the routing API are what it answers when the store fails after start-up.
+ * (docs/scaling-out.md, "Readiness and staleness"); the failure rows of the routing API are what it answers when the store fails after start-up.
  */
 export const failingAfterStart = (services: Services): Services =>
   Layer.map(services, (context) => {

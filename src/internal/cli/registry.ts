@@ -13,6 +13,7 @@ import type { Redacted } from "effect"
 import type * as Route from "../../Route.js"
 import * as RoutingApi from "../../RoutingApi.js"
 import * as Limits from "../limits.js"
+import * as Urls from "../urls.js"
 import { RequestFailed } from "./errors.js"
 import type * as Plan from "./plan.js"
 
@@ -72,7 +73,12 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
       baseUrl: origin,
       transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
     })
-    const fail = failure(origin)
+    // Its messages never show a password in the URL, the causes' own (fetch quotes the URL it refuses) included.
+    const hide = Urls.hidingPassword(origin)
+    const fail = (error: unknown) => {
+      const failed = failure(origin)(error)
+      return new RequestFailed({ message: hide(failed.message), code: failed.code })
+    }
 
     /** Every route matching `filters`, in id order, walking the pages to the end. */
     const list = (filters: Filters = {}): Effect.Effect<Array<Route.Route>, RequestFailed> =>

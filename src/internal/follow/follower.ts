@@ -11,8 +11,8 @@
  *
  * @internal
  */
-import type { Context } from "effect"
-import { Deferred, Duration, Effect, Queue, Random } from "effect"
+import type { Clock, Context } from "effect"
+import { Deferred, Duration, Effect, Queue, Schedule } from "effect"
 import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as Memory from "../store/memory.js"
@@ -59,12 +59,14 @@ export interface State {
   readonly log: Queue.Queue<Effect.Effect<void>>
   /** Told of the first `ready`. */
   readonly started: Deferred.Deferred<void, Client.Lost>
+  /** The clock of the fiber that made the state, read by the sink, which runs outside any fiber. */
+  readonly clock: Clock.Clock
 }
 
 export const makeState = (history: History.History): Effect.Effect<State> =>
   Effect.map(
-    Effect.all([Queue.unbounded<Effect.Effect<void>>(), Deferred.make<void, Client.Lost>()]),
-    ([log, started]) => ({
+    Effect.all([Queue.unbounded<Effect.Effect<void>>(), Deferred.make<void, Client.Lost>(), Effect.clock]),
+    ([log, started, clock]) => ({
       tree: new RouteTree.Tree(),
       memory: Memory.emptyMemory(),
       history,
@@ -72,10 +74,11 @@ export const makeState = (history: History.History): Effect.Effect<State> =>
       cursor: undefined,
       snapshot: undefined,
       live: false,
-      confirmed: { at: Date.now(), reachable: false, error: undefined },
+      confirmed: { at: clock.unsafeCurrentTimeMillis(), reachable: false, error: undefined },
       awaySince: undefined,
       log,
-      started
+      started,
+      clock
     })
   )
 
@@ -172,7 +175,7 @@ const ready = (state: State): void => {
   }
   state.live = true
   if (state.awaySince !== undefined) {
-    const away = Duration.format(Duration.millis(Date.now() - state.awaySince))
+    const away = Duration.format(Duration.millis(state.clock.unsafeCurrentTimeMillis() - state.awaySince))
     state.awaySince = undefined
     unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
   }
@@ -201,11 +204,11 @@ export const sink = (state: State): Sse.Sink => ({
     }
     if (failure !== undefined) return failure
     if (event.id !== "") state.cursor = event.id
-    if (state.live) state.confirmed.at = Date.now()
+    if (state.live) state.confirmed.at = state.clock.unsafeCurrentTimeMillis()
     return undefined
   },
   comment: () => {
-    if (state.live) state.confirmed.at = Date.now()
+    if (state.live) state.confirmed.at = state.clock.unsafeCurrentTimeMillis()
   }
 })
 
@@ -245,22 +248,22 @@ export const status = (state: State): Status => ({
   following: "stream",
   reachable: state.confirmed.reachable,
   confirmedAt: new Date(state.confirmed.at),
-  stalenessMillis: Math.max(0, Date.now() - state.confirmed.at),
+  stalenessMillis: Math.max(0, state.clock.unsafeCurrentTimeMillis() - state.confirmed.at),
   error: state.confirmed.error
 })
 
 // --- following -----------------------------------------------------------------------------------------------------
 
 /**
- * The wait before the next connection after `failures` failures in a row: "full jitter", a uniform draw from zero to
- * the capped exponential bound, so that followers cut off together do not come back together.
+ * The waits between connections: an exponential backoff from `retryInitialMillis`, capped at `retryMaxMillis`, with
+ * "full jitter" (each wait a uniform draw from zero to the bound), so that followers cut off together do not come back
+ * together.
  */
-export const backoffMillis = (
-  failures: number,
-  initialMillis: number,
-  maxMillis: number,
-  random: number
-): number => random * Math.min(maxMillis, initialMillis * 2 ** Math.min(failures, 30))
+export const backoff = (settings: Settings): Schedule.Schedule<unknown> =>
+  Schedule.exponential(Duration.millis(settings.retryInitialMillis)).pipe(
+    Schedule.union(Schedule.spaced(Duration.millis(settings.retryMaxMillis))),
+    Schedule.jitteredWith({ min: 0, max: 1 })
+  )
 
 /**
  * Refusals that another try will not change, at start-up: the token (401, 403), the URL (404, 400), the method (405).
@@ -277,7 +280,7 @@ export const follow = (state: State, settings: Settings): Effect.Effect<void> =>
   Effect.gen(function*() {
     const confirmed = state.confirmed
     const sinkOf = sink(state)
-    let failures = 0
+    const retry = yield* Schedule.driver(backoff(settings))
     while (true) {
       const lost = yield* Effect.flip(Client.connect(settings.target, state.cursor, opened(state), sinkOf))
       const wasLive = state.live
@@ -289,17 +292,17 @@ export const follow = (state: State, settings: Settings): Effect.Effect<void> =>
         yield* Deferred.fail(state.started, lost)
         return
       }
-      if (wasLive) failures = 0
+      // A connection that reached `ready` was healthy: the backoff starts again from its first wait.
+      if (wasLive) yield* retry.reset
       // An outage is logged when it starts and when it ends (at `ready`), not at every try.
       if (started && state.awaySince === undefined) {
-        state.awaySince = Date.now()
+        state.awaySince = state.clock.unsafeCurrentTimeMillis()
         yield* Effect.logWarning(
           `route table: lost the registry's change stream (${lost.reason}); routing on with the table confirmed ` +
             `current at ${new Date(confirmed.at).toISOString()}, reconnecting`
         )
       }
-      const wait = backoffMillis(failures++, settings.retryInitialMillis, settings.retryMaxMillis, yield* Random.next)
-      yield* Effect.sleep(Duration.millis(wait))
+      yield* Effect.orDie(retry.next(undefined)) // the backoff never ends
     }
   })
 

@@ -1,5 +1,5 @@
 /**
- * The listing query (contract §6): parsing it with every problem named, the opaque cursor, and the link to the next
+ * The listing query (docs/http-api.md, "Listing"): parsing it with every problem named, the opaque cursor, and the link to the next
  * page.
  *
  * @internal

@@ -29,7 +29,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Context, Effect, Exit, FiberId, Option, Runtime, Stream } from "effect"
+import { Cause, Clock, Context, Effect, Exit, FiberId, Option, Runtime, Stream } from "effect"
 import Pg from "pg"
 import type * as RouteRepository from "../../RouteRepository.js"
 import * as Connect from "./connect.js"
@@ -144,11 +144,11 @@ const sweeper = (sql: SqlClient.SqlClient, connect: Connect.MakeClient | undefin
       )
     )
     let pause = SWEEP_FIRST_MILLIS
-    let fruitfulAt = Date.now()
-    while (late > 0 && Date.now() - fruitfulAt < SWEEP_FRUITLESS_DEADLINES * millis) {
+    let fruitfulAt = yield* Clock.currentTimeMillis
+    while (late > 0 && (yield* Clock.currentTimeMillis) - fruitfulAt < SWEEP_FRUITLESS_DEADLINES * millis) {
       yield* Effect.sleep(pause)
       const cancelled = yield* Effect.orElseSucceed(cancel, () => 0)
-      if (cancelled > 0) fruitfulAt = Date.now()
+      if (cancelled > 0) fruitfulAt = yield* Clock.currentTimeMillis
       pause = cancelled > 0 ? SWEEP_FIRST_MILLIS : Math.min(millis, pause * 2)
     }
   })).pipe(
@@ -222,13 +222,13 @@ export const make = ({ connect, interrupted, millis, sql, table, timedOut }: Opt
   // another connection until the server has decided.
   const settle = (txid: string): Effect.Effect<boolean | undefined> =>
     Effect.gen(function*() {
-      const until = Date.now() + settling
+      const until = (yield* Clock.currentTimeMillis) + settling
       for (;;) {
         const rows = yield* Effect.option(read(sql<{ status: string | null }>`${sql.literal(mark)}
           SELECT pg_xact_status(${txid}::xid8)::text AS status`))
         const status = rows._tag === "Some" ? rows.value[0]?.status : undefined
         if (status === "committed" || status === "aborted") return status === "committed"
-        if (Date.now() > until) return undefined
+        if ((yield* Clock.currentTimeMillis) > until) return undefined
         yield* Effect.sleep(SETTLE_EVERY_MILLIS)
       }
     })
@@ -300,13 +300,15 @@ export const make = ({ connect, interrupted, millis, sql, table, timedOut }: Opt
       return yield* exit
     })
 
+  // The deadline and its backstop are Node timers, as `read`'s is; the time left for the statements is read from the
+  // `Clock`.
   const write = <A, E>(work: Effect.Effect<A, E | SqlError>) =>
     Effect.flatMap(
-      Effect.runtime<never>(),
-      (runtime) =>
+      Effect.zip(Effect.runtime<never>(), Effect.clock),
+      ([runtime, clock]) =>
         Effect.async<A, E | SqlError | RouteRepository.StoreUnavailable>((resume) => {
-          const startedAt = Date.now()
-          const remaining = () => Math.max(1, Math.ceil(millis - (Date.now() - startedAt)))
+          const startedAt = clock.unsafeCurrentTimeMillis()
+          const remaining = () => Math.max(1, Math.ceil(millis - (clock.unsafeCurrentTimeMillis() - startedAt)))
           const host = Context.getOption(runtime.context, SqlClient.TransactionConnection)
           const state: State = { phase: "waiting", txid: undefined, value: undefined }
           const run = Runtime.runFork(runtime)

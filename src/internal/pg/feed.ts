@@ -28,7 +28,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import type { Scope } from "effect"
-import { Deferred, Duration, Effect, Exit, Fiber, Stream as S } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Schedule, Stream as S } from "effect"
 import { randomUUID } from "node:crypto"
 import Pg from "pg"
 import type * as Route from "../../Route.js"
@@ -68,6 +68,16 @@ const FIRST_PING_MILLIS = 25
 const DEAF_PERIODS = 3
 // The first pause before listening again on a connection that died soon after it was opened.
 const RETRY_MILLIS = 10
+
+/**
+ * The pauses before listening again after sessions that failed in a row: doubling from `RETRY_MILLIS` up to `period`,
+ * each drawn within ±20% so that the processes a restarted server cut off do not all come back at the same instant.
+ */
+export const relisten = (period: number): Schedule.Schedule<unknown> =>
+  Schedule.exponential(Duration.millis(RETRY_MILLIS)).pipe(
+    Schedule.jittered,
+    Schedule.union(Schedule.spaced(Duration.millis(period)))
+  )
 // Sessions on the store's own connection that end without hearing a ping, before it listens through PgClient.listen.
 const UNHEARD_BEFORE_SHARED = 2
 
@@ -195,67 +205,70 @@ const hear = (
   settings: Settings,
   origin: string
 ) =>
-(listener: RouteRepository.ChangeListener): Effect.Effect<never> => {
-  const ping = PING_PREFIX + origin
-  const own = payloadStart(origin)
-  const period = Math.min(Duration.toMillis(settings.pollInterval), PING_MILLIS)
-  const heard = (payload: string) => {
-    if (payload === CHANGED) return listener.wake()
-    if (payload.startsWith(own)) return
-    try {
-      const { removed, upserted } = JSON.parse(payload) as Payload
-      listener.apply(upserted.map(Row.decode), removed)
-    } catch {
-      listener.wake() // not an announcement of this version: read the feed instead
+(listener: RouteRepository.ChangeListener): Effect.Effect<never> =>
+  Effect.clockWith((clock) => {
+    const ping = PING_PREFIX + origin
+    const own = payloadStart(origin)
+    const period = Math.min(Duration.toMillis(settings.pollInterval), PING_MILLIS)
+    const heard = (payload: string) => {
+      if (payload === CHANGED) return listener.wake()
+      if (payload.startsWith(own)) return
+      try {
+        const { removed, upserted } = JSON.parse(payload) as Payload
+        listener.apply(upserted.map(Row.decode), removed)
+      } catch {
+        listener.wake() // not an announcement of this version: read the feed instead
+      }
     }
-  }
-  // Whether the store's own connection ever heard a ping, and how many of its sessions ended before one did.
-  let verified = false
-  let unheard = 0
-  const channel = () =>
-    channels.own !== undefined && (verified || unheard < UNHEARD_BEFORE_SHARED) ? channels.own : channels.shared
-  // When the last session opened, and for how long it listened.
-  let openedAt: number | undefined
-  const session = Effect.suspend(() => {
-    const using = channel()
-    openedAt = undefined
-    let heardAt: number | undefined
-    return Effect.scoped(Effect.gen(function*() {
-      const died = yield* using.open((payload) => {
-        if (payload === ping) {
-          if (heardAt === undefined) listener.wake()
-          heardAt = Date.now()
-        } else if (!payload.startsWith(PING_PREFIX)) {
-          heard(payload)
-        }
-      })
-      const startedAt = Date.now()
-      openedAt = startedAt
-      const pinging = Effect.forever(Effect.gen(function*() {
-        yield* Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${ping})`)
-        // Until the first ping comes back, `LISTEN` may not be in place (through PgClient.listen): ping again soon.
-        yield* Effect.sleep(heardAt === undefined ? FIRST_PING_MILLIS : period)
-        if (Date.now() - (heardAt ?? startedAt) > DEAF_PERIODS * period) {
-          return yield* Effect.fail("the listening connection stopped hearing")
-        }
-      }))
-      return yield* Effect.raceFirst(died, pinging)
-    })).pipe(Effect.ensuring(Effect.sync(() => {
-      if (using !== channels.own) return
-      if (heardAt !== undefined) verified = true
-      else if (!verified) unheard++
-    })))
+    // Whether the store's own connection ever heard a ping, and how many of its sessions ended before one did.
+    let verified = false
+    let unheard = 0
+    const channel = () =>
+      channels.own !== undefined && (verified || unheard < UNHEARD_BEFORE_SHARED) ? channels.own : channels.shared
+    // When the last session opened, and for how long it listened.
+    let openedAt: number | undefined
+    const session = Effect.suspend(() => {
+      const using = channel()
+      openedAt = undefined
+      let heardAt: number | undefined
+      return Effect.scoped(Effect.gen(function*() {
+        const died = yield* using.open((payload) => {
+          if (payload === ping) {
+            if (heardAt === undefined) listener.wake()
+            // Heard on the connection's own callback, outside any fiber: the clock is read directly.
+            heardAt = clock.unsafeCurrentTimeMillis()
+          } else if (!payload.startsWith(PING_PREFIX)) {
+            heard(payload)
+          }
+        })
+        const startedAt = yield* Clock.currentTimeMillis
+        openedAt = startedAt
+        const pinging = Effect.forever(Effect.gen(function*() {
+          yield* Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${ping})`)
+          // Until the first ping comes back, `LISTEN` may not be in place (through PgClient.listen): ping again soon.
+          yield* Effect.sleep(heardAt === undefined ? FIRST_PING_MILLIS : period)
+          if ((yield* Clock.currentTimeMillis) - (heardAt ?? startedAt) > DEAF_PERIODS * period) {
+            return yield* Effect.fail("the listening connection stopped hearing")
+          }
+        }))
+        return yield* Effect.raceFirst(died, pinging)
+      })).pipe(Effect.ensuring(Effect.sync(() => {
+        if (using !== channels.own) return
+        if (heardAt !== undefined) verified = true
+        else if (!verified) unheard++
+      })))
+    })
+    // A connection that listened a while is replaced at once, and the backoff starts over. One that could not be
+    // opened, or died soon after, is tried again after the next pause of `relisten`, so a server refusing or killing
+    // connections is not hammered.
+    return Effect.flatMap(Schedule.driver(relisten(period)), (retry) => {
+      const pause = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        openedAt !== undefined && now - openedAt >= period
+          ? retry.reset
+          : Effect.orDie(retry.next(undefined))) // the backoff never ends
+      return Effect.forever(Effect.zipRight(Effect.catchAllCause(session, () => Effect.void), pause))
+    })
   })
-  // A connection that listened a while is replaced at once. One that could not be opened, or died soon after, is
-  // tried again after a pause that doubles, up to a period, so a server refusing or killing connections is not
-  // hammered.
-  let failures = 0
-  const pause = Effect.suspend(() => {
-    failures = openedAt !== undefined && Date.now() - openedAt >= period ? 0 : failures + 1
-    return failures === 0 ? Effect.void : Effect.sleep(Math.min(period, RETRY_MILLIS * 2 ** (failures - 1)))
-  })
-  return Effect.forever(Effect.zipRight(Effect.catchAllCause(session, () => Effect.void), pause))
-}
 
 /** An announcement's payload: who sent it, routes as JSON rows (as the feed reads them), and removed ids. */
 interface Payload {
@@ -346,8 +359,7 @@ const pruner = (
     UPDATE ${feed} SET pruned_through = newest.txid
     FROM (SELECT txid FROM gone ORDER BY txid DESC LIMIT 1) AS newest
     WHERE ${feed}.pruned_through < newest.txid`
-  return Effect.suspend(() => {
-    const now = Date.now()
+  return Effect.flatMap(Clock.currentTimeMillis, (now) => {
     if (now - prunedAt < every) return Effect.void
     prunedAt = now
     return Effect.asVoid(Effect.forkDaemon(Effect.ignore(guard(prune))))

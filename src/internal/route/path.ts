@@ -117,6 +117,11 @@ const pathCharProblem = (s: string, i: number): string | null => {
   }`
 }
 
+// The start of `text`, quoted: what a message shows of a text that may be long.
+const QUOTED_START = 32
+const quoteStart = (text: string): string =>
+  text.length <= QUOTED_START ? JSON.stringify(text) : `${JSON.stringify(text.slice(0, QUOTED_START))}…`
+
 // UTF-16 units taken by the character at `i`, so a surrogate pair is reported once.
 const charWidth = (s: string, i: number) => (s.codePointAt(i)! > 0xffff ? 2 : 1)
 
@@ -132,7 +137,9 @@ export const parsePath = (path: string): Either.Either<ParsedPath, ReadonlyArray
   if (length > MAX_PATH_LENGTH) {
     return Either.left([{
       index: MAX_PATH_LENGTH,
-      message: `must be at most ${MAX_PATH_LENGTH} characters (got ${length})`
+      message:
+        `must be at most ${MAX_PATH_LENGTH} characters (got ${length}): the excess starts at index ${MAX_PATH_LENGTH} ` +
+        `with ${quoteStart(path.slice(MAX_PATH_LENGTH))}`
     }])
   }
   if (path === "/") return Either.right({ path: path as RoutePath, segments: [], params: [], shape: "/" })
@@ -154,7 +161,7 @@ export const parsePath = (path: string): Either.Either<ParsedPath, ReadonlyArray
     if (++count === MAX_SEGMENTS + 1) issues.push(tooManySegments(path, start))
     if (end === start) {
       if (end === length) {
-        issues.push({ index: start - 1, message: `trailing slash at index ${start - 1}: remove it` })
+        issues.push({ index: start - 1, message: `trailing slash at index ${start - 1} ("/"): remove it` })
       } else {
         issues.push({ index: start - 1, message: `empty segment ("//") at index ${start - 1}: remove the extra "/"` })
       }
@@ -192,7 +199,9 @@ const tooManySegments = (path: string, start: number): PathIssue => {
     index: start,
     message: `has ${count} segments, more than the ${MAX_SEGMENTS} allowed: the ${
       MAX_SEGMENTS + 1
-    }th starts at index ${start}; shorten the path to at most ${MAX_SEGMENTS} segments`
+    }th starts at index ${start} (${
+      quoteStart(path.slice(start))
+    }); shorten the path to at most ${MAX_SEGMENTS} segments`
   }
 }
 
@@ -221,16 +230,18 @@ const takeName = (scan: Scan, sigil: number, stop: number): string | undefined =
   if (isDigit(path.charCodeAt(start))) {
     issues.push({
       index: start,
-      message: `${what} name at index ${start} starts with a digit: start it with a letter or "_"`
+      message: `${what} name at index ${start} starts with a digit (${
+        JSON.stringify(path.slice(sigil, stop))
+      }): start it with a letter or "_"`
     })
     return undefined
   }
   if (stop - start > MAX_PARAM_NAME_LENGTH) {
     issues.push({
       index: start,
-      message: `${what} name at index ${start} is ${
-        stop - start
-      } characters long: at most ${MAX_PARAM_NAME_LENGTH} are allowed`
+      message: `${what} name at index ${start} is ${stop - start} characters long (${
+        JSON.stringify(path.slice(sigil, stop))
+      }): at most ${MAX_PARAM_NAME_LENGTH} are allowed`
     })
     return undefined
   }
@@ -257,7 +268,10 @@ const parseWildcard = (scan: Scan, start: number, end: number): PathSegment | un
   if (end < path.length) {
     issues.push({
       index: start,
-      message: `the wildcard at index ${start} is not the last segment: it stands for the rest of the path, so ` +
+      message:
+        `the wildcard at index ${start} is not the last segment: ${
+          JSON.stringify(path.slice(start, end))
+        } stands for the rest of the path, so ` +
         `nothing may follow it; remove "${path.slice(end)}" or use a parameter such as /:name`
     })
   }
