@@ -9,6 +9,7 @@
 import type { Duration } from "effect"
 import { Context, Effect, Exit, Layer, Redacted, Schema } from "effect"
 import { createHash } from "node:crypto"
+import { type AuthenticatorUnavailable, InvalidToken } from "./internal/auth/errors.js"
 import * as Scopes from "./internal/auth/scopes.js"
 import { InvalidOption } from "./InvalidOption.js"
 
@@ -50,29 +51,21 @@ export interface Principal {
   readonly scopes: ReadonlyArray<string>
 }
 
-/**
- * The token is not one the authenticator accepts (unknown, expired, badly signed, …). `reason` is for logs and
- * must never contain the token.
- *
- * @since 0.1.0
- */
-export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", {
-  reason: Schema.String
-}) {}
-
-/**
- * The authenticator cannot decide now (an identity provider's key set cannot be fetched): the routing API answers
- * `503 authenticator_unavailable` with `Retry-After`, never a 401. `reason` is for logs and never contains the token.
- *
- * @since 0.5.0
- */
-export class AuthenticatorUnavailable
-  extends Schema.TaggedError<AuthenticatorUnavailable>()("AuthenticatorUnavailable", {
-    reason: Schema.String,
-    /** When trying again may succeed. */
-    retryAfterMillis: Schema.Number
-  })
-{}
+export {
+  /**
+   * The authenticator cannot decide now (an identity provider's key set cannot be fetched): the routing API answers
+   * `503 authenticator_unavailable` with `Retry-After`, never a 401.
+   *
+   * @since 0.5.0
+   */
+  AuthenticatorUnavailable,
+  /**
+   * The token is not one the authenticator accepts (unknown, expired, badly signed, …).
+   *
+   * @since 0.1.0
+   */
+  InvalidToken
+} from "./internal/auth/errors.js"
 
 /**
  * Turns a bearer token into a principal. An implementation that decides without waiting may return a completed

@@ -18,7 +18,6 @@ type Layer = typeof ORDER[number]
 // ARCHITECTURE.md's table, by path under src/: a file, or a folder ending in "/" (the longest match wins).
 const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
   ["internal/limits.ts", "shared"],
-  ["internal/now.ts", "shared"],
   ["internal/disposable.ts", "shared"],
   ["internal/urls.ts", "shared"],
   ["Telemetry.ts", "shared"],
@@ -42,6 +41,7 @@ const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
   ["Problem.ts", "HTTP core"],
   ["internal/options.ts", "HTTP core"],
   ["internal/http/", "HTTP core"],
+  ["internal/auth/", "HTTP core"],
   ["NodeListener.ts", "adapters and routers"],
   ["WebHandler.ts", "adapters and routers"],
   ["RoutingHttpApp.ts", "adapters and routers"],

@@ -8,8 +8,8 @@ import type { Context } from "effect"
 import { Clock, Duration, Effect, Exit, Option, Redacted } from "effect"
 import * as Jose from "jose"
 import type { Authenticator, JwtAlgorithm, JwtOptions, Principal } from "../../Authenticator.js"
-import { AuthenticatorUnavailable, InvalidToken } from "../../Authenticator.js"
 import { InvalidOption } from "../../InvalidOption.js"
+import { AuthenticatorUnavailable, InvalidToken } from "./errors.js"
 
 const ASYMMETRIC: ReadonlyArray<JwtAlgorithm> = ["RS256", "PS256", "ES256", "EdDSA"]
 
