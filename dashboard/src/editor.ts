@@ -10,8 +10,6 @@ type Name = keyof RouteFields
 
 const NAMES: ReadonlyArray<Name> = ["method", "path", "middleware", "handler"]
 
-const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-
 /** The names of a "Middleware" field: separated by commas, spaces around them ignored, empty entries dropped. */
 const namesOf = (text: string): Array<string> =>
   text.split(",").map((name) => name.trim()).filter((name) => name !== "")
@@ -86,7 +84,7 @@ const form = (session: Session, initial: Editing | undefined, resolve: (route: R
   let editing = initial
   let saved: Route | undefined
   const fields = new Map<Name, Field>([
-    ["method", field("Method", { list: "methods", required: true, autocapitalize: "characters" }, "such as GET")],
+    ["method", field("Method", { required: true, autocapitalize: "characters" }, "such as GET, POST or PROPFIND")],
     ["path", field("Path", { required: true }, "such as /users/:id")],
     ["middleware", field("Middleware", {}, "names separated by commas")],
     ["handler", field("Handler", { required: true })]
@@ -114,7 +112,6 @@ const form = (session: Session, initial: Editing | undefined, resolve: (route: R
           void submit(false)
         }
       },
-      h("datalist", { id: "methods" }, ...METHODS.map((method) => h("option", { value: method }))),
       fields.get("method")!.row,
       fields.get("path")!.row,
       pathMarks,

@@ -76,24 +76,20 @@ export const fleet = (
     ),
     summary,
     h(
-      "div",
-      { class: "scroll" },
+      "table",
+      { "aria-label": "Followers" },
       h(
-        "table",
-        { "aria-label": "Followers" },
+        "thead",
+        {},
         h(
-          "thead",
+          "tr",
           {},
-          h(
-            "tr",
-            {},
-            ...["Name", "Address", "Via", "Applied revision", "Behind", "State", "Reported"].map((name) =>
-              h("th", { scope: "col" }, name)
-            )
+          ...["Name", "Address", "Via", "Applied revision", "Behind", "State", "Reported"].map((name) =>
+            h("th", { scope: "col" }, name)
           )
-        ),
-        body
-      )
+        )
+      ),
+      body
     )
   )
   return { element, refresh }

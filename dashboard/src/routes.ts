@@ -69,26 +69,22 @@ export class RouteList {
       filters,
       this.#problem,
       h(
-        "div",
-        { class: "scroll" },
+        "table",
+        { "aria-label": "Routes" },
         h(
-          "table",
-          { "aria-label": "Routes" },
+          "thead",
+          {},
           h(
-            "thead",
+            "tr",
             {},
-            h(
-              "tr",
-              {},
-              h("th", { scope: "col" }, "Method"),
-              h("th", { scope: "col" }, "Path"),
-              h("th", { scope: "col" }, "Middleware"),
-              h("th", { scope: "col" }, "Handler"),
-              h("th", { scope: "col" }, "Actions")
-            )
-          ),
-          this.#body
-        )
+            h("th", { scope: "col" }, "Method"),
+            h("th", { scope: "col" }, "Path"),
+            h("th", { scope: "col" }, "Middleware"),
+            h("th", { scope: "col" }, "Handler"),
+            h("th", { scope: "col" }, "Actions")
+          )
+        ),
+        this.#body
       ),
       this.#summary,
       this.#more
