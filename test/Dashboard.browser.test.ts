@@ -5,10 +5,12 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Layer } from "effect"
+import express from "express"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import type { Browser, Page } from "playwright-core"
+import { routeRegistry as expressRegistry } from "route-registry/express"
 import * as Demo from "../examples/catalog.js"
 import { makeHost, withTable } from "../examples/server.js"
 import { launch, listen, screenshotDir } from "./utils/browser.js"
@@ -50,6 +52,37 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close()
+})
+
+describe("dashboard under a prefix mount (Express, app.use(\"/admin\", …))", () => {
+  it("reads and writes the API below the prefix, live", async () => {
+    const app = express()
+    const registry = expressRegistry({ authenticator: tokens, handlers: {}, dashboard: true })
+    app.use("/admin", registry)
+    await registry.ready
+    const server = await listen(app)
+    const page = await browser.newPage()
+    try {
+      await page.goto(`${server.origin}/admin/v1/routing/ui/`)
+      await page.getByRole("textbox", { name: "Token" }).fill(ADMIN)
+      await page.getByRole("button", { name: "Sign in" }).click()
+      await page.getByRole("status").filter({ hasText: /^live$/ }).waitFor()
+      await page.getByRole("button", { name: "New route" }).click()
+      const form = page.getByRole("dialog", { name: "New route" })
+      await form.getByRole("textbox", { name: "Method" }).fill("GET")
+      await form.getByRole("textbox", { name: "Path" }).fill("/under/:prefix")
+      await form.getByRole("textbox", { name: "Handler" }).fill("show")
+      await form.getByRole("button", { name: "Save" }).click()
+      await form.waitFor({ state: "detached" })
+      await page.getByRole("table", { name: "Routes" }).getByText("/under/:prefix", { exact: true }).waitFor()
+      const listed = await fetch(`${server.origin}/admin/v1/routing`, { headers: { authorization: `Bearer ${ADMIN}` } })
+      assert.deepStrictEqual((await listed.json()).items.map((r: { path: string }) => r.path), ["/under/:prefix"])
+    } finally {
+      await page.close()
+      await server.close()
+      await registry.close()
+    }
+  })
 })
 
 describe.each(stores)("dashboard on the %s", (storeName, store) => {
@@ -423,6 +456,37 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await shoot(second, "conflict")
     assert.strictEqual((await api("GET", `/${made.id}`)).body.handler, "fromFirst")
     await context.close()
+  })
+
+  it("is usable with the keyboard alone: sign in, create a route, close a dialog", async () => {
+    const prefix = fresh()
+    const page = await browser.newPage()
+    await page.goto(`${origin}/v1/routing/ui/`)
+    // The token field has the focus; Enter submits.
+    await page.keyboard.type(ADMIN)
+    await page.keyboard.press("Enter")
+    await page.getByRole("status").filter({ hasText: /^live$/ }).waitFor()
+    const focused = () => page.evaluate(() => document.activeElement?.textContent ?? "")
+    for (let i = 0; i < 30 && (await focused()) !== "New route"; i++) await page.keyboard.press("Tab")
+    assert.strictEqual(await focused(), "New route")
+    await page.keyboard.press("Enter")
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.waitFor()
+    await page.keyboard.type("GET")
+    await page.keyboard.press("Tab")
+    await page.keyboard.type(`${prefix}/keys`)
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Tab")
+    await page.keyboard.type("echo")
+    await page.keyboard.press("Enter")
+    await form.waitFor({ state: "detached" })
+    await row(page, `${prefix}/keys`).waitFor()
+    await row(page, `${prefix}/keys`).getByRole("button", { name: "Copy as curl" }).focus()
+    await page.keyboard.press("Enter")
+    await page.getByRole("dialog").waitFor()
+    await page.keyboard.press("Escape")
+    await page.getByRole("dialog").waitFor({ state: "detached" })
+    await page.close()
   })
 
   it("has no serious or critical accessibility violation (axe-core)", async () => {

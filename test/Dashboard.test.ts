@@ -3,7 +3,7 @@
  * `/v1/routing/ui/` when the `dashboard` option is on (under a prefix mount, below the prefix), with its security and
  * cache headers, without a token; with the option off nothing is served there.
  */
-import { assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { getRequestListener } from "@hono/node-server"
 import { Either, Layer } from "effect"
 import express from "express"
@@ -16,14 +16,11 @@ import { routeRegistry as honoRegistry } from "route-registry/hono"
 import * as NodeListener from "route-registry/NodeListener"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
-import { build } from "../dashboard/build.js"
 import * as Dashboard from "../src/internal/http/dashboard.js"
 import { adapters, closeServer, listen, serveNode } from "./utils/adapters.js"
 import { tokens } from "./utils/httpContract.js"
 
 const services = Layer.merge(RouteRepository.layerMemory, tokens)
-
-beforeAll(() => build())
 
 interface Answer {
   readonly status: number

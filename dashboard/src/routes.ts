@@ -45,8 +45,6 @@ export class RouteList {
   #ids: Array<string> = []
   #cursor: string | null = null
   #loading: AbortController | undefined
-  /** Set when a listing is answered and its rows are on the page (for the scale bench). */
-  loaded: Promise<void> = Promise.resolve()
 
   constructor(session: Session, actions: RowActions, newRoute: HTMLElement | null) {
     this.#session = session
@@ -101,10 +99,9 @@ export class RouteList {
   load(cursor?: string): Promise<void> {
     this.#loading?.abort()
     const loading = (this.#loading = new AbortController())
-    this.loaded = this.#fetch(cursor, loading.signal).catch((error: unknown) => {
+    return this.#fetch(cursor, loading.signal).catch((error: unknown) => {
       if ((error as Error).name !== "AbortError") throw error
     })
-    return this.loaded
   }
 
   async #fetch(cursor: string | undefined, signal: AbortSignal): Promise<void> {
@@ -235,7 +232,10 @@ export class RouteList {
   /** Every route as the stream sent it: rows gone meanwhile leave, changed ones are redrawn, new ones come in. */
   reconcile(routes: ReadonlyMap<string, Route>) {
     for (const id of [...this.#ids]) if (!routes.has(id)) this.remove(id)
+    // Past the last row loaded, routes come with a later page: of 10,000 routes, only the loaded few are looked at.
+    const last = this.#cursor === null ? undefined : this.#ids[this.#ids.length - 1]
     for (const route of routes.values()) {
+      if (last !== undefined && route.id > last) continue
       const shown = this.#rows.get(route.id)
       if (shown === undefined || !same(shown.route, route)) this.upsert(route)
     }

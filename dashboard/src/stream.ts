@@ -46,10 +46,17 @@ const events = async function*(body: ReadableStream<Uint8Array>): AsyncGenerator
     const { done, value } = await reader.read()
     if (done) return
     buffer += decoder.decode(value, { stream: true })
-    let end: number
-    while ((end = buffer.search(/\r\n|\r|\n/)) !== -1) {
-      const line = buffer.slice(0, end)
-      buffer = buffer.slice(end + (buffer.startsWith("\r\n", end) ? 2 : 1))
+    // Lines are read by position and the rest kept once per chunk: a snapshot of 10,000 routes comes in chunks of
+    // hundreds of lines, and cutting the buffer at every line would copy it hundreds of times.
+    let from = 0
+    for (;;) {
+      const lf = buffer.indexOf("\n", from)
+      const cr = buffer.indexOf("\r", from)
+      const end = cr === -1 || (lf !== -1 && lf < cr) ? lf : cr
+      // A CR at the very end may be the first half of a CRLF: wait for the next chunk.
+      if (end === -1 || (end === cr && end === buffer.length - 1)) break
+      const line = buffer.slice(from, end)
+      from = end + (end === cr && buffer.charCodeAt(end + 1) === 10 ? 2 : 1)
       if (line === "") {
         if (data.length > 0 || type !== "") yield { type: type || "message", data: data.join("\n"), id }
         type = ""
@@ -60,11 +67,12 @@ const events = async function*(body: ReadableStream<Uint8Array>): AsyncGenerator
       if (line.startsWith(":")) continue
       const colon = line.indexOf(":")
       const name = colon === -1 ? line : line.slice(0, colon)
-      const value = colon === -1 ? "" : line.slice(colon + 1).replace(/^ /, "")
-      if (name === "event") type = value
-      else if (name === "data") data.push(value)
-      else if (name === "id") id = value
+      const field = colon === -1 ? "" : line.slice(colon + (line.charCodeAt(colon + 1) === 32 ? 2 : 1))
+      if (name === "event") type = field
+      else if (name === "data") data.push(field)
+      else if (name === "id") id = field
     }
+    buffer = buffer.slice(from)
   }
 }
 

@@ -2,14 +2,14 @@
  * A real browser for the dashboard's tests: Chromium driven by Playwright (`playwright-core`). On a fresh machine it
  * finds one by itself: Playwright's own Chromium when it was downloaded (`npx playwright-core install chromium`), else
  * the operating system's (`/usr/bin/chromium`), else it installs Debian's `chromium` package with apt-get (as root,
- * where Playwright's download is not reachable). The build of the page runs first, so the tests serve what ships.
+ * where Playwright's download is not reachable). The page it loads is the one that ships, built by the run's global
+ * set-up (or `npm run build`).
  */
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { type Browser, chromium } from "playwright-core"
-import { build } from "../../dashboard/build.js"
 
 const SYSTEM_CHROMIUM = "/usr/bin/chromium"
 
@@ -54,11 +54,8 @@ export const executable = (): string => {
   return SYSTEM_CHROMIUM
 }
 
-/** Builds the page and launches Chromium. */
-export const launch = async (): Promise<Browser> => {
-  await build()
-  return chromium.launch({ executablePath: executable(), args: ARGS, headless: true })
-}
+export const launch = (): Promise<Browser> =>
+  chromium.launch({ executablePath: executable(), args: ARGS, headless: true })
 
 /** A `node:http` server on a free local port; `close` ends it and its connections. */
 export const listen = async (listener: Http.RequestListener): Promise<{
