@@ -225,7 +225,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 1: searches path, handler and middleware with the API's q (CONTRACT §6)", async () => {
+  it("task 1: searches path, handler and middleware with the API's q (§6)", async () => {
     const prefix = fresh()
     await create("GET", `${prefix}/needle/a`)
     await create("GET", `${prefix}/hay`, "needleHandler")
@@ -259,7 +259,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 3: creates a route, showing a path's problem at its position; edits only what changed; deletes after asking", async () => {
+  it("task 3: creates (a path's problem at its position), edits only what changed, deletes after asking", async () => {
     const prefix = fresh()
     const page = await signIn()
     const sent: Array<{ method: string; url: string; body: string | null; ifMatch: string | undefined }> = []
@@ -326,7 +326,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 3: checks the form as the person types, through dry runs (CONTRACT §15)", async () => {
+  it("task 3: checks the form as the person types, through dry runs (§15)", async () => {
     const prefix = fresh()
     const page = await signIn()
     await page.getByRole("button", { name: "New route" }).click()
@@ -342,7 +342,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 4: tests a request: the route and its parameters, or the 405 with Allow, and the other candidates (CONTRACT §17)", async () => {
+  it("task 4: tests a request: its route and parameters, or the 405 with Allow, and the candidates (§17)", async () => {
     const prefix = fresh()
     await create("GET", `${prefix}/users/:id`)
     await create("GET", `${prefix}/users/*rest`)
@@ -361,7 +361,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 5: reads a route's history side by side and restores a revision after confirming (CONTRACT §15)", async () => {
+  it("task 5: reads a route's history side by side, restores a revision after confirming (§15)", async () => {
     const prefix = fresh()
     const made = await create("GET", `${prefix}/history`, "first")
     await api("PATCH", `/${made.id}`, { handler: "second" })
@@ -379,7 +379,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 6: shows the fleet: each follower, its applied revision, how far behind it is (CONTRACT §16)", async () => {
+  it("task 6: shows the fleet: each follower, its applied revision, how far behind it is (§16)", async () => {
     const page = await signIn()
     const followers = page.getByRole("table", { name: "Followers" })
     await followers.waitFor()
@@ -435,7 +435,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("two tabs editing one route: the second save is shown as a conflict with both versions, never overwriting", async () => {
+  it("two tabs editing one route: the second save is a conflict showing both versions, never overwriting", async () => {
     const prefix = fresh()
     const made = await create("GET", `${prefix}/shared`, "original")
     const context = await browser.newContext()

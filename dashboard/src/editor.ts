@@ -22,7 +22,7 @@ const valuesOf = (fields: ReadonlyMap<Name, Field>): RouteFields => ({
 })
 
 /** The fields that differ from the route as it was loaded: what an edit sends. */
-export const changed = (before: RouteFields, after: RouteFields): Partial<RouteFields> => {
+const changed = (before: RouteFields, after: RouteFields): Partial<RouteFields> => {
   const patch: Record<string, unknown> = {}
   if (after.method !== before.method) patch.method = after.method
   if (after.path !== before.path) patch.path = after.path
@@ -52,16 +52,12 @@ const markedPath = (path: string, positions: ReadonlyArray<number>): HTMLElement
   return code
 }
 
-export interface Saved {
-  readonly route: Route
-}
-
 interface Editing {
   readonly route: Route
   readonly etag: string
 }
 
-/** Opens the form: `editing` undefined for a new route. Resolves with the saved route, or undefined. */
+/** Opens the form, for `route` or (undefined) a new one; resolves with the saved route, or undefined. */
 export const open = async (session: Session, route: Route | undefined): Promise<Route | undefined> => {
   let editing: Editing | undefined
   if (route !== undefined) {

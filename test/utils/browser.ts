@@ -30,7 +30,8 @@ const exists = (path: string | undefined): path is string => path !== undefined 
 const installChromium = () => {
   if (process.getuid?.() !== 0) {
     throw new Error(
-      "no Chromium found: run `npx playwright-core install chromium`, or install the system's package (`apt-get install -y chromium`)"
+      "no Chromium found: run `npx playwright-core install chromium`, or install the system's package " +
+        "(`apt-get install -y chromium`)"
     )
   }
   execFileSync("apt-get", ["update"], { stdio: "inherit" })
