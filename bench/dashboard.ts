@@ -132,7 +132,9 @@ const run = async (name: string, store: Layer.Layer<RouteRepository.RouteReposit
       console.log(
         `${name.padEnd(15)} ${label.padEnd(34)} median ${median.toFixed(0).padStart(4)} ms, worst ${
           worst.toFixed(0).padStart(4)
-        } ms (target ${target} ms) ${worst <= target ? "met" : "MISSED"}`
+        } ms (target ${target} ms) ${worst <= target ? "met" : "MISSED"}; rounds: ${
+          values.map((v) => v.toFixed(0)).join(", ")
+        }`
       )
     }
     line("sign-in to first rows", signIn, 1000)
