@@ -2,7 +2,7 @@ import effect from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "bench/results/**"] },
+  { ignores: ["dist/**", "dashboard/dist/**", "node_modules/**", "bench/results/**"] },
   ...tseslint.configs.recommended,
   {
     plugins: { "@effect": effect },

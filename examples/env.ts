@@ -251,21 +251,25 @@ export const onShutdown = (stop: () => Promise<void>): void => {
 
 /**
  * Serves `listener` on a `createServer` server at HOST:PORT and prints `listening on http://HOST:PORT`. On SIGINT or
- * SIGTERM it stops accepting, finishes the requests in flight, then `dispose` releases the services.
+ * SIGTERM it stops accepting, finishes the requests in flight, then `dispose` releases the services. With `dashboard`
+ * (its path), it prints the dashboard's address too.
  */
 export const serve = (
   listener: Http.RequestListener,
   fallbackPort: number,
   dispose: () => Promise<void>,
   limits: Timeouts = timeouts(),
-  closeStreams: () => void = () => {}
+  closeStreams: () => void = () => {},
+  dashboard?: string
 ): void => {
   const server = createServer(listener, limits)
   const at = host()
   server.on("error", (error) => fail(`cannot listen on ${at}:${port(fallbackPort)}: ${error.message}`))
   server.listen(port(fallbackPort), at, () => {
     const { port } = server.address() as AddressInfo
-    console.log(`listening on http://${at.includes(":") ? `[${at}]` : at}:${port}`)
+    const origin = `http://${at.includes(":") ? `[${at}]` : at}:${port}`
+    console.log(`listening on ${origin}`)
+    if (dashboard !== undefined) console.log(`dashboard at ${origin}${dashboard}/`)
   })
   onShutdown(() =>
     new Promise<void>((resolve) => {

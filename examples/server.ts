@@ -6,7 +6,7 @@
  * ROUTING_READ_TOKENS (comma-separated, `token` or `name=token`), ROUTING_TOKENS (JSON), JWT_JWKS_URL, JWT_PUBLIC_KEY
  * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL and
  * FOLLOW_TOKEN (follow that registry instead, with no store: see `follower` below), READY_MAX_STALENESS_MS (see
- * /readyz below), ROUTER_STRICT, and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
+ * /readyz below), ROUTER_STRICT, DASHBOARD (`0` turns the dashboard at /v1/routing/ui/ off), and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
  * examples/env.ts).
  */
 import { PgClient } from "@effect/sql-pg"
@@ -21,6 +21,7 @@ import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingApi from "route-registry/RoutingApi"
+import * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Demo from "./catalog.js"
 import { docsPage } from "./docs.js"
 import * as Env from "./env.js"
@@ -134,6 +135,8 @@ export interface Parts<E> {
   readonly bodyTimeoutMillis?: number | undefined
   /** Past this staleness of the table, /readyz answers 503 (`READY_MAX_STALENESS_MS`). */
   readonly maxStalenessMillis?: number | undefined
+  /** Serve the dashboard at /v1/routing/ui/ (on unless `DASHBOARD=0`). */
+  readonly dashboard?: boolean | undefined
 }
 
 /**
@@ -154,7 +157,11 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
   )
   const options = { bodyTimeoutMillis: parts.bodyTimeoutMillis }
   const [api, router, tableStatus] = await runtime.runPromise(
-    Effect.all([NodeListener.make(options), NodeRouter.make(parts.functions, options), RouteTable.TableStatus])
+    Effect.all([
+      NodeListener.make({ ...options, dashboard: parts.dashboard }),
+      NodeRouter.make(parts.functions, options),
+      RouteTable.TableStatus
+    ])
   ).catch(async (error: unknown) => {
     await runtime.dispose()
     throw error
@@ -188,12 +195,14 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
 
 if (Env.isMain(import.meta.url)) {
   const timeouts = Env.timeouts()
+  const dashboard = process.env.DASHBOARD !== "0"
   const { closeStreams, dispose, listener } = await makeHost({
     services: tables(),
     functions: Demo.functions,
     catalog: process.env.ROUTER_STRICT === "1" ? Demo.names : undefined,
     bodyTimeoutMillis: timeouts.bodyMillis,
-    maxStalenessMillis: Env.optionalMillis("READY_MAX_STALENESS_MS")
+    maxStalenessMillis: Env.optionalMillis("READY_MAX_STALENESS_MS"),
+    dashboard
   }).catch((error: unknown) => Env.fail(`could not start the route store: ${explain(error)}`))
-  Env.serve(listener, 3000, dispose, timeouts, closeStreams)
+  Env.serve(listener, 3000, dispose, timeouts, closeStreams, dashboard ? RoutingHandler.DASHBOARD : undefined)
 }

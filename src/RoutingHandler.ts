@@ -16,6 +16,7 @@ import * as Catalog from "./Catalog.js"
 import * as Answers from "./internal/http/answers.js"
 import * as ChangeStream from "./internal/http/changeStream.js"
 import * as Content from "./internal/http/content.js"
+import * as Dashboard from "./internal/http/dashboard.js"
 import type * as Exchange from "./internal/http/exchange.js"
 import { COLLECTION as COLLECTION_PATH } from "./internal/http/exchange.js"
 import * as Operations from "./internal/http/operations.js"
@@ -117,6 +118,13 @@ export interface Options {
    * again from a snapshot. It bounds what a follower can make the registry hold. Default 1,048,576 (1 MiB).
    */
   readonly changesBufferBytes?: number | undefined
+  /**
+   * Serve the dashboard (a web page for the people who run the registry) at `/v1/routing/ui/`, below the mount like
+   * the rest of the API. The page and its assets carry no data and need no token; the page signs in with a token the
+   * person enters and reads everything through the API. Default `false`. The package ships the page built; turned on
+   * where it was not built (a clone without `npm run build`), `make` fails with `InvalidOption` naming `dashboard`.
+   */
+  readonly dashboard?: boolean | undefined
 }
 
 /**
@@ -193,6 +201,13 @@ export const COLLECTION_ALLOW: string = Answers.COLLECTION_METHODS
 export const ROUTE_ALLOW: string = Answers.ROUTE_METHODS
 
 /**
+ * Where the dashboard is served when the `dashboard` option is on: the page at `${DASHBOARD}/`, its assets below it.
+ *
+ * @since 0.4.0
+ */
+export const DASHBOARD: string = Dashboard.UI
+
+/**
  * What the core needs from its host: a store and an authenticator.
  *
  * @since 0.1.0
@@ -264,6 +279,7 @@ const makeCore = (
     keysInFlight: new Set(),
     answers: repository.unsafeFindById === undefined ? undefined : new Map(),
     instrument,
+    dashboard: config.dashboard,
     changes: changes === undefined ? undefined : {
       table: changes.table,
       history: changes.history,

@@ -4,8 +4,9 @@
  * @internal
  */
 import { Either } from "effect"
-import type { InvalidOption } from "../InvalidOption.js"
+import { InvalidOption } from "../InvalidOption.js"
 import type { Options } from "../RoutingHandler.js"
+import * as Dashboard from "./http/dashboard.js"
 import * as Idempotency from "./http/idempotency.js"
 import * as Limits from "./limits.js"
 import { MAX_TIMER_MILLIS, positiveInteger } from "./optionChecks.js"
@@ -21,12 +22,26 @@ export interface Config {
   readonly idempotencyKeyBytesPerPrincipal: number
   readonly changesHeartbeatMillis: number
   readonly changesBufferBytes: number
+  /** The dashboard's page and assets, when it is on. */
+  readonly dashboard: Dashboard.Assets | undefined
 }
 
 // The byte budget holds at least one key of the longest kind, so a client holding no key is never refused.
 const LEAST_KEY_BYTES = Idempotency.MAX_KEY_LENGTH + IDEMPOTENCY_KEY_OVERHEAD_BYTES
 
+// Off unless asked for; on, its built page must be there, or the host learns at start-up rather than from a 404.
+const dashboardOf = (value: unknown): Either.Either<Dashboard.Assets | undefined, InvalidOption> =>
+  value === undefined || value === false
+    ? Either.right(undefined)
+    : value === true
+    ? Dashboard.load()
+    : Either.left(
+      new InvalidOption({ option: "dashboard", message: `dashboard must be true or false (got ${typeof value})` })
+    )
+
 export const resolve = (options: Options): Either.Either<Config, InvalidOption> => {
+  const dashboard = dashboardOf(options.dashboard)
+  if (Either.isLeft(dashboard)) return Either.left(dashboard.left)
   const config: Config = {
     maxBodyBytes: options.maxBodyBytes ?? Limits.DEFAULT_MAX_BODY_BYTES,
     bodyTimeoutMillis: options.bodyTimeoutMillis ?? Limits.DEFAULT_BODY_TIMEOUT_MILLIS,
@@ -36,7 +51,8 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
     idempotencyKeyBytesPerPrincipal: options.idempotencyKeyBytesPerPrincipal ??
       Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL,
     changesHeartbeatMillis: options.changesHeartbeatMillis ?? Limits.DEFAULT_CHANGES_HEARTBEAT_MILLIS,
-    changesBufferBytes: options.changesBufferBytes ?? Limits.DEFAULT_CHANGES_BUFFER_BYTES
+    changesBufferBytes: options.changesBufferBytes ?? Limits.DEFAULT_CHANGES_BUFFER_BYTES,
+    dashboard: dashboard.right
   }
   const invalid = positiveInteger("maxBodyBytes", config.maxBodyBytes, "bytes") ??
     positiveInteger("bodyTimeoutMillis", config.bodyTimeoutMillis, "milliseconds", { most: MAX_TIMER_MILLIS }) ??

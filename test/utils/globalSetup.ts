@@ -4,6 +4,7 @@
  * the whole run and removed when it ends. The test processes read it with `inject("database")` (TestDatabase).
  */
 import type { TestProject } from "vitest/node"
+import { build } from "../../dashboard/build.js"
 import * as EmbeddedServer from "./EmbeddedServer.js"
 
 export interface Database {
@@ -19,6 +20,8 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject) {
+  // The hosts under test serve the dashboard (npm start's does by default): its page is built first, as it ships.
+  await build()
   const url = process.env.DATABASE_URL
   if (url !== undefined && url !== "") {
     project.provide("database", { url })

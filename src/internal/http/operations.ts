@@ -18,6 +18,7 @@ import * as ChangeStream from "./changeStream.js"
 import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
 import * as Credentials from "./credentials.js"
+import * as Dashboard from "./dashboard.js"
 import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
 import * as History from "./history.js"
 import * as Idempotency from "./idempotency.js"
@@ -85,6 +86,8 @@ export interface Core {
   readonly instrument: Instrument | undefined
   /** What the change stream reads, when the API is built over a route table: its table and history. */
   readonly changes: ChangeStream.Source | undefined
+  /** The dashboard's page and assets, when the host turned it on: served below `Dashboard.UI` with no token. */
+  readonly dashboard: Dashboard.Assets | undefined
 }
 
 type ServiceError = ServiceErrors.ServiceError
@@ -370,6 +373,7 @@ const LOG_STEPS: History.Steps<Core> = {
 // The path first (outside the collection is the host's), then the method (405), on a follower's read-only store too.
 const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
   const path = request.path
+  if (core.dashboard !== undefined && Dashboard.owns(path)) return Dashboard.serve(core.dashboard, request)
   // The log's paths come before a route's own (`/v1/routing/history` is no id).
   const logged = History.dispatch(
     LOG_STEPS,

@@ -1,0 +1,129 @@
+/**
+ * The routing API as the page calls it. The token lives in a `Session` object in memory, for the tab's life: it is
+ * sent in the Authorization header and never put in a URL, a cookie, storage or the console.
+ */
+import type * as ProblemModule from "../../src/Problem.js"
+import type * as RouteModule from "../../src/Route.js"
+
+/** A route as the API answers it (the page imports the library's types, never its code). */
+export type Route = typeof RouteModule.Route.Encoded
+
+export type RouteFields = Pick<Route, "method" | "path" | "middleware" | "handler">
+
+/** An RFC 9457 problem document, as the API answers errors; a network failure is one with status 0. */
+export type Problem = Omit<ProblemModule.Problem, "type" | "code"> & { readonly code?: string }
+
+export interface Answer<A> {
+  readonly status: number
+  readonly headers: Headers
+  /** The body when the answer succeeded. */
+  readonly value: A | undefined
+  /** The problem when it did not. */
+  readonly problem: Problem | undefined
+}
+
+/** The API's address: the page lives at `<base>/ui/`, under whatever prefix the host mounted the API. */
+export const BASE: string = new URL("..", location.href).pathname.replace(/\/$/, "")
+
+/** A signed-in tab: the token, and whether it may write (decided by asking the API). */
+export class Session {
+  writable = false
+  /** Whether the API checks writes without making them (`dryRun=true`, CONTRACT §15). */
+  dryRuns = false
+  readonly #token: string
+  constructor(token: string) {
+    this.#token = token
+  }
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { authorization: `Bearer ${this.#token}`, ...extra }
+  }
+}
+
+const problemOf = async (response: Response): Promise<Problem> => {
+  const text = await response.text()
+  try {
+    const parsed = JSON.parse(text) as Partial<Problem>
+    if (typeof parsed === "object" && parsed !== null && typeof parsed.detail === "string") {
+      return { ...parsed, status: response.status } as Problem
+    }
+  } catch {
+    // Not a problem document (a proxy's page): its status says enough.
+  }
+  return {
+    status: response.status,
+    title: response.statusText || "Error",
+    detail: `The API answered ${response.status}.`
+  }
+}
+
+export interface Call {
+  readonly method?: string
+  readonly query?: Record<string, string | undefined>
+  readonly body?: unknown
+  readonly headers?: Record<string, string>
+  readonly signal?: AbortSignal
+}
+
+/** The path below the API with its query; empty values are left out. */
+export const url = (path: string, query: Record<string, string | undefined> = {}): string => {
+  const params = new URLSearchParams()
+  for (const name in query) {
+    const value = query[name]
+    if (value !== undefined && value !== "") params.set(name, value)
+  }
+  const search = params.toString()
+  return BASE + path + (search === "" ? "" : `?${search}`)
+}
+
+/** Calls the API; a network failure is answered as a problem with status 0. */
+export const call = async <A>(session: Session, path: string, options: Call = {}): Promise<Answer<A>> => {
+  const headers = session.headers(options.headers)
+  if (options.body !== undefined) headers["content-type"] = "application/json"
+  let response: Response
+  try {
+    response = await fetch(url(path, options.query), {
+      method: options.method ?? "GET",
+      headers,
+      body: options.body === undefined ? null : JSON.stringify(options.body),
+      cache: "no-store",
+      credentials: "omit",
+      ...(options.signal === undefined ? {} : { signal: options.signal })
+    })
+  } catch (error) {
+    if ((error as Error).name === "AbortError") throw error
+    return {
+      status: 0,
+      headers: new Headers(),
+      value: undefined,
+      problem: { status: 0, title: "Unreachable", detail: "The registry could not be reached: check the network." }
+    }
+  }
+  if (response.ok) {
+    const text = await response.text()
+    return {
+      status: response.status,
+      headers: response.headers,
+      value: text === "" ? undefined : JSON.parse(text),
+      problem: undefined
+    }
+  }
+  return { status: response.status, headers: response.headers, value: undefined, problem: await problemOf(response) }
+}
+
+/** An id no route can have: asking to delete it tells whether this token may write, and changes nothing. */
+const NO_ROUTE = "00000000-0000-0000-0000-000000000000"
+
+/**
+ * What a token may do, by asking: a delete of an id that can never exist, with an invalid `dryRun`. A token that may
+ * not write is refused (403; 405 on a follower) before anything else is looked at; one that may is told the query is
+ * invalid where the API takes dry runs (400), or that there is no such route where it does not (404).
+ */
+export const probe = async (session: Session): Promise<void> => {
+  const answer = await call(session, `/${NO_ROUTE}`, { method: "DELETE", query: { dryRun: "probe" } })
+  session.writable = answer.status !== 403 && answer.status !== 405 && answer.status !== 401
+  session.dryRuns = answer.status === 400
+}
+
+/** The whole sentence of a problem, for places that show one line. */
+export const describe = (problem: Problem): string =>
+  problem.status === 0 ? problem.detail : `${problem.title} (${problem.status}): ${problem.detail}`

@@ -1,0 +1,116 @@
+/**
+ * Building the page's elements. Every text from the API goes in as a text node (`textContent`), never as markup: a
+ * problem detail that echoes `<script>` shows those characters and runs nothing.
+ */
+
+export type Child = Node | string | number | null | undefined | false
+
+export interface Props {
+  readonly [name: string]: string | number | boolean | EventListener | null | undefined
+}
+
+/** An element with attributes (`onclick`-style names attach listeners) and children (strings become text nodes). */
+export const h = <K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props = {},
+  ...children: ReadonlyArray<Child>
+): HTMLElementTagNameMap[K] => {
+  const element = document.createElement(tag)
+  for (const name in props) {
+    const value = props[name]
+    if (value === undefined || value === null || value === false) continue
+    if (typeof value === "function") element.addEventListener(name.slice(2), value)
+    else element.setAttribute(name, value === true ? "" : String(value))
+  }
+  append(element, children)
+  return element
+}
+
+/** Appends children, strings as text. */
+export const append = (parent: Node, children: ReadonlyArray<Child>): void => {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue
+    parent.appendChild(typeof child === "object" ? child : document.createTextNode(String(child)))
+  }
+}
+
+/** Replaces an element's children. */
+export const replace = (parent: Element, ...children: ReadonlyArray<Child>): void => {
+  parent.replaceChildren()
+  append(parent, children)
+}
+
+let ids = 0
+
+/** A fresh element id, for `for`, `aria-describedby` and `aria-labelledby`. */
+export const uid = (prefix: string): string => `${prefix}-${++ids}`
+
+/** A labelled text field: its label, its input and the place its problems are shown. */
+export interface Field {
+  readonly row: HTMLElement
+  readonly input: HTMLInputElement
+  readonly problem: HTMLElement
+}
+
+export const field = (label: string, props: Props = {}, hint?: string): Field => {
+  const id = uid("field")
+  const problem = h("div", { id: `${id}-problem`, class: "problem", role: "alert" })
+  const hintId = hint === undefined ? undefined : `${id}-hint`
+  const input = h("input", {
+    id,
+    type: "text",
+    autocomplete: "off",
+    spellcheck: "false",
+    "aria-describedby": [hintId, `${id}-problem`].filter(Boolean).join(" "),
+    ...props
+  })
+  const row = h(
+    "div",
+    { class: "field" },
+    h("label", { for: id }, label),
+    input,
+    hint === undefined ? null : h("small", { id: hintId }, hint),
+    problem
+  )
+  return { row, input, problem }
+}
+
+/** Runs `f` once typing pauses for `millis`. */
+export const debounce = <A extends ReadonlyArray<unknown>>(millis: number, f: (...args: A) => void) => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  return (...args: A) => {
+    clearTimeout(timer)
+    timer = setTimeout(() => f(...args), millis)
+  }
+}
+
+/** A modal dialog, named by its heading, removed from the page once closed. */
+export const dialog = (title: string, ...children: ReadonlyArray<Child>): HTMLDialogElement => {
+  const id = uid("dialog")
+  const element = h("dialog", { "aria-labelledby": id }, h("h2", { id }, title), ...children)
+  element.addEventListener("close", () => element.remove())
+  document.body.appendChild(element)
+  element.showModal()
+  return element
+}
+
+/** Asks before something that cannot be taken back: resolves `true` on "Confirm", `false` on "Cancel" or Escape. */
+export const confirm = (title: string, question: string): Promise<boolean> =>
+  new Promise((resolve) => {
+    let confirmed = false
+    const element = dialog(
+      title,
+      h("p", {}, question),
+      h(
+        "div",
+        { class: "actions" },
+        h(
+          "button",
+          { type: "button", class: "danger", onclick: () => ((confirmed = true), element.close()) },
+          "Confirm"
+        ),
+        h("button", { type: "button", onclick: () => element.close() }, "Cancel")
+      )
+    )
+    element.addEventListener("close", () => resolve(confirmed))
+  })

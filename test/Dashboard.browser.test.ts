@@ -1,0 +1,516 @@
+/**
+ * The dashboard in a real browser (CONTRACT §18): Chromium, driven by Playwright through each task by the accessible
+ * names the contract lists, on both stores, against `npm start`'s host with the dashboard on. Also: an XSS attempt
+ * through an echoed problem detail, a read-only token, two tabs editing one route, and axe-core.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Layer } from "effect"
+import express from "express"
+import * as Fs from "node:fs"
+import { createRequire } from "node:module"
+import * as Path from "node:path"
+import type { Browser, Page } from "playwright-core"
+import { routeRegistry as expressRegistry } from "route-registry/express"
+import * as Demo from "../examples/catalog.js"
+import { makeHost, withTable } from "../examples/server.js"
+import { launch, listen, screenshotDir } from "./utils/browser.js"
+import { ADMIN, READER, tokens } from "./utils/httpContract.js"
+import { stores } from "./utils/stores.js"
+
+const axeSource = Fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
+
+interface StoredRoute {
+  readonly id: string
+  readonly method: string
+  readonly path: string
+  readonly middleware: ReadonlyArray<string>
+  readonly handler: string
+}
+
+let browser: Browser
+
+// A step that cannot pass fails in 10 s, not at the test's timeout, saying what it waited for.
+const STEP_TIMEOUT_MILLIS = 10_000
+
+beforeAll(async () => {
+  const launched = await launch()
+  const newPage = launched.newPage.bind(launched)
+  const newContext = launched.newContext.bind(launched)
+  browser = Object.assign(launched, {
+    newPage: async () => {
+      const page = await newPage()
+      page.setDefaultTimeout(STEP_TIMEOUT_MILLIS)
+      return page
+    },
+    newContext: async () => {
+      const context = await newContext()
+      context.setDefaultTimeout(STEP_TIMEOUT_MILLIS)
+      return context
+    }
+  })
+})
+
+afterAll(async () => {
+  await browser?.close()
+})
+
+describe("dashboard under a prefix mount (Express, app.use(\"/admin\", …))", () => {
+  it("reads and writes the API below the prefix, live", async () => {
+    const app = express()
+    const registry = expressRegistry({ authenticator: tokens, handlers: {}, dashboard: true })
+    app.use("/admin", registry)
+    await registry.ready
+    const server = await listen(app)
+    const page = await browser.newPage()
+    try {
+      await page.goto(`${server.origin}/admin/v1/routing/ui/`)
+      await page.getByRole("textbox", { name: "Token" }).fill(ADMIN)
+      await page.getByRole("button", { name: "Sign in" }).click()
+      await page.getByRole("status").filter({ hasText: /^live$/ }).waitFor()
+      await page.getByRole("button", { name: "New route" }).click()
+      const form = page.getByRole("dialog", { name: "New route" })
+      await form.getByRole("textbox", { name: "Method" }).fill("GET")
+      await form.getByRole("textbox", { name: "Path" }).fill("/under/:prefix")
+      await form.getByRole("textbox", { name: "Handler" }).fill("show")
+      await form.getByRole("button", { name: "Save" }).click()
+      await form.waitFor({ state: "detached" })
+      await page.getByRole("table", { name: "Routes" }).getByText("/under/:prefix", { exact: true }).waitFor()
+      const listed = await fetch(`${server.origin}/admin/v1/routing`, { headers: { authorization: `Bearer ${ADMIN}` } })
+      assert.deepStrictEqual((await listed.json()).items.map((r: { path: string }) => r.path), ["/under/:prefix"])
+    } finally {
+      await page.close()
+      await server.close()
+      await registry.close()
+    }
+  })
+})
+
+describe.each(stores)("dashboard on the %s", (storeName, store) => {
+  let origin: string
+  let closeHost: () => Promise<void>
+  let closeStreams: () => void
+  // Screenshots for docs/dashboard.md, from one store's run.
+  const shoot = (page: Page, name: string) =>
+    storeName === "memory store"
+      ? page.screenshot({ path: Path.join(screenshotDir, `dashboard-${name}.png`) })
+      : undefined
+
+  beforeAll(async () => {
+    const host = await makeHost({
+      services: withTable(Layer.merge(store, tokens)),
+      functions: Demo.functions,
+      dashboard: true
+    })
+    const server = await listen(host.listener)
+    origin = server.origin
+    closeStreams = host.closeStreams
+    closeHost = async () => {
+      host.closeStreams()
+      await server.close()
+      await host.dispose()
+    }
+  })
+
+  afterAll(() => closeHost?.())
+
+  const api = async (method: string, path: string, body?: unknown, token = ADMIN) => {
+    const response = await fetch(`${origin}/v1/routing${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" })
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    const text = await response.text()
+    return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) }
+  }
+
+  const create = async (method: string, path: string, handler = "echo", middleware: Array<string> = []) => {
+    const answer = await api("POST", "", { method, path, handler, middleware })
+    assert.strictEqual(answer.status, 201, JSON.stringify(answer.body))
+    return answer.body as StoredRoute
+  }
+
+  let unique = 0
+  /** A path prefix no other test uses, so the tests' routes never meet. */
+  const fresh = () => `/t${++unique}x${Date.now().toString(36)}`
+
+  const signIn = async (token = ADMIN, page?: Page): Promise<Page> => {
+    const tab = page ?? await browser.newPage()
+    await tab.goto(`${origin}/v1/routing/ui/`)
+    await tab.getByRole("textbox", { name: "Token" }).fill(token)
+    await tab.getByRole("button", { name: "Sign in" }).click()
+    await tab.getByRole("table", { name: "Routes" }).waitFor()
+    await tab.getByRole("status").filter({ hasText: /^live$/ }).waitFor()
+    return tab
+  }
+
+  const row = (page: Page, path: string) =>
+    page.getByRole("table", { name: "Routes" }).getByRole("row").filter({ has: page.getByText(path, { exact: true }) })
+
+  it("serves the page with its security headers and hashed, immutable assets", async () => {
+    const page = await fetch(`${origin}/v1/routing/ui/`)
+    assert.strictEqual(page.status, 200)
+    const csp = page.headers.get("content-security-policy") ?? ""
+    assert.include(csp, "frame-ancestors 'none'")
+    assert.notInclude(csp, "unsafe-inline")
+    assert.notInclude(csp, "unsafe-eval")
+    assert.strictEqual(page.headers.get("x-content-type-options"), "nosniff")
+    assert.strictEqual(page.headers.get("referrer-policy"), "no-referrer")
+    assert.strictEqual(page.headers.get("cache-control"), "no-cache")
+    const html = await page.text()
+    const assets = [...html.matchAll(/(?:src|href)="(main-[A-Z0-9]+\.(?:js|css))"/g)].map((m) => m[1]!)
+    assert.strictEqual(assets.length, 2)
+    for (const asset of assets) {
+      const answer = await fetch(`${origin}/v1/routing/ui/${asset}`)
+      assert.strictEqual(answer.status, 200)
+      assert.strictEqual(answer.headers.get("cache-control"), "public, max-age=31536000, immutable")
+      assert.strictEqual(answer.headers.get("x-content-type-options"), "nosniff")
+    }
+  })
+
+  it("signs in with a token kept out of the URL, cookies and storage, and signs out forgetting it", async () => {
+    const page = await browser.newPage()
+    await page.goto(`${origin}/v1/routing/ui/`)
+    await shoot(page, "sign-in")
+    const token = page.getByRole("textbox", { name: "Token" })
+    await token.fill("not-a-token")
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByText(/invalid_token|Unauthorized|token/i).first().waitFor()
+    await signIn(ADMIN, page)
+    assert.notInclude(page.url(), ADMIN)
+    const kept = await page.evaluate(() => ({
+      cookies: document.cookie,
+      local: JSON.stringify(localStorage),
+      session: JSON.stringify(sessionStorage)
+    }))
+    assert.notInclude(JSON.stringify(kept), ADMIN)
+    assert.deepStrictEqual((await page.context().cookies()).length, 0)
+    await page.getByRole("button", { name: "Sign out" }).click()
+    await page.getByRole("textbox", { name: "Token" }).waitFor()
+    assert.strictEqual(await page.getByRole("table", { name: "Routes" }).count(), 0)
+    await page.close()
+  })
+
+  it("task 1: lists the routes and filters them by method, path prefix, handler and middleware", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/users/:id`, "echo", ["requestId"])
+    await create("POST", `${prefix}/users`, "echo", ["timing"])
+    await create("GET", `${prefix}/orders`, "other")
+    const page = await signIn()
+    const table = page.getByRole("table", { name: "Routes" })
+    for (const name of ["Method", "Path", "Middleware", "Handler"]) {
+      await table.getByRole("columnheader", { name, exact: true }).waitFor()
+    }
+    await page.getByRole("textbox", { name: "Filter by path prefix" }).fill(prefix)
+    await row(page, `${prefix}/orders`).waitFor()
+    assert.strictEqual(await table.getByRole("row").count(), 4) // the header and three routes
+    await page.getByRole("textbox", { name: "Filter by method" }).fill("POST")
+    await row(page, `${prefix}/orders`).waitFor({ state: "detached" })
+    assert.strictEqual(await table.getByRole("row").count(), 2)
+    await row(page, `${prefix}/users`).waitFor()
+    await page.getByRole("textbox", { name: "Filter by method" }).fill("")
+    await page.getByRole("textbox", { name: "Filter by handler" }).fill("other")
+    await row(page, `${prefix}/users/:id`).waitFor({ state: "detached" })
+    await row(page, `${prefix}/orders`).waitFor()
+    await page.getByRole("textbox", { name: "Filter by handler" }).fill("")
+    await page.getByRole("textbox", { name: "Filter by middleware" }).fill("requestId")
+    await row(page, `${prefix}/users/:id`).waitFor()
+    await row(page, `${prefix}/orders`).waitFor({ state: "detached" })
+    await shoot(page, "list")
+    // A filter the API refuses is shown at its field.
+    await page.getByRole("textbox", { name: "Filter by method" }).fill("get")
+    await page.getByText(/GET/).and(page.locator(".problem")).first().waitFor()
+    await page.close()
+  })
+
+  it("task 1: searches path, handler and middleware with the API's q (§6)", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/needle/a`)
+    await create("GET", `${prefix}/hay`, "needleHandler")
+    await create("GET", `${prefix}/other`)
+    const page = await signIn()
+    await page.getByRole("searchbox", { name: "Search" }).fill(`${prefix}/needle`)
+    await row(page, `${prefix}/other`).waitFor({ state: "detached" })
+    await row(page, `${prefix}/needle/a`).waitFor()
+    await page.getByRole("searchbox", { name: "Search" }).fill("needleHandler")
+    await row(page, `${prefix}/hay`).waitFor()
+    await page.close()
+  })
+
+  it("task 2: shows changes made elsewhere without reloading, and whether it is live or reconnecting", async () => {
+    const prefix = fresh()
+    const page = await signIn()
+    const made = await create("GET", `${prefix}/elsewhere`)
+    await row(page, `${prefix}/elsewhere`).waitFor({ timeout: 5_000 })
+    await api("PATCH", `/${made.id}`, { handler: "changedElsewhere" })
+    await row(page, `${prefix}/elsewhere`).getByText("changedElsewhere").waitFor({ timeout: 5_000 })
+    await api("DELETE", `/${made.id}`)
+    await row(page, `${prefix}/elsewhere`).waitFor({ state: "detached", timeout: 5_000 })
+    // The server ends the stream: the page says so, comes back by itself, and catches up on what it missed.
+    closeStreams()
+    await page.getByRole("status").filter({ hasText: /^(reconnecting|live)$/ }).waitFor()
+    const missed = await create("GET", `${prefix}/missed`)
+    await page.getByRole("status").filter({ hasText: /^live$/ }).waitFor({ timeout: 10_000 })
+    await row(page, `${prefix}/missed`).waitFor({ timeout: 10_000 })
+    await shoot(page, "live")
+    await api("DELETE", `/${missed.id}`)
+    await page.close()
+  })
+
+  it("task 3: creates (a path's problem at its position), edits only what changed, deletes after asking", async () => {
+    const prefix = fresh()
+    const page = await signIn()
+    const sent: Array<{ method: string; url: string; body: string | null; ifMatch: string | undefined }> = []
+    page.on("request", (request) => {
+      if (request.url().includes("/v1/routing") && request.method() !== "GET") {
+        sent.push({
+          method: request.method(),
+          url: request.url(),
+          body: request.postData(),
+          ifMatch: request.headers()["if-match"]
+        })
+      }
+    })
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}//items`)
+    await form.getByRole("textbox", { name: "Middleware" }).fill("requestId, timing")
+    await form.getByRole("textbox", { name: "Handler" }).fill("echo")
+    await form.getByRole("button", { name: "Save" }).click()
+    // The problem at the Path field, and its position marked in the path.
+    const index = prefix.length
+    await form.getByText(new RegExp(`index ${index}`)).first().waitFor()
+    assert.strictEqual(await form.locator("mark").count(), 1)
+    await shoot(page, "path-problem")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/items/:id`)
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    const created = row(page, `${prefix}/items/:id`)
+    await created.waitFor()
+    await created.getByText("requestId, timing").waitFor()
+
+    // An edit sends only the field that changed, with If-Match.
+    sent.length = 0
+    await created.getByRole("button", { name: "Edit" }).click()
+    const edit = page.getByRole("dialog", { name: "Edit route" })
+    await edit.getByRole("textbox", { name: "Handler" }).fill("renamed")
+    await shoot(page, "edit")
+    await edit.getByRole("button", { name: "Save" }).click()
+    await edit.waitFor({ state: "detached" })
+    await created.getByText("renamed").waitFor()
+    const patches = sent.filter((s) => s.method === "PATCH" && !s.url.includes("dryRun"))
+    assert.strictEqual(patches.length, 1)
+    assert.deepStrictEqual(JSON.parse(patches[0]!.body!), { handler: "renamed" })
+    assert.match(patches[0]!.ifMatch ?? "", /^"/)
+
+    // Saving an unchanged form sends nothing.
+    sent.length = 0
+    await created.getByRole("button", { name: "Edit" }).click()
+    await page.getByRole("dialog", { name: "Edit route" }).getByRole("button", { name: "Save" }).click()
+    await page.getByRole("dialog", { name: "Edit route" }).waitFor({ state: "detached" })
+    assert.deepStrictEqual(sent.filter((s) => s.method === "PATCH"), [])
+
+    // A delete asks first; cancelling keeps the route.
+    await created.getByRole("button", { name: "Delete" }).click()
+    await page.getByRole("dialog", { name: "Delete this route?" }).getByRole("button", { name: "Cancel" }).click()
+    assert.deepStrictEqual(sent.filter((s) => s.method === "DELETE"), [])
+    await created.getByRole("button", { name: "Delete" }).click()
+    await shoot(page, "delete")
+    await page.getByRole("dialog", { name: "Delete this route?" }).getByRole("button", { name: "Confirm" }).click()
+    await created.waitFor({ state: "detached" })
+    const id = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
+    assert.deepStrictEqual(id, [])
+    await page.close()
+  })
+
+  it("task 3: checks the form as the person types, through dry runs (§15)", async () => {
+    const prefix = fresh()
+    const page = await signIn()
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Handler" }).fill("echo")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/a b`)
+    // No Save: the problem comes from a dry run, and nothing is stored.
+    await form.getByText(new RegExp(`index ${prefix.length + 2}`)).first().waitFor({ timeout: 5_000 })
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/ab`)
+    await form.getByText("Looks good.").waitFor({ timeout: 5_000 })
+    assert.deepStrictEqual((await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items, [])
+    await page.close()
+  })
+
+  it("task 4: tests a request: its route and parameters, or the 405 with Allow, and the candidates (§17)", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/users/:id`)
+    await create("GET", `${prefix}/users/*rest`)
+    const page = await signIn()
+    await page.getByRole("textbox", { name: "Request method" }).fill("GET")
+    await page.getByRole("textbox", { name: "Request URL" }).fill(`${prefix}/users/42?x=1`)
+    await page.getByRole("button", { name: "Test" }).click()
+    const result = page.getByRole("region", { name: "Result" })
+    await result.getByText(`GET ${prefix}/users/:id → echo`).waitFor()
+    await result.getByRole("cell", { name: "42", exact: true }).waitFor()
+    await result.getByText(`${prefix}/users/*rest`).waitFor()
+    await shoot(page, "tester")
+    await page.getByRole("textbox", { name: "Request method" }).fill("DELETE")
+    await page.getByRole("button", { name: "Test" }).click()
+    await result.getByText("Allow: GET, HEAD").waitFor()
+    await page.close()
+  })
+
+  it("task 5: reads a route's history side by side, restores a revision after confirming (§15)", async () => {
+    const prefix = fresh()
+    const made = await create("GET", `${prefix}/history`, "first")
+    await api("PATCH", `/${made.id}`, { handler: "second" })
+    const page = await signIn()
+    await row(page, `${prefix}/history`).getByRole("button", { name: "History" }).click()
+    const history = page.getByRole("dialog", { name: `History of GET ${prefix}/history` })
+    await history.getByText("update").first().waitFor()
+    await history.getByText("admin").first().waitFor()
+    await shoot(page, "history")
+    // The create's revision, restored: the handler is "first" again.
+    await history.getByRole("button", { name: "Restore" }).last().click()
+    await page.getByRole("dialog", { name: "Restore this revision?" }).getByRole("button", { name: "Confirm" }).click()
+    await history.getByText(/Restored revision/).waitFor()
+    assert.strictEqual((await api("GET", `/${made.id}`)).body.handler, "first")
+    await page.close()
+  })
+
+  it("task 6: shows the fleet: each follower, its applied revision, how far behind it is (§16)", async () => {
+    const page = await signIn()
+    const followers = page.getByRole("table", { name: "Followers" })
+    await followers.waitFor()
+    await page.getByText(/Registry revision \d+/).waitFor()
+    await shoot(page, "fleet")
+    await page.close()
+  })
+
+  it("task 7: copies a route as a curl command and as a routes-file entry, without the token", async () => {
+    const prefix = fresh()
+    await create("PUT", `${prefix}/it's`, "echo", ["requestId"])
+    const page = await signIn()
+    await row(page, `${prefix}/it's`).getByRole("button", { name: "Copy as curl" }).click()
+    const copy = page.getByRole("dialog", { name: `Copy PUT ${prefix}/it's` })
+    const curl = await copy.getByRole("textbox", { name: "curl command" }).inputValue()
+    assert.include(curl, `curl -X POST '${origin}/v1/routing'`)
+    assert.include(curl, `"path":"${prefix}/it'\\''s"`)
+    assert.include(curl, "$ROUTING_TOKEN")
+    assert.notInclude(curl, ADMIN)
+    const entry = await copy.getByRole("textbox", { name: "Routes-file entry" }).inputValue()
+    assert.strictEqual(
+      entry,
+      `- method: PUT\n  path: ${JSON.stringify(`${prefix}/it's`)}\n  middleware: ["requestId"]\n  handler: echo`
+    )
+    await shoot(page, "copy")
+    await page.close()
+  })
+
+  it("renders an echoed problem detail as text: markup in it never runs", async () => {
+    const page = await signIn()
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    const attack = "/<img src=x onerror=window.pwned=1>"
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(attack)
+    await form.getByRole("textbox", { name: "Handler" }).fill("<script>window.pwned=2</script>")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.getByText(/"<"/).first().waitFor()
+    assert.strictEqual(await form.locator("img, script").count(), 0)
+    assert.strictEqual(await page.evaluate(() => (window as { pwned?: number }).pwned), undefined)
+    await page.close()
+  })
+
+  it("gives a read-only token a read-only page", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/readable`)
+    const page = await signIn(READER)
+    await row(page, `${prefix}/readable`).waitFor()
+    assert.strictEqual(await page.getByRole("button", { name: "New route" }).count(), 0)
+    assert.strictEqual(await page.getByRole("button", { name: "Edit" }).count(), 0)
+    assert.strictEqual(await page.getByRole("button", { name: "Delete" }).count(), 0)
+    assert.isAbove(await page.getByRole("button", { name: "History" }).count(), 0)
+    await page.close()
+  })
+
+  it("two tabs editing one route: the second save is a conflict showing both versions, never overwriting", async () => {
+    const prefix = fresh()
+    const made = await create("GET", `${prefix}/shared`, "original")
+    const context = await browser.newContext()
+    const first = await signIn(ADMIN, await context.newPage())
+    const second = await signIn(ADMIN, await context.newPage())
+    await row(first, `${prefix}/shared`).getByRole("button", { name: "Edit" }).click()
+    await row(second, `${prefix}/shared`).getByRole("button", { name: "Edit" }).click()
+    const one = first.getByRole("dialog", { name: "Edit route" })
+    const two = second.getByRole("dialog", { name: "Edit route" })
+    await one.getByRole("textbox", { name: "Handler" }).fill("fromFirst")
+    await two.getByRole("textbox", { name: "Handler" }).fill("fromSecond")
+    await one.getByRole("button", { name: "Save" }).click()
+    await one.waitFor({ state: "detached" })
+    await two.getByRole("button", { name: "Save" }).click()
+    await two.getByRole("heading", { name: "Your version" }).waitFor()
+    await two.getByRole("heading", { name: "Current version" }).waitFor()
+    await two.getByText("fromFirst").waitFor()
+    await shoot(second, "conflict")
+    assert.strictEqual((await api("GET", `/${made.id}`)).body.handler, "fromFirst")
+    await context.close()
+  })
+
+  it("is usable with the keyboard alone: sign in, create a route, close a dialog", async () => {
+    const prefix = fresh()
+    const page = await browser.newPage()
+    await page.goto(`${origin}/v1/routing/ui/`)
+    // The token field has the focus; Enter submits.
+    await page.keyboard.type(ADMIN)
+    await page.keyboard.press("Enter")
+    await page.getByRole("status").filter({ hasText: /^live$/ }).waitFor()
+    const focused = () => page.evaluate(() => document.activeElement?.textContent ?? "")
+    for (let i = 0; i < 30 && (await focused()) !== "New route"; i++) await page.keyboard.press("Tab")
+    assert.strictEqual(await focused(), "New route")
+    await page.keyboard.press("Enter")
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.waitFor()
+    await page.keyboard.type("GET")
+    await page.keyboard.press("Tab")
+    await page.keyboard.type(`${prefix}/keys`)
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Tab")
+    await page.keyboard.type("echo")
+    await page.keyboard.press("Enter")
+    await form.waitFor({ state: "detached" })
+    await row(page, `${prefix}/keys`).waitFor()
+    await row(page, `${prefix}/keys`).getByRole("button", { name: "Copy as curl" }).focus()
+    await page.keyboard.press("Enter")
+    await page.getByRole("dialog").waitFor()
+    await page.keyboard.press("Escape")
+    await page.getByRole("dialog").waitFor({ state: "detached" })
+    await page.close()
+  })
+
+  it("has no serious or critical accessibility violation (axe-core)", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/a11y`)
+    const page = await browser.newPage()
+    await page.goto(`${origin}/v1/routing/ui/`)
+    const audit = async () => {
+      // Evaluated through the DevTools protocol, which the page's Content-Security-Policy does not govern.
+      await page.evaluate(axeSource)
+      const results = await page.evaluate(async () => {
+        const axe = (window as unknown as {
+          axe: { run: () => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<unknown> }> }> }
+        }).axe
+        return (await axe.run()).violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }))
+      })
+      return results.filter((v) => v.impact === "serious" || v.impact === "critical")
+    }
+    assert.deepStrictEqual(await audit(), [])
+    await signIn(ADMIN, page)
+    await row(page, `${prefix}/a11y`).waitFor()
+    assert.deepStrictEqual(await audit(), [])
+    await page.getByRole("button", { name: "New route" }).click()
+    assert.deepStrictEqual(await audit(), [])
+    await page.close()
+  })
+})
