@@ -204,7 +204,9 @@ layer(TestDatabase.layer(), { excludeTestServices: true })(
             { length: 40 },
             (_, i) =>
               Effect.flatMap(input(`/burst/${i}`), (route) => (i % 2 === 0 ? storeA : storeB).create(route)).pipe(
-                Effect.flatMap((route) => i % 3 === 0 ? (i % 2 === 0 ? storeB : storeA).remove(route.id) : Effect.succeed(0))
+                Effect.flatMap((route) =>
+                  i % 3 === 0 ? (i % 2 === 0 ? storeB : storeA).remove(route.id) : Effect.succeed(0)
+                )
               )
           ),
           { concurrency: 8 }

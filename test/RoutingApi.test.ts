@@ -194,7 +194,14 @@ describe("RoutingApi", () => {
     assert.strictEqual(spec.openapi, "3.1.0")
     assert.deepStrictEqual(spec.components.securitySchemes, { bearer: { type: "http", scheme: "bearer" } })
     for (const operation of Object.values(operations)) assert.deepStrictEqual(operation.security, [{ bearer: [] }])
-    assert.deepStrictEqual(Object.keys(spec.paths), [COLLECTION, `${COLLECTION}/changes`, ITEM])
+    assert.deepStrictEqual(Object.keys(spec.paths), [
+      COLLECTION,
+      `${COLLECTION}/changes`,
+      `${COLLECTION}/history`,
+      `${ITEM}/history`,
+      `${ITEM}/restore`,
+      ITEM
+    ])
     assert.deepStrictEqual(Object.keys(spec.paths[COLLECTION]), ["get", "post"])
     assert.deepStrictEqual(Object.keys(spec.paths[`${COLLECTION}/changes`]), ["get"])
     assert.deepStrictEqual(Object.keys(spec.paths[ITEM]), ["get", "patch", "delete"])
