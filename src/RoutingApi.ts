@@ -339,6 +339,88 @@ export const Match = Schema.Struct({
     "does not serve: another method, or the segment and the rule of precedence by which the serving route beats it."
 })
 
+/**
+ * `dryRun=true` on a write: checked and answered as the write would be, but nothing is stored (no revision, no log
+ * entry, no change event, no `Registry-Revision`).
+ *
+ * @since 0.5.0
+ */
+export const DryRunParams = Schema.Struct({
+  dryRun: Schema.optional(
+    Schema.Literal("true").annotations({
+      description: "true to check and answer the write without making it; any other value is 400 invalid_query."
+    })
+  )
+})
+
+/**
+ * One entry of the change log: the change at `revision`, who made it, and the route before and after it.
+ *
+ * @since 0.5.0
+ */
+export const HistoryEntry = Schema.Struct({
+  revision: Schema.Int.annotations({
+    description: "The change's revision: increasing in the order changes took effect."
+  }),
+  at: Schema.String.annotations({ description: "When the change took effect, RFC 3339 UTC with milliseconds." }),
+  actor: Schema.NullOr(Schema.String).annotations({ description: "The principal that made it, or null." }),
+  action: Schema.Literal("create", "update", "delete", "restore"),
+  routeId: Route.RouteId,
+  before: Schema.NullOr(Route.Route),
+  after: Schema.NullOr(Route.Route),
+  restoredFrom: Schema.optional(Schema.Int.annotations({ description: "The revision a restore went back to." }))
+}).annotations({ identifier: "HistoryEntry" })
+
+/**
+ * One page of the change log, newest first.
+ *
+ * @since 0.5.0
+ */
+export const HistoryPage = Schema.Struct({
+  items: Schema.Array(HistoryEntry),
+  nextCursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "HistoryPage" })
+
+const historyFilters = {
+  limit: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 200)).annotations({
+      jsonSchema: { type: "integer", minimum: 1, maximum: 200, default: 50, description: "Most entries in the page." }
+    })
+  ),
+  cursor: Schema.optional(Schema.String.annotations({ description: "The nextCursor of a previous page, unchanged." })),
+  actor: Schema.optional(Schema.String.annotations({ description: "Only entries of changes this principal made." })),
+  action: Schema.optional(Schema.Literal("create", "update", "delete", "restore"))
+}
+
+/**
+ * The query of `GET /v1/routing/history`.
+ *
+ * @since 0.5.0
+ */
+export const HistoryParams = Schema.Struct({
+  ...historyFilters,
+  routeId: Schema.optional(Route.RouteId.annotations({ description: "Only entries of this route." }))
+})
+
+/**
+ * The query of `GET /v1/routing/{id}/history`.
+ *
+ * @since 0.5.0
+ */
+export const RouteHistoryParams = Schema.Struct(historyFilters)
+
+/**
+ * The body of a restore: the revision of the route's log to go back to.
+ *
+ * @since 0.5.0
+ */
+export const RestoreBody = Schema.Struct({ revision: Schema.Int.pipe(Schema.positive()) })
+
+/**
+ * @since 0.5.0
+ */
+export const InvalidRestoreProblem = problem("invalid_restore", { errors: FieldErrors })
+
 const RouteIdParam = Schema.Struct({
   id: Schema.String.annotations({
     description: "The route's id. A string that is no route's id, even one that could never be, is answered 404."
@@ -420,7 +502,58 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .annotate(
         OpenApi.Description,
         "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. Answers 201 with the stored route, its Location and its ETag. " +
-          "With an Idempotency-Key, a retry gets the first answer again instead of creating twice."
+          "With an Idempotency-Key, a retry gets the first answer again instead of creating twice. Every write " +
+          "answers Registry-Revision, its change's revision (not on a dry run)."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("history", `${COLLECTION}/history`)
+      .setUrlParams(HistoryParams)
+      .addSuccess(HistoryPage)
+      .addError(InvalidQueryProblem)
+      .annotate(OpenApi.Summary, "Read the change log")
+      .annotate(
+        OpenApi.Description,
+        "Needs the routes:read scope. Answers a page of the change log, newest first, with a Link to the next."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("routeHistory", `${ITEM}/history`)
+      .setPath(RouteIdParam)
+      .setUrlParams(RouteHistoryParams)
+      .addSuccess(HistoryPage)
+      .addError(InvalidQueryProblem)
+      .addError(RouteNotFoundProblem)
+      .annotate(OpenApi.Summary, "Read one route's change log")
+      .annotate(
+        OpenApi.Description,
+        "Needs the routes:read scope. A deleted route's history stays readable; 404 only when the log holds " +
+          "nothing of the id."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("restore", `${ITEM}/restore`)
+      .setPath(RouteIdParam)
+      .setUrlParams(DryRunParams)
+      .setHeaders(IfMatch)
+      .setPayload(RestoreBody)
+      .addSuccess(Route.Route)
+      .addSuccess(Route.Route, { status: 201 })
+      .addError(MalformedJsonProblem)
+      .addError(InvalidRestoreProblem)
+      .addError(InvalidQueryProblem)
+      .addError(RouteNotFoundProblem)
+      .addError(RouteConflictProblem)
+      .addError(PreconditionFailedProblem)
+      .addError(PayloadTooLargeProblem)
+      .addError(UnsupportedMediaTypeProblem)
+      .addError(TooManyMethodsProblem)
+      .annotate(OpenApi.Summary, "Restore a route to a revision")
+      .annotate(
+        OpenApi.Description,
+        "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. Makes the route what it was right after the change at that revision of its " +
+          "log: 200 for a route still stored (If-Match honoured), 201 with a new id for a deleted one. Answers " +
+          "Registry-Revision, the revision of the restore."
       )
   )
   .add(
@@ -455,7 +588,8 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .annotate(
         OpenApi.Description,
         "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. The fields given replace the stored ones; id and createdAt never change. " +
-          "Answers the whole updated route with its new ETag; a patch that changes nothing keeps the ETag."
+          "Answers the whole updated route with its new ETag; a patch that changes nothing keeps the ETag. " +
+          "Registry-Revision and ?dryRun=true as on create."
       )
   )
   .add(
@@ -468,7 +602,8 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .annotate(OpenApi.Summary, "Delete a route")
       .annotate(
         OpenApi.Description,
-        "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. Answers 204 without a body; its method and shape are free again at once."
+        "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. Answers 204 without a body; its method and shape are free again at once. " +
+          "Registry-Revision and ?dryRun=true as on create."
       )
   )
   // Errors every endpoint can answer.

@@ -213,6 +213,9 @@ describe("RoutingApi", () => {
       COLLECTION,
       `${COLLECTION}/changes`,
       `${COLLECTION}/match`,
+      `${COLLECTION}/history`,
+      `${ITEM}/history`,
+      `${ITEM}/restore`,
       ITEM
     ])
     assert.deepStrictEqual(Object.keys(spec.paths[COLLECTION]), ["get", "post"])

@@ -79,6 +79,10 @@ export const start = async (options: Options): Promise<Started> => {
 
   const RoutingLive = HttpApiBuilder.group(RoutingApi.RoutingApi, "routing", (handlers) =>
     handlers
+      // The change log is not what this peer is measured on: it keeps none.
+      .handle("history", () => Effect.dieMessage("this peer keeps no change log"))
+      .handle("routeHistory", () => Effect.dieMessage("this peer keeps no change log"))
+      .handle("restore", () => Effect.dieMessage("this peer keeps no change log"))
       .handle("create", ({ payload }) => {
         const result = store.create(payload)
         if (!("created" in result)) {

@@ -27,18 +27,37 @@ const ETag: Header = {
   schema: string
 }
 
+// The header of every write's answer (CONTRACT §15), absent on a dry run.
+const revision: Record<string, Header> = {
+  "Registry-Revision": {
+    description: "The revision of this change in the store's change log; absent on a dry run.",
+    schema: { type: "string", pattern: "^[1-9][0-9]*$" }
+  }
+}
+
+const nextPage: Header = {
+  description: "Present exactly when nextCursor is not null: the next page (RFC 8288), with the same filters and " +
+    "limit, as a relative reference with rel=\"next\".",
+  schema: string
+}
+
+// `?dryRun=true` on a write: declared here, not in the HttpApi model, which would make the typed client's callers
+// pass it.
+const dryRun = {
+  name: "dryRun",
+  in: "query",
+  required: false,
+  description: "true: check and answer the write exactly as it would be, but store nothing (no revision, no log " +
+    "entry, no change event). Any other value is 400 invalid_query.",
+  schema: { type: "string", enum: ["true"] }
+}
+
 // Success answers by operation: their description and headers.
 const successes: Record<string, Record<string, { description: string; headers?: Record<string, Header> }>> = {
   "routing.list": {
     "200": {
       description: "A page of routes.",
-      headers: {
-        Link: {
-          description: "Present exactly when nextCursor is not null: the next page (RFC 8288), with the same " +
-            "filters and limit, as a relative reference with rel=\"next\".",
-          schema: string
-        }
-      }
+      headers: { Link: nextPage }
     }
   },
   "routing.changes": {
@@ -63,6 +82,7 @@ const successes: Record<string, Record<string, { description: string; headers?: 
           schema: { type: "string", format: "uri-reference" }
         },
         ETag,
+        ...revision,
         [Idempotency.REPLAYED_HEADER]: {
           description: "true when this is the first answer to the request's Idempotency-Key, given again.",
           schema: { type: "string", enum: ["true"] }
@@ -70,12 +90,23 @@ const successes: Record<string, Record<string, { description: string; headers?: 
       }
     }
   },
+  "routing.history": { "200": { description: "A page of the change log, newest first.", headers: { Link: nextPage } } },
+  "routing.routeHistory": {
+    "200": { description: "A page of the route's change log, newest first.", headers: { Link: nextPage } }
+  },
+  "routing.restore": {
+    "200": { description: "The route, as it was right after that revision.", headers: { ETag, ...revision } },
+    "201": {
+      description: "The deleted route, created again with a new id and createdAt.",
+      headers: { Location: { description: `${COLLECTION}/{id} of the route.`, required: true, schema: string }, ETag }
+    }
+  },
   "routing.get": {
     "200": { description: "The stored route.", headers: { ETag } },
     "304": { description: "If-None-Match names the route's current ETag: no body.", headers: { ETag } }
   },
-  "routing.update": { "200": { description: "The updated route.", headers: { ETag } } },
-  "routing.delete": { "204": { description: "The route is deleted: no body." } }
+  "routing.update": { "200": { description: "The updated route.", headers: { ETag, ...revision } } },
+  "routing.delete": { "204": { description: "The route is deleted: no body.", headers: revision } }
 }
 
 // The request header of a create (the HttpApi model would make the typed client's callers pass it).
@@ -180,7 +211,10 @@ export const transform = (spec: Record<string, any>): Record<string, any> => {
         if (success !== undefined) Object.assign(response, success)
         else problemResponse(response, status, allow)
       }
-      if (operation.operationId === "routing.create") operation.parameters = [idempotencyKey]
+      if (operation.operationId === "routing.create") operation.parameters = [idempotencyKey, dryRun]
+      if (operation.operationId === "routing.update" || operation.operationId === "routing.delete") {
+        operation.parameters = [...(operation.parameters ?? []), dryRun]
+      }
       // A patch body is also accepted as JSON Merge Patch (RFC 7396), the same schema; the client sends JSON.
       if (operation.operationId === "routing.update") {
         const content = operation.requestBody.content
