@@ -1,7 +1,8 @@
 /**
  * The `route-registry` command: routes as code. `export` writes a registry's routes to a YAML or JSON file, `diff`
- * shows what `sync` would change to make a registry match such a file, `sync` does it, and `list` and `get` show
- * routes to people (a table) and scripts (`--json`). It talks to a registry over HTTP through the typed client of
+ * shows what `sync` would change to make a registry match such a file, `sync` does it, `list` and `get` show
+ * routes to people (a table) and scripts (`--json`), and `match` says which route serves a request and why not the
+ * others. It talks to a registry over HTTP through the typed client of
  * `RoutingApi`, at `--url` (or `ROUTING_URL`), with the bearer token of `ROUTING_TOKEN`.
  *
  * Routes are matched between a file and a registry by method and path shape (ids are not portable between
@@ -27,8 +28,10 @@ import * as Plan from "./internal/cli/plan.js"
 import * as Registry from "./internal/cli/registry.js"
 import * as RoutesFile from "./internal/cli/routesFile.js"
 import * as Table from "./internal/cli/table.js"
+import { MAX_SEARCH_LENGTH } from "./internal/limits.js"
 import * as Urls from "./internal/urls.js"
 import * as Route from "./Route.js"
+import * as RoutingApi from "./RoutingApi.js"
 
 export {
   /**
@@ -210,7 +213,12 @@ const listCommand = Command.make("list", {
   ),
   method: optionalFilter("method", Route.HttpMethod, "Only routes with exactly this method."),
   handler: optionalFilter("handler", Route.HandlerName, "Only routes with exactly this handler."),
-  middleware: optionalFilter("middleware", Route.MiddlewareName, "Only routes whose middleware includes this name.")
+  middleware: optionalFilter("middleware", Route.MiddlewareName, "Only routes whose middleware includes this name."),
+  q: optionalFilter(
+    "q",
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_SEARCH_LENGTH)),
+    "Only routes whose path, handler or a middleware name contains this text, byte for byte."
+  )
 }, ({ json, url, ...filters }) =>
   Effect.gen(function*() {
     const registry = yield* connect(url)
@@ -229,6 +237,27 @@ const getCommand = Command.make("get", {
     yield* print(options.json ? Table.json(route) : Table.route(route, etag))
   })).pipe(Command.withDescription("Show one route: a field a line with its ETag, or JSON with --json."))
 
+const matchCommand = Command.make("match", {
+  url,
+  json,
+  method: Args.text({ name: "METHOD" }).pipe(
+    Args.withSchema(Route.HttpMethod),
+    Args.withDescription("The request's method, such as GET (methods are case-sensitive).")
+  ),
+  path: Args.text({ name: "path" }).pipe(
+    Args.withSchema(RoutingApi.MatchParams.fields.path),
+    Args.withDescription("The request target as the router receives it, such as /users/42?fields=name.")
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    const registry = yield* connect(options.url)
+    const answer = yield* registry.match(options.method, options.path)
+    yield* print(options.json ? Table.matchJson(answer) : Table.match(answer))
+  })).pipe(Command.withDescription(
+    "Which stored route serves a request in the registry's table, its parameters, and why each other route " +
+      "matching the path does not: a field a line, or JSON with --json."
+  ))
+
 /**
  * The `route-registry` command and its subcommands, for a host that embeds it in a CLI of its own. Its handlers need
  * an `HttpClient` (and the `FileSystem` of `CliApp.Environment`).
@@ -237,7 +266,7 @@ const getCommand = Command.make("get", {
  */
 export const command = Command.make("route-registry").pipe(
   Command.withDescription("Routes as code: export a registry's routes to a file, diff and sync them back."),
-  Command.withSubcommands([exportCommand, diffCommand, syncCommand, listCommand, getCommand])
+  Command.withSubcommands([exportCommand, diffCommand, syncCommand, listCommand, getCommand, matchCommand])
 )
 
 // The package's version, from the manifest beside dist/ and src/ alike.

@@ -402,6 +402,34 @@ describe("route-registry list and get", () => {
   })
 })
 
+describe("route-registry match", () => {
+  it("says which route serves a request and why not the others: a field a line, or the API's JSON", async () => {
+    const reader = { ROUTING_TOKEN: READER }
+    const json = await cli(["match", "--url", source.origin, "--json", "HEAD", "/shop/users/42?fields=name"], reader)
+    assert.strictEqual(json.code, 0, json.stderr)
+    const query = new URLSearchParams({ method: "HEAD", path: "/shop/users/42?fields=name" })
+    const response = await fetch(`${source.origin}/v1/routing/match?${query}`, {
+      headers: { authorization: `Bearer ${READER}` }
+    })
+    const answer = await response.json()
+    assert.deepStrictEqual(JSON.parse(json.stdout), answer)
+    assert.strictEqual(answer.outcome, "route")
+    assert.strictEqual(answer.route.path, "/shop/users/:id")
+    assert.deepStrictEqual(answer.params, { id: "42" })
+
+    const shown = await cli(["match", "--url", source.origin, "DELETE", "/shop/users"], reader)
+    assert.strictEqual(shown.code, 0, shown.stderr)
+    const post = (await stored(source.origin, "/shop/users")).find((route) => route.method === "POST")!
+    assert.include(shown.stdout, "outcome  method_not_allowed\nroute    -\nparams   -\nallow    POST\n")
+    assert.include(shown.stdout, `  POST /shop/users  (${post.id})\n    another method: POST, not DELETE\n`)
+
+    const refused = await cli(["match", "--url", source.origin, "get", "/shop/users"], reader)
+    assert.strictEqual(refused.code, 1)
+    const relative = await cli(["match", "--url", source.origin, "GET", "shop/users"], reader)
+    assert.strictEqual(relative.code, 1)
+  }, 120_000)
+})
+
 describe("route-registry help", () => {
   it("is plain text when piped, as are usage errors", async () => {
     const help = await cli(["--help"])

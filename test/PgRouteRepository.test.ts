@@ -64,6 +64,7 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         `${table}_middleware_idx`,
         `${table}_path_idx`,
         `${table}_pkey`,
+        `${table}_search_idx`,
         `${table}_txid_idx`
       ])
       assert.deepStrictEqual(definitions, [
@@ -73,6 +74,8 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         "gin (middleware)",
         "btree (path COLLATE \"C\")",
         "btree (id)",
+        // pg_trgm is installed on the test server (migration 8 creates it where it can)
+        `gin (${table}_search_text(path, handler, middleware) gin_trgm_ops)`,
         "btree (txid)"
       ])
       const rows = yield* sql<{ path_shape: string; middleware: Array<string>; revision: string }>`

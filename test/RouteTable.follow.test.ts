@@ -447,6 +447,8 @@ describe("a follower's routing API", () => {
     assert.isString(body.nextCursor)
     const filtered = await (await fetch(`${origin}/v1/routing?middleware=auth`, { headers: auth })).json()
     assert.deepStrictEqual(filtered.items.map((r: { id: string }) => r.id), [routes[0]!.id])
+    const searched = await (await fetch(`${origin}/v1/routing?q=sers`, { headers: auth })).json()
+    assert.deepStrictEqual(searched.items.map((r: { id: string }) => r.id), routes.slice(0, 2).map((r) => r.id))
     // Which route serves a request, as the follower's own table decides it.
     const matched = await (await fetch(`${origin}/v1/routing/match?method=HEAD&path=/users/42`, { headers: auth }))
       .json()

@@ -23,6 +23,7 @@ export interface Filters {
   readonly pathPrefix?: string | undefined
   readonly handler?: Route.HandlerName | undefined
   readonly middleware?: Route.MiddlewareName | undefined
+  readonly q?: string | undefined
 }
 
 const TOKEN_CODES: ReadonlySet<string> = new Set(["unauthenticated", "invalid_request", "invalid_token"])
@@ -113,7 +114,11 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
     const remove = (id: string, etag: string | undefined) =>
       client.routing.delete({ path: { id }, headers: ifMatch(etag) }).pipe(Effect.mapError(fail))
 
-    return { origin, list, get, create, update, remove } as const
+    /** Which route serves a request of `method` to `path` in the registry's table, and why not the others. */
+    const match = (method: Route.HttpMethod, path: string) =>
+      client.routing.match({ urlParams: { method, path } }).pipe(Effect.mapError(fail))
+
+    return { origin, list, get, create, update, remove, match } as const
   })
 
 /** A client of a registry. */

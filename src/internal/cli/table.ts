@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import * as Route from "../../Route.js"
+import * as RoutingApi from "../../RoutingApi.js"
 
 const names = (list: ReadonlyArray<string>) => list.length === 0 ? "-" : list.join(", ")
 
@@ -48,3 +49,25 @@ const encode = Schema.encodeSync(Route.Route)
 export const json = (value: Route.Route | ReadonlyArray<Route.Route>): string =>
   JSON.stringify(Array.isArray(value) ? value.map((route) => encode(route)) : encode(value as Route.Route), null, 2) +
   "\n"
+
+const named = (route: Route.Route) => `${route.method} ${route.path}  (${route.id})`
+
+/** The answer of `match`: the decision a field a line, then each other route matching the path with why it lost. */
+export const match = (answer: typeof RoutingApi.Match.Type): string => {
+  const params = answer.params === null
+    ? "-"
+    : names(Object.entries(answer.params).map(([name, value]) => `${name}=${JSON.stringify(value)}`))
+  const decision = pad([
+    ["outcome", answer.outcome],
+    ["route", answer.route === null ? "-" : named(answer.route)],
+    ["params", params],
+    ["allow", names(answer.allow)]
+  ])
+  const candidates = answer.candidates.map(({ reason, route }) => `  ${named(route)}\n    ${reason}\n`).join("")
+  return decision +
+    (candidates === "" ? "no other route matches the path\n" : `other routes matching the path:\n${candidates}`)
+}
+
+/** The answer of `match` as the API answers it. */
+export const matchJson = (answer: typeof RoutingApi.Match.Type): string =>
+  JSON.stringify(Schema.encodeSync(RoutingApi.Match)(answer), null, 2) + "\n"
