@@ -3,8 +3,138 @@
  *
  * @since 0.1.0
  */
+import { Record } from "effect"
 import * as Limits from "./internal/limits.js"
 import { MAX_METHODS } from "./internal/store/rules.js"
+
+// Every problem, once: its code, its status and what it means. `codes` and `descriptions` are its two columns.
+const problems = {
+  invalid_request: {
+    status: 400,
+    description: "The Authorization header names the Bearer scheme but its credential is empty or malformed."
+  },
+  malformed_json: {
+    status: 400,
+    description: "The body is not valid JSON (or is empty, or ended early)."
+  },
+  invalid_route: {
+    status: 400,
+    description: "The body is JSON but breaks the route rules; `errors` lists every problem, one entry each."
+  },
+  invalid_query: {
+    status: 400,
+    description: "The listing query breaks its rules; `errors` lists every problem, `path` naming the parameter."
+  },
+  invalid_restore: {
+    status: 400,
+    description:
+      "The restore's body is not exactly {\"revision\": <positive integer>}, or names a revision not in this route's log, or one that deleted it; `errors` says which."
+  },
+  malformed_path: {
+    status: 400,
+    description: "The router could not read the request path (a bad percent-escape, or one not decoding to UTF-8)."
+  },
+  invalid_idempotency_key: {
+    status: 400,
+    description:
+      "The Idempotency-Key header is not one key of printable ASCII characters, quoted (or a bare token), within the length limit."
+  },
+  unauthenticated: {
+    status: 401,
+    description: "No Authorization header, or a scheme other than Bearer."
+  },
+  invalid_token: {
+    status: 401,
+    description: "The bearer token is not accepted (unknown, expired or revoked)."
+  },
+  insufficient_scope: {
+    status: 403,
+    description:
+      "The token lacks the scope the request needs (routes:read to get and list, routes:write to create, update and " +
+      "delete; routes:write:<prefix> for routes under that path prefix only); `WWW-Authenticate` names the scope."
+  },
+  route_not_found: {
+    status: 404,
+    description: "No route has that id (including ids that could never exist)."
+  },
+  not_found: {
+    status: 404,
+    description:
+      "Nothing is served at that path (answered only by an adapter or router with no host to fall back on, " +
+      "or for the change stream by an API built without a route table)."
+  },
+  method_not_allowed: {
+    status: 405,
+    description: "The path is served, but not with that method; `Allow` lists the methods that are."
+  },
+  request_timeout: {
+    status: 408,
+    description: `The body did not arrive in full within the body timeout (${
+      Limits.describeMillis(Limits.DEFAULT_BODY_TIMEOUT_MILLIS)
+    } by default).`
+  },
+  route_conflict: {
+    status: 409,
+    description: "A stored route has the same method and shape; `conflictingRouteId` names it."
+  },
+  idempotency_key_in_use: {
+    status: 409,
+    description:
+      "A create with the same Idempotency-Key is still being answered; nothing was created. Retry with the key once it has finished."
+  },
+  too_many_methods: {
+    status: 409,
+    description: `The registry already stores ${MAX_METHODS} distinct methods (the most it holds, so that ` +
+      "the Allow header of a 405 stays small) and the route would add another; nothing was written. Use a stored method, " +
+      "or delete the routes of one no longer needed."
+  },
+  precondition_failed: {
+    status: 412,
+    description: "`If-Match` names no current tag of the route; nothing changed."
+  },
+  payload_too_large: {
+    status: 413,
+    description: `The body is larger than the configured limit (${
+      Limits.describeBytes(Limits.DEFAULT_MAX_BODY_BYTES)
+    } by default).`
+  },
+  unsupported_media_type: {
+    status: 415,
+    description:
+      "The body is not sent as `application/json` (PATCH also takes `application/merge-patch+json`; a charset other than UTF-8 is refused)."
+  },
+  idempotency_key_reused: {
+    status: 422,
+    description:
+      "The Idempotency-Key was first used with a different body; nothing was created. Repeat the first body, or use a new key."
+  },
+  too_many_idempotency_keys: {
+    status: 429,
+    description: `The client already holds as many Idempotency-Keys as it may (${
+      Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL.toLocaleString("en-US")
+    } keys or ${
+      Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
+    } by default); nothing was created. Send the create without a key, or retry after \`Retry-After\` seconds, when its oldest key expires.`
+  },
+  internal_error: {
+    status: 500,
+    description: "Something unexpected failed; the cause is logged, never sent."
+  },
+  handler_unavailable: {
+    status: 503,
+    description:
+      "The route names a handler or middleware this process has not registered (another process may have it)."
+  },
+  authenticator_unavailable: {
+    status: 503,
+    description: "The token cannot be checked now (an identity provider's key set cannot be fetched); " +
+      "nothing was done. Retry after `Retry-After` seconds."
+  },
+  store_unavailable: {
+    status: 503,
+    description: "The store is unreachable or timed out; nothing was written. Retry after `Retry-After` seconds."
+  }
+} as const
 
 /**
  * Every `code` the API can answer with, and its HTTP status. The codes are stable: clients may branch on them.
@@ -12,34 +142,9 @@ import { MAX_METHODS } from "./internal/store/rules.js"
  *
  * @since 0.1.0
  */
-export const codes = {
-  invalid_request: 400,
-  malformed_json: 400,
-  invalid_route: 400,
-  invalid_query: 400,
-  invalid_restore: 400,
-  malformed_path: 400,
-  invalid_idempotency_key: 400,
-  unauthenticated: 401,
-  invalid_token: 401,
-  insufficient_scope: 403,
-  route_not_found: 404,
-  not_found: 404,
-  method_not_allowed: 405,
-  request_timeout: 408,
-  route_conflict: 409,
-  idempotency_key_in_use: 409,
-  too_many_methods: 409,
-  precondition_failed: 412,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  idempotency_key_reused: 422,
-  too_many_idempotency_keys: 429,
-  internal_error: 500,
-  handler_unavailable: 503,
-  store_unavailable: 503,
-  authenticator_unavailable: 503
-} as const
+export const codes = Record.map(problems, (problem) => problem.status) as {
+  readonly [C in keyof typeof problems]: (typeof problems)[C]["status"]
+}
 
 /**
  * @since 0.1.0
@@ -51,54 +156,7 @@ export type Code = keyof typeof codes
  *
  * @since 0.1.0
  */
-export const descriptions: Readonly<Record<Code, string>> = {
-  invalid_request: "The Authorization header names the Bearer scheme but its credential is empty or malformed.",
-  malformed_json: "The body is not valid JSON (or is empty, or ended early).",
-  invalid_route: "The body is JSON but breaks the route rules; `errors` lists every problem, one entry each.",
-  invalid_query: "The listing query breaks its rules; `errors` lists every problem, `path` naming the parameter.",
-  invalid_restore:
-    "The restore's body is not exactly {\"revision\": <positive integer>}, or names a revision not in this route's log, or one that deleted it; `errors` says which.",
-  malformed_path: "The router could not read the request path (a bad percent-escape, or one not decoding to UTF-8).",
-  invalid_idempotency_key:
-    "The Idempotency-Key header is not one key of printable ASCII characters, quoted (or a bare token), within the length limit.",
-  unauthenticated: "No Authorization header, or a scheme other than Bearer.",
-  invalid_token: "The bearer token is not accepted (unknown, expired or revoked).",
-  insufficient_scope:
-    "The token lacks the scope the request needs (routes:read to get and list, routes:write to create, update and " +
-    "delete; routes:write:<prefix> for routes under that path prefix only); `WWW-Authenticate` names the scope.",
-  route_not_found: "No route has that id (including ids that could never exist).",
-  not_found: "Nothing is served at that path (answered only by an adapter or router with no host to fall back on, " +
-    "or for the change stream by an API built without a route table).",
-  method_not_allowed: "The path is served, but not with that method; `Allow` lists the methods that are.",
-  request_timeout: `The body did not arrive in full within the body timeout (${
-    Limits.describeMillis(Limits.DEFAULT_BODY_TIMEOUT_MILLIS)
-  } by default).`,
-  route_conflict: "A stored route has the same method and shape; `conflictingRouteId` names it.",
-  idempotency_key_in_use:
-    "A create with the same Idempotency-Key is still being answered; nothing was created. Retry with the key once it has finished.",
-  too_many_methods: `The registry already stores ${MAX_METHODS} distinct methods (the most it holds, so that ` +
-    "the Allow header of a 405 stays small) and the route would add another; nothing was written. Use a stored method, " +
-    "or delete the routes of one no longer needed.",
-  precondition_failed: "`If-Match` names no current tag of the route; nothing changed.",
-  payload_too_large: `The body is larger than the configured limit (${
-    Limits.describeBytes(Limits.DEFAULT_MAX_BODY_BYTES)
-  } by default).`,
-  unsupported_media_type:
-    "The body is not sent as `application/json` (PATCH also takes `application/merge-patch+json`; a charset other than UTF-8 is refused).",
-  idempotency_key_reused:
-    "The Idempotency-Key was first used with a different body; nothing was created. Repeat the first body, or use a new key.",
-  too_many_idempotency_keys: `The client already holds as many Idempotency-Keys as it may (${
-    Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL.toLocaleString("en-US")
-  } keys or ${
-    Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
-  } by default); nothing was created. Send the create without a key, or retry after \`Retry-After\` seconds, when its oldest key expires.`,
-  internal_error: "Something unexpected failed; the cause is logged, never sent.",
-  handler_unavailable:
-    "The route names a handler or middleware this process has not registered (another process may have it).",
-  store_unavailable: "The store is unreachable or timed out; nothing was written. Retry after `Retry-After` seconds.",
-  authenticator_unavailable: "The token cannot be checked now (an identity provider's key set cannot be fetched); " +
-    "nothing was done. Retry after `Retry-After` seconds."
-}
+export const descriptions: Readonly<Record<Code, string>> = Record.map(problems, (problem) => problem.description)
 
 /**
  * The reason phrase of each status the API answers with; with `type: "about:blank"` the title is the phrase.

@@ -347,8 +347,8 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     | undefined
   /**
    * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when
-   * there is none). The HTTP core uses it to answer a lookup without starting a fiber; `findById` stays the way to
-   * read in an Effect.
+   * there is none). The HTTP core uses it to answer a lookup and to keep each route's answer per revision;
+   * `findById` stays the way to read in an Effect.
    */
   readonly unsafeFindById?: (id: string) => Route.StoredRoute | undefined
   /**

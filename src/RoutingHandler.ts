@@ -4,8 +4,7 @@
  * `WebHandler`, `RoutingHttpApp`) only translate to and from their transport.
  *
  * Each operation below reads top to bottom in the contract's order of checks: authentication and scope, then the
- * body or the query, then the store. Its steps are completed Effects (`Exit`s) whenever the services answer at once,
- * and are then folded without a fiber.
+ * body or the query, then the store: one `Effect.gen` each, started at once on the runtime the handler was made in.
  *
  * @since 0.1.0
  */
@@ -216,9 +215,10 @@ export type Services = RouteRepository.RouteRepository | Authenticator.Authentic
 
 /**
  * The core bound to its services. `handle` returns `undefined`, synchronously, for a path outside `/v1/routing`,
- * so the adapter can hand the request back to the host. When the answer was decided without waiting (the services
- * answered at once) the Effect is already completed, an `Exit`, and an adapter may take its value without running a
- * fiber. `handle` never throws and its Effect never fails: whatever a service does is answered.
+ * so the adapter can hand the request back to the host. The request is started at once (with telemetry on, it is left
+ * to the caller, whose span is its parent): when it waited for nothing (the services answered at once) the Effect is
+ * already completed, an `Exit`, and an adapter may take its value as is. `handle` never throws and its Effect never
+ * fails: whatever a service does is answered.
  *
  * @since 0.1.0
  */
