@@ -15,10 +15,13 @@ import type * as RoutingHandler from "../../RoutingHandler.js"
 import * as Body from "../http/body.js"
 import { COLLECTION } from "../http/exchange.js"
 import * as WebStream from "../http/webStream.js"
+import * as RouteMatch from "../router/match.js"
+import * as Otel from "../router/otel.js"
 import * as Registry from "./registry.js"
 
 export type Handler = HonoHandler
 export type Middleware = MiddlewareHandler
+export type Match = RouteMatch.Match
 export type Options = Registry.Options<Handler, Middleware>
 
 /** The Hono app, with `ready` (settled once its store and table are) and `close` (releasing them). */
@@ -84,6 +87,9 @@ const runChain = async (c: Context, chain: Registry.Chain<Handler, Middleware>, 
   return dispatch(0)
 }
 
+/** The stored route serving the request of `c`, for its functions and the host's middleware around the mount. */
+export const matchOf = (c: Context): RouteMatch.Match | undefined => RouteMatch.get(c)
+
 /** The registry as a Hono app. */
 export const make = (options: Options): Mounted => {
   let registry: Registry.Registry<Handler, Middleware> | undefined
@@ -130,6 +136,8 @@ export const make = (options: Options): Mounted => {
     const chain = chainOf(found.route)
     if (typeof chain === "string") return toWeb(Registry.answers.handlerUnavailable(chain))
     withParams(c, found.params, base + found.route.path)
+    RouteMatch.set(c, found)
+    Otel.nameServerSpan(c.req.method, found.route)
     return runChain(c, chain, next)
   })
   const close = () => (closing ??= ready.then(() => registry!.dispose(), () => {}))

@@ -15,6 +15,7 @@ import * as RoutingHandler from "../../RoutingHandler.js"
 import * as Disposable from "../disposable.js"
 import * as Answers from "../router/answers.js"
 import * as RouterCore from "../router/core.js"
+import * as Otel from "../router/otel.js"
 
 /**
  * The options of every integration: the services, the host's functions by name (`F`: the framework's own handler
@@ -115,7 +116,9 @@ export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<
   const invalid = RoutingHandler.checkOptions(options)
   if (invalid !== undefined) return Promise.reject(invalid)
   // Open change streams are closed first: a server closing waits for its connections, and they never end.
-  return Disposable.fromLayer(servicesOf(options, log), bind(options, log)).then((registry) => ({
+  return Otel.load().then(() => Disposable.fromLayer(servicesOf(options, log), bind(options, log))).then((
+    registry
+  ) => ({
     ...registry,
     dispose: () => {
       registry.api.closeStreams()
