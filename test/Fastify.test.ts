@@ -147,4 +147,29 @@ describe("route-registry/fastify", () => {
     assert.strictEqual(released, 1)
     await second.close()
   })
+
+  it("matchOf reads the match in a handler and in onResponse; nothing for a request no stored route served", async () => {
+    const finished: Array<unknown> = []
+    const app = Fastify()
+    app.addHook("onResponse", async (request) => void finished.push(RR.matchOf(request)?.route.path))
+    await app.register(routeRegistry, {
+      authenticator: tokens,
+      handlers: {
+        probe: async (request) => ({ path: RR.matchOf(request)?.route.path, params: RR.matchOf(request)?.params })
+      }
+    })
+    const send = fetchFrom(await listening(app))
+    try {
+      const body = JSON.stringify({ method: "GET", path: "/items/:id", handler: "probe" })
+      assert.strictEqual((await send({ method: "POST", path: "/v1/routing", headers: admin, body })).status, 201)
+      assert.deepStrictEqual((await send({ method: "GET", path: "/items/7" })).json, {
+        path: "/items/:id",
+        params: { id: "7" }
+      })
+      assert.strictEqual((await send({ method: "GET", path: "/nothing" })).status, 404)
+      assert.deepStrictEqual(finished, [undefined, "/items/:id", undefined])
+    } finally {
+      await app.close()
+    }
+  })
 })

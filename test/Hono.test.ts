@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { getRequestListener } from "@hono/node-server"
 import { Hono } from "hono"
 import type { Context } from "hono"
-import { routeRegistry } from "route-registry/hono"
+import { matchOf, routeRegistry } from "route-registry/hono"
 import type * as RR from "route-registry/hono"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { type Adapter, serveNode } from "./utils/adapters.js"
@@ -97,6 +97,38 @@ describe("route-registry/hono", () => {
       assert.strictEqual(created.status, 201)
       const served = await app.fetch(new Request("http://localhost/fetched/7"))
       assert.deepStrictEqual(await served.json(), { params: { id: "7" }, body: null, seen: [] })
+    } finally {
+      await registry.close()
+    }
+  })
+
+  it("c.req.param() holds the stored route's parameters alone; matchOf reads the match around the mount", async () => {
+    const registry = routeRegistry({
+      authenticator: tokens,
+      handlers: { probe: (c) => c.json({ toString: c.req.param("toString") ?? null, id: c.req.param("id") }) }
+    })
+    const matched: Array<unknown> = []
+    const app = new Hono()
+    app.use(async (c, next) => {
+      await next()
+      const match = matchOf(c)
+      matched.push(match === undefined ? undefined : { path: match.route.path, params: { ...match.params } })
+    })
+    app.route("/", registry)
+    try {
+      const created = await app.fetch(
+        new Request("http://localhost/v1/routing", {
+          method: "POST",
+          headers: admin,
+          body: JSON.stringify({ method: "GET", path: "/items/:id", handler: "probe" })
+        })
+      )
+      assert.strictEqual(created.status, 201)
+      const served = await app.fetch(new Request("http://localhost/items/7"))
+      // Hono's own lookup found Object.prototype's `toString` here, and failed decoding it: a 500.
+      assert.strictEqual(served.status, 200)
+      assert.deepStrictEqual(await served.json(), { toString: null, id: "7" })
+      assert.deepStrictEqual(matched, [undefined, { path: "/items/:id", params: { id: "7" } }])
     } finally {
       await registry.close()
     }

@@ -117,7 +117,7 @@ export const make = (options: Options): Mounted => {
     const chain = registry.chainOf(found.route)
     if (typeof chain === "string") return NodeApi.write(req, res, Registry.answers.handlerUnavailable(chain))
     RouteMatch.set(req, found)
-    req.params = found.params
+    req.params = Registry.ownParams(found.params)
     Otel.nameServerSpan(req.method, found.route)
     const fns = [...chain.middleware, chain.handler]
     let at = 0

@@ -119,7 +119,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
     if (typeof chain === "string") return void send(reply, Registry.answers.handlerUnavailable(chain))
     chains.set(request, chain)
     RouteMatch.set(request, found)
-    request.params = found.params
+    request.params = Registry.ownParams(found.params)
     nameSpans(request, found.route)
     done()
   }

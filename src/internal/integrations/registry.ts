@@ -127,5 +127,13 @@ export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<
   }))
 }
 
+/**
+ * The parameters in a record without a prototype, as the frameworks' own routers make theirs: a parameter named like
+ * an `Object.prototype` member (`__proto__`, `toString`) is a value like any other, and a name the route does not
+ * have reads `undefined`.
+ */
+export const ownParams = (params: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.assign(Object.create(null) as Record<string, string>, params)
+
 /** The problem answers of the router, for the integrations to send in their framework's way. */
 export const answers = Answers
