@@ -79,6 +79,21 @@ interface Matched extends IncomingMessage {
  */
 export const matchOf = (req: IncomingMessage): Match | undefined => RouteMatch.get(req)
 
+const ALLOW = Symbol.for("route-registry/NodeRouter/Allow")
+
+interface Refused extends IncomingMessage {
+  [ALLOW]?: ReadonlyArray<string>
+}
+
+/**
+ * For a request the router handed to the host's `next` because stored routes serve its path with other methods only:
+ * those methods (sorted, `HEAD` wherever `GET` is), for the host to answer `405 Method Not Allowed` with
+ * `Allow: ${allow.join(", ")}`, as the router does when it has no `next`; `undefined` for any other request.
+ *
+ * @since 0.4.0
+ */
+export const allowOf = (req: IncomingMessage): ReadonlyArray<string> | undefined => (req as Refused)[ALLOW]
+
 /**
  * The router's options (`bodyTimeoutMillis`); each is checked when the router is made, which fails with
  * `InvalidOption` naming one out of its range.
@@ -222,7 +237,9 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
         case "NotFound":
           return next !== undefined ? next() : write(req, res, Answers.notFound)
         case "MethodNotAllowed":
-          return next !== undefined ? next() : write(req, res, Answers.methodNotAllowed(found.allow))
+          if (next === undefined) return write(req, res, Answers.methodNotAllowed(found.allow))
+          ;(req as Refused)[ALLOW] = found.allow
+          return next()
       }
       const fns = core.resolve(found.route)
       if (typeof fns === "string") return unavailable(req, res, fns)
