@@ -3,12 +3,14 @@
  * integrations' contract for the stored routes, and what is particular to Express.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { MetricLabel } from "effect"
 import express from "express"
 import type { ErrorRequestHandler, Request } from "express"
 import * as Http from "node:http"
 import { matchOf, routeRegistry } from "route-registry/express"
 import type * as RR from "route-registry/express"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, closeServer, fetchFrom, listen, serveNode } from "./utils/adapters.js"
 import { bodyRows, failureContract, httpContract, tokens } from "./utils/httpContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
@@ -150,6 +152,27 @@ describe("route-registry/express", () => {
       })
       assert.strictEqual((await send({ method: "GET", path: "/nothing" })).status, 404)
       assert.deepStrictEqual(finished, [undefined, "/items/:id", undefined])
+    } finally {
+      await closeServer(server)
+      await mounted.close()
+    }
+  })
+
+  it("telemetry: true turns the library's Telemetry on: the API's requests are counted", async () => {
+    const count = () =>
+      Telemetry.requests.unsafeValue([
+        MetricLabel.make("operation", "list"),
+        MetricLabel.make("status", "200")
+      ]).count
+    const app = express()
+    const mounted = routeRegistry({ authenticator: tokens, handlers, telemetry: true })
+    app.use(mounted)
+    const server = Http.createServer(app)
+    const send = fetchFrom(await listen(server))
+    try {
+      const before = count()
+      assert.strictEqual((await send({ method: "GET", path: "/v1/routing", headers: admin })).status, 200)
+      assert.strictEqual(count() - before, 1)
     } finally {
       await closeServer(server)
       await mounted.close()

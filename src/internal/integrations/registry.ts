@@ -12,6 +12,7 @@ import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as RouteTable from "../../RouteTable.js"
 import * as RoutingHandler from "../../RoutingHandler.js"
+import * as Telemetry from "../../Telemetry.js"
 import * as Disposable from "../disposable.js"
 import * as Answers from "../router/answers.js"
 import * as RouterCore from "../router/core.js"
@@ -32,6 +33,8 @@ export interface Options<F, M = F> extends RoutingHandler.Options {
   readonly middleware?: Readonly<Record<string, M>> | undefined
   /** Refuse creates and updates naming a function not registered here (catalog checking). */
   readonly catalog?: true | undefined
+  /** Turns the library's telemetry on (`Telemetry.layer`): `true`, or `Telemetry.layer`'s options. Off when omitted. */
+  readonly telemetry?: true | Telemetry.Options | undefined
 }
 
 /** Where the library's log lines go: the framework's logger. */
@@ -76,7 +79,13 @@ const loggerTo = (log: Log) =>
   )
 
 const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
-  const store = RouteTable.layer.pipe(Layer.provideMerge(options.store ?? RouteRepository.layerMemory))
+  const telemetry = options.telemetry === undefined
+    ? Layer.empty
+    : Telemetry.layer(options.telemetry === true ? {} : options.telemetry)
+  const store = RouteTable.layer.pipe(
+    Layer.provideMerge(options.store ?? RouteRepository.layerMemory),
+    Layer.provideMerge(telemetry)
+  )
   const catalog = options.catalog === true
     ? Catalog.layer({ handlers: Object.keys(options.handlers), middleware: Object.keys(options.middleware ?? {}) })
     : Layer.empty
@@ -87,7 +96,7 @@ const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
 
 const bind = <F, M>(options: Options<F, M>, log: Log) =>
   Effect.gen(function*() {
-    const { authenticator: _a, catalog: _c, handlers, middleware = {}, store: _s, ...limits } = options
+    const { authenticator: _a, catalog: _c, handlers, middleware = {}, store: _s, telemetry: _t, ...limits } = options
     const api = yield* Effect.orDie(RoutingHandler.make(limits))
     const table = yield* RouteTable.RouteTable
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
