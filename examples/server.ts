@@ -107,9 +107,17 @@ const explain = (error: unknown): string => [...new Set(reasons(error).filter((r
 const openApi = JSON.stringify(RoutingApi.openApi)
 const docs = docsPage(RoutingApi.openApi)
 
-// The host's own answer for what neither the API nor a stored route serves.
-const notFound = (res: Http.ServerResponse) =>
-  res.writeHead(404, { "content-type": "text/plain" }).end("Not Found: no stored route serves this path (see /docs)\n")
+// The host's own answer for what neither the API nor a stored route serves: 405 with Allow when stored routes serve
+// the path with other methods (the router hands those to the host too), else 404.
+const notFound = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
+  const allow = NodeRouter.allowOf(req)
+  if (allow === undefined) {
+    return res.writeHead(404, { "content-type": "text/plain" })
+      .end("Not Found: no stored route serves this path (see /docs)\n")
+  }
+  res.writeHead(405, { "content-type": "text/plain", allow: allow.join(", ") })
+    .end(`Method Not Allowed: stored routes serve this path with ${allow.join(", ")}\n`)
+}
 
 // The host's error handling for the route functions. An error raised before the function answered gets the host's
 // 500. After the answer started, nothing can be answered: a partial answer is cut, as Express's default error handler
@@ -187,7 +195,7 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
       } else if (req.method === "GET" && path === "/docs") {
         res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(docs)
       } else {
-        router(req, res, (error) => error === undefined ? notFound(res) : failed(res, error))
+        router(req, res, (error) => error === undefined ? notFound(req, res) : failed(res, error))
       }
     })
   return { listener, closeStreams: api.closeStreams, dispose: () => runtime.dispose() }

@@ -51,4 +51,19 @@ export type Mounted = Internal.Mounted
  */
 export const routeRegistry: (options: Options) => Mounted = Internal.make
 
+/**
+ * The stored route that served a request (id, method, pattern) and its parameters (percent-decoded).
+ *
+ * @since 0.4.0
+ */
+export type Match = Internal.Match
+
+/**
+ * The stored route serving `req` and its parameters: in a handler or middleware, and in the host's code that runs after it (`res.on("finish", () => matchOf(req))`); `undefined` for a request no stored route
+ * served.
+ *
+ * @since 0.4.0
+ */
+export const matchOf: (typeof Internal)["matchOf"] = Internal.matchOf
+
 export default routeRegistry

@@ -61,4 +61,19 @@ Object.assign(plugin, {
  */
 export const routeRegistry: FastifyPluginAsync<Options> = plugin
 
+/**
+ * The stored route that served a request (id, method, pattern) and its parameters (percent-decoded).
+ *
+ * @since 0.4.0
+ */
+export type Match = Internal.Match
+
+/**
+ * The stored route serving `request` and its parameters: in a handler or middleware, and in the host's hooks that run after the match (`onResponse`); `undefined` for a request no stored route
+ * served.
+ *
+ * @since 0.4.0
+ */
+export const matchOf: (typeof Internal)["matchOf"] = Internal.matchOf
+
 export default routeRegistry

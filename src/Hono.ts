@@ -55,4 +55,19 @@ export type Mounted = Internal.Mounted
  */
 export const routeRegistry: (options: Options) => Mounted = Internal.make
 
+/**
+ * The stored route that served a request (id, method, pattern) and its parameters (percent-decoded).
+ *
+ * @since 0.4.0
+ */
+export type Match = Internal.Match
+
+/**
+ * The stored route serving `c` and its parameters: in a handler or middleware, and in the host's middleware around the mount (after `await next()`); `undefined` for a request no stored route
+ * served.
+ *
+ * @since 0.4.0
+ */
+export const matchOf: (typeof Internal)["matchOf"] = Internal.matchOf
+
 export default routeRegistry

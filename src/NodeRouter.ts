@@ -15,6 +15,8 @@ import * as Answers from "./internal/router/answers.js"
 import * as Connect from "./internal/router/connect.js"
 import * as RouterCore from "./internal/router/core.js"
 import * as Guard from "./internal/router/guard.js"
+import * as RouteMatch from "./internal/router/match.js"
+import * as Otel from "./internal/router/otel.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteTable from "./RouteTable.js"
@@ -43,10 +45,7 @@ export interface Functions {
  *
  * @since 0.2.0
  */
-export interface Match {
-  readonly route: Route.StoredRoute
-  readonly params: Readonly<Record<string, string>>
-}
+export type Match = RouteMatch.Match
 
 /**
  * A Node request listener. With `next` (Express, Connect, a host's fallback), a request that no stored route serves
@@ -68,19 +67,32 @@ export interface DisposableListener extends Listener {
   readonly dispose: () => Promise<void>
 }
 
-const MATCH = Symbol.for("route-registry/NodeRouter/Match")
-
 interface Matched extends IncomingMessage {
-  [MATCH]?: Match
   params?: Readonly<Record<string, string>>
 }
 
 /**
- * The match of a request the router is serving: for the route's functions.
+ * The match of a request the router is serving: for the route's functions, and for the host's code that runs after
+ * them (`res.on("finish", () => matchOf(req))`); `undefined` for a request no stored route served.
  *
  * @since 0.2.0
  */
-export const matchOf = (req: IncomingMessage): Match | undefined => (req as Matched)[MATCH]
+export const matchOf = (req: IncomingMessage): Match | undefined => RouteMatch.get(req)
+
+const ALLOW = Symbol.for("route-registry/NodeRouter/Allow")
+
+interface Refused extends IncomingMessage {
+  [ALLOW]?: ReadonlyArray<string>
+}
+
+/**
+ * For a request the router handed to the host's `next` because stored routes serve its path with other methods only:
+ * those methods (sorted, `HEAD` wherever `GET` is), for the host to answer `405 Method Not Allowed` with
+ * `Allow: ${allow.join(", ")}`, as the router does when it has no `next`; `undefined` for any other request.
+ *
+ * @since 0.4.0
+ */
+export const allowOf = (req: IncomingMessage): ReadonlyArray<string> | undefined => (req as Refused)[ALLOW]
 
 /**
  * The router's options (`bodyTimeoutMillis`); each is checked when the router is made, which fails with
@@ -139,6 +151,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    yield* Effect.promise(Otel.load)
     const core = RouterCore.make<RouteFunction, RouteFunction, ReadonlyArray<RouteFunction>>(
       functions,
       (middleware, handler) => [...middleware, handler]
@@ -224,13 +237,15 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
         case "NotFound":
           return next !== undefined ? next() : write(req, res, Answers.notFound)
         case "MethodNotAllowed":
-          return next !== undefined ? next() : write(req, res, Answers.methodNotAllowed(found.allow))
+          if (next === undefined) return write(req, res, Answers.methodNotAllowed(found.allow))
+          ;(req as Refused)[ALLOW] = found.allow
+          return next()
       }
       const fns = core.resolve(found.route)
       if (typeof fns === "string") return unavailable(req, res, fns)
-      const matched = req as Matched
-      matched[MATCH] = { route: found.route, params: found.params }
-      matched.params = found.params
+      RouteMatch.set(req, found)
+      ;(req as Matched).params = found.params
+      Otel.nameServerSpan(req.method!, found.route)
       const serving = new Serving(found.route)
       ;(res as Guarded)[SERVING] = serving
       res.on("error", onResponseError)

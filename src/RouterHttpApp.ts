@@ -12,13 +12,14 @@ import * as HttpBody from "@effect/platform/HttpBody"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Cause, Context, Effect, Either, Fiber, Runtime, Stream } from "effect"
+import { Cause, Context, Effect, Either, Fiber, Runtime, Stream, Tracer } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Body from "./internal/http/body.js"
 import * as NodeTransport from "./internal/http/nodeTransport.js"
 import * as Answers from "./internal/router/answers.js"
 import * as RouterCore from "./internal/router/core.js"
 import * as Guard from "./internal/router/guard.js"
+import * as Otel from "./internal/router/otel.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteTable from "./RouteTable.js"
@@ -82,6 +83,19 @@ const lingering = (req: IncomingMessage, answer: Answers.Answer, then: Effect.Ef
   })
 }
 
+// The server spans of a request `route` serves, named after it (CONTRACT §17): the HTTP instrumentation's, and
+// Effect's own (`HttpMiddleware.tracer`), whose name changes where its tracer can (`@effect/opentelemetry`).
+const nameSpans = (method: string, route: Route.StoredRoute) =>
+  Effect.map(Effect.serviceOption(Tracer.ParentSpan), (parent) => {
+    Otel.nameServerSpan(method, route)
+    const span = parent._tag === "Some" ? parent.value : undefined
+    if (span?._tag !== "Span" || span.kind !== "server") return
+    span.attribute("http.route", route.path)
+    span.attribute("route_registry.route.id", route.id)
+    const otel = Otel.activeSpan(span.spanId)
+    if (otel !== undefined) Otel.annotate(otel, method, route)
+  })
+
 const ROUTE = Symbol.for("route-registry/RouterHttpApp/Route")
 
 interface Guarded extends ServerResponse {
@@ -122,6 +136,7 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    yield* Effect.promise(Otel.load)
     const timedOut = Answers.requestTimeout(bodyTimeoutMillis)
     const report = Guard.reportOnce((message, error) => runFork(Effect.logError(message, Cause.die(error))))
 
@@ -235,7 +250,10 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
       }
       const app = core.resolve(found.route)
       if (typeof app === "string") return unavailable(app)
-      return Effect.provideService(app, Match, { route: found.route, params: found.params }) as HttpApp.Default<
+      return Effect.provideService(Effect.zipRight(nameSpans(request.method, found.route), app), Match, {
+        route: found.route,
+        params: found.params
+      }) as HttpApp.Default<
         E,
         Exclude<R, Match>
       >

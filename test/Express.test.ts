@@ -3,12 +3,14 @@
  * integrations' contract for the stored routes, and what is particular to Express.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { MetricLabel } from "effect"
 import express from "express"
 import type { ErrorRequestHandler, Request } from "express"
 import * as Http from "node:http"
-import { routeRegistry } from "route-registry/express"
+import { matchOf, routeRegistry } from "route-registry/express"
 import type * as RR from "route-registry/express"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, closeServer, fetchFrom, listen, serveNode } from "./utils/adapters.js"
 import { bodyRows, failureContract, httpContract, tokens } from "./utils/httpContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
@@ -125,5 +127,55 @@ describe("route-registry/express", () => {
     await closeServer(server)
     await closing
     assert.isTrue(released)
+  })
+
+  it("matchOf reads the match in a handler and in res.on(\"finish\"); nothing for a request no stored route served", async () => {
+    const finished: Array<unknown> = []
+    const app = express()
+    app.use((req, res, next) => {
+      res.on("finish", () => finished.push(matchOf(req)?.route.path))
+      next()
+    })
+    const mounted = routeRegistry({
+      authenticator: tokens,
+      handlers: { probe: (req, res) => void res.json({ path: matchOf(req)?.route.path, params: matchOf(req)?.params }) }
+    })
+    app.use(mounted)
+    const server = Http.createServer(app)
+    const send = fetchFrom(await listen(server))
+    try {
+      const body = JSON.stringify({ method: "GET", path: "/items/:id", handler: "probe" })
+      assert.strictEqual((await send({ method: "POST", path: "/v1/routing", headers: admin, body })).status, 201)
+      assert.deepStrictEqual((await send({ method: "GET", path: "/items/7" })).json, {
+        path: "/items/:id",
+        params: { id: "7" }
+      })
+      assert.strictEqual((await send({ method: "GET", path: "/nothing" })).status, 404)
+      assert.deepStrictEqual(finished, [undefined, "/items/:id", undefined])
+    } finally {
+      await closeServer(server)
+      await mounted.close()
+    }
+  })
+
+  it("telemetry: true turns the library's Telemetry on: the API's requests are counted", async () => {
+    const count = () =>
+      Telemetry.requests.unsafeValue([
+        MetricLabel.make("operation", "list"),
+        MetricLabel.make("status", "200")
+      ]).count
+    const app = express()
+    const mounted = routeRegistry({ authenticator: tokens, handlers, telemetry: true })
+    app.use(mounted)
+    const server = Http.createServer(app)
+    const send = fetchFrom(await listen(server))
+    try {
+      const before = count()
+      assert.strictEqual((await send({ method: "GET", path: "/v1/routing", headers: admin })).status, 200)
+      assert.strictEqual(count() - before, 1)
+    } finally {
+      await closeServer(server)
+      await mounted.close()
+    }
   })
 })

@@ -3,11 +3,12 @@
  * the integrations' contract for the stored routes, and what is particular to Fastify.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, MetricLabel } from "effect"
 import Fastify, { type FastifyRequest } from "fastify"
 import type { AddressInfo } from "node:net"
 import routeRegistry, * as RR from "route-registry/fastify"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, fetchFrom } from "./utils/adapters.js"
 import { assertProblem, failureContract, httpContract, tokens } from "./utils/httpContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
@@ -146,5 +147,45 @@ describe("route-registry/fastify", () => {
     await first.close()
     assert.strictEqual(released, 1)
     await second.close()
+  })
+
+  it("matchOf reads the match in a handler and in onResponse; nothing for a request no stored route served", async () => {
+    const finished: Array<unknown> = []
+    const app = Fastify()
+    app.addHook("onResponse", async (request) => void finished.push(RR.matchOf(request)?.route.path))
+    await app.register(routeRegistry, {
+      authenticator: tokens,
+      handlers: {
+        probe: async (request) => ({ path: RR.matchOf(request)?.route.path, params: RR.matchOf(request)?.params })
+      }
+    })
+    const send = fetchFrom(await listening(app))
+    try {
+      const body = JSON.stringify({ method: "GET", path: "/items/:id", handler: "probe" })
+      assert.strictEqual((await send({ method: "POST", path: "/v1/routing", headers: admin, body })).status, 201)
+      assert.deepStrictEqual((await send({ method: "GET", path: "/items/7" })).json, {
+        path: "/items/:id",
+        params: { id: "7" }
+      })
+      assert.strictEqual((await send({ method: "GET", path: "/nothing" })).status, 404)
+      assert.deepStrictEqual(finished, [undefined, "/items/:id", undefined])
+    } finally {
+      await app.close()
+    }
+  })
+
+  it("telemetry: true turns the library's Telemetry on: the API's requests are counted", async () => {
+    const count = () =>
+      Telemetry.requests.unsafeValue([MetricLabel.make("operation", "list"), MetricLabel.make("status", "200")]).count
+    const app = Fastify()
+    await app.register(routeRegistry, { authenticator: tokens, handlers, telemetry: true })
+    const send = fetchFrom(await listening(app))
+    try {
+      const before = count()
+      assert.strictEqual((await send({ method: "GET", path: "/v1/routing", headers: admin })).status, 200)
+      assert.strictEqual(count() - before, 1)
+    } finally {
+      await app.close()
+    }
   })
 })

@@ -4,11 +4,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { getRequestListener } from "@hono/node-server"
+import { MetricLabel } from "effect"
 import { Hono } from "hono"
 import type { Context } from "hono"
-import { routeRegistry } from "route-registry/hono"
+import { matchOf, routeRegistry } from "route-registry/hono"
 import type * as RR from "route-registry/hono"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, serveNode } from "./utils/adapters.js"
 import { failureContract, httpContract, tokens } from "./utils/httpContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
@@ -97,6 +99,53 @@ describe("route-registry/hono", () => {
       assert.strictEqual(created.status, 201)
       const served = await app.fetch(new Request("http://localhost/fetched/7"))
       assert.deepStrictEqual(await served.json(), { params: { id: "7" }, body: null, seen: [] })
+    } finally {
+      await registry.close()
+    }
+  })
+
+  it("c.req.param() holds the stored route's parameters alone; matchOf reads the match around the mount", async () => {
+    const registry = routeRegistry({
+      authenticator: tokens,
+      handlers: { probe: (c) => c.json({ toString: c.req.param("toString") ?? null, id: c.req.param("id") }) }
+    })
+    const matched: Array<unknown> = []
+    const app = new Hono()
+    app.use(async (c, next) => {
+      await next()
+      const match = matchOf(c)
+      matched.push(match === undefined ? undefined : { path: match.route.path, params: { ...match.params } })
+    })
+    app.route("/", registry)
+    try {
+      const created = await app.fetch(
+        new Request("http://localhost/v1/routing", {
+          method: "POST",
+          headers: admin,
+          body: JSON.stringify({ method: "GET", path: "/items/:id", handler: "probe" })
+        })
+      )
+      assert.strictEqual(created.status, 201)
+      const served = await app.fetch(new Request("http://localhost/items/7"))
+      // Hono's own lookup found Object.prototype's `toString` here, and failed decoding it: a 500.
+      assert.strictEqual(served.status, 200)
+      assert.deepStrictEqual(await served.json(), { toString: null, id: "7" })
+      assert.deepStrictEqual(matched, [undefined, { path: "/items/:id", params: { id: "7" } }])
+    } finally {
+      await registry.close()
+    }
+  })
+
+  it("telemetry: true turns the library's Telemetry on: the API's requests are counted", async () => {
+    const count = () =>
+      Telemetry.requests.unsafeValue([MetricLabel.make("operation", "list"), MetricLabel.make("status", "200")]).count
+    const registry = routeRegistry({ authenticator: tokens, handlers, telemetry: true })
+    const app = new Hono().route("/", registry)
+    try {
+      const before = count()
+      const listed = await app.fetch(new Request("http://localhost/v1/routing", { headers: admin }))
+      assert.strictEqual(listed.status, 200)
+      assert.strictEqual(count() - before, 1)
     } finally {
       await registry.close()
     }

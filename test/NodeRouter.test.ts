@@ -121,7 +121,9 @@ const hosts: ReadonlyArray<Host> = [
       serveListener((req, res) =>
         api(req, res, () =>
           router(req, res, (error) => {
-            if (error === undefined) return json(res, 404, { host: "not found" })
+            if (error === undefined) {
+              return json(res, 404, { host: "not found", allow: NodeRouter.allowOf(req) ?? null })
+            }
             // A naive error handler: it does nothing once the answer has started, and the router must cut it.
             if (!res.headersSent) return json(res, 500, { host: "error", message: (error as Error).message })
           }))
@@ -134,8 +136,8 @@ const hosts: ReadonlyArray<Host> = [
       const app = express()
       app.use(api)
       app.use(router)
-      app.use((_req, res) => {
-        res.status(404).json({ host: "not found" })
+      app.use((req, res) => {
+        res.status(404).json({ host: "not found", allow: NodeRouter.allowOf(req) ?? null })
       })
       app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
         res.status(500).json({ host: "error", message: error.message })
@@ -359,9 +361,14 @@ describe.each(hosts)("NodeRouter on $name", (host) => {
     const trailing = await server.send({ method: "GET", path: "/items/1/" })
     const handedOff = await server.send({ method: "GET", path: "/items/1/handoff" })
     if (host.next) {
-      for (const response of [wrongMethod, noPath, trailing, handedOff]) {
-        assert.strictEqual(response.status, 404)
-        assert.deepStrictEqual(response.json, { host: "not found" })
+      // The host gets what it needs to answer 405 itself: the methods that serve the path, for a wrong method only.
+      assert.deepStrictEqual(wrongMethod.json, {
+        host: "not found",
+        allow: ["DELETE", "GET", "HEAD", "M-SEARCH", "POST"]
+      })
+      for (const response of [wrongMethod, noPath, trailing, handedOff]) assert.strictEqual(response.status, 404)
+      for (const response of [noPath, trailing, handedOff]) {
+        assert.deepStrictEqual(response.json, { host: "not found", allow: null })
       }
     } else {
       assertProblem(wrongMethod, "method_not_allowed")

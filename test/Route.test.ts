@@ -27,6 +27,25 @@ describe("Route.validateCreate", () => {
     })
   }
 
+  it("refuses the routing API's path and every path below it, at create and update, saying why (§2)", () => {
+    for (const path of ["/v1/routing", "/v1/routing/x", "/v1/routing/:id", "/v1/routing/*rest"]) {
+      for (
+        const result of [
+          Route.validateCreate({ ...{ method: "GET", handler: "h" }, path }),
+          Route.validatePatch({ path })
+        ]
+      ) {
+        const issues = Either.isLeft(result) ? result.left : []
+        assert.deepStrictEqual(issues.map((issue) => issue.path), ["path"], path)
+        assert.include(issues[0]!.message, JSON.stringify(path))
+        assert.include(issues[0]!.message, "belong to the routing API in every host")
+      }
+    }
+    for (const path of ["/v1/routings", "/v1/routing-x", "/v1/:x", "/v2/routing"]) {
+      assert.isTrue(Either.isRight(Route.validateCreate({ method: "GET", path, handler: "h" })), path)
+    }
+  })
+
   it("decodeCreate fails with InvalidRoute listing every problem", () => {
     const error = Effect.runSync(Effect.flip(Route.decodeCreate({ method: "get", path: "/a/", handler: "" })))
     assert.strictEqual(error._tag, "InvalidRoute")

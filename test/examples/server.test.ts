@@ -81,6 +81,20 @@ describe("examples/server.ts (npm start)", () => {
     assert.strictEqual((await fetch(`${server.origin}/nowhere`)).status, 404)
   })
 
+  it("a method the stored routes do not serve on a path: 405 with Allow, not the host's 404", async () => {
+    const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
+    onTestFinished(async () => {
+      await server.stop()
+    })
+    assert.strictEqual(
+      (await create(server.origin, "t", { method: "GET", path: "/things/:id", handler: "h" })).status,
+      201
+    )
+    const refused = await fetch(`${server.origin}/things/1`, { method: "POST" })
+    assert.strictEqual(refused.status, 405)
+    assert.strictEqual(refused.headers.get("allow"), "GET, HEAD")
+  })
+
   it("on SIGTERM finishes the request in flight, then exits 0", async () => {
     const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
     const body = JSON.stringify({ method: "GET", path: "/in-flight", handler: "h" })

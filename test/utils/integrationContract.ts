@@ -6,7 +6,7 @@
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import type * as Problem from "route-registry/Problem"
-import { fetchFrom, type Received, type Sent } from "./adapters.js"
+import { fetchFrom, rawRequest, type Received, type Sent } from "./adapters.js"
 import { assertProblem, type Store } from "./httpContract.js"
 import { admin } from "./routerHost.js"
 
@@ -83,6 +83,29 @@ const contract = (integration: Integration, store: Store, mount: string) => {
       body: { name: "Ada" },
       seen: ["a", "b"]
     })
+  })
+
+  it("parameters named like Object.prototype's members arrive under their names", async () => {
+    const { create, send } = await start()
+    await create(route("GET", "/proto/:__proto__/:toString/*constructor", "show"))
+    const response = await send({ method: "GET", path: "/proto/a/b/c/d" })
+    assert.strictEqual(response.status, 200, response.text)
+    // Parsed from JSON, as the answer is: a literal `{ __proto__: … }` would set a prototype, not a key.
+    assert.deepStrictEqual(response.json.params, JSON.parse(`{"__proto__":"a","toString":"b","constructor":"c/d"}`))
+  })
+
+  // Sent raw: a fetch client would remove the dot segments itself.
+  it("the path is matched as sent: no dot segment is removed (§10), for the stored routes and the API", async () => {
+    const { create, host } = await start()
+    await create(route("GET", "/admin/:x", "other"))
+    for (
+      const path of ["/public/../admin/secret", "/public/%2e%2e/admin/secret", "/public/%2E%2E/v1/routing?limit=1"]
+    ) {
+      const head = `GET ${mount}${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${admin.authorization}\r\n` +
+        "Connection: close\r\n"
+      const answer = await rawRequest(host.root, head)
+      assert.match(answer, /^HTTP\/1\.1 404 /, `${path}: ${answer}`)
+    }
   })
 
   it("a middleware that answers stops the chain", async () => {

@@ -6,9 +6,10 @@
  */
 import type { Effect } from "effect"
 import type * as Problem from "../../Problem.js"
+import { ROUTING_API_PATH } from "../route/grammar.js"
 
 /** The collection path; a route lives at `${COLLECTION}/{id}`. */
-export const COLLECTION = "/v1/routing"
+export const COLLECTION = ROUTING_API_PATH
 
 /** The prefix of one route's path: the collection and a slash. */
 export const ITEM_PREFIX = `${COLLECTION}/`

@@ -18,10 +18,13 @@ import * as RouteTable from "../../RouteTable.js"
 import type * as RoutingHandler from "../../RoutingHandler.js"
 import * as Body from "../http/body.js"
 import * as Target from "../http/target.js"
+import * as RouteMatch from "../router/match.js"
+import * as Otel from "../router/otel.js"
 import * as NodeApi from "./nodeApi.js"
 import * as Registry from "./registry.js"
 
 export type Handler = RequestHandler
+export type Match = RouteMatch.Match
 export type Options = Registry.Options<Handler>
 
 /** What `app.use` takes: the registry, then its error handler; `close` releases its store and table. */
@@ -78,6 +81,9 @@ const viewOf = (req: Request, body: NodeApi.View["body"]): NodeApi.View => ({
   body
 })
 
+/** The stored route serving `req`, for its functions and the host's code after them (`res.on("finish")`). */
+export const matchOf = (req: Request): RouteMatch.Match | undefined => RouteMatch.get(req)
+
 /** The registry's two functions for `app.use`. */
 export const make = (options: Options): Mounted => {
   let registry: Registry.Registry<Handler, Handler> | undefined
@@ -110,7 +116,9 @@ export const make = (options: Options): Mounted => {
     }
     const chain = registry.chainOf(found.route)
     if (typeof chain === "string") return NodeApi.write(req, res, Registry.answers.handlerUnavailable(chain))
-    req.params = found.params
+    RouteMatch.set(req, found)
+    req.params = Registry.ownParams(found.params)
+    Otel.nameServerSpan(req.method, found.route)
     const fns = [...chain.middleware, chain.handler]
     let at = 0
     // Express's own rules: `next()` passes on, `next(error)` (or a throw, or a rejection) goes to error middleware,

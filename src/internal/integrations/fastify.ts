@@ -19,14 +19,18 @@ import type {
   RouteHandlerMethod
 } from "fastify"
 import { METHODS } from "node:http"
+import type * as Route from "../../Route.js"
 import * as RouteTable from "../../RouteTable.js"
 import * as Body from "../http/body.js"
 import { COLLECTION } from "../http/exchange.js"
+import * as RouteMatch from "../router/match.js"
+import * as Otel from "../router/otel.js"
 import * as NodeApi from "./nodeApi.js"
 import * as Registry from "./registry.js"
 
 export type Handler = RouteHandlerMethod
 export type Middleware = preHandlerHookHandler
+export type Match = RouteMatch.Match
 export type Options = Registry.Options<Handler, Middleware>
 
 type Answer = ReturnType<typeof Registry.answers.methodNotAllowed>
@@ -47,6 +51,24 @@ const addNodeMethods = (fastify: FastifyInstance): void => {
   for (const method of METHODS) {
     if (!fastify.supportedMethods.includes(method)) fastify.addHttpMethod(method, { hasBody: true })
   }
+}
+
+/** The stored route serving `request`, for its functions and the host's later hooks (`onResponse`). */
+export const matchOf = (request: FastifyRequest): RouteMatch.Match | undefined => RouteMatch.get(request)
+
+// What `@fastify/otel` decorates a request with: its own span of the request, named `request`, with Fastify's route
+// (the stored routes' wildcard, `/*`). It is the server span when no HTTP instrumentation made one.
+interface OtelRequest {
+  readonly opentelemetry?: () => { readonly span?: Otel.Span | null }
+}
+
+const nameSpans = (request: FastifyRequest, route: Route.StoredRoute): void => {
+  const server = Otel.nameServerSpan(request.method, route)
+  const span = (request as OtelRequest).opentelemetry?.().span
+  if (span == null) return
+  if (server === undefined) return Otel.annotate(span, request.method, route)
+  span.setAttribute("http.route", route.path)
+  span.setAttribute("route_registry.route.id", route.id)
 }
 
 const log = (fastify: FastifyInstance): Registry.Log => (level, message) => fastify.log[level](message)
@@ -96,7 +118,9 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
     const chain = registry.chainOf(found.route)
     if (typeof chain === "string") return void send(reply, Registry.answers.handlerUnavailable(chain))
     chains.set(request, chain)
-    request.params = found.params
+    RouteMatch.set(request, found)
+    request.params = Registry.ownParams(found.params)
+    nameSpans(request, found.route)
     done()
   }
 

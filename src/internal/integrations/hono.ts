@@ -15,10 +15,13 @@ import type * as RoutingHandler from "../../RoutingHandler.js"
 import * as Body from "../http/body.js"
 import { COLLECTION } from "../http/exchange.js"
 import * as WebStream from "../http/webStream.js"
+import * as RouteMatch from "../router/match.js"
+import * as Otel from "../router/otel.js"
 import * as Registry from "./registry.js"
 
 export type Handler = HonoHandler
 export type Middleware = MiddlewareHandler
+export type Match = RouteMatch.Match
 export type Options = Registry.Options<Handler, Middleware>
 
 /** The Hono app, with `ready` (settled once its store and table are) and `close` (releasing them). */
@@ -51,24 +54,49 @@ const baseOf = (c: Context, route: string): string => {
   return matched.endsWith(route) ? matched.slice(0, matched.length - route.length) : ""
 }
 
-/** The request path below the mount, and the query, as received (`c.req.path` is percent-decoded). */
-const targetBelow = (c: Context, base: string): { readonly path: string; readonly query: string } => {
-  const url = new URL(c.req.url)
-  return { path: url.pathname.slice(base.length) || "/", query: url.search.slice(1) }
+// The request target as the client sent it, where the server keeps it (`@hono/node-server` hands Node's request over
+// as `c.env.incoming`). A fetch `Request`'s URL has been through WHATWG URL parsing, which removes dot segments
+// (`%2e%2e` too), and §10 normalises no further than RFC 3986 §6.2.2: `/public/%2e%2e/v1/routing` is not the API's.
+const sentTarget = (c: Context): string => {
+  const url = (c.env as { readonly incoming?: { readonly url?: unknown } } | undefined)?.incoming?.url
+  if (typeof url === "string" && url.charCodeAt(0) === 47 /* / */) return url
+  const parsed = new URL(c.req.url)
+  return parsed.pathname + parsed.search
 }
 
-// The stored route's parameters where Hono's handlers read them (`c.req.param()`): a request of the stored route's
-// own, as Hono's router would have made it. Hono percent-decodes what it holds, so the values it holds are encoded.
-const withParams = (c: Context, params: Readonly<Record<string, string>>, path: string) => {
-  const encoded: Record<string, string> = {}
-  for (const name in params) encoded[name] = encodeURIComponent(params[name]!)
-  const handler = () => undefined
-  const req = new HonoRequest(c.req.raw, c.req.path, [[[
-    [handler, { basePath: "/", path, method: "ALL", handler }],
-    encoded
-  ]]])
-  Object.defineProperty(c, "req", { value: req, configurable: true })
+/**
+ * The request path below the mount, and the query, as the client sent them (`c.req.path` is percent-decoded);
+ * `undefined` when the path the client sent is not below the mount (Hono matched it only once normalised).
+ */
+const targetBelow = (
+  c: Context,
+  base: string
+): { readonly path: string; readonly query: string } | undefined => {
+  const target = sentTarget(c)
+  const mark = target.indexOf("?")
+  const path = mark === -1 ? target : target.slice(0, mark)
+  if (path !== base && !path.startsWith(base + "/")) return undefined
+  return { path: path.slice(base.length) || "/", query: mark === -1 ? "" : target.slice(mark + 1) }
 }
+
+// The stored route's request as Hono's handlers read it: `c.req.param()` answers the stored route's parameters
+// (percent-decoded) from a record without a prototype, where Hono's own builds a plain object (losing `__proto__`)
+// and looks a name up in it (finding `toString` on any route, a 500 when decoded); `c.req.routePath` is the pattern.
+class StoredRouteRequest extends HonoRequest {
+  readonly #params: Readonly<Record<string, string>>
+  constructor(c: Context, params: Readonly<Record<string, string>>, path: string) {
+    const handler = () => undefined
+    super(c.req.raw, c.req.path, [[[[handler, { basePath: "/", path, method: "ALL", handler }], {}]]])
+    this.#params = Registry.ownParams(params)
+  }
+  override param(key?: string): any {
+    if (key === undefined) return Registry.ownParams(this.#params)
+    return Object.hasOwn(this.#params, key) ? this.#params[key] : undefined
+  }
+}
+
+const withParams = (c: Context, params: Readonly<Record<string, string>>, path: string) =>
+  Object.defineProperty(c, "req", { value: new StoredRouteRequest(c, params, path), configurable: true })
 
 /** Runs the route's middleware in order, then its handler, as Hono composes them. */
 const runChain = async (c: Context, chain: Registry.Chain<Handler, Middleware>, next: Next) => {
@@ -83,6 +111,9 @@ const runChain = async (c: Context, chain: Registry.Chain<Handler, Middleware>, 
   }
   return dispatch(0)
 }
+
+/** The stored route serving the request of `c`, for its functions and the host's middleware around the mount. */
+export const matchOf = (c: Context): RouteMatch.Match | undefined => RouteMatch.get(c)
 
 /** The registry as a Hono app. */
 export const make = (options: Options): Mounted => {
@@ -102,9 +133,11 @@ export const make = (options: Options): Mounted => {
     app.all(route, async (c, next) => {
       const { api, run } = await started()
       const base = baseOf(c, route)
+      const target = targetBelow(c, base)
+      if (target === undefined) return next()
       const request = c.req.raw
       const effect = api.handle({
-        ...targetBelow(c, base),
+        ...target,
         method: request.method,
         base,
         header: (name) => request.headers.get(name) ?? undefined,
@@ -117,7 +150,9 @@ export const make = (options: Options): Mounted => {
   app.all(ROUTER_ROUTE, async (c, next) => {
     const { chainOf, table } = await started()
     const base = baseOf(c, ROUTER_ROUTE)
-    const { path, query } = targetBelow(c, base)
+    const target = targetBelow(c, base)
+    if (target === undefined) return next()
+    const { path, query } = target
     const found = RouteTable.lookup(table, c.req.method, query === "" ? path : `${path}?${query}`)
     switch (found._tag) {
       case "BadPath":
@@ -130,6 +165,8 @@ export const make = (options: Options): Mounted => {
     const chain = chainOf(found.route)
     if (typeof chain === "string") return toWeb(Registry.answers.handlerUnavailable(chain))
     withParams(c, found.params, base + found.route.path)
+    RouteMatch.set(c, found)
+    Otel.nameServerSpan(c.req.method, found.route)
     return runChain(c, chain, next)
   })
   const close = () => (closing ??= ready.then(() => registry!.dispose(), () => {}))

@@ -12,9 +12,11 @@ import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as RouteTable from "../../RouteTable.js"
 import * as RoutingHandler from "../../RoutingHandler.js"
+import * as Telemetry from "../../Telemetry.js"
 import * as Disposable from "../disposable.js"
 import * as Answers from "../router/answers.js"
 import * as RouterCore from "../router/core.js"
+import * as Otel from "../router/otel.js"
 
 /**
  * The options of every integration: the services, the host's functions by name (`F`: the framework's own handler
@@ -31,6 +33,8 @@ export interface Options<F, M = F> extends RoutingHandler.Options {
   readonly middleware?: Readonly<Record<string, M>> | undefined
   /** Refuse creates and updates naming a function not registered here (catalog checking). */
   readonly catalog?: true | undefined
+  /** Turns the library's telemetry on (`Telemetry.layer`): `true`, or `Telemetry.layer`'s options. Off when omitted. */
+  readonly telemetry?: true | Telemetry.Options | undefined
 }
 
 /** Where the library's log lines go: the framework's logger. */
@@ -75,7 +79,13 @@ const loggerTo = (log: Log) =>
   )
 
 const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
-  const store = RouteTable.layer.pipe(Layer.provideMerge(options.store ?? RouteRepository.layerMemory))
+  const telemetry = options.telemetry === undefined
+    ? Layer.empty
+    : Telemetry.layer(options.telemetry === true ? {} : options.telemetry)
+  const store = RouteTable.layer.pipe(
+    Layer.provideMerge(options.store ?? RouteRepository.layerMemory),
+    Layer.provideMerge(telemetry)
+  )
   const catalog = options.catalog === true
     ? Catalog.layer({ handlers: Object.keys(options.handlers), middleware: Object.keys(options.middleware ?? {}) })
     : Layer.empty
@@ -86,7 +96,7 @@ const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
 
 const bind = <F, M>(options: Options<F, M>, log: Log) =>
   Effect.gen(function*() {
-    const { authenticator: _a, catalog: _c, handlers, middleware = {}, store: _s, ...limits } = options
+    const { authenticator: _a, catalog: _c, handlers, middleware = {}, store: _s, telemetry: _t, ...limits } = options
     const api = yield* Effect.orDie(RoutingHandler.make(limits))
     const table = yield* RouteTable.RouteTable
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
@@ -115,7 +125,9 @@ export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<
   const invalid = RoutingHandler.checkOptions(options)
   if (invalid !== undefined) return Promise.reject(invalid)
   // Open change streams are closed first: a server closing waits for its connections, and they never end.
-  return Disposable.fromLayer(servicesOf(options, log), bind(options, log)).then((registry) => ({
+  return Otel.load().then(() => Disposable.fromLayer(servicesOf(options, log), bind(options, log))).then((
+    registry
+  ) => ({
     ...registry,
     dispose: () => {
       registry.api.closeStreams()
@@ -123,6 +135,14 @@ export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<
     }
   }))
 }
+
+/**
+ * The parameters in a record without a prototype, as the frameworks' own routers make theirs: a parameter named like
+ * an `Object.prototype` member (`__proto__`, `toString`) is a value like any other, and a name the route does not
+ * have reads `undefined`.
+ */
+export const ownParams = (params: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.assign(Object.create(null) as Record<string, string>, params)
 
 /** The problem answers of the router, for the integrations to send in their framework's way. */
 export const answers = Answers

@@ -34,6 +34,20 @@ export const MAX_PATH_LENGTH = 2048
 export const MAX_SEGMENTS = 64
 export const MAX_PARAM_NAME_LENGTH = 64
 
+/** The routing API's own path (CONTRACT §2, §3): it and every path below it are the API's in every host. */
+export const ROUTING_API_PATH = "/v1/routing"
+
+/** Whether `path` is the routing API's path or below it, which no stored route may take. */
+export const isRoutingApiPath = (path: string): boolean =>
+  path.startsWith(ROUTING_API_PATH) &&
+  (path.length === ROUTING_API_PATH.length || path[ROUTING_API_PATH.length] === "/")
+
+/** Why `path`, the routing API's path or below it, is refused. */
+export const routingApiPathTaken = (path: string): string =>
+  `${JSON.stringify(path)} is ${path === ROUTING_API_PATH ? "" : "below "}the routing API's path ` +
+  `"${ROUTING_API_PATH}" (at index 0): it and every path below it belong to the routing API in every host, so no ` +
+  "stored route may take them; choose a path outside it"
+
 /**
  * Why `method` is refused, or `undefined` when it is a valid HTTP method token.
  */

@@ -68,6 +68,7 @@ const checkField: Record<Field, (value: unknown, issues: Issues) => void> = {
     }
     const parsed = Path.parsePath(value)
     if (Either.isLeft(parsed)) { for (const issue of parsed.left) issues.add("path", issue.message) }
+    else if (Grammar.isRoutingApiPath(value)) issues.add("path", Grammar.routingApiPathTaken(value))
   },
   middleware: (value, issues) => {
     if (!Array.isArray(value)) {

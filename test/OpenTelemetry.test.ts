@@ -1,0 +1,146 @@
+/**
+ * CONTRACT §17's OpenTelemetry names, with a real SDK (in-memory span exporter, metric reader) and
+ * `@opentelemetry/instrumentation-http`, alone and with the framework's own instrumentation, in every router form and
+ * integration: a request a stored route serves (and a HEAD served by its GET) ends with its server span named
+ * `<METHOD> <pattern>`, `http.route` and the route's id, and its duration point carrying `http.route`; a request no
+ * stored route served, and a native route of the framework (the control), keep what the instrumentations gave them.
+ * Each host runs in a process of its own (`test/fixtures/otelHost.ts`), its instrumentations registered before the
+ * modules they patch are loaded.
+ */
+import { afterEach, assert, describe, it } from "@effect/vitest"
+import { type ChildProcess, spawn } from "node:child_process"
+
+interface SpanView {
+  readonly name: string
+  readonly kind: number
+  readonly scope: string
+  readonly attributes: Readonly<Record<string, unknown>>
+}
+
+interface Recorded {
+  readonly spans: ReadonlyArray<SpanView>
+  readonly points: ReadonlyArray<Readonly<Record<string, unknown>>>
+}
+
+const SERVER = 1
+const HTTP_SCOPE = "@opentelemetry/instrumentation-http"
+
+let child: ChildProcess | undefined
+afterEach(() => {
+  child?.kill("SIGKILL")
+  child = undefined
+})
+
+const nextMessage = <A>(process: ChildProcess): Promise<A> =>
+  new Promise((resolve, reject) => {
+    process.once("message", (message) => resolve(message as A))
+    process.once("exit", (code) => reject(new Error(`the host exited (${code})`)))
+  })
+
+const startHost = async (form: string, framework: boolean) => {
+  let output = ""
+  child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/otelHost.ts"], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      FORM: form,
+      OTEL_FRAMEWORK: framework ? "1" : ""
+    },
+    stdio: ["ignore", "pipe", "pipe", "ipc"]
+  })
+  child.stdout!.on("data", (chunk) => (output += chunk))
+  child.stderr!.on("data", (chunk) => (output += chunk))
+  const started = await nextMessage<{ origin: string; id: string }>(child).catch((error: Error) => {
+    throw new Error(`${error.message}:\n${output}`)
+  })
+  const host = child
+  return {
+    ...started,
+    send: async (method: string, path: string) => {
+      const response = await fetch(started.origin + path, { method })
+      return { status: response.status, text: await response.text() }
+    },
+    // Spans end when their response has closed, just after the client has read it: asked until they are all there.
+    recorded: async (spans: number): Promise<Recorded> => {
+      for (;;) {
+        const reply = nextMessage<Recorded>(host)
+        host.send("collect")
+        const recorded = await reply
+        if (recorded.spans.filter((span) => span.scope === HTTP_SCOPE).length >= spans) return recorded
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+  }
+}
+
+const forms: ReadonlyArray<readonly [form: string, framework: boolean, label: string]> = [
+  ["node", false, "NodeRouter on node:http"],
+  ["effect", false, "RouterHttpApp on Effect's Node server, Effect's tracer on the SDK"],
+  ["fastify", false, "the Fastify integration"],
+  ["fastify", true, "the Fastify integration with @fastify/otel"],
+  ["express", false, "the Express integration"],
+  ["express", true, "the Express integration with @opentelemetry/instrumentation-express"],
+  ["hono", false, "the Hono integration on @hono/node-server"]
+]
+
+const serverSpans = (recorded: Recorded, method: string, status: number) =>
+  recorded.spans.filter((span) =>
+    span.kind === SERVER && span.attributes["http.request.method"] === method &&
+    span.attributes["http.response.status_code"] === status
+  )
+
+describe("OpenTelemetry names the requests stored routes serve", () => {
+  for (const [form, framework, label] of forms) {
+    it(label, { timeout: 60_000 }, async () => {
+      const host = await startHost(form, framework)
+      const served = await host.send("GET", "/users/42")
+      assert.deepStrictEqual(
+        served,
+        { status: 200, text: JSON.stringify("/users/:id") },
+        "the accessor reads the match"
+      )
+      assert.strictEqual((await host.send("HEAD", "/users/42")).status, 200)
+      assert.strictEqual((await host.send("GET", "/nothing")).status, 404)
+      assert.strictEqual((await host.send("GET", "/native/7")).status, 200)
+      const recorded = await host.recorded(4)
+
+      for (const method of ["GET", "HEAD"]) {
+        const spans = serverSpans(recorded, method, 200).filter((span) => span.attributes["url.path"] !== "/native/7")
+        // The HTTP instrumentation's span, and in the Effect form Effect's own server span too.
+        assert.strictEqual(spans.length, form === "effect" ? 2 : 1, JSON.stringify(spans))
+        for (const span of spans) {
+          assert.strictEqual(span.name, `${method} /users/:id`)
+          assert.strictEqual(span.attributes["http.route"], "/users/:id")
+          assert.strictEqual(span.attributes["route_registry.route.id"], host.id)
+        }
+        const routes = recorded.points.filter((point) =>
+          point["http.request.method"] === method && point["http.response.status_code"] === 200
+        ).map((point) => point["http.route"])
+        // GET's other point is the native route's: named by the framework's instrumentation, or not at all.
+        const native = method === "HEAD" ? [] : [framework ? "/native/:id" : undefined]
+        assert.sameMembers(routes, ["/users/:id", ...native])
+      }
+
+      // What no stored route served carries no stored pattern and no route id; the framework's own route keeps its name.
+      for (const span of recorded.spans) {
+        if (span.attributes["http.route"] === "/users/:id") assert.strictEqual(span.attributes["url.path"], "/users/42")
+        if (span.attributes["url.path"] !== "/users/42") {
+          assert.strictEqual(span.attributes["route_registry.route.id"], undefined)
+        }
+      }
+      for (const point of recorded.points) {
+        if (point["http.response.status_code"] === 404) assert.notStrictEqual(point["http.route"], "/users/:id")
+      }
+      const native = serverSpans(recorded, "GET", 200).filter((span) => span.scope === HTTP_SCOPE)
+        .find((span) => span.attributes["url.path"] === "/native/7")
+      assert.isDefined(native)
+      if (!framework) {
+        // No instrumentation of the framework's: the control shows the library names nothing it did not serve.
+        assert.strictEqual(native.attributes["http.route"], undefined)
+      } else {
+        assert.strictEqual(native.attributes["http.route"], "/native/:id")
+        assert.strictEqual(native.name, "GET /native/:id")
+      }
+    })
+  }
+})
