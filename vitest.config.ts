@@ -17,6 +17,7 @@ const PROCESS = [
   "test/Cli.test.ts",
   "test/examples/server.test.ts",
   "test/examples/direct.test.ts",
+  "test/transport.test.ts",
   "test/reliability/interrupted.test.ts",
   "test/reliability/races.test.ts",
   "test/reliability/shutdown.test.ts",
@@ -28,8 +29,8 @@ const PROCESS = [
  */
 const RESTARTING = ["test/reliability/faults.test.ts", "test/reliability/processes.test.ts"]
 
-// Every deadline a process-level test waits for is well under these: a loaded machine makes a process slow to start,
-// never wrong.
+// Above the sum of the deadlines any process-level test waits for (spawned.ts: 90 s for a process to start): a loaded
+// machine makes a process slow to start, never wrong. Their tests set no timeout of their own.
 const PROCESS_TIMEOUT = 240_000
 
 export default defineConfig({
