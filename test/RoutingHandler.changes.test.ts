@@ -370,7 +370,7 @@ describe.each(subjects.filter((subject) => subject.name !== "WebHandler (fetch R
       socket.resume()
       await EventStream.eventually("the connection is closed", () => closed, 10_000)
       socket.destroy()
-    }, 60_000)
+    })
   }
 )
 
@@ -438,7 +438,7 @@ describe("the NodeListener's connection of a follower that stops reading", () =>
     assert.isTrue(response!.destroyed)
     assert.isAtMost(most, bound + 4096, `most held: ${most}`)
     socket.destroy()
-  }, 60_000)
+  })
 })
 
 describe("changes made by another process on the Postgres store", () => {
