@@ -1,5 +1,5 @@
 /**
- * The dashboard at scale (CONTRACT §18): 10,000 stored routes (the GitHub API's routes the grammar takes, under nine
+ * The dashboard at scale (docs/dashboard.md): 10,000 stored routes (the GitHub API's routes the grammar takes, under nine
  * prefixes), the page in Chromium, timed in the browser: from the click on "Sign in" to the first rows painted (target
  * 1 s), and from a keystroke in a filter to its result painted (target 300 ms, the page's 150 ms pause for typing
  * included), once the page is live (it has taken in the change stream's first event, every route). Each is run ROUNDS

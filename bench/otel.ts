@@ -1,11 +1,11 @@
 /**
- * What naming the routed requests in OpenTelemetry costs (CONTRACT §17): CPU time per request of the host, on the
+ * What naming the routed requests in OpenTelemetry costs (docs/observability.md): CPU time per request of the host, on the
  * GitHub routes (every route requested in turn, 8 at a time over keep-alive connections), measured in the host
  * process itself (`process.cpuUsage`), so the client's work and the machine's other load count for little.
  *
  * - with OpenTelemetry's SDK and HTTP instrumentation: the library naming each request's span and metric point, versus
  *   the same host where the library cannot see `@opentelemetry/api` (it names nothing);
- * - without an SDK: the library with `@opentelemetry/api` installed, versus without it (as before §17).
+ * - without an SDK: the library with `@opentelemetry/api` installed, versus without it (as before the routers named their spans).
  *
  * Variants alternate, `ROUNDS` times (default 5) each, and the medians are compared.
  *

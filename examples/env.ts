@@ -104,7 +104,7 @@ export const createServer = (listener: Http.RequestListener, limits: Timeouts = 
   return server
 }
 
-// The entries of a comma-separated token list, each `token` or `name=token` (CONTRACT §5); empty entries are ignored.
+// The entries of a comma-separated token list, each `token` or `name=token` (docs/configuration.md); empty entries are ignored.
 const list = (name: string, scopes: ReadonlyArray<Authenticator.Scope>): Array<Authenticator.StaticToken> =>
   (process.env[name] ?? "").split(",").map((entry) => entry.trim()).flatMap((entry, i) => {
     if (entry === "") return []
@@ -154,7 +154,7 @@ const routingTokens = (): Array<Authenticator.StaticToken> => {
 }
 
 /**
- * JWT bearer tokens (CONTRACT §4), when JWT_JWKS_URL, JWT_PUBLIC_KEY or JWT_SECRET is set: exactly one of them, with
+ * JWT bearer tokens (docs/authentication.md), when JWT_JWKS_URL, JWT_PUBLIC_KEY or JWT_SECRET is set: exactly one of them, with
  * JWT_ISSUER and JWT_AUDIENCE (comma-separated for several). A PEM key may be given on one line with `\n` escapes.
  */
 export const jwtOptions = (): Authenticator.JwtOptions | undefined => {

@@ -83,7 +83,7 @@ const lingering = (req: IncomingMessage, answer: Answers.Answer, then: Effect.Ef
   })
 }
 
-// The server spans of a request `route` serves, named after it (CONTRACT §17): the HTTP instrumentation's, and
+// The server spans of a request `route` serves, named after it (docs/observability.md): the HTTP instrumentation's, and
 // Effect's own (`HttpMiddleware.tracer`), whose name changes where its tracer can (`@effect/opentelemetry`).
 const nameSpans = (method: string, route: Route.StoredRoute) =>
   Effect.map(Effect.serviceOption(Tracer.ParentSpan), (parent) => {

@@ -1,5 +1,5 @@
 /**
- * `Authenticator.jwt` (CONTRACT §4) against a JWKS server of its own on 127.0.0.1, a PEM key and an HS256 secret.
+ * `Authenticator.jwt` (docs/authentication.md) against a JWKS server of its own on 127.0.0.1, a PEM key and an HS256 secret.
  */
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Exit, Layer, Redacted, TestClock } from "effect"

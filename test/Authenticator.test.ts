@@ -96,7 +96,7 @@ describe("Authenticator.layerStaticTokens refuses unusable entries when it is bu
   }
 })
 
-describe("named tokens (CONTRACT §4)", () => {
+describe("named tokens (docs/authentication.md)", () => {
   it("parseTokenEntry: name=token names the principal; a bare token is named by its hash, never by itself", () => {
     const named = Authenticator.parseTokenEntry("alice=s3cret-Token")
     assert.strictEqual(named.id, "alice")

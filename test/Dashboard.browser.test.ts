@@ -1,6 +1,6 @@
 /**
- * The dashboard in a real browser (CONTRACT §18): Chromium, driven by Playwright through each task by the accessible
- * names the contract lists, on both stores, against `npm start`'s host with the dashboard on. Also: an XSS attempt
+ * The dashboard in a real browser (docs/dashboard.md): Chromium, driven by Playwright through each task by the accessible
+ * names docs/dashboard.md lists, on both stores, against `npm start`'s host with the dashboard on. Also: an XSS attempt
  * through an echoed problem detail, a read-only token, two tabs editing one route, and axe-core.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -225,7 +225,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 1: searches path, handler and middleware with the API's q (§6)", async () => {
+  it("task 1: searches path, handler and middleware with the API's q", async () => {
     const prefix = fresh()
     await create("GET", `${prefix}/needle/a`)
     await create("GET", `${prefix}/hay`, "needleHandler")
@@ -326,7 +326,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 3: checks the form as the person types, through dry runs (§15)", async () => {
+  it("task 3: checks the form as the person types, through dry runs", async () => {
     const prefix = fresh()
     const page = await signIn()
     await page.getByRole("button", { name: "New route" }).click()
@@ -342,7 +342,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 4: tests a request: its route and parameters, or the 405 with Allow, and the candidates (§17)", async () => {
+  it("task 4: tests a request: its route and parameters, or the 405 with Allow, and the candidates", async () => {
     const prefix = fresh()
     await create("GET", `${prefix}/users/:id`)
     await create("GET", `${prefix}/users/*rest`)
@@ -361,7 +361,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 5: reads a route's history side by side, restores a revision after confirming (§15)", async () => {
+  it("task 5: reads a route's history side by side, restores a revision after confirming", async () => {
     const prefix = fresh()
     const made = await create("GET", `${prefix}/history`, "first")
     await api("PATCH", `/${made.id}`, { handler: "second" })
@@ -379,7 +379,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 6: shows the fleet: each follower, its applied revision, how far behind it is (§16)", async () => {
+  it("task 6: shows the fleet: each follower, its applied revision, how far behind it is", async () => {
     const page = await signIn()
     const followers = page.getByRole("table", { name: "Followers" })
     await followers.waitFor()

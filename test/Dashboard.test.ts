@@ -1,5 +1,5 @@
 /**
- * Serving the dashboard (CONTRACT §18): every adapter and integration answers the page and its assets below
+ * Serving the dashboard (docs/dashboard.md): every adapter and integration answers the page and its assets below
  * `/v1/routing/ui/` when the `dashboard` option is on (under a prefix mount, below the prefix), with its security and
  * cache headers, without a token; with the option off nothing is served there.
  */

@@ -23,6 +23,7 @@ import { stores } from "./utils/stores.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
 describe("NodeListener", () => {
+  // The one adapter the whole contract runs through over Postgres (docs/development.md#what-runs-over-what).
   for (const [name, store] of stores) describe(name, () => httpContract(nodeListener, store))
   describe("failures", () => failureContract(nodeListener))
   describe("on a Node socket", () => nodeSocketContract(nodeListener))

@@ -1,5 +1,5 @@
 /**
- * CONTRACT §17's OpenTelemetry names, with a real SDK (in-memory span exporter, metric reader) and
+ * The OpenTelemetry names of docs/observability.md, with a real SDK (in-memory span exporter, metric reader) and
  * `@opentelemetry/instrumentation-http`, alone and with the framework's own instrumentation, in every router form and
  * integration: a request a stored route serves (and a HEAD served by its GET) ends with its server span named
  * `<METHOD> <pattern>`, `http.route` and the route's id, and its duration point carrying `http.route`; a request no

@@ -1,5 +1,5 @@
 /**
- * The change log across processes on one database (CONTRACT §15): revisions follow the commit order whatever order
+ * The change log across processes on one database (docs/history.md): revisions follow the commit order whatever order
  * transactions began in, a reader never sees a later revision before an earlier one, and a change and its entry are
  * never visible one without the other, even when the process writing them is killed.
  */

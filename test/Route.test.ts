@@ -27,7 +27,7 @@ describe("Route.validateCreate", () => {
     })
   }
 
-  it("refuses the routing API's path and every path below it, at create and update, saying why (§2)", () => {
+  it("refuses the routing API's path and every path below it, at create and update, saying why", () => {
     for (const path of ["/v1/routing", "/v1/routing/x", "/v1/routing/:id", "/v1/routing/*rest"]) {
       for (
         const result of [

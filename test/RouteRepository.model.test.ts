@@ -291,7 +291,7 @@ const modelSuite = <R>(
           runtime.runPromise(Effect.provide(agree(operations), store))),
         { numRuns }
       )
-    }, 60_000)
+    })
   })
 
 modelSuite("memory store", Layer.empty, RouteRepository.layerMemory, 500)

@@ -1,7 +1,7 @@
 /**
  * The route table, rule by rule (docs/router.md, "Matching"): request paths and their normalisation, malformed paths, segment
  * matching, HEAD, the 405 method lists, precedence with backtracking, parameter decoding, the cost of a lookup, live
- * changes, and stored rows the table cannot hold; and the explanation of a lookup (§17), which the property test of
+ * changes, and stored rows the table cannot hold; and the explanation of a lookup, which the property test of
  * test/RouteTable.property.test.ts checks against the reference matcher on random tables.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -614,7 +614,7 @@ const reasons = (explanation: RouteTable.Explanation) =>
 const servedBy = (explanation: RouteTable.Explanation) =>
   explanation.resolution._tag === "Found" ? explanation.resolution.route : undefined
 
-describe("RouteTable.explain (§17: the answer of GET /v1/routing/match)", () => {
+describe("RouteTable.explain (the answer of GET /v1/routing/match)", () => {
   const users = tableOf("GET /users/:id", "GET /users/me", "GET /users/:id.json", "GET /users/*rest", "POST /users/:id")
 
   it("the most specific route serves; the others lose at the segment where they differ, by the rule that decides", () => {

@@ -12,10 +12,10 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
 import { fetchFrom, httpApp } from "./utils/adapters.js"
 import { ADMIN, failureContract, httpContract, nodeSocketContract, post, tokens } from "./utils/httpContract.js"
-import { stores } from "./utils/stores.js"
+import { adapterStores } from "./utils/stores.js"
 
 describe("RoutingHttpApp", () => {
-  for (const [name, store] of stores) describe(name, () => httpContract(httpApp, store))
+  for (const [name, store] of adapterStores) describe(name, () => httpContract(httpApp, store))
   describe("failures", () => failureContract(httpApp))
   describe("on a Node socket", () => nodeSocketContract(httpApp))
 

@@ -259,5 +259,5 @@ describe("Telemetry", () => {
       assert.strictEqual(Telemetry.propagationLag.unsafeValue([]).count - lags, 1)
       while (Telemetry.tableRoutes.unsafeValue([]).value !== 1) yield* Effect.sleep(5)
     }))
-  }, 30_000)
+  })
 })

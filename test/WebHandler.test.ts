@@ -4,10 +4,10 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as WebHandler from "route-registry/WebHandler"
 import { webHandler } from "./utils/adapters.js"
 import { assertProblem, failureContract, httpContract, tokens } from "./utils/httpContract.js"
-import { stores } from "./utils/stores.js"
+import { adapterStores } from "./utils/stores.js"
 
 describe("WebHandler", () => {
-  for (const [name, store] of stores) describe(name, () => httpContract(webHandler, store))
+  for (const [name, store] of adapterStores) describe(name, () => httpContract(webHandler, store))
   describe("failures", () => failureContract(webHandler))
 
   it("answers 404 not_found outside /v1/routing", async () => {

@@ -44,7 +44,7 @@ describe("the integrations load only their own framework", () => {
     })
   }
 
-  // CONTRACT §17: `@opentelemetry/api` is an optional peer, imported (when installed) only once a router is made.
+  // docs/observability.md: `@opentelemetry/api` is an optional peer, imported (when installed) only once a router is made.
   it("no module loads @opentelemetry/api by importing it", () => {
     for (const entry of ["index.ts", "NodeRouter.ts", "RouterHttpApp.ts", "Fastify.ts", "Express.ts", "Hono.ts"]) {
       assert.isFalse(packagesLoadedBy(entry).has("@opentelemetry/api"), entry)

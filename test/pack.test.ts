@@ -154,5 +154,5 @@ describe("the packed package", () => {
     // The package's command, as the host's scripts run it.
     const help = await exec("npx", ["--no-install", "route-registry", "--help"], { cwd: app })
     for (const command of ["export", "diff", "sync", "list", "get"]) assert.include(help.stdout, command)
-  }, 90_000)
+  })
 })

@@ -28,7 +28,7 @@ export const BASE: string = new URL("..", location.href).pathname.replace(/\/$/,
 /** A signed-in tab: the token, and whether it may write (decided by asking the API). */
 export class Session {
   writable = false
-  /** Whether the API checks writes without making them (`dryRun=true`, CONTRACT §15). */
+  /** Whether the API checks writes without making them (`dryRun=true`, docs/history.md). */
   dryRuns = false
   readonly #token: string
   constructor(token: string) {

@@ -1,5 +1,5 @@
 /**
- * A route as a curl command that creates it and as an entry of the CLI's routes file (CONTRACT §18 task 7). The token
+ * A route as a curl command that creates it and as an entry of the CLI's routes file (docs/dashboard.md task 7). The token
  * is never written out: the command reads it from `$ROUTING_TOKEN`.
  */
 import { BASE, type Route } from "./api.js"

@@ -1,5 +1,5 @@
 /**
- * Creating and editing a route (CONTRACT §18, task 3) with the API's own validation: every problem at its field, a
+ * Creating and editing a route (docs/dashboard.md, task 3) with the API's own validation: every problem at its field, a
  * path's problems at their position, checked as the person types through dry runs. An edit sends only the fields that
  * changed, with `If-Match`; a change made meanwhile is shown beside the person's own, never overwritten silently.
  */

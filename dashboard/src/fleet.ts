@@ -1,5 +1,5 @@
 /**
- * The fleet (CONTRACT §18 task 6, over `GET /v1/routing/followers`, §16): each follower, the revision it applied, how
+ * The fleet (docs/dashboard.md task 6, over `GET /v1/routing/followers`): each follower, the revision it applied, how
  * far behind the registry it is, and those that left in the last minutes.
  */
 import { call, describe, type Session } from "./api.js"

@@ -1,5 +1,5 @@
 /**
- * A route's history (CONTRACT §18 task 5, over `GET /v1/routing/{id}/history` and `POST …/restore`, §15): who changed
+ * A route's history (docs/dashboard.md task 5, over `GET /v1/routing/{id}/history` and `POST …/restore`): who changed
  * it, when, from what to what, side by side; any revision restored after confirming.
  */
 import { call, describe, type Route, type Session } from "./api.js"

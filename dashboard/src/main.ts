@@ -1,5 +1,5 @@
 /**
- * The dashboard: a thin client of the routing API with no state of its own (CONTRACT §18). Signing in keeps the token
+ * The dashboard: a thin client of the routing API with no state of its own (docs/dashboard.md). Signing in keeps the token
  * in memory for the tab's life; signing out forgets it and everything read with it.
  */
 import "./style.css"

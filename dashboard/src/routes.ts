@@ -1,6 +1,6 @@
 /**
  * The routes table: a page of the API's listing under the filters, more pages on demand, kept current by the change
- * stream (CONTRACT §18, tasks 1 and 2).
+ * stream (docs/dashboard.md, tasks 1 and 2).
  */
 import { call, describe, type Route, type Session } from "./api.js"
 import { debounce, type Field, field, h, replace } from "./dom.js"
@@ -9,7 +9,7 @@ import type { Change } from "./stream.js"
 /** Routes in one page: the first rows arrive with one request. */
 const PAGE_SIZE = 200
 
-/** The listing's filters (CONTRACT §6), by query parameter. */
+/** The listing's filters (docs/http-api.md), by query parameter. */
 const FILTERS = [
   ["method", "Filter by method", "exactly, such as GET"],
   ["pathPrefix", "Filter by path prefix", "such as /users"],
@@ -176,7 +176,7 @@ export class RouteList {
     )
   }
 
-  // Whether a route belongs in the table under the current filters (the listing's rules, CONTRACT §6).
+  // Whether a route belongs in the table under the current filters (the listing's rules, docs/http-api.md).
   #matches(route: Route): boolean {
     const f = this.#filters()
     if (f.method !== undefined && route.method !== f.method) return false

@@ -1,5 +1,5 @@
 /**
- * Which route serves a request (CONTRACT §18 task 4, over `GET /v1/routing/match`, §17): the route and its
+ * Which route serves a request (docs/dashboard.md task 4, over `GET /v1/routing/match`): the route and its
  * parameters, or the 404/405 with `Allow`, and every other candidate with the reason it does not serve it.
  */
 import { call, describe, type Route, type Session } from "./api.js"

@@ -224,19 +224,19 @@ describe("examples/server.ts (npm start)", () => {
     )
     onTestFinished(() => followers.forEach((follower) => follower.body?.cancel()))
     assert.deepStrictEqual(followers.map((follower) => follower.status), Array(20).fill(200))
-    // The pool closes a connection idle for 10 s (node-postgres's idleTimeoutMillis).
-    const deadline = Date.now() + 20_000
+    // The pool closes a connection idle for 10 s (node-postgres's idleTimeoutMillis); a loaded machine runs late.
+    const deadline = Date.now() + 60_000
     while ((await held()) > 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 500))
     for (let sample = 0; sample < 6; sample++) {
       assert.isAtMost(await held(), 2)
       await new Promise((resolve) => setTimeout(resolve, 500))
     }
-  }, 40_000)
+  })
 })
 
 describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () => {
   const waitFor = async (check: () => Promise<boolean>, what: string) => {
-    const deadline = Date.now() + 10_000
+    const deadline = Date.now() + 60_000 // a bound on a loaded machine: the test's timeout is above it
     while (!(await check())) {
       if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`)
       await new Promise((resolve) => setTimeout(resolve, 20))
@@ -476,7 +476,7 @@ describe("examples/server.ts (npm start): slow clients", () => {
   })
 })
 
-describe("named tokens, ROUTING_TOKENS and JWT_* (CONTRACT §4, §5)", () => {
+describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/configuration.md)", () => {
   const route = (path: string) => ({ method: "GET", path, handler: "echo" })
 
   it("name=token entries and ROUTING_TOKENS with a prefix owner all work at once", async () => {

@@ -117,5 +117,5 @@ describe("database faults under load", () => {
       await server.close()
       await database.drop()
     }
-  }, 60_000)
+  })
 })

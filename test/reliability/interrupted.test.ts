@@ -4,14 +4,13 @@
  */
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import * as Net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { run } from "../utils/spawned.js"
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+import { eventually, writtenJson } from "../utils/waiting.js"
 
 const alive = (pid: number) => {
   try {
@@ -32,32 +31,49 @@ const accepts = (port: number) =>
     })
   })
 
-/** Polls `condition` every 100 ms for up to `ms`; resolves with its last answer. */
-const within = async (ms: number, condition: () => boolean | Promise<boolean>) => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    if (await condition()) return true
-    if (Date.now() > deadline) return false
-    await pause(100)
-  }
-}
-
 const exited = (child: ChildProcess) => new Promise((resolve) => child.once("exit", resolve))
+
+// What each test waits for, at most, on a loaded machine: a process starting (tsx compiling, initdb and PostgreSQL
+// starting, or a whole vitest run starting its test process), and processes and files going once their owner is gone
+// (the guard stops the server twice, 2 s apart). Each test's timeout is above their sum.
+const STARTED_MS = 90_000
+const GONE_MS = 30_000
+const TIMEOUT_MS = STARTED_MS + GONE_MS + 30_000
+
+/** Resolves with the first line of `output()` that `accept` takes, on the process's output events. */
+const line = (child: ChildProcess, output: () => string, accept: (text: string) => boolean, ms: number) =>
+  new Promise<string>((resolve, reject) => {
+    const find = () => output().split("\n").find(accept)
+    const done = (f: () => void) => {
+      clearTimeout(timer)
+      child.stdout!.off("data", seen)
+      child.off("exit", early)
+      f()
+    }
+    const seen = () => {
+      const found = find()
+      if (found !== undefined) done(() => resolve(found))
+    }
+    const early = () => done(() => reject(new Error(`exited before printing it:\n${output()}`)))
+    const timer = setTimeout(() => done(() => reject(new Error(`not printed in ${ms} ms:\n${output()}`))), ms)
+    child.stdout!.on("data", seen)
+    child.once("exit", early)
+    seen()
+  })
 
 describe("an interrupted test run", () => {
   // SIGKILL, as in a crash: the process runs no handler. Ctrl-C ends it the same way, as it sets none.
   it("leaves no PostgreSQL server and no data directory when the process that started it is killed", async () => {
     const starter = run("test/fixtures/embeddedServer.ts")
-    const line = () => starter.output().split("\n").find((text) => text.startsWith("{"))
-    assert.isTrue(await within(30_000, () => line() !== undefined), starter.output())
-    const { directory, url } = JSON.parse(line()!) as { directory: string; url: string }
+    const printed = await line(starter.child, starter.output, (text) => text.startsWith("{"), STARTED_MS)
+    const { directory, url } = JSON.parse(printed) as { directory: string; url: string }
     const port = Number(new URL(url).port)
     assert.isTrue(await accepts(port), "the server was not up")
     starter.child.kill("SIGKILL")
     await starter.exited
     // The guard stops the server twice, 2 s apart, then removes the directory.
-    assert.isTrue(await within(10_000, async () => !existsSync(directory) && !(await accepts(port))), directory)
-  })
+    assert.isTrue(await eventually(GONE_MS, async () => !existsSync(directory) && !(await accepts(port))), directory)
+  }, TIMEOUT_MS)
 
   it("leaves no test process and no process a test started when the run's main process gets SIGINT", async () => {
     const scratch = await mkdtemp(join(tmpdir(), "route-registry-interrupted-"))
@@ -73,14 +89,16 @@ describe("an interrupted test run", () => {
     vitest.stdout.on("data", (chunk) => (output += chunk))
     vitest.stderr.on("data", (chunk) => (output += chunk))
     onTestFinished(() => void vitest.kill("SIGKILL"))
-    assert.isTrue(await within(60_000, () => existsSync(pidsFile)), `the fixture's test did not start:\n${output}`)
-    const pids = JSON.parse(readFileSync(pidsFile, "utf8")) as { worker: number; child: number }
+    const pids = await writtenJson(pidsFile, STARTED_MS, () => `the fixture's test did not start:\n${output}`) as {
+      worker: number
+      child: number
+    }
     assert.isTrue(alive(pids.worker) && alive(pids.child))
     // The signal reaches the main process alone, as when it is sent to it by pid: its test process loses its
     // channel to it, and must end, with the child it started.
     vitest.kill("SIGINT")
     await exited(vitest)
-    const gone = await within(10_000, () => !alive(pids.worker) && !alive(pids.child))
+    const gone = await eventually(GONE_MS, () => !alive(pids.worker) && !alive(pids.child))
     assert.isTrue(gone, `still running: ${JSON.stringify(pids)}`)
-  })
+  }, TIMEOUT_MS)
 })

@@ -173,7 +173,6 @@ describe("three host processes on one database", () => {
         TestDatabase.keepUp()
         await database.drop()
       }
-    },
-    120_000
+    }
   )
 })

@@ -22,7 +22,7 @@ import * as TestDatabase from "./TestDatabase.js"
 export const ADMIN = "admin-token"
 export const READER = "read-token"
 export const WRITER = "write-token"
-/** Owns the path prefixes /payments and /api/orders (CONTRACT §4), and reads everything. */
+/** Owns the path prefixes /payments and /api/orders (docs/authentication.md), and reads everything. */
 export const OWNER = "owner-token"
 
 export const tokenList: ReadonlyArray<Authenticator.StaticToken> = [
@@ -1142,7 +1142,7 @@ export const match = (query: Record<string, string> | string, headers: Record<st
 })
 
 /**
- * `GET /v1/routing/match` (§17) over a route table on the store: the table's decision, with the other routes matching
+ * `GET /v1/routing/match` over a route table on the store: the table's decision, with the other routes matching
  * the path, read-your-writes, and its 400s, 401, 403 and 405.
  */
 export const matchContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
@@ -1248,7 +1248,7 @@ const everyOperation: ReadonlyArray<Sent> = [
   remove(Route.makeRouteId(0))
 ]
 
-/** Owners of path prefixes (CONTRACT §4): `routes:write:<prefix>` on create, update and delete; reads unlimited. */
+/** Owners of path prefixes (docs/authentication.md): `routes:write:<prefix>` on create, update and delete; reads unlimited. */
 export const ownersContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   const send = serving(adapter, store, options)
   const owner = { ...auth(OWNER), ...json }

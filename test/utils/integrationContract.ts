@@ -95,7 +95,7 @@ const contract = (integration: Integration, store: Store, mount: string) => {
   })
 
   // Sent raw: a fetch client would remove the dot segments itself.
-  it("the path is matched as sent: no dot segment is removed (§10), for the stored routes and the API", async () => {
+  it("the path is matched as sent: no dot segment is removed, for the stored routes and the API", async () => {
     const { create, host } = await start()
     await create(route("GET", "/admin/:x", "other"))
     for (

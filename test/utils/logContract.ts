@@ -1,5 +1,5 @@
 /**
- * The change log's part of the repository contract (CONTRACT §15): revisions, entries, dry runs, restore and
+ * The change log's part of the repository contract (docs/history.md): revisions, entries, dry runs, restore and
  * retention, on every store that keeps a log.
  */
 import type { Vitest } from "@effect/vitest"

@@ -1,5 +1,5 @@
 /**
- * The change log through the HTTP API (CONTRACT §15): history pages, a route's history, restore, dry runs and
+ * The change log through the HTTP API (docs/history.md): history pages, a route's history, restore, dry runs and
  * `Registry-Revision`, run over every adapter and store by `changeContract`.
  */
 import { assert, describe, it } from "@effect/vitest"

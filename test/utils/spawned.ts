@@ -35,11 +35,17 @@ export const run = (file: string, env: Record<string, string> = {}): Run => {
   return { child, output: () => output, exited }
 }
 
+/**
+ * The longest a process may take to print that it listens, on a loaded machine (tsx compiles the example first). The
+ * suites that start processes run in the "process" project, whose tests' timeout is well above it (vitest.config.ts).
+ */
+export const START_MS = 90_000
+
 /** Runs a server example on a free port (PORT=0) and resolves once it prints "listening on <origin>". */
 export const start = (file: string, env: Record<string, string> = {}): Promise<Running> => {
   const spawned = run(file, { PORT: "0", ...env })
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no "listening on" line:\n${spawned.output()}`)), 20_000)
+    const timer = setTimeout(() => reject(new Error(`no "listening on" line:\n${spawned.output()}`)), START_MS)
     void spawned.exited.then(() => reject(new Error(`exited early:\n${spawned.output()}`)))
     spawned.child.stdout!.on("data", () => {
       const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/i.exec(spawned.output())

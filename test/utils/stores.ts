@@ -1,10 +1,55 @@
-import { Layer } from "effect"
+/**
+ * The stores the suites run over, each fresh whenever a server is started over it. Which suite runs over which, and
+ * why the other combinations cannot differ: docs/development.md#what-runs-over-what.
+ */
+import { Effect, Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import type { Store } from "./httpContract.js"
 import * as TestDatabase from "./TestDatabase.js"
 
-/** Both stores, each fresh whenever a server is started over it. */
-export const stores: ReadonlyArray<readonly [name: string, store: Store]> = [
-  ["memory store", RouteRepository.layerMemory],
-  ["postgres store", TestDatabase.storeLayer().pipe(Layer.provide(TestDatabase.layer()))]
+export type Named = readonly [name: string, store: Store]
+
+export const memory: Named = ["memory store", RouteRepository.layerMemory]
+
+export const postgres: Named = ["postgres store", TestDatabase.storeLayer().pipe(Layer.provide(TestDatabase.layer()))]
+
+/** Runs `call` on a later turn of the event loop, as an answer from a socket comes. */
+const later = <A, E>(call: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.zipRight(
+    Effect.async<void>((resume) => {
+      const timer = setImmediate(() => resume(Effect.void))
+      return Effect.sync(() => clearImmediate(timer))
+    }),
+    Effect.suspend(call)
+  )
+
+/**
+ * The memory store answering every call on a later turn of the event loop, with no synchronous read: all that an
+ * adapter can see of the Postgres store (its answers come later, from a socket), at the memory store's speed.
+ */
+export const suspendingMemory: Named = [
+  "memory store answering later, as Postgres does",
+  Layer.effect(
+    RouteRepository.RouteRepository,
+    Effect.map(RouteRepository.makeMemory, ({ unsafeFindById: _, ...memory }) => ({
+      ...memory,
+      create: (input) => later(() => memory.create(input)),
+      findById: (id) => later(() => memory.findById(id)),
+      list: (query) => later(() => memory.list(query)),
+      update: (id, patch, precondition) => later(() => memory.update(id, patch, precondition)),
+      remove: (id, precondition) => later(() => memory.remove(id, precondition)),
+      ...(memory.createIdempotent === undefined ? {} : {
+        createIdempotent: (input, idempotency) => later(() => memory.createIdempotent!(input, idempotency))
+      })
+    }))
+  )
 ]
+
+/** Both stores: for suites of the store itself, and of what sits on it whatever serves it. */
+export const stores: ReadonlyArray<Named> = [memory, postgres]
+
+/**
+ * What an adapter (or integration) can tell apart of a store: whether it answers at once or later. The Postgres store
+ * itself runs under the HTTP contract through one adapter (test/NodeListener.test.ts).
+ */
+export const adapterStores: ReadonlyArray<Named> = [memory, suspendingMemory]

@@ -14,7 +14,7 @@ export const WRITE = "routes:write"
 export const WRITE_PREFIX = "routes:write:"
 
 /**
- * Why `prefix` cannot be owned, or `undefined`: a prefix is a valid path (CONTRACT §2) of static segments, other than
+ * Why `prefix` cannot be owned, or `undefined`: a prefix is a valid path (docs/http-api.md) of static segments, other than
  * `/` (which would own every path: that is `routes:write`).
  */
 export const checkPrefix = (prefix: string): string | undefined => {

@@ -111,7 +111,7 @@ export const READ_SCOPE = insufficientScope("routes:read", "read routes")
 
 export const WRITE_SCOPE = insufficientScope("routes:write", "create, update or delete routes")
 
-// --- owners of path prefixes (CONTRACT §4) ---------------------------------------------------------------------------
+// --- owners of path prefixes (docs/authentication.md) ---------------------------------------------------------------------------
 
 /** A write outside every prefix the token owns: the challenge names the narrowest scope that would allow it. */
 export const outsidePrefixes = (path: string) => {

@@ -1,5 +1,5 @@
 /**
- * The dashboard (CONTRACT §18): a page and its assets, served by the routing API itself below `/v1/routing/ui/`. They
+ * The dashboard (docs/dashboard.md): a page and its assets, served by the routing API itself below `/v1/routing/ui/`. They
  * are built ahead of time (`npm run build` bundles `dashboard/` into `dashboard/dist/`) and carry no data: every datum
  * comes from the API, with the token the person signs in with. So serving them needs no token, and the page is the
  * same bytes under any mount (its asset and API addresses are relative to where it was loaded).

@@ -1,7 +1,7 @@
 /**
  * `GET /v1/routing/match?method=<METHOD>&path=<request target>`: which stored route serves a request, as this
  * process's table decides it (the router's own lookup), with every other route whose pattern matches the path and why
- * it does not serve (contract §17). Reads the table only, never the store.
+ * it does not serve (docs/http-api.md). Reads the table only, never the store.
  *
  * @internal
  */

@@ -27,7 +27,7 @@ const ETag: Header = {
   schema: string
 }
 
-// The header of every write's answer (CONTRACT §15), absent on a dry run.
+// The header of every write's answer (docs/history.md), absent on a dry run.
 const revision: Record<string, Header> = {
   "Registry-Revision": {
     description: "The revision of this change in the store's change log; absent on a dry run.",

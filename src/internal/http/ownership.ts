@@ -1,5 +1,5 @@
 /**
- * Owners of path prefixes (CONTRACT §4): what a principal holding `routes:write:<prefix>` scopes may write, checked on
+ * Owners of path prefixes (docs/authentication.md): what a principal holding `routes:write:<prefix>` scopes may write, checked on
  * the request's path before the store, and on the stored route's path by the store itself, atomically with the
  * write (`Precondition.pathPrefixes`).
  *

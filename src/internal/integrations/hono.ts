@@ -56,7 +56,8 @@ const baseOf = (c: Context, route: string): string => {
 
 // The request target as the client sent it, where the server keeps it (`@hono/node-server` hands Node's request over
 // as `c.env.incoming`). A fetch `Request`'s URL has been through WHATWG URL parsing, which removes dot segments
-// (`%2e%2e` too), and §10 normalises no further than RFC 3986 §6.2.2: `/public/%2e%2e/v1/routing` is not the API's.
+// (`%2e%2e` too), and docs/router.md normalises no further than RFC 3986 §6.2.2: `/public/%2e%2e/v1/routing` is not
+// the API's.
 const sentTarget = (c: Context): string => {
   const url = (c.env as { readonly incoming?: { readonly url?: unknown } } | undefined)?.incoming?.url
   if (typeof url === "string" && url.charCodeAt(0) === 47 /* / */) return url

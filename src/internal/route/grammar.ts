@@ -34,7 +34,7 @@ export const MAX_PATH_LENGTH = 2048
 export const MAX_SEGMENTS = 64
 export const MAX_PARAM_NAME_LENGTH = 64
 
-/** The routing API's own path (CONTRACT §2, §3): it and every path below it are the API's in every host. */
+/** The routing API's own path (docs/http-api.md): it and every path below it are the API's in every host. */
 export const ROUTING_API_PATH = "/v1/routing"
 
 /** Whether `path` is the routing API's path or below it, which no stored route may take. */

@@ -1,5 +1,5 @@
 /**
- * The OpenTelemetry names of a request a stored route serves (CONTRACT §17), reached through `@opentelemetry/api`
+ * The OpenTelemetry names of a request a stored route serves (docs/observability.md), reached through `@opentelemetry/api`
  * alone: the host's HTTP server span is named `<METHOD> <pattern>` and given `http.route` and the route's id, and the
  * HTTP instrumentation's RPC metadata gets the pattern, which `@opentelemetry/instrumentation-http` puts on the span
  * and on its `http.server.request.duration` points when the response ends (as the framework instrumentations do with
