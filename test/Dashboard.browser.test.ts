@@ -379,15 +379,6 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
-  it("task 6: shows the fleet: each follower, its applied revision, how far behind it is", async () => {
-    const page = await signIn()
-    const followers = page.getByRole("table", { name: "Followers" })
-    await followers.waitFor()
-    await page.getByText(/Registry revision \d+/).waitFor()
-    await shoot(page, "fleet")
-    await page.close()
-  })
-
   it("task 7: copies a route as a curl command and as a routes-file entry, without the token", async () => {
     const prefix = fresh()
     await create("PUT", `${prefix}/it's`, "echo", ["requestId"])
