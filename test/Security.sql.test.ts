@@ -109,12 +109,16 @@ describe("SQL only through parameters", () => {
   // The files that put values into SQL. internal/pg/deadline.ts is not among them: its statements are constant text
   // with only numbers it computed itself (a timeout, a savepoint counter), sent through the driver's raw calls.
   const storeFiles = [
-    { file: "PgRouteRepository.ts", literals: ["deadline.mark"], templates: 1 },
+    // Its statements moved to internal/pg/: it must not write SQL of its own again but through them.
+    { file: "PgRouteRepository.ts", literals: ["deadline.mark"], templates: 0 },
     { file: "internal/pg/schema.ts", literals: [], templates: 4 },
     { file: "internal/pg/store.ts", literals: [], templates: 4 },
     { file: "internal/pg/keys.ts", literals: [], templates: 4 },
     { file: "internal/pg/row.ts", literals: [], templates: 1 },
-    { file: "internal/pg/feed.ts", literals: [], templates: 1 }
+    { file: "internal/pg/feed.ts", literals: [], templates: 1 },
+    // Its literals are constants of its own: the alias of a row it joins, the log's column list.
+    { file: "internal/pg/log.ts", literals: ["alias", "ENTRY_COLUMNS"], templates: 1 },
+    { file: "internal/pg/restore.ts", literals: [], templates: 1 }
   ]
   for (const { file, literals, templates } of storeFiles) {
     it(`src/${file}: no sql.unsafe, sql.literal only for the read mark, no SQL text outside sql\`…\`, identifiers via sql(…)`, () => {

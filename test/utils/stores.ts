@@ -33,13 +33,19 @@ export const suspendingMemory: Named = [
     RouteRepository.RouteRepository,
     Effect.map(RouteRepository.makeMemory, ({ unsafeFindById: _, ...memory }) => ({
       ...memory,
-      create: (input) => later(() => memory.create(input)),
+      create: (input, options) => later(() => memory.create(input, options)),
       findById: (id) => later(() => memory.findById(id)),
       list: (query) => later(() => memory.list(query)),
-      update: (id, patch, precondition) => later(() => memory.update(id, patch, precondition)),
-      remove: (id, precondition) => later(() => memory.remove(id, precondition)),
+      update: (id, patch, precondition, options) => later(() => memory.update(id, patch, precondition, options)),
+      remove: (id, precondition, options) => later(() => memory.remove(id, precondition, options)),
       ...(memory.createIdempotent === undefined ? {} : {
-        createIdempotent: (input, idempotency) => later(() => memory.createIdempotent!(input, idempotency))
+        createIdempotent: (input, idempotency, options) =>
+          later(() => memory.createIdempotent!(input, idempotency, options))
+      }),
+      ...(memory.history === undefined ? {} : { history: (query) => later(() => memory.history!(query)) }),
+      ...(memory.restore === undefined ? {} : {
+        restore: (id, revision, precondition, options) =>
+          later(() => memory.restore!(id, revision, precondition, options))
       })
     }))
   )

@@ -214,7 +214,11 @@ const historyFilters = {
   ),
   cursor: Schema.optional(Schema.String.annotations({ description: "The nextCursor of a previous page, unchanged." })),
   actor: Schema.optional(Schema.String.annotations({ description: "Only entries of changes this principal made." })),
-  action: Schema.optional(Schema.Literal("create", "update", "delete", "restore"))
+  action: Schema.optional(
+    Schema.Literal("create", "update", "delete", "restore").annotations({
+      description: "Only entries of this kind of change."
+    })
+  )
 }
 
 /**

@@ -81,13 +81,13 @@ export const logOne = (
   const { settings, sql } = store
   const before = rows.before === undefined ? sql`NULL::jsonb` : routeJson(sql, rows.before)
   const after = rows.after === undefined ? sql`NULL::jsonb` : routeJson(sql, "changed")
-  const from = rows.before === "old" ? sql`changed JOIN old ON old.id = changed.id` : sql`changed`
+  const source = rows.before === "old" ? sql`FROM changed JOIN old ON old.id = changed.id` : sql`FROM changed`
   return sql`
     logged AS (INSERT INTO ${sql(settings.history)}
       (revision, at, actor, action, route_id, before, after, restored_from)
       SELECT changed.revision, ${change.at}, ${change.actor}, ${action}, changed.id, ${before}, ${after},
         ${change.restoredFrom ?? null}::bigint
-      FROM ${from})`
+      ${source})`
 }
 
 /** A dry run's outcome, carried out of its transaction as a failure so that the transaction is rolled back. */
