@@ -23,25 +23,24 @@
  */
 import { Context, Effect, Either, Layer } from "effect"
 import { dual } from "effect/Function"
-import { format, type Inspectable, NodeInspectSymbol } from "effect/Inspectable"
-import { type Pipeable, pipeArguments } from "effect/Pipeable"
+import type { Inspectable } from "effect/Inspectable"
+import type { Pipeable } from "effect/Pipeable"
 import * as Explain from "./internal/table/explain.js"
 import * as History from "./internal/table/history.js"
 import * as LiveTable from "./internal/table/liveTable.js"
 import * as Tree from "./internal/table/routeTree.js"
+import * as Impl from "./internal/table/table.js"
 import * as TelemetryInternal from "./internal/telemetry.js"
 import { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 import * as Telemetry from "./Telemetry.js"
 
-const TypeId: unique symbol = Symbol.for("route-registry/RouteTable")
-
 /**
  * @since 0.2.0
  * @category symbol
  */
-export type TypeId = typeof TypeId
+export type TypeId = typeof Impl.TypeId
 
 /**
  * A live table of routes. It is mutable: `insert` and `remove` change it in place, and the next lookup sees the
@@ -56,7 +55,7 @@ export type TypeId = typeof TypeId
  * @category models
  */
 export interface Table<in out R extends Route.Route = Route.Route> extends Iterable<R>, Pipeable, Inspectable {
-  readonly [TypeId]: TypeId
+  readonly [Impl.TypeId]: TypeId
   /** @internal */
   readonly tree: Tree.Tree<R>
 }
@@ -103,38 +102,12 @@ export type BadPath = Tree.BadPath
  */
 export type Resolution<R extends Route.Route = Route.Route> = Tree.Resolution<R>
 
-function* routesOf<R extends Route.Route>(tree: Tree.Tree<R>): Generator<R> {
-  for (const leaf of tree.byId.values()) yield leaf.route
-}
-
-class TableImpl<R extends Route.Route> implements Table<R> {
-  readonly [TypeId]: TypeId = TypeId
-  constructor(readonly tree: Tree.Tree<R> = new Tree.Tree()) {}
-  [Symbol.iterator](): Iterator<R> {
-    return routesOf(this.tree)
-  }
-  pipe() {
-    // As Effect's own data types do: `pipeArguments` reads the arguments object.
-    // eslint-disable-next-line prefer-rest-params
-    return pipeArguments(this, arguments)
-  }
-  toJSON() {
-    return { _id: "RouteTable", routes: Array.from(this, (route) => `${route.method} ${route.path} (${route.id})`) }
-  }
-  toString() {
-    return format(this.toJSON())
-  }
-  [NodeInspectSymbol]() {
-    return this.toJSON()
-  }
-}
-
 /**
  * A table over `tree`, which its owner changes (a follower's table).
  *
  * @internal
  */
-export const fromTree = <R extends Route.Route>(tree: Tree.Tree<R>): Table<R> => new TableImpl(tree)
+export const fromTree = <R extends Route.Route>(tree: Tree.Tree<R>): Table<R> => new Impl.TableImpl(tree)
 
 /**
  * `true` for a route table.
@@ -142,7 +115,7 @@ export const fromTree = <R extends Route.Route>(tree: Tree.Tree<R>): Table<R> =>
  * @since 0.2.0
  * @category guards
  */
-export const isTable = (u: unknown): u is Table<Route.Route> => typeof u === "object" && u !== null && TypeId in u
+export const isTable = (u: unknown): u is Table<Route.Route> => typeof u === "object" && u !== null && Impl.TypeId in u
 
 /**
  * A new table without routes.
@@ -150,7 +123,7 @@ export const isTable = (u: unknown): u is Table<Route.Route> => typeof u === "ob
  * @since 0.2.0
  * @category constructors
  */
-export const empty = <R extends Route.Route = Route.Route>(): Table<R> => new TableImpl<R>()
+export const empty = <R extends Route.Route = Route.Route>(): Table<R> => new Impl.TableImpl<R>()
 
 /**
  * A new table holding `routes` (a later route replaces an earlier one with the same id).
@@ -159,7 +132,7 @@ export const empty = <R extends Route.Route = Route.Route>(): Table<R> => new Ta
  * @category constructors
  */
 export const fromIterable = <R extends Route.Route>(routes: Iterable<R>): Table<R> => {
-  const table = new TableImpl<R>()
+  const table = new Impl.TableImpl<R>()
   for (const route of routes) Tree.insert(table.tree, route)
   return table
 }
