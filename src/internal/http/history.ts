@@ -179,7 +179,7 @@ const pageAnswer = (
 
 const NO_LOG = Answers.problem(
   "not_found",
-  "This process's store keeps no change log (a follower's, or a store of the host's own), so it serves no history " +
+  "This process's store keeps no change log (a store of the host's own), so it serves no history " +
     "and no restore: ask the registry whose store keeps it."
 )
 
