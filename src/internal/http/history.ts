@@ -1,5 +1,5 @@
 /**
- * The change log's operations of the routing API (CONTRACT §15): `GET /v1/routing/history`, `GET
+ * The change log's operations of the routing API (docs/history.md): `GET /v1/routing/history`, `GET
  * /v1/routing/{id}/history`, `POST /v1/routing/{id}/restore`, and the `dryRun` parameter and `Registry-Revision`
  * header of every write. The steps shared with the other operations come from `operations.ts` as `Steps`, so this
  * module imports nothing of it.
