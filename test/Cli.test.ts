@@ -3,7 +3,7 @@
  * `npm start` hosts (examples/server.ts) on the in-memory store and on Postgres.
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it, onTestFinished, vi } from "@effect/vitest"
 import { Effect, Either, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
@@ -18,6 +18,9 @@ import * as Registry from "../src/internal/cli/registry.js"
 import * as RoutesFile from "../src/internal/cli/routesFile.js"
 import { type Running, start } from "./utils/spawned.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
+
+// Each command is a process of its own that loads the package through tsx: seconds apiece on a loaded machine.
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 })
 
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const SERVER = "examples/server.ts"
@@ -186,7 +189,7 @@ describe("route-registry sync", () => {
     assert.include(second.stdout, "No changes")
     const copied = await cli(["export", "--url", host.origin, "--format", "json"])
     assert.strictEqual(copied.stdout, await readFile(exported, "utf8"))
-  }, 120_000)
+  })
 
   it("updates in place (same id) when only parameter names, middleware or handler change", async () => {
     const before = await create(target.origin, { method: "GET", path: "/inplace/:id", handler: "show" })
@@ -390,7 +393,7 @@ describe("route-registry sync", () => {
     const unreachable = await cli(["list", "--url", stopped.origin])
     assert.strictEqual(unreachable.code, 1)
     assert.include(unreachable.stderr, `error: cannot reach ${stopped.origin}`)
-  }, 120_000)
+  })
 })
 
 describe("route-registry list and get", () => {
@@ -456,7 +459,7 @@ describe("route-registry match", () => {
     assert.strictEqual(refused.code, 1)
     const relative = await cli(["match", "--url", source.origin, "GET", "shop/users"], reader)
     assert.strictEqual(relative.code, 1)
-  }, 120_000)
+  })
 })
 
 describe("route-registry history and restore", () => {
@@ -518,7 +521,7 @@ describe("route-registry history and restore", () => {
     const missing = await cli(["history", "--url", target.origin, "no-such-id"])
     assert.strictEqual(missing.code, 1)
     assert.include(missing.stderr, "error: 404 route_not_found")
-  }, 120_000)
+  })
 })
 
 describe("route-registry help", () => {
