@@ -28,6 +28,7 @@ import * as Plan from "./internal/cli/plan.js"
 import * as Registry from "./internal/cli/registry.js"
 import * as RoutesFile from "./internal/cli/routesFile.js"
 import * as Table from "./internal/cli/table.js"
+import * as History from "./internal/http/history.js"
 import { MAX_SEARCH_LENGTH } from "./internal/limits.js"
 import * as Urls from "./internal/urls.js"
 import * as Route from "./Route.js"
@@ -66,6 +67,9 @@ export {
  * @since 0.3.0
  */
 export const DEFAULT_URL = "http://127.0.0.1:3000"
+
+// The most entries `history` prints: a bound on the pages one command walks.
+const MAX_HISTORY_ENTRIES = 100_000
 
 // ---------------------------------------------------------------------------------------------------------------
 // Options
@@ -191,14 +195,20 @@ const syncCommand = Command.make("sync", {
   url,
   pathPrefix,
   prune,
-  dryRun: Options.boolean("dry-run").pipe(Options.withDescription("Print the plan and stop, like diff.")),
+  dryRun: Options.boolean("dry-run").pipe(Options.withDescription(
+    "Print the plan and send each change as the registry's dry run (?dryRun=true): it answers as it would the " +
+      "change (conflicts, invalid routes, scopes, preconditions) and changes nothing. Exits 1 if any would fail."
+  )),
   file
 }, (options) =>
   Effect.gen(function*() {
     const { plan, registry } = yield* planFor(options)
-    if (options.dryRun || plan.changes.length === 0) return
-    yield* Apply.apply(registry, plan, options.file)
-    yield* print(`Applied ${plan.changes.length} change${plan.changes.length === 1 ? "" : "s"}.\n`)
+    if (plan.changes.length === 0) return
+    yield* Apply.apply(registry, plan, options.file, options.dryRun)
+    const changes = `${plan.changes.length} change${plan.changes.length === 1 ? "" : "s"}`
+    yield* print(
+      options.dryRun ? `Dry run: the registry would apply ${changes}; nothing changed.\n` : `Applied ${changes}.\n`
+    )
   })).pipe(Command.withDescription(
     "Make the registry match the file: print the plan, then create, update and (with --prune) delete routes."
   ))
@@ -258,6 +268,61 @@ const matchCommand = Command.make("match", {
       "matching the path does not: a field a line, or JSON with --json."
   ))
 
+const historyCommand = Command.make("history", {
+  url,
+  json,
+  limit: Options.integer("limit").pipe(
+    Options.withSchema(Schema.Int.pipe(Schema.between(1, MAX_HISTORY_ENTRIES))),
+    Options.withDescription(`The most entries to print, newest first (1 to ${MAX_HISTORY_ENTRIES}).`),
+    Options.withDefault(History.DEFAULT_HISTORY_PAGE)
+  ),
+  actor: optionalFilter(
+    "actor",
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(History.MAX_ACTOR_LENGTH)),
+    "Only changes this principal made."
+  ),
+  action: Options.choice("action", ["create", "update", "delete", "restore"]).pipe(
+    Options.withDescription("Only changes of this kind."),
+    Options.optional,
+    Options.map(Option.getOrUndefined)
+  ),
+  id: Args.text({ name: "id" }).pipe(
+    Args.withDescription("A route's id: only its changes (a deleted route's too)."),
+    Args.optional
+  )
+}, ({ id, json, url, ...query }) =>
+  Effect.gen(function*() {
+    const registry = yield* connect(url)
+    const entries = yield* registry.history(query, Option.getOrUndefined(id))
+    yield* print(json ? Table.historyJson(entries) : Table.history(entries))
+  })).pipe(Command.withDescription(
+    "The change log, newest first: who changed which route, when, and what changed; a table, or JSON with --json."
+  ))
+
+const restoreCommand = Command.make("restore", {
+  url,
+  json,
+  dryRun: Options.boolean("dry-run").pipe(Options.withDescription(
+    "Ask the registry's dry run (?dryRun=true): its answer to the restore, with nothing changed."
+  )),
+  id: Args.text({ name: "id" }).pipe(Args.withDescription("The route's id (a deleted route's too).")),
+  revision: Args.integer({ name: "revision" }).pipe(
+    Args.withSchema(Schema.Int.pipe(Schema.positive())),
+    Args.withDescription("The revision of the route's log to go back to (see history).")
+  )
+}, (options) =>
+  Effect.gen(function*() {
+    const registry = yield* connect(options.url)
+    const { created, revision, route } = yield* registry.restore(options.id, options.revision, options.dryRun)
+    if (options.json) return yield* print(Table.json(route))
+    const what = created ? `route ${options.id} as new route ${route.id}` : `route ${route.id}`
+    const outcome = options.dryRun ? "dry run, nothing changed" : `revision ${revision}`
+    yield* print(`restored ${what} to revision ${options.revision} (${outcome})\n${Table.route(route, undefined)}`)
+  })).pipe(Command.withDescription(
+    "Make a route what it was right after the change at a revision of its log; a deleted route comes back with a " +
+      "new id."
+  ))
+
 /**
  * The `route-registry` command and its subcommands, for a host that embeds it in a CLI of its own. Its handlers need
  * an `HttpClient` (and the `FileSystem` of `CliApp.Environment`).
@@ -266,7 +331,16 @@ const matchCommand = Command.make("match", {
  */
 export const command = Command.make("route-registry").pipe(
   Command.withDescription("Routes as code: export a registry's routes to a file, diff and sync them back."),
-  Command.withSubcommands([exportCommand, diffCommand, syncCommand, listCommand, getCommand, matchCommand])
+  Command.withSubcommands([
+    exportCommand,
+    diffCommand,
+    syncCommand,
+    listCommand,
+    getCommand,
+    matchCommand,
+    historyCommand,
+    restoreCommand
+  ])
 )
 
 // The package's version, from the manifest beside dist/ and src/ alike.

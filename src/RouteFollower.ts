@@ -103,7 +103,9 @@ export const DEFAULTS: typeof FollowSettings.DEFAULTS = FollowSettings.DEFAULTS
  * - `RouteTable`, which routes only once building the layer has received every route (the first `ready`), and then
  *   takes each change as it arrives, in order;
  * - `RouteRepository`, a read-only store over the same routes: `findById` and `list` answer from memory as the memory
- *   store does, and every write fails with `ReadOnlyStore` (the routing API answers it `405 method_not_allowed`);
+ *   store does, `history` reads a page of the registry's change log (`GET <url>/v1/routing/history`, with `token`;
+ *   `StoreUnavailable` when it cannot be had within 10 s), and every write fails with `ReadOnlyStore` (the routing
+ *   API answers it `405 method_not_allowed`);
  * - `TableStatus` (`following: "stream"`), whose staleness grows while the registry cannot be reached;
  * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
  *   processes can follow it (a relay).
@@ -161,7 +163,7 @@ export const layer = (
     }
     const status = () => Follower.status(state)
     return Context.make(RouteTable.RouteTable, table).pipe(
-      Context.add(RouteRepository.RouteRepository, Follower.store(state)),
+      Context.add(RouteRepository.RouteRepository, Follower.store(state, settings.log)),
       Context.add(RouteTable.TableStatus, { get: Effect.sync(status), unsafeGet: status }),
       Context.add(RouteTable.ChangeHistory, history)
     )

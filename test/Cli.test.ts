@@ -3,7 +3,7 @@
  * `npm start` hosts (examples/server.ts) on the in-memory store and on Postgres.
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it, onTestFinished, vi } from "@effect/vitest"
 import { Effect, Either, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
@@ -18,6 +18,9 @@ import * as Registry from "../src/internal/cli/registry.js"
 import * as RoutesFile from "../src/internal/cli/routesFile.js"
 import { type Running, start } from "./utils/spawned.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
+
+// Each command is a process of its own that loads the package through tsx: seconds apiece on a loaded machine.
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 })
 
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const SERVER = "examples/server.ts"
@@ -67,6 +70,15 @@ const create = async (origin: string, route: object): Promise<Stored> => {
 const stored = async (origin: string, prefix = "/"): Promise<Array<Stored>> => {
   const query = new URLSearchParams({ pathPrefix: prefix, limit: "1000" })
   const response = await fetch(`${origin}/v1/routing?${query}`, { headers: { authorization: `Bearer ${TOKEN}` } })
+  return (await response.json()).items
+}
+
+/** Every entry of the log (`/history`, or a route's `/{id}/history`), newest first, through the API itself. */
+const historyOf = async (origin: string, path = "/history"): Promise<Array<{ [key: string]: any }>> => {
+  const response = await fetch(`${origin}/v1/routing${path}?limit=200`, {
+    headers: { authorization: `Bearer ${TOKEN}` }
+  })
+  assert.strictEqual(response.status, 200, await response.clone().text())
   return (await response.json()).items
 }
 
@@ -243,30 +255,50 @@ describe("route-registry sync", () => {
     assert.lengthOf(await stored(target.origin, "/teams/b/"), 1)
   })
 
-  it("--dry-run and diff print the plan and change nothing", async () => {
-    await create(target.origin, { method: "GET", path: "/dry/kept", middleware: ["auth"], handler: "h" })
-    await create(target.origin, { method: "GET", path: "/dry/gone", handler: "h" })
-    const routes = await file(
-      "dry.yaml",
-      "routes:\n  - method: GET\n    path: /dry/kept\n    middleware: [auth, timing]\n    handler: h\n" +
-        "  - method: POST\n    path: /dry/new\n    handler: h\n"
-    )
-    const before = await stored(target.origin, "/dry/")
-    const args = ["--url", target.origin, "--path-prefix", "/dry/", "--prune", routes]
-    const diff = await cli(["diff", ...args])
-    const dryRun = await cli(["sync", "--dry-run", ...args])
-    for (const result of [diff, dryRun]) {
-      assert.strictEqual(result.code, 0, result.stderr)
-      assert.include(result.stdout, "- delete GET /dry/gone")
-      assert.include(result.stdout, "~ update GET /dry/kept")
-      assert.include(result.stdout, "    middleware  [auth] -> [auth, timing]")
-      assert.include(result.stdout, "+ create POST /dry/new  middleware []  handler h")
-      assert.include(result.stdout, "Plan: 1 to create, 1 to update, 1 to delete, 0 unchanged.")
-      assert.strictEqual(result.stderr, "")
-    }
-    assert.strictEqual(diff.stdout, dryRun.stdout)
-    assert.deepStrictEqual(await stored(target.origin, "/dry/"), before)
-  })
+  it(
+    "--dry-run and diff print the plan and change nothing; --dry-run has the registry answer each change",
+    async () => {
+      await create(target.origin, { method: "GET", path: "/dry/kept", middleware: ["auth"], handler: "h" })
+      await create(target.origin, { method: "GET", path: "/dry/gone", handler: "h" })
+      const routes = await file(
+        "dry.yaml",
+        "routes:\n  - method: GET\n    path: /dry/kept\n    middleware: [auth, timing]\n    handler: h\n" +
+          "  - method: POST\n    path: /dry/new\n    handler: h\n"
+      )
+      const before = await stored(target.origin, "/dry/")
+      const history = await historyOf(target.origin)
+      const args = ["--url", target.origin, "--path-prefix", "/dry/", "--prune", routes]
+      const diff = await cli(["diff", ...args])
+      const dryRun = await cli(["sync", "--dry-run", ...args])
+      for (const result of [diff, dryRun]) {
+        assert.strictEqual(result.code, 0, result.stderr)
+        assert.include(result.stdout, "- delete GET /dry/gone")
+        assert.include(result.stdout, "~ update GET /dry/kept")
+        assert.include(result.stdout, "    middleware  [auth] -> [auth, timing]")
+        assert.include(result.stdout, "+ create POST /dry/new  middleware []  handler h")
+        assert.include(result.stdout, "Plan: 1 to create, 1 to update, 1 to delete, 0 unchanged.")
+      }
+      assert.strictEqual(diff.stderr, "")
+      assert.strictEqual(dryRun.stdout, diff.stdout + "Dry run: the registry would apply 3 changes; nothing changed.\n")
+      assert.strictEqual(
+        dryRun.stderr,
+        "[1/3] delete GET /dry/gone: would be done\n[2/3] update GET /dry/kept: would be done\n" +
+          "[3/3] create POST /dry/new: would be done\n"
+      )
+      assert.deepStrictEqual(await stored(target.origin, "/dry/"), before)
+      // The server's dry runs wrote nothing to its log either.
+      assert.deepStrictEqual(await historyOf(target.origin), history)
+
+      // The registry's own refusals, which the plan cannot know: a token without the write scope.
+      const refused = await cli(["sync", "--dry-run", ...args], { ROUTING_TOKEN: READER })
+      assert.strictEqual(refused.code, 1)
+      assert.include(refused.stderr, "[1/3] delete GET /dry/gone: would fail: 403 insufficient_scope")
+      assert.include(refused.stderr, `[3/3] ${routes}:6:5: routes[1]: create POST /dry/new: would fail: 403`)
+      assert.include(refused.stderr, "error: 3 of 3 changes would not be applied (see above)")
+      assert.deepStrictEqual(await stored(target.origin, "/dry/"), before)
+    },
+    120_000
+  )
 
   it("reports every problem of a file with its line and column, exits 1 and changes nothing", async () => {
     const text = [
@@ -427,7 +459,69 @@ describe("route-registry match", () => {
     assert.strictEqual(refused.code, 1)
     const relative = await cli(["match", "--url", source.origin, "GET", "shop/users"], reader)
     assert.strictEqual(relative.code, 1)
-  }, 120_000)
+  })
+})
+
+describe("route-registry history and restore", () => {
+  it("prints the log newest first, filtered, walking pages up to --limit; restores, with --dry-run", async () => {
+    const route = await create(target.origin, { method: "GET", path: "/hist/:id", handler: "v1" })
+    for (const handler of ["v2", "v3", "v4"]) {
+      const patched = await fetch(`${target.origin}/v1/routing/${route.id}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ handler })
+      })
+      assert.strictEqual(patched.status, 200)
+    }
+    const all = await historyOf(target.origin, `/${route.id}/history`)
+    assert.deepStrictEqual(all.map((entry) => entry.action), ["update", "update", "update", "create"])
+
+    const json = await cli(["history", "--url", target.origin, "--json", route.id], { ROUTING_TOKEN: READER })
+    assert.strictEqual(json.code, 0, json.stderr)
+    assert.deepStrictEqual(JSON.parse(json.stdout), all)
+
+    // --limit 3 walks pages of at most 3: the newest three, whatever the page size.
+    const limited = await cli(["history", "--url", target.origin, "--json", "--limit", "3", "--action", "update"])
+    assert.deepStrictEqual(JSON.parse(limited.stdout), all.slice(0, 3))
+    const byActor = await cli(["history", "--url", target.origin, "--json", "--actor", "nobody-at-all"])
+    assert.deepStrictEqual(JSON.parse(byActor.stdout), [])
+
+    const table = await cli(["history", "--url", target.origin, route.id])
+    const lines = table.stdout.trimEnd().split("\n")
+    assert.match(lines[0]!, /^REVISION\s+AT\s+ACTOR\s+ACTION\s+ROUTE\s+CHANGE$/)
+    assert.lengthOf(lines, 5)
+    assert.deepStrictEqual(lines[1]!.split(/\s{2,}/), [
+      String(all[0]!.revision),
+      all[0]!.at,
+      all[0]!.actor ?? "-",
+      "update",
+      route.id,
+      "handler v3 -> v4"
+    ])
+    assert.include(lines[4]!, "GET /hist/:id; handler v1")
+
+    const firstRevision = String(all[3]!.revision)
+    const dry = await cli(["restore", "--url", target.origin, "--dry-run", route.id, firstRevision])
+    assert.strictEqual(dry.code, 0, dry.stderr)
+    assert.include(dry.stdout, `restored route ${route.id} to revision ${firstRevision} (dry run, nothing changed)`)
+    assert.include(dry.stdout, "handler     v1\n")
+    assert.deepStrictEqual(await historyOf(target.origin, `/${route.id}/history`), all)
+    assert.strictEqual((await stored(target.origin, "/hist/"))[0]!.handler, "v4")
+
+    const restored = await cli(["restore", "--url", target.origin, route.id, firstRevision])
+    assert.strictEqual(restored.code, 0, restored.stderr)
+    const after = await historyOf(target.origin, `/${route.id}/history`)
+    assert.deepInclude(after[0], { action: "restore", restoredFrom: all[3]!.revision })
+    assert.include(restored.stdout, `(revision ${after[0]!.revision})`)
+    assert.strictEqual((await stored(target.origin, "/hist/"))[0]!.handler, "v1")
+
+    const refused = await cli(["restore", "--url", target.origin, route.id, "999999999"])
+    assert.strictEqual(refused.code, 1)
+    assert.include(refused.stderr, "error: 400 invalid_restore")
+    const missing = await cli(["history", "--url", target.origin, "no-such-id"])
+    assert.strictEqual(missing.code, 1)
+    assert.include(missing.stderr, "error: 404 route_not_found")
+  })
 })
 
 describe("route-registry help", () => {

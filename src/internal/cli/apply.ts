@@ -25,18 +25,22 @@ const versionOf = (registry: Registry.Registry, planned: Route.Route) =>
     Effect.map(({ etag }) => etag)
   )
 
-const run = (registry: Registry.Registry, change: Plan.Change): Effect.Effect<unknown, RequestFailed> => {
+const run = (
+  registry: Registry.Registry,
+  change: Plan.Change,
+  dryRun: boolean
+): Effect.Effect<unknown, RequestFailed> => {
   switch (change._tag) {
     case "Delete":
       return versionOf(registry, change.current).pipe(
-        Effect.flatMap((etag) => registry.remove(change.current.id, etag))
+        Effect.flatMap((etag) => registry.remove(change.current.id, etag, dryRun))
       )
     case "Update":
       return versionOf(registry, change.current).pipe(
-        Effect.flatMap((etag) => registry.update(change.current.id, etag, change.patch))
+        Effect.flatMap((etag) => registry.update(change.current.id, etag, change.patch, dryRun))
       )
     case "Create":
-      return registry.create(change.item.route)
+      return registry.create(change.item.route, dryRun)
   }
 }
 
@@ -46,27 +50,39 @@ const origin = (file: string, change: Plan.Change) =>
     ? ""
     : `${file}:${change.item.line}:${change.item.column}: routes[${change.item.index}]: `
 
+const notApplied = (failed: number, total: number, dryRun: boolean) =>
+  new SyncFailed(dryRun ? { failed, total, dryRun } : { failed, total })
+
 /**
  * Applies the plan's changes in order. A change that fails is reported with its place in the file and the others
  * go on; a failure to reach the registry at all stops the run. Fails with `SyncFailed` unless every change applied.
+ *
+ * With `dryRun`, each change is sent as the server's dry run: the server answers it as it would the change, and
+ * changes nothing, so the report shows its own refusals (conflicts, invalid routes, missing scopes, preconditions).
  */
-export const apply = (registry: Registry.Registry, plan: Plan.Plan, file: string): Effect.Effect<void, SyncFailed> =>
+export const apply = (
+  registry: Registry.Registry,
+  plan: Plan.Plan,
+  file: string,
+  dryRun = false
+): Effect.Effect<void, SyncFailed> =>
   Effect.gen(function*() {
     const total = plan.changes.length
     let failed = 0
     for (const [i, change] of plan.changes.entries()) {
       const step = `[${i + 1}/${total}]`
-      const result = yield* Effect.either(run(registry, change))
+      const result = yield* Effect.either(run(registry, change, dryRun))
       if (Either.isRight(result)) {
-        yield* Console.error(`${step} ${Plan.title(change)}: done`)
+        yield* Console.error(`${step} ${Plan.title(change)}: ${dryRun ? "would be done" : "done"}`)
         continue
       }
       failed++
-      yield* Console.error(`${step} ${origin(file, change)}${Plan.title(change)}: failed: ${result.left.message}`)
+      const verdict = dryRun ? "would fail" : "failed"
+      yield* Console.error(`${step} ${origin(file, change)}${Plan.title(change)}: ${verdict}: ${result.left.message}`)
       if (result.left.code === undefined) {
-        yield* Console.error(`stopped: the ${total - i - 1} changes left are not applied`)
-        return yield* new SyncFailed({ failed: total - i, total })
+        yield* Console.error(`stopped: the ${total - i - 1} changes left are not ${dryRun ? "tried" : "applied"}`)
+        return yield* notApplied(total - i, total, dryRun)
       }
     }
-    if (failed > 0) return yield* new SyncFailed({ failed, total })
+    if (failed > 0) return yield* notApplied(failed, total, dryRun)
   })

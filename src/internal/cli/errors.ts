@@ -27,13 +27,16 @@ export class InvalidFile extends Schema.TaggedError<InvalidFile>()("InvalidFile"
   }
 }
 
-/** Some changes of a sync were not applied; the others were. */
+/** Some changes of a sync were not applied (or, in a dry run, the server would refuse them); the others were. */
 export class SyncFailed extends Schema.TaggedError<SyncFailed>()("SyncFailed", {
   failed: Schema.Number,
-  total: Schema.Number
+  total: Schema.Number,
+  dryRun: Schema.optional(Schema.Boolean)
 }) {
   override get message(): string {
-    return `${this.failed} of ${this.total} changes not applied (see above)`
+    return `${this.failed} of ${this.total} changes ${
+      this.dryRun === true ? "would not be" : "not"
+    } applied (see above)`
   }
 }
 

@@ -8,10 +8,12 @@ import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Effect, ParseResult } from "effect"
+import { Effect, flow, ParseResult } from "effect"
 import type { Redacted } from "effect"
 import type * as Route from "../../Route.js"
+import type * as RouteRepository from "../../RouteRepository.js"
 import * as RoutingApi from "../../RoutingApi.js"
+import { MAX_HISTORY_PAGE } from "../http/history.js"
 import * as Limits from "../limits.js"
 import * as Urls from "../urls.js"
 import { RequestFailed } from "./errors.js"
@@ -25,6 +27,16 @@ export interface Filters {
   readonly middleware?: Route.MiddlewareName | undefined
   readonly q?: string | undefined
 }
+
+/** A query of the log: the newest `limit` entries (walking as many pages as that takes) matching the filters. */
+export interface HistoryQuery {
+  readonly limit: number
+  readonly actor?: string | undefined
+  readonly action?: RouteRepository.Action | undefined
+}
+
+/** One entry of the log, as the API answers it. */
+export type HistoryEntry = typeof RoutingApi.HistoryEntry.Type
 
 const TOKEN_CODES: ReadonlySet<string> = new Set(["unauthenticated", "invalid_request", "invalid_token"])
 
@@ -74,6 +86,13 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
       baseUrl: origin,
       transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
     })
+    const dryRunClient = yield* HttpApiClient.make(RoutingApi.RoutingApi, {
+      baseUrl: origin,
+      transformClient: HttpClient.mapRequest(flow(
+        HttpClientRequest.bearerToken(token),
+        HttpClientRequest.setUrlParam("dryRun", "true")
+      ))
+    })
     // Its messages never show a password in the URL, the causes' own (fetch quotes the URL it refuses) included.
     const hide = Urls.hidingPassword(origin)
     const fail = (error: unknown) => {
@@ -105,20 +124,74 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
         Effect.mapError(fail)
       )
 
-    const create = (route: Route.CreateRoute) => client.routing.create({ payload: route }).pipe(Effect.mapError(fail))
+    // The writes' client: with `dryRun`, each asks for the server's dry run, answered as the write would be.
+    const writer = (dryRun: boolean) => dryRun ? dryRunClient : client
+
+    const create = (route: Route.CreateRoute, dryRun = false) =>
+      writer(dryRun).routing.create({ payload: route }).pipe(Effect.mapError(fail))
 
     /** Changes the route only if it is still at `etag`: a concurrent change is a 412, never overwritten. */
-    const update = (id: string, etag: string | undefined, patch: Plan.Patch) =>
-      client.routing.update({ path: { id }, headers: ifMatch(etag), payload: patch }).pipe(Effect.mapError(fail))
+    const update = (id: string, etag: string | undefined, patch: Plan.Patch, dryRun = false) =>
+      writer(dryRun).routing.update({ path: { id }, headers: ifMatch(etag), payload: patch }).pipe(
+        Effect.mapError(fail)
+      )
 
-    const remove = (id: string, etag: string | undefined) =>
-      client.routing.delete({ path: { id }, headers: ifMatch(etag) }).pipe(Effect.mapError(fail))
+    const remove = (id: string, etag: string | undefined, dryRun = false) =>
+      writer(dryRun).routing.delete({ path: { id }, headers: ifMatch(etag) }).pipe(Effect.mapError(fail))
+
+    /**
+     * The newest `query.limit` entries of the log (of route `id` when given), newest first, walking the pages. Fewer
+     * when the log holds fewer.
+     */
+    const history = (query: HistoryQuery, id?: string): Effect.Effect<Array<HistoryEntry>, RequestFailed> =>
+      Effect.suspend(() => {
+        const entries: Array<HistoryEntry> = []
+        const { limit, ...filters } = query
+        const page = (cursor: string | undefined) => {
+          const urlParams = {
+            ...filters,
+            limit: Math.min(limit - entries.length, MAX_HISTORY_PAGE),
+            ...(cursor === undefined ? {} : { cursor })
+          }
+          return id === undefined
+            ? client.routing.history({ urlParams })
+            : client.routing.routeHistory({ path: { id }, urlParams })
+        }
+        const from = (cursor: string | undefined): Effect.Effect<Array<HistoryEntry>, RequestFailed> =>
+          page(cursor).pipe(
+            Effect.mapError(fail),
+            Effect.flatMap((answer) => {
+              entries.push(...answer.items)
+              return answer.nextCursor === null || entries.length >= limit
+                ? Effect.succeed(entries)
+                : from(answer.nextCursor)
+            })
+          )
+        return from(undefined)
+      })
+
+    /** Makes route `id` what it was right after the change at `revision`: the route, and whether it was created. */
+    const restore = (id: string, revision: number, dryRun: boolean) =>
+      client.routing.restore({
+        path: { id },
+        urlParams: dryRun ? { dryRun: "true" } : {},
+        headers: {},
+        payload: { revision },
+        withResponse: true
+      }).pipe(
+        Effect.map(([route, response]) => ({
+          route,
+          created: response.status === 201,
+          revision: response.headers["registry-revision"]
+        })),
+        Effect.mapError(fail)
+      )
 
     /** Which route serves a request of `method` to `path` in the registry's table, and why not the others. */
     const match = (method: Route.HttpMethod, path: string) =>
       client.routing.match({ urlParams: { method, path } }).pipe(Effect.mapError(fail))
 
-    return { origin, list, get, create, update, remove, match } as const
+    return { origin, list, get, create, update, remove, match, history, restore } as const
   })
 
 /** A client of a registry. */

@@ -71,3 +71,45 @@ export const match = (answer: typeof RoutingApi.Match.Type): string => {
 /** The answer of `match` as the API answers it. */
 export const matchJson = (answer: typeof RoutingApi.Match.Type): string =>
   JSON.stringify(Schema.encodeSync(RoutingApi.Match)(answer), null, 2) + "\n"
+
+type Entry = typeof RoutingApi.HistoryEntry.Type
+
+const items = (list: ReadonlyArray<string>) => list.length === 0 ? "-" : list.join("; ")
+
+// What a change did to the route's fields, as `field old -> new` items; the route's key on a create or delete.
+const changeOf = (entry: Entry): string => {
+  const { after, before } = entry
+  const from = entry.restoredFrom === undefined ? [] : [`to revision ${entry.restoredFrom}`]
+  if (before === null || after === null) {
+    const route = (after ?? before)!
+    return items([...from, `${route.method} ${route.path}`, `handler ${route.handler}`])
+  }
+  const fields = [
+    ...(before.path === after.path ? [] : [`path ${before.path} -> ${after.path}`]),
+    ...(before.middleware.join() === after.middleware.join()
+      ? []
+      : [`middleware [${before.middleware.join(", ")}] -> [${after.middleware.join(", ")}]`]),
+    ...(before.handler === after.handler ? [] : [`handler ${before.handler} -> ${after.handler}`])
+  ]
+  return items([...from, ...fields])
+}
+
+/** Entries of the change log, newest first, one a line under a header; a note instead when there are none. */
+export const history = (entries: ReadonlyArray<Entry>): string =>
+  entries.length === 0
+    ? "no entries\n"
+    : pad([
+      ["REVISION", "AT", "ACTOR", "ACTION", "ROUTE", "CHANGE"],
+      ...entries.map((entry) => [
+        String(entry.revision),
+        entry.at,
+        entry.actor ?? "-",
+        entry.action,
+        entry.routeId,
+        changeOf(entry)
+      ])
+    ])
+
+/** Entries of the change log as the API answers them, one JSON array. */
+export const historyJson = (entries: ReadonlyArray<Entry>): string =>
+  JSON.stringify(entries.map((entry) => Schema.encodeSync(RoutingApi.HistoryEntry)(entry)), null, 2) + "\n"

@@ -53,7 +53,8 @@ const problemOf = (body: string): { readonly code?: string; readonly detail?: st
   }
 }
 
-const refused = (response: Http.IncomingMessage, done: (lost: Lost) => void): void => {
+/** Reads a refusal's problem document (its first 16 KiB) and hands `done` the status, code and detail. */
+export const refused = (response: Http.IncomingMessage, done: (lost: Lost) => void): void => {
   const status = response.statusCode ?? 0
   const chunks: Array<Buffer> = []
   let size = 0

@@ -21,6 +21,7 @@ import type { Status } from "../table/liveTable.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Client from "./client.js"
 import * as Decode from "./decode.js"
+import * as Log from "./log.js"
 import type * as Sse from "./sse.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
@@ -225,10 +226,14 @@ const opened = (state: State) => () => {
 
 const readOnly = (operation: string) => Effect.fail(new RouteRepository.ReadOnlyStore({ operation }, true))
 
-/** The follower's store: reads from its memory index, writes refused with `ReadOnlyStore`. */
-export const store = (state: State): Store =>
+/**
+ * The follower's store: reads from its memory index, the change log from the registry it follows (`log`), writes
+ * and restores refused with `ReadOnlyStore`.
+ */
+export const store = (state: State, log: Log.Target): Store =>
   RouteRepository.RouteRepository.of({
     readOnly: true,
+    history: (query) => Log.history(log, query),
     create: () => readOnly("create"),
     createIdempotent: () => readOnly("create"),
     update: () => readOnly("update"),

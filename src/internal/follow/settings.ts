@@ -10,6 +10,7 @@ import type { Options as FollowOptions } from "../../RouteFollower.js"
 import { MAX_TIMER_MILLIS, positiveInteger } from "../optionChecks.js"
 import * as History from "../table/history.js"
 import type * as Follower from "./follower.js"
+import type * as Log from "./log.js"
 
 /** The defaults of `RouteFollower.Options`. */
 export const DEFAULTS = {
@@ -23,10 +24,13 @@ export const DEFAULTS = {
 export interface Settings extends Follower.Settings {
   readonly startTimeout: Duration.Duration
   readonly historyCapacity: number
+  /** Where the registry's change log is read. */
+  readonly log: Log.Target
 }
 
-// The path of the change stream under the registry's base URL.
+// The paths of the change stream and the change log under the registry's base URL.
 const CHANGES_PATH = "/v1/routing/changes"
+const HISTORY_PATH = "/v1/routing/history"
 
 const millis = (
   option: string,
@@ -73,6 +77,7 @@ export const resolve = (options: FollowOptions): Either.Either<Settings, Invalid
       retryInitialMillis,
       retryMaxMillis,
       startTimeout: Duration.millis(startTimeout),
-      historyCapacity: capacity
+      historyCapacity: capacity,
+      log: { url: new URL(url.href.slice(0, -CHANGES_PATH.length) + HISTORY_PATH), token: options.token }
     }
   })

@@ -11,6 +11,7 @@ import type * as Authenticator from "../../Authenticator.js"
 import * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import { MAX_ISSUES } from "../route/validate.js"
+import { decodeCursor, encodeCursor } from "../store/historyCursor.js"
 import * as Answers from "./answers.js"
 import { type Refusal, refuse } from "./answers.js"
 import * as Conditional from "./conditional.js"
@@ -88,19 +89,8 @@ export const revisionHeaders = (revision: number, dryRun: boolean): Record<strin
 // --- the query of a page of the log --------------------------------------------------------------------------------
 
 const ACTIONS: ReadonlyArray<RouteRepository.Action> = ["create", "update", "delete", "restore"]
-const MAX_ACTOR_LENGTH = 256
-
-// The cursor is the last revision of a page, as base64url of its decimal digits: opaque to clients, cheap to check.
-const encodeCursor = (revision: number): string => btoa(String(revision)).replace(/=+$/, "")
-
-const decodeCursor = (cursor: string): number | undefined => {
-  if (!/^[A-Za-z0-9_-]+$/.test(cursor) || cursor.length % 4 === 1) return undefined
-  const digits = atob(cursor.replace(/-/g, "+").replace(/_/g, "/"))
-  const revision = Number(digits)
-  return /^[1-9][0-9]{0,15}$/.test(digits) && Number.isSafeInteger(revision) && encodeCursor(revision) === cursor
-    ? revision
-    : undefined
-}
+/** The longest principal id the `actor` filter takes. */
+export const MAX_ACTOR_LENGTH = 256
 
 const RULES: Record<string, (value: string) => string | undefined> = {
   limit: (value) =>
@@ -189,7 +179,7 @@ const pageAnswer = (
 
 const NO_LOG = Answers.problem(
   "not_found",
-  "This process's store keeps no change log (a follower's, or a store of the host's own), so it serves no history " +
+  "This process's store keeps no change log (a store of the host's own), so it serves no history " +
     "and no restore: ask the registry whose store keeps it."
 )
 
