@@ -9,12 +9,13 @@ import { InvalidOption } from "../../InvalidOption.js"
 import * as Path from "../route/path.js"
 
 const EXAMPLE = "such as \"/admin\""
+const STATIC_MARKS = "- . _ ~ ! $ & ' + , ; = @"
 
 const invalid = (message: string) => new InvalidOption({ option: "apiPrefix", message })
 
 /**
  * Why `value` is no usable `apiPrefix`, or `undefined` when it is one (or omitted): a path of the route grammar
- * (docs/http-api.md#route-rules) with static segments only (no parameter, no wildcard), neither `/` nor ending with `/`.
+ * (docs/http-api.md#route-rules) with static segments only and no percent-escape, neither `/` nor ending with `/`.
  */
 export const check = (value: unknown): InvalidOption | undefined => {
   if (value === undefined) return undefined
@@ -29,6 +30,15 @@ export const check = (value: unknown): InvalidOption | undefined => {
   if (Either.isLeft(parsed)) {
     return invalid(
       `apiPrefix ${quoted} is not a valid path (${parsed.left[0]!.message}); write a static path ${EXAMPLE}`
+    )
+  }
+  const escape = value.indexOf("%")
+  if (escape !== -1) {
+    return invalid(
+      `apiPrefix ${quoted} has a percent-escape (${
+        JSON.stringify(value.slice(escape, escape + 3))
+      } at index ${escape}): ` +
+        `Fastify and Hono match a path once decoded, so write it with plain characters (letters, digits, ${STATIC_MARKS})`
     )
   }
   const dynamic = parsed.right.segments.findIndex((segment) => segment._tag !== "Static")
