@@ -46,6 +46,10 @@ const route = (method: string, path: string, handler: string, middleware: Readon
   middleware
 })
 
+/** A create sent to the routing API at `api` (an origin followed by the path the API is under). */
+const createAt = (api: string, body: ReturnType<typeof route>): Promise<Received> =>
+  fetchFrom(api)({ method: "POST", path: "/v1/routing", headers: admin, body: JSON.stringify(body) })
+
 /** The contract, for a mount at the root and under `/admin`, with the API at the mount and under an `apiPrefix`. */
 export const integrationContract = (integration: Integration, store: Store) => {
   for (const mount of ["", "/admin"]) {
@@ -78,12 +82,7 @@ export const integrationContract = (integration: Integration, store: Store) => {
     const apiPrefix = "/ops.v2-_~!$&'+,;=@/x"
     const host = await integration.start(store, "", apiPrefix)
     try {
-      const created = await fetchFrom(host.origin + apiPrefix)({
-        method: "POST",
-        path: "/v1/routing",
-        headers: admin,
-        body: JSON.stringify(route("GET", "/hello", "other"))
-      })
+      const created = await createAt(host.origin + apiPrefix, route("GET", "/hello", "other"))
       assert.strictEqual(created.status, 201, created.text)
       assert.strictEqual(created.headers.get("location"), `${apiPrefix}/v1/routing/${created.json.id}`)
     } finally {
@@ -109,12 +108,7 @@ const apiPrefixContract = (integration: Integration, store: Store, mount: string
     const send = fetchFrom(host.origin + API_PREFIX)
     const ids: Array<string> = []
     for (const path of ["/hello", "/control/page"]) {
-      const created = await send({
-        method: "POST",
-        path: "/v1/routing",
-        headers: admin,
-        body: JSON.stringify(route("GET", path, "other"))
-      })
+      const created = await createAt(host.origin + API_PREFIX, route("GET", path, "other"))
       assert.strictEqual(created.status, 201, created.text)
       assert.strictEqual(created.headers.get("location"), `${api}/${created.json.id}`)
       ids.push(created.json.id)
@@ -134,12 +128,7 @@ const apiPrefixContract = (integration: Integration, store: Store, mount: string
 
   it("the stored routes serve at the mount, the prefix's other paths included", async () => {
     host = await integration.start(store, mount, API_PREFIX)
-    const created = await fetchFrom(host.origin + API_PREFIX)({
-      method: "POST",
-      path: "/v1/routing",
-      headers: admin,
-      body: JSON.stringify(route("GET", "/control/:page", "show"))
-    })
+    const created = await createAt(host.origin + API_PREFIX, route("GET", "/control/:page", "show"))
     assert.strictEqual(created.status, 201, created.text)
     const served = await fetchFrom(host.origin)({ method: "GET", path: "/control/status" })
     assert.deepStrictEqual(served.json, { params: { page: "status" }, body: null, seen: [] })
@@ -155,12 +144,7 @@ const apiPrefixContract = (integration: Integration, store: Store, mount: string
       assert.strictEqual(answer.status, 404, `${path}: ${answer.text}`)
       assert.notStrictEqual(answer.headers.get("content-type"), "application/problem+json", path)
     }
-    const post = await send({
-      method: "POST",
-      path: "/v1/routing",
-      headers: admin,
-      body: JSON.stringify(route("GET", "/sneaked", "other"))
-    })
+    const post = await createAt(host.origin, route("GET", "/sneaked", "other"))
     assert.strictEqual(post.status, 404, post.text)
     const listed = await fetchFrom(host.origin + API_PREFIX)({ method: "GET", path: "/v1/routing", headers: admin })
     assert.deepStrictEqual(listed.json.items.map((r: { readonly path: string }) => r.path), [])
@@ -177,7 +161,7 @@ const contract = (integration: Integration, store: Store, mount: string) => {
     host = await integration.start(store, mount)
     const send = (request: Sent): Promise<Received> => fetchFrom(host!.origin)(request)
     const create = async (body: ReturnType<typeof route>) => {
-      const created = await send({ method: "POST", path: "/v1/routing", headers: admin, body: JSON.stringify(body) })
+      const created = await createAt(host!.origin, body)
       assert.strictEqual(created.status, 201, created.text)
       assert.strictEqual(created.headers.get("location"), `${mount}/v1/routing/${created.json.id}`)
       return created.json as { readonly id: string }
