@@ -1,7 +1,7 @@
 /**
  * The Fastify 5 plugin. It registers, in its own encapsulated context:
- * - the routing API on `/v1/routing` and `/v1/routing/*` (below `apiPrefix`), in a child context whose only content-type parser leaves
- *   the body unread, so the API reads it itself under its own limits (413, 415, malformed JSON as docs/http-api.md says), then
+ * - the routing API on `/v1/routing` and `/v1/routing/*` (below `apiPrefix`), in a child context whose only
+ *   content-type parser leaves the body unread, so the API reads it itself under its own limits (413, 415, malformed JSON as docs/http-api.md says), then
  *   answers on the raw response;
  * - the stored routes, as one wildcard route for every method Node's parser accepts: Fastify's own routes win (a static or parametric
  *   route beats a wildcard), its content-type parsers read the body, and the table, read on each request, decides

@@ -1,7 +1,7 @@
 /**
  * The Hono integration: a Hono app for `app.route(path, …)` serving the routing API on `/v1/routing`
- * and `/v1/routing/*` (below `apiPrefix`) and the stored routes on `/*`. Hono copies a sub-app's routes into the host's, after the host's
- * own routes registered before it; a request no stored route serves is passed on with `next()` to the host's later
+ * and `/v1/routing/*` (below `apiPrefix`) and the stored routes on `/*`. Hono copies a sub-app's routes into the
+ * host's, after the host's own routes registered before it; a request no stored route serves is passed on with `next()` to the host's later
  * routes and its not-found handler.
  *
  * @internal
