@@ -30,7 +30,8 @@ export type Handler = Internal.Handler
 
 /**
  * `authenticator` (required), `store` (the in-memory store when omitted), `handlers` and `middleware` by name,
- * `catalog: true` to refuse routes naming functions not registered here, and the routing API's limits.
+ * `catalog: true` to refuse routes naming functions not registered here, `telemetry`, `apiPrefix` (`"/admin"`: the
+ * routing API at `/admin/v1/routing` while the stored routes serve at the mount) and the routing API's limits.
  *
  * @since 0.3.0
  */

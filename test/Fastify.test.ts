@@ -65,11 +65,11 @@ const fastify: Adapter = {
 
 const integration: Integration = {
   name: "route-registry/fastify",
-  start: async (store, mount) => {
+  start: async (store, mount, apiPrefix) => {
     const app = Fastify()
     app.setErrorHandler((error, _request, reply) => reply.code(418).send({ caught: (error as Error).message }))
     app.get("/health", async () => ({ status: "ok" }))
-    await app.register(routeRegistry, { prefix: mount, authenticator: tokens, store, handlers, middleware })
+    await app.register(routeRegistry, { prefix: mount, apiPrefix, authenticator: tokens, store, handlers, middleware })
     const root = await listening(app)
     return { origin: root + mount, root, close: () => app.close() }
   }

@@ -32,8 +32,11 @@ export interface Host {
 
 export interface Integration {
   readonly name: string
-  /** A host over `store` with the behaviours, the registry mounted at `mount` (`""`: the root). */
-  readonly start: (store: Store, mount: string) => Promise<Host>
+  /**
+   * A host over `store` with the behaviours, the registry mounted at `mount` (`""`: the root), with `apiPrefix` when
+   * given; rejects with the registry's error when it does not start.
+   */
+  readonly start: (store: Store, mount: string, apiPrefix?: string) => Promise<Host>
 }
 
 const route = (method: string, path: string, handler: string, middleware: ReadonlyArray<string> = []) => ({
@@ -43,11 +46,109 @@ const route = (method: string, path: string, handler: string, middleware: Readon
   middleware
 })
 
-/** The contract, for a mount at the root and under `/admin`. */
+/** A create sent to the routing API at `api` (an origin followed by the path the API is under). */
+const createAt = (api: string, body: ReturnType<typeof route>): Promise<Received> =>
+  fetchFrom(api)({ method: "POST", path: "/v1/routing", headers: admin, body: JSON.stringify(body) })
+
+/** The contract, for a mount at the root and under `/admin`, with the API at the mount and under an `apiPrefix`. */
 export const integrationContract = (integration: Integration, store: Store) => {
   for (const mount of ["", "/admin"]) {
-    describe(mount === "" ? "mounted at the root" : `mounted under ${mount}`, () => contract(integration, store, mount))
+    describe(mount === "" ? "mounted at the root" : `mounted under ${mount}`, () => {
+      contract(integration, store, mount)
+      describe(`the API under apiPrefix ${API_PREFIX}`, () => apiPrefixContract(integration, store, mount))
+    })
   }
+  it("an unusable apiPrefix is refused at start, naming apiPrefix and the fix", async () => {
+    for (
+      const [apiPrefix, fix] of [
+        ["/control/", "write \"/control\""],
+        ["/", "omit apiPrefix"],
+        ["control", "must start with \"/\""],
+        ["/:tenant", "static path"],
+        ["/a b", "percent-encode it as %20"],
+        ["/a%20b", "plain characters"]
+      ] as const
+    ) {
+      const refused = await integration.start(store, "", apiPrefix).then(
+        (host) => host.close().then(() => assert.fail(`${apiPrefix} was accepted`)),
+        (error: unknown) => error as { readonly _tag: string; readonly option: string; readonly message: string }
+      )
+      assert.strictEqual(refused._tag, "InvalidOption", apiPrefix)
+      assert.strictEqual(refused.option, "apiPrefix")
+      assert.include(refused.message, fix)
+    }
+  })
+  it("an apiPrefix of every character a static segment allows", async () => {
+    const apiPrefix = "/ops.v2-_~!$&'+,;=@/x"
+    const host = await integration.start(store, "", apiPrefix)
+    try {
+      const created = await createAt(host.origin + apiPrefix, route("GET", "/hello", "other"))
+      assert.strictEqual(created.status, 201, created.text)
+      assert.strictEqual(created.headers.get("location"), `${apiPrefix}/v1/routing/${created.json.id}`)
+    } finally {
+      await host.close()
+    }
+  })
+}
+
+const API_PREFIX = "/control"
+
+// The routing API under `apiPrefix` while the stored routes serve at the mount: `Location` and `Link` name what a
+// client requests (the framework's mount, then the prefix), and `/v1/routing` at the mount is no longer the API's.
+const apiPrefixContract = (integration: Integration, store: Store, mount: string) => {
+  let host: Host | undefined
+  afterEach(async () => {
+    await host?.close()
+    host = undefined
+  })
+  const api = `${mount}${API_PREFIX}/v1/routing`
+
+  it("the API answers under the prefix, its Location and Link carrying the mount and the prefix", async () => {
+    host = await integration.start(store, mount, API_PREFIX)
+    const send = fetchFrom(host.origin + API_PREFIX)
+    const ids: Array<string> = []
+    for (const path of ["/hello", "/control/page"]) {
+      const created = await createAt(host.origin + API_PREFIX, route("GET", path, "other"))
+      assert.strictEqual(created.status, 201, created.text)
+      assert.strictEqual(created.headers.get("location"), `${api}/${created.json.id}`)
+      ids.push(created.json.id)
+    }
+    const page = await send({ method: "GET", path: "/v1/routing?limit=1", headers: admin })
+    assert.strictEqual(page.status, 200, page.text)
+    const link = page.headers.get("link") ?? ""
+    assert.isTrue(link.startsWith(`<${api}?`) && link.includes("cursor=") && link.endsWith(`>; rel="next"`), link)
+    const item = await send({ method: "GET", path: `/v1/routing/${ids[0]}`, headers: admin })
+    assert.strictEqual(item.json.path, "/hello")
+    const match = await send({ method: "GET", path: "/v1/routing/match?method=GET&path=/hello", headers: admin })
+    assert.strictEqual(match.status, 200, match.text)
+    assert.strictEqual(match.json.route.id, ids[0])
+    const history = await send({ method: "GET", path: "/v1/routing/history", headers: admin })
+    assert.strictEqual(history.status, 200, history.text)
+  })
+
+  it("the stored routes serve at the mount, the prefix's other paths included", async () => {
+    host = await integration.start(store, mount, API_PREFIX)
+    const created = await createAt(host.origin + API_PREFIX, route("GET", "/control/:page", "show"))
+    assert.strictEqual(created.status, 201, created.text)
+    const served = await fetchFrom(host.origin)({ method: "GET", path: "/control/status" })
+    assert.deepStrictEqual(served.json, { params: { page: "status" }, body: null, seen: [] })
+    const prefixed = await fetchFrom(host.origin + API_PREFIX)({ method: "GET", path: "/control/status" })
+    assert.strictEqual(prefixed.status, 404)
+  })
+
+  it("/v1/routing at the mount is not the API: the framework's not-found, nothing written", async () => {
+    host = await integration.start(store, mount, API_PREFIX)
+    const send = fetchFrom(host.origin)
+    for (const path of ["/v1/routing", "/v1/routing?limit=1", "/v1/routing/match?method=GET&path=/"]) {
+      const answer = await send({ method: "GET", path, headers: admin })
+      assert.strictEqual(answer.status, 404, `${path}: ${answer.text}`)
+      assert.notStrictEqual(answer.headers.get("content-type"), "application/problem+json", path)
+    }
+    const post = await createAt(host.origin, route("GET", "/sneaked", "other"))
+    assert.strictEqual(post.status, 404, post.text)
+    const listed = await fetchFrom(host.origin + API_PREFIX)({ method: "GET", path: "/v1/routing", headers: admin })
+    assert.deepStrictEqual(listed.json.items.map((r: { readonly path: string }) => r.path), [])
+  })
 }
 
 const contract = (integration: Integration, store: Store, mount: string) => {
@@ -60,7 +161,7 @@ const contract = (integration: Integration, store: Store, mount: string) => {
     host = await integration.start(store, mount)
     const send = (request: Sent): Promise<Received> => fetchFrom(host!.origin)(request)
     const create = async (body: ReturnType<typeof route>) => {
-      const created = await send({ method: "POST", path: "/v1/routing", headers: admin, body: JSON.stringify(body) })
+      const created = await createAt(host!.origin, body)
       assert.strictEqual(created.status, 201, created.text)
       assert.strictEqual(created.headers.get("location"), `${mount}/v1/routing/${created.json.id}`)
       return created.json as { readonly id: string }

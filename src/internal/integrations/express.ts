@@ -20,6 +20,7 @@ import * as Body from "../http/body.js"
 import * as Target from "../http/target.js"
 import * as RouteMatch from "../router/match.js"
 import * as Otel from "../router/otel.js"
+import * as ApiPrefix from "./apiPrefix.js"
 import * as NodeApi from "./nodeApi.js"
 import * as Registry from "./registry.js"
 
@@ -75,17 +76,28 @@ const refusedBody = (error: unknown): BodyRead | undefined => {
   return undefined
 }
 
-const viewOf = (req: Request, body: NodeApi.View["body"]): NodeApi.View => ({
-  target: req.url,
-  base: Target.baseOf(req.originalUrl, req.url),
-  body
-})
+/** The API's view of `req`; `undefined` when its path is not below `apiPrefix` (the request is the router's). */
+const viewOf = (req: Request, apiPrefix: string, body: NodeApi.View["body"]): NodeApi.View | undefined => {
+  const target = ApiPrefix.below(apiPrefix, req.url)
+  return target === undefined
+    ? undefined
+    : { target, base: Target.baseOf(req.originalUrl, req.url) + apiPrefix, body }
+}
+
+/** Answers `req` when its path is the routing API's; `false`, having done nothing, when it is not. */
+const served = (
+  registry: Registry.Registry<Handler, Handler>,
+  req: Request,
+  res: Response,
+  view: NodeApi.View | undefined
+): boolean => view !== undefined && NodeApi.serve(registry, req, res, view)
 
 /** The stored route serving `req`, for its functions and the host's code after them (`res.on("finish")`). */
 export const matchOf = (req: Request): RouteMatch.Match | undefined => RouteMatch.get(req)
 
 /** The registry's two functions for `app.use`. */
 export const make = (options: Options): Mounted => {
+  const apiPrefix = ApiPrefix.of(options.apiPrefix)
   let registry: Registry.Registry<Handler, Handler> | undefined
   let closing: Promise<void> | undefined
   const ready = Registry.start<Handler, Handler>(options, (level, message) => console[level](message)).then((made) => {
@@ -143,13 +155,13 @@ export const make = (options: Options): Mounted => {
     if (registry === undefined) return void ready.then(() => serve(req, res, next), next)
     closeWith(req)
     const body = req.readableEnded ? within(req, Exit.succeed(parsedBody(req))) : Body.fromIncomingMessage(req, res)
-    if (!NodeApi.serve(registry, req, res, viewOf(req, body))) route(registry, req, res, next)
+    if (!served(registry, req, res, viewOf(req, apiPrefix, body))) route(registry, req, res, next)
   }
 
   const refused: ErrorRequestHandler = (error, req, res, next) => {
     const body = refusedBody(error)
     if (registry === undefined || body === undefined) return next(error)
-    if (!NodeApi.serve(registry, req, res, viewOf(req, within(req, body)))) next(error)
+    if (!served(registry, req, res, viewOf(req, apiPrefix, within(req, body)))) next(error)
   }
 
   return Object.assign([serve, refused], { ready, close })

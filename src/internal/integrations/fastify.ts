@@ -1,7 +1,7 @@
 /**
  * The Fastify 5 plugin. It registers, in its own encapsulated context:
- * - the routing API on `/v1/routing` and `/v1/routing/*`, in a child context whose only content-type parser leaves
- *   the body unread, so the API reads it itself under its own limits (413, 415, malformed JSON as docs/http-api.md says), then
+ * - the routing API on `/v1/routing` and `/v1/routing/*` (below `apiPrefix`), in a child context whose only
+ *   content-type parser leaves the body unread, so the API reads it itself under its own limits (413, 415, malformed JSON as docs/http-api.md says), then
  *   answers on the raw response;
  * - the stored routes, as one wildcard route for every method Node's parser accepts: Fastify's own routes win (a static or parametric
  *   route beats a wildcard), its content-type parsers read the body, and the table, read on each request, decides
@@ -25,6 +25,7 @@ import * as Body from "../http/body.js"
 import { COLLECTION } from "../http/exchange.js"
 import * as RouteMatch from "../router/match.js"
 import * as Otel from "../router/otel.js"
+import * as ApiPrefix from "./apiPrefix.js"
 import * as NodeApi from "./nodeApi.js"
 import * as Registry from "./registry.js"
 
@@ -73,24 +74,31 @@ const nameSpans = (request: FastifyRequest, route: Route.StoredRoute): void => {
 
 const log = (fastify: FastifyInstance): Registry.Log => (level, message) => fastify.log[level](message)
 
-// The routing API: the body stays unread for it, and it answers on the raw response.
-const api =
-  (registry: Registry.Registry<Handler, Middleware>, prefix: string): FastifyPluginAsync => async (context) => {
-    context.removeAllContentTypeParsers()
-    context.addContentTypeParser("*", (_request, _payload, done) => done(null))
-    const handler: RouteHandlerMethod = (request, reply) => {
-      const view = {
-        target: targetOf(request, prefix),
-        base: prefix,
-        body: Body.fromIncomingMessage(request.raw, reply.raw)
-      }
-      // Outside the API's paths (`/v1/routing/a/b`): Fastify's not-found.
-      if (NodeApi.serve(registry, request.raw, reply.raw, view)) reply.hijack()
-      else reply.callNotFound()
+// The routing API, under `apiPrefix` below the plugin's prefix: the body stays unread for it, and it answers on the
+// raw response.
+const api = (
+  registry: Registry.Registry<Handler, Middleware>,
+  prefix: string,
+  apiPrefix: string
+): FastifyPluginAsync =>
+async (context) => {
+  context.removeAllContentTypeParsers()
+  context.addContentTypeParser("*", (_request, _payload, done) => done(null))
+  const handler: RouteHandlerMethod = (request, reply) => {
+    // Fastify matches a path once percent-decoded: the API's is compared as the client sent it.
+    const target = ApiPrefix.below(apiPrefix, targetOf(request, prefix))
+    const view = target === undefined ? undefined : {
+      target,
+      base: prefix + apiPrefix,
+      body: Body.fromIncomingMessage(request.raw, reply.raw)
     }
-    context.all(COLLECTION, handler)
-    context.all(`${COLLECTION}/*`, handler)
+    // Outside the API's paths (`/v1/routing/a/b`): Fastify's not-found.
+    if (view !== undefined && NodeApi.serve(registry, request.raw, reply.raw, view)) reply.hijack()
+    else reply.callNotFound()
   }
+  context.all(apiPrefix + COLLECTION, handler)
+  context.all(`${apiPrefix}${COLLECTION}/*`, handler)
+}
 
 /** The plugin: the routing API and the stored routes over one store and one table. */
 export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
@@ -100,7 +108,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
   fastify.addHook("onClose", () => registry.dispose())
   const prefix = fastify.prefix
   addNodeMethods(fastify)
-  await fastify.register(api(registry, prefix))
+  await fastify.register(api(registry, prefix, options.apiPrefix ?? ""))
 
   // The chain of the stored route serving each request, found before its body is read.
   const chains = new WeakMap<FastifyRequest, Registry.Chain<Handler, Middleware>>()

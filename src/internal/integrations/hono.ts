@@ -1,7 +1,7 @@
 /**
  * The Hono integration: a Hono app for `app.route(path, …)` serving the routing API on `/v1/routing`
- * and `/v1/routing/*` and the stored routes on `/*`. Hono copies a sub-app's routes into the host's, after the host's
- * own routes registered before it; a request no stored route serves is passed on with `next()` to the host's later
+ * and `/v1/routing/*` (below `apiPrefix`) and the stored routes on `/*`. Hono copies a sub-app's routes into the
+ * host's, after the host's own routes registered before it; a request no stored route serves is passed on with `next()` to the host's later
  * routes and its not-found handler.
  *
  * @internal
@@ -17,6 +17,7 @@ import { COLLECTION } from "../http/exchange.js"
 import * as WebStream from "../http/webStream.js"
 import * as RouteMatch from "../router/match.js"
 import * as Otel from "../router/otel.js"
+import * as ApiPrefix from "./apiPrefix.js"
 import * as Registry from "./registry.js"
 
 export type Handler = HonoHandler
@@ -129,11 +130,12 @@ export const make = (options: Options): Mounted => {
   ready.catch(() => {})
   const started = async () => registry ?? (await ready, registry!)
 
+  const apiPrefix = ApiPrefix.of(options.apiPrefix)
   const app = new Hono()
   for (const route of API_ROUTES) {
-    app.all(route, async (c, next) => {
+    app.all(apiPrefix + route, async (c, next) => {
       const { api, run } = await started()
-      const base = baseOf(c, route)
+      const base = baseOf(c, apiPrefix + route) + apiPrefix
       const target = targetBelow(c, base)
       if (target === undefined) return next()
       const request = c.req.raw

@@ -17,6 +17,7 @@ import * as Disposable from "../disposable.js"
 import * as Answers from "../router/answers.js"
 import * as RouterCore from "../router/core.js"
 import * as Otel from "../router/otel.js"
+import * as ApiPrefix from "./apiPrefix.js"
 
 /**
  * The options of every integration: the services, the host's functions by name (`F`: the framework's own handler
@@ -35,6 +36,11 @@ export interface Options<F, M = F> extends RoutingHandler.Options {
   readonly catalog?: true | undefined
   /** Turns the library's telemetry on (`Telemetry.layer`): `true`, or `Telemetry.layer`'s options. Off when omitted. */
   readonly telemetry?: true | Telemetry.Options | undefined
+  /**
+   * The path below the mount the routing API is served under (`"/admin"`: `/admin/v1/routing`), while the stored
+   * routes serve at the mount itself; a static path without a trailing slash. The mount's root when omitted.
+   */
+  readonly apiPrefix?: string | undefined
 }
 
 /** Where the library's log lines go: the framework's logger. */
@@ -96,7 +102,16 @@ const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
 
 const bind = <F, M>(options: Options<F, M>, log: Log) =>
   Effect.gen(function*() {
-    const { authenticator: _a, catalog: _c, handlers, middleware = {}, store: _s, telemetry: _t, ...limits } = options
+    const {
+      apiPrefix: _p,
+      authenticator: _a,
+      catalog: _c,
+      handlers,
+      middleware = {},
+      store: _s,
+      telemetry: _t,
+      ...limits
+    } = options
     const api = yield* Effect.orDie(RoutingHandler.make(limits))
     const table = yield* RouteTable.RouteTable
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
@@ -119,10 +134,11 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
 
 /**
  * Builds the services of `options` now (the table is loaded before this resolves) and binds the routing API's core
- * to them. Rejects with `InvalidOption` before building anything when a limit is out of its range.
+ * to them. Rejects with `InvalidOption` before building anything when `apiPrefix` is unusable or a limit is out of its
+ * range.
  */
 export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<F, M>> => {
-  const invalid = RoutingHandler.checkOptions(options)
+  const invalid = ApiPrefix.check(options.apiPrefix) ?? RoutingHandler.checkOptions(options)
   if (invalid !== undefined) return Promise.reject(invalid)
   // Open change streams are closed first: a server closing waits for its connections, and they never end.
   return Otel.load().then(() => Disposable.fromLayer(servicesOf(options, log), bind(options, log))).then((
