@@ -77,17 +77,28 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("the Postgres store's
       yield* Effect.flatMap(input("/stored"), store.create)
       const start = yield* feed.cursor
 
-      // Writer 1 takes its revision first and holds its transaction open; writer 2 takes the next one and commits.
-      const written = yield* Deferred.make<Route.StoredRoute>()
+      // Writers through the store take their revisions under one lock, so they commit in revision order; hosts of an
+      // earlier release during a rolling upgrade (plain inserts, revisions from the sequence) do not. Writer 1 takes
+      // its revision first and holds its transaction open; writer 2 takes the next one and commits.
+      const insertAsEarlierRelease = (path: string, at: number) =>
+        Effect.map(
+          sql<{ id: string; revision: string }>`
+            INSERT INTO ${sql(table)} (id, method, path, path_shape, middleware, handler, created_at)
+            VALUES (${Route.makeRouteId(at)}, ${"GET"}, ${path}, ${Route.shapeOf(path as Route.RoutePath)},
+                    ${[]}, ${"old"}, ${new Date()})
+            RETURNING id, revision`,
+          (rows) => ({ id: rows[0]!.id, revision: Number(rows[0]!.revision) })
+        )
+      const written = yield* Deferred.make<{ id: string; revision: number }>()
       const release = yield* Deferred.make<void>()
       const slow = yield* sql.withTransaction(Effect.gen(function*() {
-        const route = yield* Effect.flatMap(input("/slow"), store.create)
+        const route = yield* insertAsEarlierRelease("/slow", Date.UTC(2026, 0, 1))
         yield* Deferred.succeed(written, route)
         yield* Deferred.await(release)
         return route
       })).pipe(Effect.fork)
       const older = yield* Deferred.await(written)
-      const newer = yield* Effect.flatMap(input("/fast"), store.create)
+      const newer = yield* insertAsEarlierRelease("/fast", Date.UTC(2026, 0, 2))
       assert.isBelow(older.revision, newer.revision, "the trap: the uncommitted write holds the older revision")
 
       const first = yield* feed.since(start)
