@@ -58,5 +58,6 @@ export const build = async (): Promise<ReadonlyArray<string>> => {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const names = await build()
-  console.log(`dashboard: ${names.join(", ")} in ${Path.relative(process.cwd(), out)}/`)
+  // On stderr: `npm pack --json` prints its JSON on stdout, after the build that `prepare` runs.
+  console.error(`dashboard: ${names.join(", ")} in ${Path.relative(process.cwd(), out)}/`)
 }

@@ -311,7 +311,8 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await created.getByRole("button", { name: "Edit" }).click()
     await page.getByRole("dialog", { name: "Edit route" }).getByRole("button", { name: "Save" }).click()
     await page.getByRole("dialog", { name: "Edit route" }).waitFor({ state: "detached" })
-    assert.deepStrictEqual(sent.filter((s) => s.method === "PATCH"), [])
+    // A dry run the form sent while it was open changes nothing either.
+    assert.deepStrictEqual(sent.filter((s) => s.method === "PATCH" && !s.url.includes("dryRun")), [])
 
     // A delete asks first; cancelling keeps the route.
     await created.getByRole("button", { name: "Delete" }).click()

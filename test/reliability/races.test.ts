@@ -22,8 +22,18 @@ const creates = Array.from({ length: SHAPES * VARIANTS }, (_, i) => {
   return { shape, body: { method: "POST", path: `/race/s${shape}/:p${variant}/items`, handler: `h${variant}` } }
 })
 
+// A 503 store_unavailable wrote nothing (it may come when the store's writers queue past its deadline on a loaded
+// machine): the client sends the create again after Retry-After, as the API tells it to, at most a few times.
+const sendUntilDecided = async (send: (request: Sent) => Promise<Received>, body: object): Promise<Received> => {
+  for (let attempt = 1;; attempt++) {
+    const response = await send(post(body))
+    if (response.status !== 503 || attempt === 5) return response
+    await new Promise((resolve) => setTimeout(resolve, Number(response.headers.get("retry-after") ?? "1") * 1000))
+  }
+}
+
 const fireAll = (senders: ReadonlyArray<(request: Sent) => Promise<Received>>) =>
-  Promise.all(creates.map(({ body }, i) => senders[i % senders.length]!(post(body))))
+  Promise.all(creates.map(({ body }, i) => sendUntilDecided(senders[i % senders.length]!, body)))
 
 const assertOneWinnerPerShape = (responses: ReadonlyArray<Received>) => {
   const winners = new Map<number, string>()
