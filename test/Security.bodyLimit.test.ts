@@ -10,7 +10,7 @@ import type { IncomingMessage } from "node:http"
 import * as NodeListener from "route-registry/NodeListener"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
-import * as Body from "../src/internal/http/body.js"
+import * as Body from "../src/internal/transport/body.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import { ADMIN, json, tokens } from "./utils/httpContract.js"
 

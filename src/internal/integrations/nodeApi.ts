@@ -9,8 +9,8 @@ import type { Effect } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Problem from "../../Problem.js"
 import type * as RoutingHandler from "../../RoutingHandler.js"
-import * as NodeHeaders from "../http/nodeHeaders.js"
-import * as NodeTransport from "../http/nodeTransport.js"
+import * as NodeTransport from "../transport/node.js"
+import * as NodeHeaders from "../transport/nodeHeaders.js"
 import type { Registry } from "./registry.js"
 
 /** Where the API's request comes from: the path and query relative to the mount, the mount, the body. */
