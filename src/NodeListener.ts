@@ -8,15 +8,14 @@ import type { Layer } from "effect"
 import { Cause, Effect, Exit } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as AdapterLayer from "./internal/http/adapterLayer.js"
-import * as Answers from "./internal/http/answers.js"
 import * as ListQuery from "./internal/http/listQuery.js"
 import * as Runner from "./internal/http/runner.js"
 import * as Target from "./internal/http/target.js"
 import * as Body from "./internal/transport/body.js"
 import * as NodeTransport from "./internal/transport/node.js"
 import * as NodeHeaders from "./internal/transport/nodeHeaders.js"
+import * as NodeResponse from "./internal/transport/nodeResponse.js"
 import type { InvalidOption } from "./InvalidOption.js"
-import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -70,32 +69,6 @@ class NodeRequest implements RoutingHandler.Request {
   }
 }
 
-/**
- * An answer's head as `writeHead` takes it: name, value, name, value …, with its `Content-Length` unless it has no
- * body. An explicit length spares the chunked encoding; 204 and 304 have no body, and a 204 must not carry a length
- * (RFC 9110 §8.6).
- */
-const headOf = (response: RoutingHandler.Response): Array<string> => {
-  const head: Array<string> = []
-  const headers = response.headers
-  for (const name in headers) head.push(name, headers[name]!)
-  if (!Answers.hasNoBody(response.status) && response.stream === undefined) {
-    head.push("content-length", String(Buffer.byteLength(response.body)))
-  }
-  return head
-}
-
-const write = (req: IncomingMessage, res: ServerResponse, response: RoutingHandler.Response) => {
-  if (res.headersSent || res.destroyed) return
-  // A problem's status line says its title, as its body does.
-  const head = Answers.isReused(response) ? (response.nodeHead ??= headOf(response)) : headOf(response)
-  const phrase = Problem.titles[response.status]
-  if (phrase === undefined) res.writeHead(response.status, head)
-  else res.writeHead(response.status, phrase, head)
-  if (response.stream !== undefined) NodeTransport.openStream(res, response.stream)
-  else NodeTransport.end(req, res, response.headers, response.body)
-}
-
 const respond = (
   log: (effect: Effect.Effect<void>) => void,
   req: IncomingMessage,
@@ -105,12 +78,12 @@ const respond = (
   // The core answers every failure; a fiber that ends without an answer was interrupted from outside.
   if (Exit.isFailure(exit)) log(Effect.logWarning("route-registry: a request ended without an answer", exit.cause))
   try {
-    write(req, res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
+    NodeResponse.write(req, res, Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError)
   } catch (error) {
     // Node refused the response (an invalid header value, say): answer 500 rather than throw into the host.
     log(Effect.logError("route-registry: could not write a response", Cause.die(error)))
     if (res.headersSent) res.destroy()
-    else write(req, res, RoutingHandler.internalError)
+    else NodeResponse.write(req, res, RoutingHandler.internalError)
   }
 }
 
@@ -129,7 +102,7 @@ export const make = (
     const listener = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => {
       const effect = handler.handle(new NodeRequest(req, res, Target.pathOf(req.url ?? "/")))
       if (effect === undefined) {
-        if (next === undefined) return write(req, res, RoutingHandler.notFound)
+        if (next === undefined) return NodeResponse.write(req, res, RoutingHandler.notFound)
         // The host answers as if Node had sent the 100 itself (as it does without a "checkContinue" listener).
         NodeTransport.sendContinue(req, res)
         return next()

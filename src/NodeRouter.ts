@@ -16,7 +16,7 @@ import * as Guard from "./internal/router/guard.js"
 import * as Otel from "./internal/router/otel.js"
 import * as Answers from "./internal/router/problems.js"
 import * as RouteMatch from "./internal/router/routeMatch.js"
-import * as NodeTransport from "./internal/transport/node.js"
+import * as NodeResponse from "./internal/transport/nodeResponse.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteTable from "./RouteTable.js"
@@ -102,12 +102,6 @@ export const allowOf = (req: IncomingMessage): ReadonlyArray<string> | undefined
  */
 export type Options = Guard.Options
 
-const write = (req: IncomingMessage, res: ServerResponse, answer: Answers.Answer) => {
-  if (res.headersSent || res.destroyed) return
-  res.writeHead(answer.status, { ...answer.headers, "content-length": Buffer.byteLength(answer.body) })
-  NodeTransport.end(req, res, answer.headers, answer.body)
-}
-
 // One routed request: its route, how far its chain has got, and who answers it now.
 class Serving implements Connect.Progress {
   started = 0
@@ -163,7 +157,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
     const unavailable = (req: IncomingMessage, res: ServerResponse, name: string) => {
       const warning = core.warnMissing(name)
       if (warning !== undefined) runFork(warning)
-      write(req, res, Answers.handlerUnavailable(name))
+      NodeResponse.write(req, res, Answers.handlerUnavailable(name))
     }
 
     const misbehaved = (serving: Serving, at: number, what: Guard.Misbehaviour, error: unknown) => {
@@ -194,7 +188,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
       } catch (thrown) {
         misbehaved(serving, at, "hostThrew", thrown)
         if (res.headersSent) Guard.cut(res)
-        else write(req, res, Answers.internalError)
+        else NodeResponse.write(req, res, Answers.internalError)
       }
     }
 
@@ -217,7 +211,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
         Guard.cut(res)
       } else {
         logError("route-registry: a route function failed", error)
-        write(req, res, Answers.internalError)
+        NodeResponse.write(req, res, Answers.internalError)
       }
     }
 
@@ -225,7 +219,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
     const timeOut = (serving: Serving, req: IncomingMessage, res: ServerResponse) => {
       if (serving.handedOver) return false
       serving.timedOut = true
-      write(req, res, timedOut)
+      NodeResponse.write(req, res, timedOut)
       return true
     }
 
@@ -233,11 +227,11 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
       const found = RouteTable.lookup(table, req.method ?? "GET", req.url ?? "/")
       switch (found._tag) {
         case "BadPath":
-          return write(req, res, Answers.malformedPath(found.reason))
+          return NodeResponse.write(req, res, Answers.malformedPath(found.reason))
         case "NotFound":
-          return next !== undefined ? next() : write(req, res, Answers.notFound)
+          return next !== undefined ? next() : NodeResponse.write(req, res, Answers.notFound)
         case "MethodNotAllowed":
-          if (next === undefined) return write(req, res, Answers.methodNotAllowed(found.allow))
+          if (next === undefined) return NodeResponse.write(req, res, Answers.methodNotAllowed(found.allow))
           ;(req as Refused)[ALLOW] = found.allow
           return next()
       }
@@ -259,7 +253,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
           if (serving.timedOut) return
           if (error !== undefined) return failed(serving, req, res, next, error, at)
           if (next !== undefined) return handOver(serving, req, res, next, undefined, at)
-          write(req, res, Answers.notFound)
+          NodeResponse.write(req, res, Answers.notFound)
         },
         (error, at) => misbehaved(serving, at, "failedAfterPassingOn", error)
       )

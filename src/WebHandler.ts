@@ -8,12 +8,10 @@
 import type { Layer } from "effect"
 import { Effect, Exit } from "effect"
 import * as AdapterLayer from "./internal/http/adapterLayer.js"
-import * as Answers from "./internal/http/answers.js"
 import * as Runner from "./internal/http/runner.js"
 import * as Body from "./internal/transport/body.js"
-import * as WebStream from "./internal/transport/webStream.js"
+import * as WebResponse from "./internal/transport/webResponse.js"
 import type { InvalidOption } from "./InvalidOption.js"
-import * as Problem from "./Problem.js"
 import * as RoutingHandler from "./RoutingHandler.js"
 
 /**
@@ -44,22 +42,6 @@ export interface DisposableHandler extends Handler {
  */
 export type Options = RoutingHandler.Options
 
-const bodyOf = (response: RoutingHandler.Response, signal: AbortSignal): BodyInit | null =>
-  response.stream !== undefined
-    ? WebStream.readable(response.stream, { signal })
-    : Answers.hasNoBody(response.status)
-    ? null
-    : response.body
-
-// A 204 or 304 must be built with a null body (the Response constructor throws otherwise). A problem's status text is
-// its title, as in its body.
-const toWeb = (response: RoutingHandler.Response, signal: AbortSignal): Response =>
-  new Response(bodyOf(response, signal), {
-    status: response.status,
-    statusText: Problem.titles[response.status] ?? "",
-    headers: response.headers
-  })
-
 /**
  * The handler over the services in context, run on the calling runtime.
  *
@@ -81,11 +63,11 @@ export const make = (
         body: Body.fromWebRequest(request)
       })
       const signal = request.signal
-      if (effect === undefined) return Promise.resolve(toWeb(RoutingHandler.notFound, signal))
+      if (effect === undefined) return Promise.resolve(WebResponse.toWeb(RoutingHandler.notFound, signal))
       return new Promise((resolve, reject) =>
         Runner.observe(start(effect), (exit) => {
           try {
-            resolve(toWeb(Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError, signal))
+            resolve(WebResponse.toWeb(Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError, signal))
           } catch (error) {
             reject(error)
           }
