@@ -7,7 +7,7 @@
 import { Chunk, Effect, Exit, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { BodyFailure } from "../http/exchange.js"
-import * as NodeTransport from "./node.js"
+import * as NodeTransport from "./nodeTransport.js"
 
 const concat = (chunks: Iterable<Uint8Array>, size: number): Uint8Array => {
   const body = new Uint8Array(size)

@@ -8,7 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Problem from "../../Problem.js"
 import * as Answers from "../http/answers.js"
 import type { Response } from "../http/exchange.js"
-import * as NodeTransport from "./node.js"
+import * as NodeTransport from "./nodeTransport.js"
 
 /**
  * An answer's head as `writeHead` takes it: name, value, name, value …, with its `Content-Length` unless it has no
