@@ -155,6 +155,13 @@ describe("ARCHITECTURE.md: imports run one way", () => {
     assert.deepStrictEqual(backwards, [])
   })
 
+  it("the HTTP core imports no server: Node's HTTP modules are the transport's", () => {
+    const servers = files
+      .filter((file) => layerOf(file) === "HTTP core")
+      .filter((file) => /from "node:(http|https|http2|net)"/.test(readFileSync(join(SRC, file), "utf8")))
+    assert.deepStrictEqual(servers, [])
+  })
+
   it("no run-time import cycle", () => {
     const edges = new Map<string, Array<string>>(files.map((file) => [file, []]))
     for (const i of imports) if (!i.typeOnly) edges.get(i.from)?.push(i.to)
