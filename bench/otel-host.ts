@@ -43,7 +43,7 @@ if (process.env.OTEL === "sdk") {
 
 const http = require("node:http") as typeof import("node:http")
 const { Effect, Layer, ManagedRuntime, Schema } = await import("effect")
-const NodeRouter = await import("route-registry/NodeRouter")
+const RouterListener = await import("route-registry/RouterListener")
 const Route = await import("route-registry/Route")
 const RouteRepository = await import("route-registry/RouteRepository")
 const RouteTable = await import("route-registry/RouteTable")
@@ -58,14 +58,14 @@ await runtime.runPromise(
       Effect.forEach(routes, (route) => repository.create(Schema.decodeUnknownSync(Route.CreateRoute)(route)))
   ).pipe(Effect.orDie)
 )
-const handler: import("route-registry/NodeRouter").RouteFunction = (req, res) => {
-  const { params, route } = NodeRouter.matchOf(req)!
+const handler: import("route-registry/RouterListener").RouteFunction = (req, res) => {
+  const { params, route } = RouterListener.matchOf(req)!
   const body = Scenario.answer(route.handler, params)
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
   res.end(body)
 }
 const router = await runtime.runPromise(
-  NodeRouter.make({ handlers: Object.fromEntries(routes.map((route) => [route.handler, handler])) })
+  RouterListener.make({ handlers: Object.fromEntries(routes.map((route) => [route.handler, handler])) })
 )
 const server = http.createServer((req, res) => router(req, res))
 server.listen(0, "127.0.0.1", () => {

@@ -6,15 +6,15 @@ import { PgClient } from "@effect/sql-pg"
 import { Layer, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as AdminListener from "route-registry/AdminListener"
 import * as Authenticator from "route-registry/Authenticator"
-import * as NodeListener from "route-registry/NodeListener"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 
 const url = process.env.DATABASE_URL!
 const store = PgRouteRepository.layer({ table: process.env.SOAK_TABLE! }).pipe(
   Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 10 }))
 )
-const listener = await NodeListener.fromLayer(
+const listener = await AdminListener.fromLayer(
   Layer.merge(
     store,
     Authenticator.layerStaticTokens([{ token: Redacted.make("soak"), scopes: ["routes:read", "routes:write"] }])

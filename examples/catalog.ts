@@ -5,8 +5,8 @@
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type * as Catalog from "route-registry/Catalog"
-import * as NodeRouter from "route-registry/NodeRouter"
 import * as Route from "route-registry/Route"
+import * as RouterListener from "route-registry/RouterListener"
 
 // The names of the middleware that ran for a request, in order, for `echo` to report.
 const ran = new WeakMap<IncomingMessage, Array<string>>()
@@ -18,7 +18,7 @@ const record = (req: IncomingMessage, name: string) => {
 }
 
 /** Sets `X-Request-Id`: the client's own when it sent a sane one, else a fresh UUID. */
-const requestId: NodeRouter.RouteFunction = (req, res, next) => {
+const requestId: RouterListener.RouteFunction = (req, res, next) => {
   record(req, "requestId")
   const sent = req.headers["x-request-id"]
   res.setHeader("x-request-id", typeof sent === "string" && /^[\w.:-]{1,128}$/.test(sent) ? sent : randomUUID())
@@ -26,7 +26,7 @@ const requestId: NodeRouter.RouteFunction = (req, res, next) => {
 }
 
 /** Sets `Server-Timing` with the time from this middleware to the answer's headers. */
-const timing: NodeRouter.RouteFunction = (req, res, next) => {
+const timing: RouterListener.RouteFunction = (req, res, next) => {
   record(req, "timing")
   const start = process.hrtime.bigint()
   const writeHead = res.writeHead.bind(res) as (...args: Array<unknown>) => ServerResponse
@@ -39,8 +39,8 @@ const timing: NodeRouter.RouteFunction = (req, res, next) => {
 }
 
 /** Answers 200 with the stored route, the request's parameters and the middleware that ran. */
-const echo: NodeRouter.RouteFunction = (req, res) => {
-  const match = NodeRouter.matchOf(req)!
+const echo: RouterListener.RouteFunction = (req, res) => {
+  const match = RouterListener.matchOf(req)!
   const body = `{"route":${Route.toJson(match.route)},"params":${JSON.stringify(match.params)},"middleware":${
     JSON.stringify(ran.get(req) ?? [])
   }}`
@@ -49,7 +49,7 @@ const echo: NodeRouter.RouteFunction = (req, res) => {
 }
 
 /** The functions, by name. */
-export const functions: NodeRouter.Functions = { handlers: { echo }, middleware: { requestId, timing } }
+export const functions: RouterListener.Functions = { handlers: { echo }, middleware: { requestId, timing } }
 
 /** Their names, for catalog checking (`ROUTER_STRICT=1`). */
 export const names: Catalog.Names = {

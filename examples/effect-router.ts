@@ -20,9 +20,9 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer } from "effect"
 import * as Http from "node:http"
+import * as AdminHttpApp from "route-registry/AdminHttpApp"
 import * as RouterHttpApp from "route-registry/RouterHttpApp"
 import * as RouteTable from "route-registry/RouteTable"
-import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
 import * as Env from "./env.js"
 
 const hostRouter = HttpRouter.empty.pipe(
@@ -62,12 +62,12 @@ export const functions: RouterHttpApp.Functions<never, never> = {
  */
 export const ServerLive = (
   listen: { readonly port: number; readonly host: string },
-  options?: RoutingHttpApp.Options,
+  options?: AdminHttpApp.Options,
   server: Http.ServerOptions = {}
 ) =>
   Layer.unwrapEffect(
     Effect.gen(function*() {
-      const routing = yield* RoutingHttpApp.router(options)
+      const routing = yield* AdminHttpApp.router(options)
       const storedRoutes = yield* RouterHttpApp.make(functions, { bodyTimeoutMillis: options?.bodyTimeoutMillis })
       // The host's routes and the API first; what they do not serve goes to the stored routes, and what no stored
       // route serves to the server's own 404.

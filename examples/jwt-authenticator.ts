@@ -11,8 +11,8 @@ import { Layer } from "effect"
 import { exportJWK, generateKeyPair, SignJWT } from "jose"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as AdminListener from "route-registry/AdminListener"
 import * as Authenticator from "route-registry/Authenticator"
-import * as NodeListener from "route-registry/NodeListener"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as Env from "./env.js"
 
@@ -52,6 +52,6 @@ if (Env.isMain(import.meta.url)) {
       `no JWT keys set; a token valid for one hour: ${await provider.sign("example-admin", "routes:read routes:write")}`
     )
   }
-  const listener = await NodeListener.fromLayer(services(options))
+  const listener = await AdminListener.fromLayer(services(options))
   Env.serve(listener, 3004, () => listener.dispose().then(closeProvider))
 }

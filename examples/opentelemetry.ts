@@ -14,7 +14,7 @@ import { MetricReader, type ResourceMetrics } from "@opentelemetry/sdk-metrics"
 import { InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Layer, ManagedRuntime } from "effect"
 import type * as Http from "node:http"
-import * as NodeListener from "route-registry/NodeListener"
+import * as AdminListener from "route-registry/AdminListener"
 import * as RouteTable from "route-registry/RouteTable"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Telemetry from "route-registry/Telemetry"
@@ -87,7 +87,7 @@ export const makeHost = async <E>(
       Layer.provideMerge(openTelemetry)
     )
   )
-  const routing = await runtime.runPromise(NodeListener.make()).catch(async (error: unknown) => {
+  const routing = await runtime.runPromise(AdminListener.make()).catch(async (error: unknown) => {
     await runtime.dispose()
     throw error
   })

@@ -12,13 +12,13 @@
 import { PgClient } from "@effect/sql-pg"
 import { Cause, Effect, Layer, ManagedRuntime, Redacted, Runtime } from "effect"
 import type * as Http from "node:http"
+import * as AdminListener from "route-registry/AdminListener"
 import type * as Authenticator from "route-registry/Authenticator"
 import * as Catalog from "route-registry/Catalog"
-import * as NodeListener from "route-registry/NodeListener"
-import * as NodeRouter from "route-registry/NodeRouter"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouterListener from "route-registry/RouterListener"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingApi from "route-registry/RoutingApi"
 import * as RoutingHandler from "route-registry/RoutingHandler"
@@ -110,7 +110,7 @@ const docs = docsPage(RoutingApi.openApi)
 // The host's own answer for what neither the API nor a stored route serves: 405 with Allow when stored routes serve
 // the path with other methods (the router hands those to the host too), else 404.
 const notFound = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
-  const allow = NodeRouter.allowOf(req)
+  const allow = RouterListener.allowOf(req)
   if (allow === undefined) {
     return res.writeHead(404, { "content-type": "text/plain" })
       .end("Not Found: no stored route serves this path (see /docs)\n")
@@ -136,7 +136,7 @@ const failed = (res: Http.ServerResponse, error: unknown) => {
 export interface Parts<E> {
   /** An authenticator and a table with its store: `withTable(store)`, or a follower's (`RouteFollower.layer`). */
   readonly services: Layer.Layer<Services, E>
-  readonly functions: NodeRouter.Functions
+  readonly functions: RouterListener.Functions
   /** The names to check creates and updates against (catalog checking, `ROUTER_STRICT=1`); none when omitted. */
   readonly catalog?: Catalog.Names | undefined
   /** How long a body may take to arrive, on the API's paths and the stored routes (`BODY_TIMEOUT_MS`). */
@@ -166,8 +166,8 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
   const options = { bodyTimeoutMillis: parts.bodyTimeoutMillis }
   const [api, router, tableStatus] = await runtime.runPromise(
     Effect.all([
-      NodeListener.make({ ...options, dashboard: parts.dashboard }),
-      NodeRouter.make(parts.functions, options),
+      AdminListener.make({ ...options, dashboard: parts.dashboard }),
+      RouterListener.make(parts.functions, options),
       RouteTable.TableStatus
     ])
   ).catch(async (error: unknown) => {

@@ -265,7 +265,7 @@ export const explain: {
 )
 
 /**
- * The process's table of stored routes, as the routers read it (`NodeRouter`, `RouterHttpApp`). Provided by
+ * The process's table of stored routes, as the routers read it (`RouterListener`, `RouterHttpApp`). Provided by
  * `layer`, which keeps it equal to the store.
  *
  * @since 0.2.0

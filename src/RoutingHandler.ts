@@ -1,7 +1,7 @@
 /**
  * The request core of the routing API, free of any HTTP framework. It takes a minimal view of a request and
- * yields a response, implementing every rule of the contract's HTTP interface once; the adapters (`NodeListener`,
- * `WebHandler`, `RoutingHttpApp`) only translate to and from their transport.
+ * yields a response, implementing every rule of the contract's HTTP interface once; the adapters (`AdminListener`,
+ * `AdminWebHandler`, `AdminHttpApp`) only translate to and from their transport.
  *
  * Each operation below reads top to bottom in the contract's order of checks: authentication and scope, then the
  * body or the query, then the store: one `Effect.gen` each, started at once on the runtime the handler was made in.

@@ -1,107 +1,38 @@
 /**
- * The routing API as a fetch-style handler `(Request) => Promise<Response>`, for Hono, Bun, Deno and any host
- * built on the web `Request`/`Response` classes. A path outside `/v1/routing` is answered `404` with the problem
- * code `not_found`: route only `/v1/routing` and `/v1/routing/*` to it to keep the rest for the host.
+ * The admin API as a fetch-style handler, under its name before 0.4.0: every export is `AdminWebHandler`'s, which
+ * names the admin API apart from the router's forms.
  *
  * @since 0.1.0
+ * @deprecated since 0.4.0: use `route-registry/AdminWebHandler`
  */
-import type { Layer } from "effect"
-import { Effect, Exit } from "effect"
-import * as AdapterLayer from "./internal/http/adapterLayer.js"
-import * as Answers from "./internal/http/answers.js"
-import * as Body from "./internal/http/body.js"
-import * as Runner from "./internal/http/runner.js"
-import * as WebStream from "./internal/http/webStream.js"
-import type { InvalidOption } from "./InvalidOption.js"
-import * as Problem from "./Problem.js"
-import * as RoutingHandler from "./RoutingHandler.js"
+import * as AdminWebHandler from "./AdminWebHandler.js"
 
 /**
  * @since 0.1.0
+ * @deprecated since 0.4.0: use `AdminWebHandler.Handler`
  */
-export interface Handler {
-  (request: Request): Promise<Response>
-  /**
-   * Ends every change stream open now (`GET /v1/routing/changes`), whose followers resume from their cursors: call it
-   * when shutting down. `dispose` calls it first.
-   *
-   * @since 0.4.0
-   */
-  readonly closeStreams: () => void
-}
-
-/**
- * A handler that owns its services; `dispose` releases them.
- *
- * @since 0.1.0
- */
-export interface DisposableHandler extends Handler {
-  readonly dispose: () => Promise<void>
-}
+export type Handler = AdminWebHandler.Handler
 
 /**
  * @since 0.1.0
+ * @deprecated since 0.4.0: use `AdminWebHandler.DisposableHandler`
  */
-export type Options = RoutingHandler.Options
-
-const bodyOf = (response: RoutingHandler.Response, signal: AbortSignal): BodyInit | null =>
-  response.stream !== undefined
-    ? WebStream.readable(response.stream, { signal })
-    : Answers.hasNoBody(response.status)
-    ? null
-    : response.body
-
-// A 204 or 304 must be built with a null body (the Response constructor throws otherwise). A problem's status text is
-// its title, as in its body.
-const toWeb = (response: RoutingHandler.Response, signal: AbortSignal): Response =>
-  new Response(bodyOf(response, signal), {
-    status: response.status,
-    statusText: Problem.titles[response.status] ?? "",
-    headers: response.headers
-  })
+export type DisposableHandler = AdminWebHandler.DisposableHandler
 
 /**
- * The handler over the services in context, run on the calling runtime.
- *
  * @since 0.1.0
+ * @deprecated since 0.4.0: use `AdminWebHandler.Options`
  */
-export const make = (
-  options: Options = {}
-): Effect.Effect<Handler, InvalidOption, RoutingHandler.Services> =>
-  Effect.gen(function*() {
-    const handler = yield* RoutingHandler.make(options)
-    const start = Runner.make(yield* Effect.runtime<never>())
-    const serve = (request: Request): Promise<Response> => {
-      const url = new URL(request.url)
-      const effect = handler.handle({
-        method: request.method,
-        path: url.pathname,
-        query: url.search.slice(1),
-        header: (name) => request.headers.get(name) ?? undefined,
-        body: Body.fromWebRequest(request)
-      })
-      const signal = request.signal
-      if (effect === undefined) return Promise.resolve(toWeb(RoutingHandler.notFound, signal))
-      return new Promise((resolve, reject) =>
-        Runner.observe(start(effect), (exit) => {
-          try {
-            resolve(toWeb(Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError, signal))
-          } catch (error) {
-            reject(error)
-          }
-        })
-      )
-    }
-    return Object.assign(serve, { closeStreams: handler.closeStreams })
-  })
+export type Options = AdminWebHandler.Options
 
 /**
- * Builds the services of `layer` now and returns the handler; `dispose` releases the services. Rejects with
- * `InvalidOption`, before building anything, when an option is out of its range.
- *
  * @since 0.1.0
+ * @deprecated since 0.4.0: use `AdminWebHandler.make`
  */
-export const fromLayer = <E>(
-  layer: Layer.Layer<RoutingHandler.Services, E>,
-  options: Options = {}
-): Promise<DisposableHandler> => AdapterLayer.fromLayer(layer, options, make)
+export const make = AdminWebHandler.make
+
+/**
+ * @since 0.1.0
+ * @deprecated since 0.4.0: use `AdminWebHandler.fromLayer`
+ */
+export const fromLayer = AdminWebHandler.fromLayer

@@ -1,11 +1,25 @@
 /**
  * route-registry: store and serve route definitions from inside your Node host.
  *
- * The Postgres store (`route-registry/PgRouteRepository`) and the Node forms (`route-registry/NodeListener`,
- * `route-registry/NodeRouter`) are left out of this entry point, so a host that uses none of them never loads them.
+ * The Postgres store (`route-registry/PgRouteRepository`) and the Node forms (`route-registry/AdminListener`,
+ * `route-registry/RouterListener`) are left out of this entry point, so a host that uses none of them never loads them.
  *
  * @since 0.1.0
  */
+
+/**
+ * The admin API as an Effect `HttpApp` (before 0.4.0: `RoutingHttpApp`).
+ *
+ * @since 0.4.0
+ */
+export * as AdminHttpApp from "./AdminHttpApp.js"
+
+/**
+ * The admin API as a fetch-style handler (before 0.4.0: `WebHandler`).
+ *
+ * @since 0.4.0
+ */
+export * as AdminWebHandler from "./AdminWebHandler.js"
 
 /**
  * @since 0.1.0
@@ -67,6 +81,7 @@ export * as RoutingHandler from "./RoutingHandler.js"
 
 /**
  * @since 0.1.0
+ * @deprecated since 0.4.0: use `AdminHttpApp`
  */
 export * as RoutingHttpApp from "./RoutingHttpApp.js"
 
@@ -77,5 +92,6 @@ export * as Telemetry from "./Telemetry.js"
 
 /**
  * @since 0.1.0
+ * @deprecated since 0.4.0: use `AdminWebHandler`
  */
 export * as WebHandler from "./WebHandler.js"

@@ -10,10 +10,10 @@ import express from "express"
 import Fastify from "fastify"
 import { Hono } from "hono"
 import * as Http from "node:http"
+import * as AdminListener from "route-registry/AdminListener"
 import { routeRegistry as expressRegistry } from "route-registry/express"
 import fastifyRegistry from "route-registry/fastify"
 import { routeRegistry as honoRegistry } from "route-registry/hono"
-import * as NodeListener from "route-registry/NodeListener"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Dashboard from "../src/internal/http/dashboard.js"
@@ -122,7 +122,7 @@ describe("the dashboard", () => {
   })
 
   it("refuses a dashboard option that is not a boolean, naming it", async () => {
-    const refused = await NodeListener.fromLayer(services, { dashboard: "yes" as unknown as boolean }).then(
+    const refused = await AdminListener.fromLayer(services, { dashboard: "yes" as unknown as boolean }).then(
       () => undefined,
       (error: unknown) => error
     )

@@ -74,7 +74,7 @@ const startHost = async (form: string, framework: boolean) => {
 }
 
 const forms: ReadonlyArray<readonly [form: string, framework: boolean, label: string]> = [
-  ["node", false, "NodeRouter on node:http"],
+  ["node", false, "RouterListener on node:http"],
   ["effect", false, "RouterHttpApp on Effect's Node server, Effect's tracer on the SDK"],
   ["fastify", false, "the Fastify integration"],
   ["fastify", true, "the Fastify integration with @fastify/otel"],

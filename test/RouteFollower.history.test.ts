@@ -9,8 +9,8 @@ import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer, ManagedRuntime, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as AdminListener from "route-registry/AdminListener"
 import * as Authenticator from "route-registry/Authenticator"
-import * as NodeListener from "route-registry/NodeListener"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import { follow } from "./utils/followers.js"
@@ -20,7 +20,7 @@ const READER = "reader"
 const LOCAL = "local-reader"
 const MOUNT = "/admin"
 
-const serve = async (listener: NodeListener.Listener) => {
+const serve = async (listener: AdminListener.Listener) => {
   // Mounted at MOUNT as Express would mount it: the path cut from `url`, the target kept in `originalUrl`.
   const server = Http.createServer((req, res) => {
     if (req.url?.startsWith(`${MOUNT}/`)) {
@@ -48,14 +48,14 @@ const startRegistry = async () => {
     RouteTable.layerWith({}).pipe(Layer.provideMerge(Layer.merge(RouteRepository.layerMemory, tokens)))
   )
   onTestFinished(() => runtime.dispose())
-  return serve(await runtime.runPromise(NodeListener.make()))
+  return serve(await runtime.runPromise(AdminListener.make()))
 }
 
 const startFollower = async (registry: string) => {
   const local = Authenticator.layerStaticTokens([{ token: Redacted.make(LOCAL), scopes: ["routes:read"] }])
   const followed = await follow(registry, READER, {}, local)
   onTestFinished(() => followed.close())
-  return serve(await followed.runtime.runPromise(NodeListener.make()))
+  return serve(await followed.runtime.runPromise(AdminListener.make()))
 }
 
 const call = (origin: string, path: string, token: string, init: RequestInit = {}) =>

@@ -1,6 +1,6 @@
 /**
  * Followers converge on a real registry (docs/scaling-out.md, "A fleet of followers"): the registry's routing API (`RouteTable.layerWith` over the
- * memory store, `NodeListener`) takes a few hundred random creates, updates and deletes while it is restarted (a new
+ * memory store, `AdminListener`) takes a few hundred random creates, updates and deletes while it is restarted (a new
  * history: its followers are sent a reset), streams are cut in the middle of an event, followers are kept away past
  * the history's small capacity (pruned: reset), and a relay passes the changes on. At the end every follower's table
  * equals the registry's, compared path by path (method and path → the route's JSON).
@@ -9,8 +9,8 @@ import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as AdminListener from "route-registry/AdminListener"
 import * as Authenticator from "route-registry/Authenticator"
-import * as NodeListener from "route-registry/NodeListener"
 import type * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
@@ -26,7 +26,7 @@ const tokens = Authenticator.layerStaticTokens([{ token: Redacted.make(TOKEN), s
 type Store = RouteRepository.RouteRepository["Type"]
 
 // Serves `listener` on `port` (0: a free one).
-const serve = async (listener: NodeListener.Listener, port = 0) => {
+const serve = async (listener: AdminListener.Listener, port = 0) => {
   const server = Http.createServer((req, res) => listener(req, res, () => res.writeHead(404).end()))
   await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
   return {
@@ -47,7 +47,7 @@ const startRegistry = async (stored: Store, port = 0) => {
     )
   )
   const [listener, store] = await runtime.runPromise(
-    Effect.all([NodeListener.make({ changesHeartbeatMillis: HEARTBEAT_MILLIS }), RouteRepository.RouteRepository])
+    Effect.all([AdminListener.make({ changesHeartbeatMillis: HEARTBEAT_MILLIS }), RouteRepository.RouteRepository])
   )
   const server = await serve(listener, port)
   return { port: server.port, store, close: () => server.close().then(() => runtime.dispose()) }
@@ -56,7 +56,7 @@ const startRegistry = async (stored: Store, port = 0) => {
 /** A relay: a follower whose own routing API serves its change stream onward. */
 const startRelay = async (url: string) => {
   const followed = await follow(url, TOKEN, { historyCapacity: CAPACITY, idleTimeout: 2_000 }, tokens)
-  const listener = await followed.runtime.runPromise(NodeListener.make({ changesHeartbeatMillis: HEARTBEAT_MILLIS }))
+  const listener = await followed.runtime.runPromise(AdminListener.make({ changesHeartbeatMillis: HEARTBEAT_MILLIS }))
   const server = await serve(listener)
   return { followed, origin: `http://127.0.0.1:${server.port}`, close: () => server.close().then(followed.close) }
 }

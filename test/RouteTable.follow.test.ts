@@ -20,8 +20,8 @@ import {
   TestClock
 } from "effect"
 import * as Http from "node:http"
+import * as AdminListener from "route-registry/AdminListener"
 import * as Authenticator from "route-registry/Authenticator"
-import * as NodeListener from "route-registry/NodeListener"
 import * as Route from "route-registry/Route"
 import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteTable from "route-registry/RouteTable"
@@ -432,7 +432,7 @@ describe("a follower's routing API", () => {
       Authenticator.layerStaticTokens([{ token: Redacted.make("t"), scopes: ["routes:read", "routes:write"] }])
     )
     onTestFinished(() => followed.close())
-    const listener = await followed.runtime.runPromise(NodeListener.make())
+    const listener = await followed.runtime.runPromise(AdminListener.make())
     const server = Http.createServer((req, res) => listener(req, res, () => res.writeHead(404).end()))
     const origin = await listen(server)
     onTestFinished(() => closeServer(server))

@@ -9,11 +9,11 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { Data, Effect, Layer, ManagedRuntime } from "effect"
 import * as Http from "node:http"
+import * as AdminHttpApp from "route-registry/AdminHttpApp"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouterHttpApp from "route-registry/RouterHttpApp"
 import * as RouteTable from "route-registry/RouteTable"
-import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
 import { fetchFrom, type Received, type Sent } from "./utils/adapters.js"
 import { assertProblem, type Store, tokens } from "./utils/httpContract.js"
 import * as Contract from "./utils/routerContract.js"
@@ -78,7 +78,7 @@ afterEach(async () => {
 const start = async (store: Store = RouteRepository.layerMemory, options?: RouterHttpApp.Options): Promise<Running> => {
   const logs = captureLogs()
   const app = Effect.gen(function*() {
-    const api = yield* Effect.orDie(RoutingHttpApp.make())
+    const api = yield* Effect.orDie(AdminHttpApp.make())
     const router = yield* RouterHttpApp.make(functions, options)
     // The API first, then the stored routes; what neither serves, and the routes' failures, go to the host.
     return api.pipe(

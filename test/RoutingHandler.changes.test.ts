@@ -14,10 +14,10 @@ import { Hono } from "hono"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
+import * as AdminListener from "route-registry/AdminListener"
 import * as Express from "route-registry/express"
 import * as FastifyIntegration from "route-registry/fastify"
 import * as HonoIntegration from "route-registry/hono"
-import * as NodeListener from "route-registry/NodeListener"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -331,7 +331,7 @@ describe.each(adapters.map(ofAdapter))("a client past the history's capacity, th
 })
 
 // A follower that stops reading: the registry keeps writing into its connection until it holds the bound, then cuts.
-describe.each(subjects.filter((subject) => subject.name !== "WebHandler (fetch Request/Response)"))(
+describe.each(subjects.filter((subject) => subject.name !== "AdminWebHandler (fetch Request/Response)"))(
   "a follower that stops reading, through $name",
   (subject) => {
     it("is cut off, its connection never holding much more than the bound", async () => {
@@ -374,7 +374,7 @@ describe.each(subjects.filter((subject) => subject.name !== "WebHandler (fetch R
   }
 )
 
-describe("the WebHandler's stream of a follower that stops reading", () => {
+describe("the AdminWebHandler's stream of a follower that stops reading", () => {
   it("is errored once its queue holds the bound, and unsubscribed", async () => {
     const bound = 64 * 1024
     const { create, server } = await serve(ofAdapter(adapters[1]!), RouteRepository.layerMemory, {
@@ -394,11 +394,11 @@ describe("the WebHandler's stream of a follower that stops reading", () => {
   })
 })
 
-describe("the NodeListener's connection of a follower that stops reading", () => {
+describe("the AdminListener's connection of a follower that stops reading", () => {
   it("holds at most the bound and one event before it is destroyed", async () => {
     const bound = 64 * 1024
     const watched = watchedTable(RouteRepository.layerMemory, undefined)
-    const listener = await NodeListener.fromLayer(watched.services, { changesBufferBytes: bound })
+    const listener = await AdminListener.fromLayer(watched.services, { changesBufferBytes: bound })
     let most = 0
     let response: Http.ServerResponse | undefined
     const served = await serveNode((req, res) => {
@@ -476,7 +476,7 @@ describe("changes made by another process on the Postgres store", () => {
 
 describe("a routing API without a route table", () => {
   it("answers the change stream and match 404 not_found, saying what the host must provide", async () => {
-    const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    const listener = await AdminListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
     const served = await serveNode(listener, listener.dispose)
     servers.push({ ...served, subscribed: () => undefined })
     for (const path of ["/v1/routing/changes", "/v1/routing/match?method=GET&path=/"]) {

@@ -7,10 +7,10 @@ import * as fc from "fast-check"
 import { EventEmitter } from "node:events"
 import * as Http from "node:http"
 import type { IncomingMessage } from "node:http"
-import * as NodeListener from "route-registry/NodeListener"
+import * as AdminListener from "route-registry/AdminListener"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
-import * as Body from "../src/internal/http/body.js"
+import * as Body from "../src/internal/transport/body.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import { ADMIN, json, tokens } from "./utils/httpContract.js"
 
@@ -112,7 +112,7 @@ describe("the 413 path never buffers more than the limit", () => {
 
   for (const max of [1024, RoutingHandler.DEFAULT_MAX_BODY_BYTES]) {
     it(`node:http end to end (limit ${max}): 5 MB streamed without Content-Length is answered 413 early`, async () => {
-      const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens), {
+      const listener = await AdminListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens), {
         maxBodyBytes: max
       })
       let delivered = 0 // body bytes delivered to the request stream's readers

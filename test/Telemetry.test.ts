@@ -1,12 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Duration, Effect, Exit, Layer, MetricLabel, Option, TestClock, Tracer } from "effect"
+import * as AdminWebHandler from "route-registry/AdminWebHandler"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Telemetry from "route-registry/Telemetry"
-import * as WebHandler from "route-registry/WebHandler"
 import { ADMIN, tokens } from "./utils/httpContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -59,7 +59,7 @@ const named = (spans: ReadonlyArray<Tracer.Span>, name: string): Tracer.Span => 
 const parentId = (span: Tracer.Span) => Option.getOrUndefined(Option.map(span.parent, (parent) => parent.spanId))
 
 // Creates a route, reads it, misses an unknown id and sends a method the collection does not serve.
-const exchange = (handler: WebHandler.Handler) =>
+const exchange = (handler: AdminWebHandler.Handler) =>
   Effect.promise(async () => {
     const created = await handler(request("POST", "/v1/routing", route))
     const id = ((await created.json()) as { id: string }).id
@@ -83,7 +83,7 @@ describe("Telemetry", () => {
         misses: storeTimings("findById", "RouteNotFound"),
         creates: storeTimings("create", "success")
       }
-      const { id, statuses } = yield* exchange(yield* WebHandler.make())
+      const { id, statuses } = yield* exchange(yield* AdminWebHandler.make())
       assert.deepStrictEqual(statuses, [201, 200, 404, 405])
 
       const post = named(spans, "POST /v1/routing")
@@ -147,7 +147,7 @@ describe("Telemetry", () => {
       }))
     )
     return Effect.gen(function*() {
-      const handler = yield* WebHandler.make()
+      const handler = yield* AdminWebHandler.make()
       const created = yield* Effect.promise(() => handler(request("POST", "/v1/routing", route)))
       assert.strictEqual(created.status, 201)
       assert.deepStrictEqual(openAtCall, [["POST /v1/routing", "RouteRepository.create"]])
@@ -157,7 +157,7 @@ describe("Telemetry", () => {
   it.effect("off, no span is started and a read from memory is answered without a fiber", () => {
     const { layer, spans } = recording()
     return Effect.gen(function*() {
-      const { statuses } = yield* exchange(yield* WebHandler.make())
+      const { statuses } = yield* exchange(yield* AdminWebHandler.make())
       assert.deepStrictEqual(statuses, [201, 200, 404, 405])
       assert.deepStrictEqual(spans.map((span) => span.name), [])
       const handler = yield* RoutingHandler.make()

@@ -1,6 +1,6 @@
 /**
- * ARCHITECTURE.md's rule, enforced: imports run one way, model → stores → table → HTTP core → adapters and routers →
- * entry points, with the shared modules below every layer. A module imports at run time only from its own layer or
+ * ARCHITECTURE.md's rule, enforced: imports run one way, model → stores → table → HTTP core → transport → adapters and
+ * routers → entry points, with the shared modules below every layer. A module imports at run time only from its own layer or
  * the layers to its left; type-only imports back up are allowed; no run-time import cycle. Each file's layer is the
  * one ARCHITECTURE.md's table gives it, read from LAYERS below, which must name every file of src/.
  */
@@ -12,7 +12,16 @@ import ts from "typescript"
 
 const SRC = fileURLToPath(new URL("../src", import.meta.url))
 
-const ORDER = ["shared", "model", "stores", "table", "HTTP core", "adapters and routers", "entry points"] as const
+const ORDER = [
+  "shared",
+  "model",
+  "stores",
+  "table",
+  "HTTP core",
+  "transport",
+  "adapters and routers",
+  "entry points"
+] as const
 type Layer = typeof ORDER[number]
 
 // ARCHITECTURE.md's table, by path under src/: a file, or a folder ending in "/" (the longest match wins).
@@ -42,18 +51,21 @@ const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
   ["internal/options.ts", "HTTP core"],
   ["internal/http/", "HTTP core"],
   ["internal/auth/", "HTTP core"],
+  ["internal/transport/", "transport"],
+  ["AdminListener.ts", "adapters and routers"],
+  ["AdminWebHandler.ts", "adapters and routers"],
+  ["AdminHttpApp.ts", "adapters and routers"],
+  ["RouterListener.ts", "adapters and routers"],
+  ["RouterHttpApp.ts", "adapters and routers"],
   ["NodeListener.ts", "adapters and routers"],
   ["WebHandler.ts", "adapters and routers"],
   ["RoutingHttpApp.ts", "adapters and routers"],
   ["NodeRouter.ts", "adapters and routers"],
-  ["RouterHttpApp.ts", "adapters and routers"],
   ["Express.ts", "adapters and routers"],
   ["Fastify.ts", "adapters and routers"],
   ["Hono.ts", "adapters and routers"],
   ["internal/router/", "adapters and routers"],
   ["internal/integrations/", "adapters and routers"],
-  ["internal/http/nodeTransport.ts", "adapters and routers"],
-  ["internal/http/body.ts", "adapters and routers"],
   ["index.ts", "entry points"],
   ["Cli.ts", "entry points"],
   ["bin.ts", "entry points"],
@@ -141,6 +153,13 @@ describe("ARCHITECTURE.md: imports run one way", () => {
       .filter((i) => !i.typeOnly && rank(i.to) > rank(i.from))
       .map((i) => `${at(i)}: ${layerOf(i.from)} → ${layerOf(i.to)}`)
     assert.deepStrictEqual(backwards, [])
+  })
+
+  it("the HTTP core imports no server: Node's HTTP modules are the transport's", () => {
+    const servers = files
+      .filter((file) => layerOf(file) === "HTTP core")
+      .filter((file) => /from "node:(http|https|http2|net)"/.test(readFileSync(join(SRC, file), "utf8")))
+    assert.deepStrictEqual(servers, [])
   })
 
   it("no run-time import cycle", () => {

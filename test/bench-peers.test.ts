@@ -4,7 +4,7 @@
  * peer and the library's Node listener on the test database, and the entries that serve the library's adapters.
  *
  * An entry that serves one of the library's adapters on the transport and store its own test file runs the whole
- * contract on (NodeListener on node:http, RoutingHttpApp on NodeHttpServer, each over the memory store; NodeListener
+ * contract on (AdminListener on node:http, AdminHttpApp on NodeHttpServer, each over the memory store; AdminListener
  * over Postgres) runs the rows of create and get, which the benchmark sends and which show the entry passes its
  * options and services on; the other rows would run the same code on the same store again.
  */
@@ -74,12 +74,12 @@ const lean: ReadonlyArray<readonly [string, (options: Options) => Promise<Starte
 ]
 // Served as their own tests serve them: the rows of create and get.
 const oursAsTested: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
-  ["ours: NodeListener", OursNodeListener.start],
-  ["ours: RoutingHttpApp", OursHttpApp.start]
+  ["ours: AdminListener", OursNodeListener.start],
+  ["ours: AdminHttpApp", OursHttpApp.start]
 ]
 // A transport no other test serves an adapter on: all of the suite.
 const ours: ReadonlyArray<readonly [string, (options: Options) => Promise<Started>]> = [
-  ["ours: WebHandler on @hono/node-server", OursWebHandler.start]
+  ["ours: AdminWebHandler on @hono/node-server", OursWebHandler.start]
 ]
 
 describe("benchmark servers", () => {
@@ -118,9 +118,9 @@ describe("benchmark servers", () => {
     }
     describe("Fastify + pg.Pool", () =>
       createGetContract(asAdapter("Fastify + pg", onFreshTable(FastifyPg.start)), RouteRepository.layerMemory))
-    describe("ours: NodeListener", () =>
+    describe("ours: AdminListener", () =>
       createGetContract(
-        asAdapter("NodeListener + pg", onFreshTable(OursNodeListener.start)),
+        asAdapter("AdminListener + pg", onFreshTable(OursNodeListener.start)),
         RouteRepository.layerMemory
       ))
   })
@@ -129,7 +129,7 @@ describe("benchmark servers", () => {
 describe("the router scenario's servers answer alike", () => {
   for (
     const [name, start] of [
-      ["ours: NodeRouter", OursRouter.start],
+      ["ours: RouterListener", OursRouter.start],
       ["Fastify", FastifyRouter.start],
       ["node:http + find-my-way", FindMyWayRouter.start],
       ["ours: Fastify integration", OursIntegrations.fastify],
@@ -162,7 +162,7 @@ describe("the GitHub router scenario's servers answer alike", () => {
   const count = RouterScenario.routes(Infinity, "github").length
   for (
     const [name, start] of [
-      ["ours: NodeRouter", OursRouter.start],
+      ["ours: RouterListener", OursRouter.start],
       ["node:http + find-my-way", FindMyWayRouter.start],
       ["Fastify", FastifyRouter.start],
       ["ours: Fastify integration", OursIntegrations.fastify],

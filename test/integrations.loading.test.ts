@@ -46,7 +46,7 @@ describe("the integrations load only their own framework", () => {
 
   // docs/observability.md: `@opentelemetry/api` is an optional peer, imported (when installed) only once a router is made.
   it("no module loads @opentelemetry/api by importing it", () => {
-    for (const entry of ["index.ts", "NodeRouter.ts", "RouterHttpApp.ts", "Fastify.ts", "Express.ts", "Hono.ts"]) {
+    for (const entry of ["index.ts", "RouterListener.ts", "RouterHttpApp.ts", "Fastify.ts", "Express.ts", "Hono.ts"]) {
       assert.isFalse(packagesLoadedBy(entry).has("@opentelemetry/api"), entry)
     }
   })
@@ -60,7 +60,7 @@ describe("the integrations load only their own framework", () => {
 
 describe("jose is loaded only by the JWT authenticator", () => {
   it("no public module loads it statically: Authenticator.jwt imports internal/auth/jwt.ts dynamically", () => {
-    for (const entry of ["index.ts", "Authenticator.ts", "NodeListener.ts", "WebHandler.ts", "Cli.ts"]) {
+    for (const entry of ["index.ts", "Authenticator.ts", "AdminListener.ts", "AdminWebHandler.ts", "Cli.ts"]) {
       assert.isFalse(packagesLoadedBy(entry).has("jose"), entry)
     }
     assert.isTrue(packagesLoadedBy("internal/auth/jwt.ts").has("jose"))

@@ -22,14 +22,14 @@ const APP = `
 import * as Http from "node:http"
 import { Layer, Redacted } from "effect"
 import { Authenticator, RouteRepository } from "route-registry"
-import * as NodeListener from "route-registry/NodeListener"
+import * as AdminListener from "route-registry/AdminListener"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 
 const services = Layer.merge(
   RouteRepository.layerMemory,
   Authenticator.layerStaticTokens([{ token: Redacted.make("t"), scopes: ["routes:read", "routes:write"], id: "a" }])
 )
-const listener = await NodeListener.fromLayer(services)
+const listener = await AdminListener.fromLayer(services)
 const server = Http.createServer(listener)
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
 const response = await fetch(\`http://127.0.0.1:\${server.address().port}/v1/routing\`, {
@@ -131,6 +131,10 @@ describe("the packed package", () => {
     // The frameworks are optional peers; the Hono app also takes the Node server of Hono's own.
     await linkPeers(app, { ...manifest.peerDependencies, "@hono/node-server": "" })
 
+    // The public modules by their names since 0.4.0: the admin API's adapters and the router's forms.
+    for (const module of ["AdminListener", "AdminWebHandler", "AdminHttpApp", "RouterListener", "RouterHttpApp"]) {
+      assert.property(manifest.exports, `./${module}`)
+    }
     for (const target of exportTargets(manifest.exports)) {
       await readFile(join(installed, target)).catch(() => assert.fail(`the package lacks ${target}`))
     }

@@ -349,7 +349,7 @@ const linkProblems = (file: string, target: string): Array<string> => {
   return anchors(markdown).has(anchor) ? [] : [`${file}: ${target}: no heading of ${linked} has the anchor #${anchor}`]
 }
 
-// The repository's files a document names in backquotes: `test/NodeRouter.test.ts`, `examples/express.ts`.
+// The repository's files a document names in backquotes: `test/RouterListener.test.ts`, `examples/express.ts`.
 const filesNamed = (markdown: string): Array<string> =>
   prose(markdown).flatMap((line) =>
     [...line.matchAll(/`((?:\.ci|bench|docs|examples|src|test)\/[\w./-]*\.\w+)`/g)].map((m) => m[1]!)

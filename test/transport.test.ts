@@ -10,11 +10,11 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import * as ChildProcess from "node:child_process"
 import * as Http from "node:http"
 import * as Net from "node:net"
-import * as NodeListener from "route-registry/NodeListener"
+import * as AdminHttpApp from "route-registry/AdminHttpApp"
+import * as AdminListener from "route-registry/AdminListener"
 import * as RouteRepository from "route-registry/RouteRepository"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
-import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
-import * as NodeTransport from "../src/internal/http/nodeTransport.js"
+import * as NodeTransport from "../src/internal/transport/nodeTransport.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import { ADMIN, READER, tokens } from "./utils/httpContract.js"
 import { start as startExample } from "./utils/spawned.js"
@@ -45,9 +45,9 @@ const track = (server: Http.Server, bytesRead: Array<number>) =>
   server.on("connection", (socket) => socket.on("close", () => bytesRead.push(socket.bytesRead)))
 
 const nodeListenerHost: HostKind = {
-  name: "NodeListener on node:http",
+  name: "AdminListener on node:http",
   start: async (checkContinue, options) => {
-    const listener = await NodeListener.fromLayer(services, options)
+    const listener = await AdminListener.fromLayer(services, options)
     const server = Http.createServer(listener)
     if (checkContinue) server.on("checkContinue", listener)
     const bytesRead: Array<number> = []
@@ -63,7 +63,7 @@ const nodeListenerHost: HostKind = {
 }
 
 const httpAppHost: HostKind = {
-  name: "RoutingHttpApp on NodeHttpServer",
+  name: "AdminHttpApp on NodeHttpServer",
   start: async (checkContinue, options) => {
     const bytesRead: Array<number> = []
     const makeServer = () => {
@@ -72,7 +72,7 @@ const httpAppHost: HostKind = {
       if (checkContinue) server.on("checkContinue", (req, res) => server.emit("request", req, res))
       return track(server, bytesRead)
     }
-    const serve = Layer.unwrapEffect(Effect.map(RoutingHttpApp.make(options), (app) => HttpServer.serve(app)))
+    const serve = Layer.unwrapEffect(Effect.map(AdminHttpApp.make(options), (app) => HttpServer.serve(app)))
     const runtime = ManagedRuntime.make(
       serve.pipe(
         Layer.provide(services),
@@ -400,9 +400,9 @@ for (const kind of [nodeListenerHost, httpAppHost]) {
   })
 }
 
-describe("NodeListener: a request passed to next() on a server listening for checkContinue", () => {
+describe("AdminListener: a request passed to next() on a server listening for checkContinue", () => {
   it("gets the 100 before the host reads its body", async () => {
-    const listener = await NodeListener.fromLayer(services)
+    const listener = await AdminListener.fromLayer(services)
     const host: Http.RequestListener = (req, res) =>
       listener(req, res, () => {
         let body = ""

@@ -5,7 +5,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpServer from "@effect/platform/HttpServer"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as Http from "node:http"
-import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
+import * as AdminHttpApp from "route-registry/AdminHttpApp"
 import type { Options, Started } from "../peers/shared.js"
 import { runMain } from "../peers/shared.js"
 import * as Services from "./services.js"
@@ -15,7 +15,7 @@ export const start = async (options: Options): Promise<Started> => {
   try {
     const seeded = await services.runPromise(Services.seed(options.seed ?? 0))
     const { context } = await services.runtime()
-    const app = RoutingHttpApp.make(Services.routing(options))
+    const app = AdminHttpApp.make(Services.routing(options))
     const server = ManagedRuntime.make(
       Layer.unwrapEffect(Effect.map(app, (app) => HttpServer.serve(app))).pipe(
         Layer.provide(Layer.succeedContext(context)),

@@ -6,7 +6,7 @@ import { serve } from "@hono/node-server"
 import { ManagedRuntime } from "effect"
 import type * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as WebHandler from "route-registry/WebHandler"
+import * as AdminWebHandler from "route-registry/AdminWebHandler"
 import type { Options, Started } from "../peers/shared.js"
 import { runMain } from "../peers/shared.js"
 import * as Services from "./services.js"
@@ -15,7 +15,7 @@ export const start = (options: Options): Promise<Started> => {
   const runtime = ManagedRuntime.make(Services.layer(options))
   return Services.started(runtime, async () => {
     const seeded = await runtime.runPromise(Services.seed(options.seed ?? 0))
-    const handler = await runtime.runPromise(WebHandler.make(Services.routing(options)))
+    const handler = await runtime.runPromise(AdminWebHandler.make(Services.routing(options)))
     const server = await new Promise<Http.Server>((resolve) => {
       const server: Http.Server = serve({
         fetch: handler,

@@ -5,9 +5,9 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
-import * as NodeListener from "route-registry/NodeListener"
-import * as NodeRouter from "route-registry/NodeRouter"
+import * as AdminListener from "route-registry/AdminListener"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouterListener from "route-registry/RouterListener"
 import * as Demo from "../../examples/catalog.js"
 import { closeServer, fetchFrom, listen, type Received, type Sent } from "../utils/adapters.js"
 import { createRoute, hostRuntime } from "../utils/routerHost.js"
@@ -19,8 +19,8 @@ describe("the demo catalog's headers", () => {
   let server: Http.Server
   let send: (request: Sent) => Promise<Received>
   beforeAll(async () => {
-    const api = await runtime.runPromise(Effect.orDie(NodeListener.make()))
-    const router = await runtime.runPromise(NodeRouter.make(Demo.functions))
+    const api = await runtime.runPromise(Effect.orDie(AdminListener.make()))
+    const router = await runtime.runPromise(RouterListener.make(Demo.functions))
     server = Http.createServer((req, res) => api(req, res, () => router(req, res)))
     send = fetchFrom(await listen(server))
     const created = await send(

@@ -4,8 +4,8 @@
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import type * as Http from "node:http"
-import type * as NodeRouter from "route-registry/NodeRouter"
 import * as RouteRepository from "route-registry/RouteRepository"
+import type * as RouterListener from "route-registry/RouterListener"
 import * as RoutingApi from "route-registry/RoutingApi"
 import * as Demo from "../../examples/catalog.js"
 import * as Env from "../../examples/env.js"
@@ -341,7 +341,7 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
 
 // Functions a host could register by mistake: the demo catalog stays as README's quick start shows it, so the host is built
 // here from the example's parts, with these beside the demo's own.
-const misbehaving: Record<string, NodeRouter.RouteFunction> = {
+const misbehaving: Record<string, RouterListener.RouteFunction> = {
   answersTwice: (_req, res) => {
     res.end("first answer")
     res.end("second answer")

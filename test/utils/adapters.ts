@@ -8,12 +8,12 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
+import * as AdminHttpApp from "route-registry/AdminHttpApp"
+import * as AdminListener from "route-registry/AdminListener"
+import * as AdminWebHandler from "route-registry/AdminWebHandler"
 import type * as Authenticator from "route-registry/Authenticator"
-import * as NodeListener from "route-registry/NodeListener"
 import type * as RouteRepository from "route-registry/RouteRepository"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
-import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
-import * as WebHandler from "route-registry/WebHandler"
 
 export interface Sent {
   readonly method: string
@@ -92,17 +92,17 @@ export const serveNode = async (listener: Http.RequestListener, dispose: () => P
 }
 
 export const nodeListener: Adapter = {
-  name: "NodeListener on node:http",
+  name: "AdminListener on node:http",
   start: async (services, options) => {
-    const listener = await NodeListener.fromLayer(services, options)
+    const listener = await AdminListener.fromLayer(services, options)
     return serveNode(listener, listener.dispose)
   }
 }
 
 export const webHandler: Adapter = {
-  name: "WebHandler (fetch Request/Response)",
+  name: "AdminWebHandler (fetch Request/Response)",
   start: async (services, options) => {
-    const handler = await WebHandler.fromLayer(services, options)
+    const handler = await AdminWebHandler.fromLayer(services, options)
     return {
       send: (request) => handler(new Request(`http://localhost${request.path}`, init(request))).then(received),
       fetch: (input, init) => handler(new Request(input, init)),
@@ -113,9 +113,9 @@ export const webHandler: Adapter = {
 }
 
 export const httpApp: Adapter = {
-  name: "RoutingHttpApp on NodeHttpServer",
+  name: "AdminHttpApp on NodeHttpServer",
   start: async (services, options) => {
-    const serve = Layer.unwrapEffect(Effect.map(RoutingHttpApp.make(options), (app) => HttpServer.serve(app)))
+    const serve = Layer.unwrapEffect(Effect.map(AdminHttpApp.make(options), (app) => HttpServer.serve(app)))
     const runtime = ManagedRuntime.make(
       serve.pipe(
         Layer.provide(services),

@@ -12,9 +12,9 @@ import { assert, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import type * as Http from "node:http"
 import * as Net from "node:net"
-import type * as NodeRouter from "route-registry/NodeRouter"
 import * as Problem from "route-registry/Problem"
 import type * as RouterHttpApp from "route-registry/RouterHttpApp"
+import type * as RouterListener from "route-registry/RouterListener"
 import type { LogLine } from "./routerHost.js"
 
 /** The body timeout the contract's servers are started with. */
@@ -35,7 +35,7 @@ const readAll = (req: Http.IncomingMessage, res: Http.ServerResponse) => {
 }
 
 /** The behaviours as Node route functions. */
-export const nodeFunctions: NodeRouter.Functions = {
+export const nodeFunctions: RouterListener.Functions = {
   handlers: {
     ok: (_req, res) => plain(res, 200, "ok"),
     answersTwice: (_req, res) => {

@@ -56,6 +56,6 @@ export const stores: ReadonlyArray<Named> = [memory, postgres]
 
 /**
  * What an adapter (or integration) can tell apart of a store: whether it answers at once or later. The Postgres store
- * itself runs under the HTTP contract through one adapter (test/NodeListener.test.ts).
+ * itself runs under the HTTP contract through one adapter (test/AdminListener.test.ts).
  */
 export const adapterStores: ReadonlyArray<Named> = [memory, suspendingMemory]

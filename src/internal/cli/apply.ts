@@ -6,9 +6,9 @@
  */
 import { Console, Effect, Either } from "effect"
 import type * as Route from "../../Route.js"
+import type * as Registry from "./apiClient.js"
 import { RequestFailed, SyncFailed } from "./errors.js"
 import * as Plan from "./plan.js"
-import type * as Registry from "./registry.js"
 
 const same = (a: Route.Route, b: Route.Route) =>
   a.method === b.method && a.path === b.path && a.handler === b.handler &&

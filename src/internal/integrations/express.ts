@@ -16,10 +16,11 @@ import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Respon
 import type { EventEmitter } from "node:events"
 import * as RouteTable from "../../RouteTable.js"
 import type * as RoutingHandler from "../../RoutingHandler.js"
-import * as Body from "../http/body.js"
 import * as Target from "../http/target.js"
-import * as RouteMatch from "../router/match.js"
 import * as Otel from "../router/otel.js"
+import * as RouteMatch from "../router/routeMatch.js"
+import * as Body from "../transport/body.js"
+import * as NodeResponse from "../transport/nodeResponse.js"
 import * as ApiPrefix from "./apiPrefix.js"
 import * as NodeApi from "./nodeApi.js"
 import * as Registry from "./registry.js"
@@ -120,14 +121,14 @@ export const make = (options: Options): Mounted => {
     const found = RouteTable.lookup(registry.table, req.method, req.url)
     switch (found._tag) {
       case "BadPath":
-        return NodeApi.write(req, res, Registry.answers.malformedPath(found.reason))
+        return NodeResponse.write(req, res, Registry.answers.malformedPath(found.reason))
       case "NotFound":
         return next()
       case "MethodNotAllowed":
-        return NodeApi.write(req, res, Registry.answers.methodNotAllowed(found.allow))
+        return NodeResponse.write(req, res, Registry.answers.methodNotAllowed(found.allow))
     }
     const chain = registry.chainOf(found.route)
-    if (typeof chain === "string") return NodeApi.write(req, res, Registry.answers.handlerUnavailable(chain))
+    if (typeof chain === "string") return NodeResponse.write(req, res, Registry.answers.handlerUnavailable(chain))
     RouteMatch.set(req, found)
     req.params = Registry.ownParams(found.params)
     Otel.nameServerSpan(req.method, found.route)

@@ -9,14 +9,12 @@
 import { Hono } from "hono"
 import type { Context, Handler as HonoHandler, MiddlewareHandler, Next } from "hono"
 import { HonoRequest } from "hono/request"
-import * as Problem from "../../Problem.js"
 import * as RouteTable from "../../RouteTable.js"
-import type * as RoutingHandler from "../../RoutingHandler.js"
-import * as Body from "../http/body.js"
 import { COLLECTION } from "../http/exchange.js"
-import * as WebStream from "../http/webStream.js"
-import * as RouteMatch from "../router/match.js"
 import * as Otel from "../router/otel.js"
+import * as RouteMatch from "../router/routeMatch.js"
+import * as Body from "../transport/body.js"
+import * as WebResponse from "../transport/webResponse.js"
 import * as ApiPrefix from "./apiPrefix.js"
 import * as Registry from "./registry.js"
 
@@ -33,21 +31,6 @@ export type Mounted = Hono & {
 
 const API_ROUTES = [COLLECTION, `${COLLECTION}/*`]
 const ROUTER_ROUTE = "/*"
-
-// A 204 or 304 must be built with a null body. A problem's status text is its title, as in its body.
-const toWeb = (answer: RoutingHandler.Response, signal?: AbortSignal): Response =>
-  new Response(
-    answer.stream !== undefined
-      ? WebStream.readable(answer.stream, { signal })
-      : answer.status === 204 || answer.status === 304
-      ? null
-      : answer.body,
-    {
-      status: answer.status,
-      statusText: Problem.titles[answer.status] ?? "",
-      headers: answer.headers
-    }
-  )
 
 /** The path the app is mounted under: what the host's `app.route(path, …)` put before the route that matched. */
 const baseOf = (c: Context, route: string): string => {
@@ -147,7 +130,7 @@ export const make = (options: Options): Mounted => {
         body: Body.fromWebRequest(request)
       })
       if (effect === undefined) return next()
-      return toWeb(await run(effect), request.signal)
+      return WebResponse.toWeb(await run(effect), request.signal)
     })
   }
   app.all(ROUTER_ROUTE, async (c, next) => {
@@ -159,14 +142,14 @@ export const make = (options: Options): Mounted => {
     const found = RouteTable.lookup(table, c.req.method, query === "" ? path : `${path}?${query}`)
     switch (found._tag) {
       case "BadPath":
-        return toWeb(Registry.answers.malformedPath(found.reason))
+        return WebResponse.toWeb(Registry.answers.malformedPath(found.reason))
       case "NotFound":
         return next()
       case "MethodNotAllowed":
-        return toWeb(Registry.answers.methodNotAllowed(found.allow))
+        return WebResponse.toWeb(Registry.answers.methodNotAllowed(found.allow))
     }
     const chain = chainOf(found.route)
-    if (typeof chain === "string") return toWeb(Registry.answers.handlerUnavailable(chain))
+    if (typeof chain === "string") return WebResponse.toWeb(Registry.answers.handlerUnavailable(chain))
     withParams(c, found.params, base + found.route.path)
     RouteMatch.set(c, found)
     Otel.nameServerSpan(c.req.method, found.route)

@@ -7,10 +7,9 @@
  */
 import type { Effect } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import * as Problem from "../../Problem.js"
 import type * as RoutingHandler from "../../RoutingHandler.js"
-import * as NodeHeaders from "../http/nodeHeaders.js"
-import * as NodeTransport from "../http/nodeTransport.js"
+import * as NodeHeaders from "../transport/nodeHeaders.js"
+import * as NodeResponse from "../transport/nodeResponse.js"
 import type { Registry } from "./registry.js"
 
 /** Where the API's request comes from: the path and query relative to the mount, the mount, the body. */
@@ -34,21 +33,6 @@ const requestOf = (req: IncomingMessage, view: View): RoutingHandler.Request => 
   }
 }
 
-/** Writes an answer of the core, with its status text and length; nothing when the response has already started. */
-export const write = (req: IncomingMessage, res: ServerResponse, response: RoutingHandler.Response): void => {
-  if (res.headersSent || res.destroyed) return
-  const headers: Record<string, string | number> = { ...response.headers }
-  // 204 and 304 carry no body, and a 204 no length (RFC 9110 §8.6).
-  if (response.status !== 204 && response.status !== 304 && response.stream === undefined) {
-    headers["content-length"] = Buffer.byteLength(response.body)
-  }
-  const phrase = Problem.titles[response.status]
-  if (phrase === undefined) res.writeHead(response.status, headers)
-  else res.writeHead(response.status, phrase, headers)
-  if (response.stream !== undefined) NodeTransport.openStream(res, response.stream)
-  else NodeTransport.end(req, res, response.headers, response.body)
-}
-
 /**
  * Answers the request when its path is the routing API's; `false`, having done nothing, when it is not (the request
  * is then the host's or the router's).
@@ -57,7 +41,7 @@ export const serve = <F, M>(registry: Registry<F, M>, req: IncomingMessage, res:
   const effect = registry.api.handle(requestOf(req, view))
   if (effect === undefined) return false
   const answer = registry.run(effect)
-  if (answer instanceof Promise) answer.then((response) => write(req, res, response))
-  else write(req, res, answer)
+  if (answer instanceof Promise) answer.then((response) => NodeResponse.write(req, res, response))
+  else NodeResponse.write(req, res, answer)
   return true
 }

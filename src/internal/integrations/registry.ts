@@ -14,9 +14,9 @@ import * as RouteTable from "../../RouteTable.js"
 import * as RoutingHandler from "../../RoutingHandler.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as Disposable from "../disposable.js"
-import * as Answers from "../router/answers.js"
 import * as RouterCore from "../router/core.js"
 import * as Otel from "../router/otel.js"
+import * as Answers from "../router/problems.js"
 import * as ApiPrefix from "./apiPrefix.js"
 
 /**

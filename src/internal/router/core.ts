@@ -1,5 +1,5 @@
 /**
- * The core both routers share, whatever the form of the host's functions (Connect-style for `NodeRouter`, `HttpApp`s
+ * The core both routers share, whatever the form of the host's functions (Connect-style for `RouterListener`, `HttpApp`s
  * for `RouterHttpApp`): resolving a route's function names once per stored version of the route, and warning once
  * about a name no function is registered under. A framework integration builds on it the same way: give it the
  * host's functions and how to make one runnable thing of a route's middleware and handler.

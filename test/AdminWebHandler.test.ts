@@ -1,17 +1,17 @@
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
+import * as AdminWebHandler from "route-registry/AdminWebHandler"
 import * as RouteRepository from "route-registry/RouteRepository"
-import * as WebHandler from "route-registry/WebHandler"
 import { webHandler } from "./utils/adapters.js"
 import { assertProblem, failureContract, httpContract, tokens } from "./utils/httpContract.js"
 import { adapterStores } from "./utils/stores.js"
 
-describe("WebHandler", () => {
+describe("AdminWebHandler", () => {
   for (const [name, store] of adapterStores) describe(name, () => httpContract(webHandler, store))
   describe("failures", () => failureContract(webHandler))
 
   it("answers 404 not_found outside /v1/routing", async () => {
-    const handler = await WebHandler.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    const handler = await AdminWebHandler.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
     onTestFinished(() => handler.dispose())
     for (const path of ["/", "/v1/routing/a/b", "/v1/routings"]) {
       const response = await handler(new Request(`http://localhost${path}`))

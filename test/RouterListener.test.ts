@@ -8,10 +8,10 @@ import { Effect, Layer, ManagedRuntime, Schema } from "effect"
 import express from "express"
 import Fastify from "fastify"
 import * as Http from "node:http"
-import * as NodeListener from "route-registry/NodeListener"
-import * as NodeRouter from "route-registry/NodeRouter"
+import * as AdminListener from "route-registry/AdminListener"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouterListener from "route-registry/RouterListener"
 import * as RouteTable from "route-registry/RouteTable"
 import { closeServer, fetchFrom, listen, type Received, type Sent } from "./utils/adapters.js"
 import { assertProblem, type Store } from "./utils/httpContract.js"
@@ -24,7 +24,7 @@ import { stores } from "./utils/stores.js"
 const seen = new WeakMap<Http.IncomingMessage, Array<string>>()
 
 const see = (req: Http.IncomingMessage, name: string) => {
-  const match = NodeRouter.matchOf(req)!
+  const match = RouterListener.matchOf(req)!
   const entry = `${name}:${match.route.handler}:${JSON.stringify(match.params)}`
   const list = seen.get(req)
   if (list === undefined) seen.set(req, [entry])
@@ -37,16 +37,16 @@ const json = (res: Http.ServerResponse, status: number, body: unknown) => {
   res.end(text)
 }
 
-const recording = (name: string): NodeRouter.RouteFunction => (req, _res, next) => {
+const recording = (name: string): RouterListener.RouteFunction => (req, _res, next) => {
   see(req, name)
   next()
 }
 
-const functions: NodeRouter.Functions = {
+const functions: RouterListener.Functions = {
   handlers: {
     ...Contract.nodeFunctions.handlers,
     show: (req, res) => {
-      const match = NodeRouter.matchOf(req)!
+      const match = RouterListener.matchOf(req)!
       const params = (req as Http.IncomingMessage & { params?: unknown }).params
       json(res, 200, { route: JSON.parse(Route.toJson(match.route)), params, seen: seen.get(req) ?? [] })
     },
@@ -97,7 +97,7 @@ interface Host {
   readonly name: string
   /** Whether the router is given a `next` to hand unmatched requests and errors to. */
   readonly next: boolean
-  readonly serve: (api: NodeListener.Listener, router: NodeRouter.Listener) => Promise<{
+  readonly serve: (api: AdminListener.Listener, router: RouterListener.Listener) => Promise<{
     readonly origin: string
     readonly close: () => Promise<void>
   }>
@@ -122,7 +122,7 @@ const hosts: ReadonlyArray<Host> = [
         api(req, res, () =>
           router(req, res, (error) => {
             if (error === undefined) {
-              return json(res, 404, { host: "not found", allow: NodeRouter.allowOf(req) ?? null })
+              return json(res, 404, { host: "not found", allow: RouterListener.allowOf(req) ?? null })
             }
             // A naive error handler: it does nothing once the answer has started, and the router must cut it.
             if (!res.headersSent) return json(res, 500, { host: "error", message: (error as Error).message })
@@ -137,7 +137,7 @@ const hosts: ReadonlyArray<Host> = [
       app.use(api)
       app.use(router)
       app.use((req, res) => {
-        res.status(404).json({ host: "not found", allow: NodeRouter.allowOf(req) ?? null })
+        res.status(404).json({ host: "not found", allow: RouterListener.allowOf(req) ?? null })
       })
       app.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
         res.status(500).json({ host: "error", message: error.message })
@@ -190,11 +190,11 @@ afterEach(async () => {
 const start = async (
   host: Host,
   store: Store = RouteRepository.layerMemory,
-  options?: NodeRouter.Options
+  options?: RouterListener.Options
 ): Promise<Running> => {
   const { logs, runtime } = hostRuntime(store)
-  const api = await runtime.runPromise(Effect.orDie(NodeListener.make()))
-  const router = await runtime.runPromise(NodeRouter.make(functions, options))
+  const api = await runtime.runPromise(Effect.orDie(AdminListener.make()))
+  const router = await runtime.runPromise(RouterListener.make(functions, options))
   const served = await host.serve(api, router)
   const send = fetchFrom(served.origin)
   const server: Running = {
@@ -216,7 +216,7 @@ const start = async (
 
 const errors = (logs: ReadonlyArray<LogLine>) => logs.filter((line) => line.level === "ERROR")
 
-describe.each(hosts)("NodeRouter on $name", (host) => {
+describe.each(hosts)("RouterListener on $name", (host) => {
   it("runs the middleware in stored order, then the handler, each seeing the route and its parameters", async () => {
     const server = await start(host)
     const route = await server.create({
@@ -390,7 +390,7 @@ describe.each(hosts)("NodeRouter on $name", (host) => {
   })
 })
 
-describe("NodeRouter with a host whose next throws", () => {
+describe("RouterListener with a host whose next throws", () => {
   it("the process serves on: an unanswered request gets 500, a started answer is cut; logged once per route", async () => {
     const throwing: Host = {
       name: "node:http whose next throws",
@@ -422,11 +422,11 @@ describe("NodeRouter with a host whose next throws", () => {
   })
 })
 
-describe("NodeRouter options", () => {
+describe("RouterListener options", () => {
   it("a bodyTimeoutMillis out of range is refused with InvalidOption naming it, by make and by fromLayer", async () => {
     for (const bodyTimeoutMillis of [0, -1, 1.5, 2 ** 31, Number.NaN]) {
       const made = await Effect.runPromise(Effect.flip(Effect.provideService(
-        NodeRouter.make(functions, { bodyTimeoutMillis }),
+        RouterListener.make(functions, { bodyTimeoutMillis }),
         RouteTable.RouteTable,
         RouteTable.fromIterable<Route.StoredRoute>([])
       )))
@@ -434,13 +434,16 @@ describe("NodeRouter options", () => {
       assert.strictEqual(made.option, "bodyTimeoutMillis")
       assert.include(made.message, "bodyTimeoutMillis must be a whole number of milliseconds from 1 to 2147483647")
       const layer = RouteTable.layer.pipe(Layer.provide(RouteRepository.layerMemory))
-      const refused = await NodeRouter.fromLayer(layer, functions, { bodyTimeoutMillis }).then(() => "made", (e) => e)
+      const refused = await RouterListener.fromLayer(layer, functions, { bodyTimeoutMillis }).then(
+        () => "made",
+        (e) => e
+      )
       assert.strictEqual(refused.option, "bodyTimeoutMillis")
     }
   })
 })
 
-describe.each(hosts)("the router contract: NodeRouter on $name", (host) => {
+describe.each(hosts)("the router contract: RouterListener on $name", (host) => {
   Contract.routerContract({
     name: host.name,
     start: () => start(host, RouteRepository.layerMemory, { bodyTimeoutMillis: Contract.BODY_TIMEOUT_MILLIS })
@@ -465,7 +468,7 @@ const longestMethods = Array.from({ length: RouteRepository.MAX_METHODS }, (_, i
   return `${"M".repeat(Route.MAX_METHOD_LENGTH - 1 - letters.length)}-${letters}`
 })
 
-describe.each(hosts.filter((host) => !host.next))("NodeRouter on $name, answering 405 itself", (host) => {
+describe.each(hosts.filter((host) => !host.next))("RouterListener on $name, answering 405 itself", (host) => {
   it("at the most methods the registry holds, Allow stays under 8 KiB and Node's client reads it", async () => {
     const server = await start(host)
     for (const method of longestMethods) await server.create({ method, path: "/many/:id", handler: "other" })
@@ -481,7 +484,7 @@ describe.each(hosts.filter((host) => !host.next))("NodeRouter on $name, answerin
   })
 })
 
-describe.each(stores)("NodeRouter reads its writes on the %s", (_name, store) => {
+describe.each(stores)("RouterListener reads its writes on the %s", (_name, store) => {
   it("a created route serves right after the 201; PATCH moves it; DELETE stops it at once", async () => {
     const server = await start(hosts[0]!, store)
     const created = await server.create({ method: "GET", path: "/orders/:id", handler: "show" })
@@ -524,7 +527,7 @@ describe.each(stores)("NodeRouter reads its writes on the %s", (_name, store) =>
         RouteTable.layer.pipe(Layer.provide(Layer.succeed(RouteRepository.RouteRepository, repository)))
       )
       try {
-        const router = await runtime.runPromise(NodeRouter.make(functions))
+        const router = await runtime.runPromise(RouterListener.make(functions))
         const table = await runtime.runPromise(RouteTable.RouteTable)
         assert.strictEqual(RouteTable.size(table), count)
         const served = await serveListener((req, res) => router(req, res))

@@ -7,14 +7,14 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Effect, Layer, ManagedRuntime, Stream } from "effect"
 import * as Http from "node:http"
+import * as AdminHttpApp from "route-registry/AdminHttpApp"
 import type * as Authenticator from "route-registry/Authenticator"
 import * as RouteRepository from "route-registry/RouteRepository"
-import * as RoutingHttpApp from "route-registry/RoutingHttpApp"
 import { fetchFrom, httpApp } from "./utils/adapters.js"
 import { ADMIN, failureContract, httpContract, nodeSocketContract, post, tokens } from "./utils/httpContract.js"
 import { adapterStores } from "./utils/stores.js"
 
-describe("RoutingHttpApp", () => {
+describe("AdminHttpApp", () => {
   for (const [name, store] of adapterStores) describe(name, () => httpContract(httpApp, store))
   describe("failures", () => failureContract(httpApp))
   describe("on a Node socket", () => nodeSocketContract(httpApp))
@@ -22,7 +22,7 @@ describe("RoutingHttpApp", () => {
   it("router() combines with the host's own router; other paths get the host's 404", async () => {
     const host = HttpRouter.empty.pipe(HttpRouter.get("/health", HttpServerResponse.text("ok")))
     const serve = Layer.unwrapEffect(
-      Effect.map(RoutingHttpApp.router(), (routing) => HttpServer.serve(HttpRouter.concat(host, routing)))
+      Effect.map(AdminHttpApp.router(), (routing) => HttpServer.serve(HttpRouter.concat(host, routing)))
     )
     const runtime = ManagedRuntime.make(
       serve.pipe(
@@ -49,7 +49,7 @@ describe("RoutingHttpApp", () => {
   it("mounted under a prefix (HttpRouter.mount), Location and Link carry it", async () => {
     const serve = Layer.unwrapEffect(
       Effect.map(
-        RoutingHttpApp.make(),
+        AdminHttpApp.make(),
         (routing) => HttpServer.serve(HttpRouter.empty.pipe(HttpRouter.mountApp("/admin", routing)))
       )
     )
@@ -84,7 +84,7 @@ describe("RoutingHttpApp", () => {
 
     it("a web Request (fetch-style platforms): created, and 413 past the limit", () =>
       run(Effect.gen(function*() {
-        const app = yield* RoutingHttpApp.make({ maxBodyBytes: 100 })
+        const app = yield* AdminHttpApp.make({ maxBodyBytes: 100 })
         const handler = HttpApp.toWebHandlerRuntime(yield* Effect.runtime<never>())(app)
         const created = yield* Effect.promise(() =>
           handler(new Request("http://localhost/v1/routing", { method: "POST", headers, body }))
@@ -98,7 +98,7 @@ describe("RoutingHttpApp", () => {
 
     it("any other source is read from the request's byte stream", () =>
       run(Effect.gen(function*() {
-        const app = yield* RoutingHttpApp.make({ maxBodyBytes: 100 })
+        const app = yield* AdminHttpApp.make({ maxBodyBytes: 100 })
         // Only what the app reads of a request, over a source it does not recognise.
         const send = (text: string) => {
           const bytes = new TextEncoder().encode(text)

@@ -11,7 +11,7 @@
  */
 import { Effect } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { OpenBody } from "./exchange.js"
+import type { OpenBody } from "../http/exchange.js"
 
 /** Most bytes read and discarded after an answer before the connection is closed anyway. */
 export const LINGER_BYTES = 4 * 1024 * 1024

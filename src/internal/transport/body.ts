@@ -6,7 +6,7 @@
  */
 import { Chunk, Effect, Exit, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { BodyFailure } from "./exchange.js"
+import type { BodyFailure } from "../http/exchange.js"
 import * as NodeTransport from "./nodeTransport.js"
 
 const concat = (chunks: Iterable<Uint8Array>, size: number): Uint8Array => {

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type { OpenBody } from "./exchange.js"
+import type { OpenBody } from "../http/exchange.js"
 
 // The queue's high-water mark: the stream is pulled (and a catching-up stream resumes writing) below it.
 const HIGH_WATER_BYTES = 64 * 1024

@@ -3,8 +3,8 @@ import { Config, Effect, Layer, Runtime } from "effect"
 import express from "express"
 import * as Http from "node:http"
 import * as Net from "node:net"
+import * as AdminListener from "route-registry/AdminListener"
 import * as Authenticator from "route-registry/Authenticator"
-import * as NodeListener from "route-registry/NodeListener"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { onTestFinished } from "vitest"
@@ -22,7 +22,7 @@ import {
 import { stores } from "./utils/stores.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
-describe("NodeListener", () => {
+describe("AdminListener", () => {
   // The one adapter the whole contract runs through over Postgres (docs/development.md#what-runs-over-what).
   for (const [name, store] of stores) describe(name, () => httpContract(nodeListener, store))
   describe("failures", () => failureContract(nodeListener))
@@ -30,7 +30,7 @@ describe("NodeListener", () => {
   describe("a 1 KiB body limit", () => httpContract(nodeListener, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
 
   it("hands paths outside /v1/routing to next(); without next answers 404 not_found", async () => {
-    const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    const listener = await AdminListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
     const server = Http.createServer((req, res) =>
       req.url === "/no-next" ? listener(req, res) : listener(req, res, () => res.end("host"))
     )
@@ -47,7 +47,7 @@ describe("NodeListener", () => {
   })
 
   it("answers 413 on the connection before the body is sent, then closes it", async () => {
-    const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    const listener = await AdminListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
     const server = Http.createServer(listener)
     const port = Number(new URL(await listen(server)).port)
     onTestFinished(async () => {
@@ -90,7 +90,7 @@ describe("NodeListener", () => {
 
   it("fromLayer fails when the services cannot be built, and releases what it built", async () => {
     const failing = Layer.merge(PgRouteRepository.layer().pipe(Layer.provide(TestDatabase.unreachable)), tokens)
-    const error = await NodeListener.fromLayer(failing).then(() => undefined, (e: unknown) => e)
+    const error = await AdminListener.fromLayer(failing).then(() => undefined, (e: unknown) => e)
     assert.include(String(error), "StoreUnavailable")
   })
 
@@ -102,7 +102,7 @@ describe("NodeListener", () => {
         (token) => Authenticator.layerStaticTokens([{ token, scopes: ["routes:read"] }])
       )
     )
-    const error = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, fromConfig)).then(
+    const error = await AdminListener.fromLayer(Layer.merge(RouteRepository.layerMemory, fromConfig)).then(
       () => undefined,
       (e: unknown) => e
     )
@@ -112,8 +112,8 @@ describe("NodeListener", () => {
   })
 
   describe("in Express", () => {
-    const expressApp = async (mount: (app: express.Express, listener: NodeListener.Listener) => void) => {
-      const listener = await NodeListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
+    const expressApp = async (mount: (app: express.Express, listener: AdminListener.Listener) => void) => {
+      const listener = await AdminListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))
       const app = express()
       mount(app, listener)
       return serveNode(app, listener.dispose)
