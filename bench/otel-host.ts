@@ -4,8 +4,10 @@
  * reader) and `@opentelemetry/instrumentation-http` first, as an instrumented host does. `NAMING` picks what the
  * library is, through one loader hook that every variant registers (so all run the same loader machinery): `on`, the
  * built library as it is; `off`, the library kept from `@opentelemetry/api` (its import refused from the library's
- * OpenTelemetry module), so it names nothing; `stripped`, a build with no telemetry code in the router (the router's
- * two OpenTelemetry lines cut from `dist/NodeRouter.js` as it loads; the host fails if they are not there). It tells
+ * OpenTelemetry module), so it names nothing; `toggle`, the built library naming or not as the parent says
+ * (`"naming on"`, `"naming off"`: one flag read where the library checks for `@opentelemetry/api`), so that one process
+ * can be measured both ways; `stripped`, a build with no telemetry code in the router (the router's two OpenTelemetry
+ * lines cut from `dist/NodeRouter.js` as it loads). The host fails if the lines it cuts or changes are not there. It tells
  * its parent its port over IPC, answers `"cpu"` with the process's CPU time in microseconds, and profiles itself
  * between `"profile"` and `"stop"` (below).
  */
@@ -15,7 +17,13 @@ import { createRequire, register } from "node:module"
 
 const naming = process.env.NAMING ?? "on"
 const hook = `const naming = ${JSON.stringify(naming)}
-const CUT = ["yield* Effect.promise(Otel.load);", "Otel.nameServerSpan(req.method, found.route);"]
+const edits = {
+  "/dist/NodeRouter.js": naming === "stripped" &&
+    [["yield* Effect.promise(Otel.load);", ""], ["Otel.nameServerSpan(req.method, found.route);", ""]],
+  "/dist/internal/router/otel.js": naming === "toggle" &&
+    [["if (api === undefined)\\n        return undefined;\\n    const metadata",
+      "if (api === undefined || globalThis[Symbol.for('bench/otel/off')])\\n        return undefined;\\n    const metadata"]]
+}
 export async function resolve(specifier, context, next) {
   if (naming === "off" && specifier === "@opentelemetry/api" && context.parentURL?.endsWith("/internal/router/otel.js"))
     throw new Error("blocked by the benchmark")
@@ -23,11 +31,12 @@ export async function resolve(specifier, context, next) {
 }
 export async function load(url, context, next) {
   const loaded = await next(url, context)
-  if (naming !== "stripped" || !url.endsWith("/dist/NodeRouter.js")) return loaded
+  const file = Object.keys(edits).find((file) => url.endsWith(file))
+  if (file === undefined || !edits[file]) return loaded
   let source = String(loaded.source)
-  for (const line of CUT) {
-    if (!source.includes(line)) throw new Error("bench/otel-host.ts: dist/NodeRouter.js has no line " + line)
-    source = source.replace(line, "")
+  for (const [from, to] of edits[file]) {
+    if (!source.includes(from)) throw new Error("bench/otel-host.ts: " + file + " has no " + JSON.stringify(from))
+    source = source.replace(from, to)
   }
   return { ...loaded, source }
 }`
@@ -94,7 +103,13 @@ server.listen(0, "127.0.0.1", () => {
 const profiler = new Inspector.Session()
 const profile = () => {
   profiler.connect()
-  profiler.post("Profiler.enable", () => profiler.post("Profiler.start", () => process.send!({ profiling: true })))
+  // A sample every 100 µs: a pass of the 1,223 routes is a few tenths of a second.
+  profiler.post("Profiler.enable", () =>
+    profiler.post(
+      "Profiler.setSamplingInterval",
+      { interval: 100 },
+      () => profiler.post("Profiler.start", () => process.send!({ profiling: true }))
+    ))
 }
 const stop = () =>
   profiler.post("Profiler.stop", (error, result) => {
@@ -104,6 +119,9 @@ const stop = () =>
 process.on("message", (message) => {
   if (message === "profile") return profile()
   if (message === "stop") return stop()
+  if (message === "naming on" || message === "naming off") {
+    ;(globalThis as Record<symbol, unknown>)[Symbol.for("bench/otel/off")] = message === "naming off"
+  }
   const { system, user } = process.cpuUsage()
   process.send!({ cpu: user + system })
 })

@@ -4,16 +4,19 @@
  * process itself (`process.cpuUsage`), so the client's work counts for nothing.
  *
  * - with OpenTelemetry's SDK and HTTP instrumentation: the library naming each request's span and metric point, versus
- *   the same host where the library cannot see `@opentelemetry/api` (it names nothing);
+ *   the library naming nothing, in one process (passes alternating between the two: `named`, `unnamed`) and in two
+ *   (one where the library names, one where it cannot see `@opentelemetry/api`: `namedHost`, `unnamedHost`);
  * - without an SDK: the library with `@opentelemetry/api` installed, versus without it, versus a build with no
  *   telemetry code in the router at all.
  *
  * The machine's other load changes a host's CPU per request by tens of percent from one minute to the next, so the
  * variants are not run one after another: each round starts one host of every variant, and they take turns, one pass
- * each (their order rotating), so that every variant sees the same load. Each round gives a ratio per comparison;
- * the median over `ROUNDS` rounds (default 5) is the figure, and the lowest and highest show the spread.
- * `VARIANTS=named,unnamed` (the keys below) runs some of them; `CPU_PROFILE=<dir>` writes each host's V8 profile of its
- * measured passes there (`<variant>-<round>.cpuprofile`), to see where the CPU goes.
+ * each (their order rotating), so that every variant sees the same load. Two processes running the same code still
+ * differ by up to 20% on a loaded machine (where each lands, what its JIT made), which is why the SDK comparison is
+ * also made inside one process, where only the naming differs. Each round gives a ratio per comparison; the median
+ * over `ROUNDS` rounds (default 5) is the figure, and the lowest and highest show the spread. `VARIANTS=named,unnamed`
+ * (the keys below) runs some of them; `CPU_PROFILE=<dir>` writes each process's V8 profile of its measured passes
+ * there (`<variant>-<round>.cpuprofile`), to see where the CPU goes.
  *
  *   npm run build && npm run bench:otel
  */
@@ -30,21 +33,29 @@ const CONCURRENCY = 8
 interface Variant {
   readonly name: string
   readonly env: Readonly<Record<string, string>>
+  /** The variant whose process this one's passes run in (with the library's naming off). */
+  readonly sharing?: Key
 }
 
 const variants = {
-  named: { name: "SDK + HTTP instrumentation, routes named", env: { OTEL: "sdk", NAMING: "on" } },
-  unnamed: { name: "SDK + HTTP instrumentation, library names nothing", env: { OTEL: "sdk", NAMING: "off" } },
+  named: { name: "SDK + HTTP instrumentation, routes named (one process)", env: { OTEL: "sdk", NAMING: "toggle" } },
+  unnamed: { name: "SDK + HTTP instrumentation, library names nothing (the same process)", env: {}, sharing: "named" },
+  namedHost: { name: "SDK + HTTP instrumentation, routes named (a process)", env: { OTEL: "sdk", NAMING: "on" } },
+  unnamedHost: {
+    name: "SDK + HTTP instrumentation, library names nothing (another process)",
+    env: { OTEL: "sdk", NAMING: "off" }
+  },
   api: { name: "no SDK, @opentelemetry/api seen by the library", env: { OTEL: "none", NAMING: "on" } },
   noApi: { name: "no SDK, @opentelemetry/api not seen by the library", env: { OTEL: "none", NAMING: "off" } },
   stripped: { name: "no SDK, a build with no telemetry code in the router", env: { OTEL: "none", NAMING: "stripped" } }
 } satisfies Record<string, Variant>
-type Key = keyof typeof variants
+type Key = "named" | "unnamed" | "namedHost" | "unnamedHost" | "api" | "noApi" | "stripped"
 // `VARIANTS=named,unnamed` runs only those (and the comparisons between them).
 const keys = (process.env.VARIANTS?.split(",") ?? Object.keys(variants)).filter((key): key is Key => key in variants)
 
 const comparisons: ReadonlyArray<readonly [label: string, a: Key, b: Key]> = [
-  ["naming, with the SDK (named / names nothing)", "named", "unnamed"],
+  ["naming, with the SDK, in one process (named / names nothing)", "named", "unnamed"],
+  ["naming, with the SDK, in two processes (named / names nothing)", "namedHost", "unnamedHost"],
   ["@opentelemetry/api installed, no SDK (seen / not seen)", "api", "noApi"],
   ["@opentelemetry/api not installed (not seen / no telemetry code)", "noApi", "stripped"],
   ["@opentelemetry/api installed, no SDK (seen / no telemetry code)", "api", "stripped"]
@@ -71,16 +82,22 @@ const send = (agent: Http.Agent, port: number, request: Scenario.RouterRequest):
     req.end()
   })
 
-interface Host {
+interface Process {
   readonly child: ChildProcess
   readonly port: number
   readonly agent: Http.Agent
+}
+
+/** A variant's passes: the process they run in, what it is told first (`naming on` or `off`), the CPU they took. */
+interface Host {
+  readonly process: Process
+  readonly naming: string | undefined
   cpu: number
 }
 
 const PROFILES = process.env.CPU_PROFILE
 
-const start = async (variant: Variant, profile: string | undefined): Promise<Host> => {
+const start = async (variant: Variant, profile: string | undefined): Promise<Process> => {
   const child = spawn(process.execPath, ["--import", "tsx", "bench/otel-host.ts"], {
     env: {
       ...process.env,
@@ -91,56 +108,76 @@ const start = async (variant: Variant, profile: string | undefined): Promise<Hos
     stdio: ["ignore", "inherit", "inherit", "ipc"]
   })
   const { port } = await message<{ port: number }>(child)
-  return { child, port, agent: new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY }), cpu: 0 }
+  return { child, port, agent: new Http.Agent({ keepAlive: true, maxSockets: CONCURRENCY }) }
 }
 
-const ask = <A>(host: Host, question: string): Promise<A> => {
-  const reply = message<A>(host.child)
-  host.child.send(question)
+// Every message is answered, the ones that only set something with the CPU time too.
+const ask = <A>(process: Process, question: string): Promise<A> => {
+  const reply = message<A>(process.child)
+  process.child.send(question)
   return reply
 }
 
-const cpuOf = async (host: Host): Promise<number> => (await ask<{ cpu: number }>(host, "cpu")).cpu
+const cpuOf = async (process: Process): Promise<number> => (await ask<{ cpu: number }>(process, "cpu")).cpu
 
-const pass = async (host: Host): Promise<void> => {
+// Every route once, 8 at a time.
+const requestAll = async ({ agent, port }: Process): Promise<void> => {
   let next = 0
   const worker = async () => {
-    while (next < requests.length) await send(host.agent, host.port, requests[next++]!)
+    while (next < requests.length) await send(agent, port, requests[next++]!)
   }
   await Promise.all(Array.from({ length: CONCURRENCY }, worker))
 }
 
-/** One pass of `host`, its CPU time added to the host's. */
-const measuredPass = async (host: Host): Promise<void> => {
-  const before = await cpuOf(host)
-  await pass(host)
-  host.cpu += (await cpuOf(host)) - before
+const pass = async (host: Host): Promise<void> => {
+  if (host.naming !== undefined) await ask(host.process, host.naming)
+  await requestAll(host.process)
 }
 
-/** CPU microseconds per request of one host of each variant, the hosts taking turns, after two warm-up passes. */
+/** One pass of `host`, its CPU time added to the host's. */
+const measuredPass = async (host: Host): Promise<void> => {
+  if (host.naming !== undefined) await ask(host.process, host.naming)
+  const before = await cpuOf(host.process)
+  await requestAll(host.process)
+  host.cpu += (await cpuOf(host.process)) - before
+}
+
+/** CPU microseconds per request of each variant, the variants taking turns, after two warm-up passes each. */
 const round = async (index: number): Promise<Record<Key, number>> => {
-  const hosts: Array<Host> = []
+  const processes = new Map<Key, Process>()
+  const processOf = async (key: Key): Promise<Process> => {
+    const variant: Variant = variants[key]
+    if (variant.sharing !== undefined) return processOf(variant.sharing)
+    const known = processes.get(key)
+    if (known !== undefined) return known
+    const started = await start(variant, PROFILES && Path.join(PROFILES, `${key}-${index + 1}.cpuprofile`))
+    processes.set(key, started)
+    return started
+  }
   try {
+    const hosts: Array<Host> = []
     for (const key of keys) {
-      hosts.push(await start(variants[key], PROFILES && Path.join(PROFILES, `${key}-${index + 1}.cpuprofile`)))
+      const variant: Variant = variants[key]
+      const naming = variant.env.NAMING === "toggle" ? "naming on" : variant.sharing && "naming off"
+      hosts.push({ process: await processOf(key), naming, cpu: 0 })
     }
     for (const host of hosts) {
       await pass(host)
       await pass(host)
-      if (PROFILES !== undefined) await ask(host, "profile")
     }
+    if (PROFILES !== undefined) { for (const process of processes.values()) await ask(process, "profile") }
     for (let turn = 0; turn < PASSES; turn++) {
       for (let i = 0; i < hosts.length; i++) await measuredPass(hosts[(i + turn + index) % hosts.length]!)
     }
-    if (PROFILES !== undefined) { for (const host of hosts) await ask(host, "stop") }
+    if (PROFILES !== undefined) { for (const process of processes.values()) await ask(process, "stop") }
     return Object.fromEntries(keys.map((key, i) => [key, hosts[i]!.cpu / (PASSES * requests.length)])) as Record<
       Key,
       number
     >
   } finally {
-    for (const host of hosts) {
-      host.agent.destroy()
-      host.child.kill()
+    for (const process of processes.values()) {
+      process.agent.destroy()
+      process.child.kill()
     }
   }
 }
