@@ -20,7 +20,7 @@
  *
  *   npm run build && npm run bench:otel
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -37,15 +37,17 @@ interface Variant {
   readonly sharing?: Key
 }
 
+// In the order they take turns, which keeps the two variants sharing a process apart: a pass right after another pass
+// of the same process finds its caches warm.
 const variants = {
   named: { name: "SDK + HTTP instrumentation, routes named (one process)", env: { OTEL: "sdk", NAMING: "toggle" } },
-  unnamed: { name: "SDK + HTTP instrumentation, library names nothing (the same process)", env: {}, sharing: "named" },
   namedHost: { name: "SDK + HTTP instrumentation, routes named (a process)", env: { OTEL: "sdk", NAMING: "on" } },
+  api: { name: "no SDK, @opentelemetry/api seen by the library", env: { OTEL: "none", NAMING: "on" } },
+  unnamed: { name: "SDK + HTTP instrumentation, library names nothing (the same process)", env: {}, sharing: "named" },
   unnamedHost: {
     name: "SDK + HTTP instrumentation, library names nothing (another process)",
     env: { OTEL: "sdk", NAMING: "off" }
   },
-  api: { name: "no SDK, @opentelemetry/api seen by the library", env: { OTEL: "none", NAMING: "on" } },
   noApi: { name: "no SDK, @opentelemetry/api not seen by the library", env: { OTEL: "none", NAMING: "off" } },
   stripped: { name: "no SDK, a build with no telemetry code in the router", env: { OTEL: "none", NAMING: "stripped" } }
 } satisfies Record<string, Variant>
@@ -97,8 +99,14 @@ interface Host {
 
 const PROFILES = process.env.CPU_PROFILE
 
+// As `bench/run.ts` does: every host on core 1, this client on core 0 (when `taskset` is there), so that the hosts'
+// threads all run in the same place.
+const PINNED = spawnSync("taskset", ["-a", "-p", "-c", "0", String(process.pid)]).status === 0
+
 const start = async (variant: Variant, profile: string | undefined): Promise<Process> => {
-  const child = spawn(process.execPath, ["--import", "tsx", "bench/otel-host.ts"], {
+  const command = [process.execPath, "--import", "tsx", "bench/otel-host.ts"]
+  const [file, ...args] = PINNED ? ["taskset", "-c", "1", ...command] : command
+  const child = spawn(file!, args, {
     env: {
       ...process.env,
       TSX_TSCONFIG_PATH: "bench/tsconfig.json",
@@ -191,7 +199,7 @@ const load = () =>
     .join(" ")
 
 const results: Array<Record<Key, number>> = []
-console.error(`load average at the start: ${load()}`)
+console.error(`load average at the start: ${load()}; ${PINNED ? "hosts on core 1, client on core 0" : "no taskset"}`)
 for (let index = 0; index < ROUNDS; index++) {
   const result = await round(index)
   results.push(result)
