@@ -12,7 +12,7 @@
  * The machine's other load changes a host's CPU per request by tens of percent from one minute to the next, so the
  * variants are not run one after another: each round starts one host of every variant, and they take turns, one pass
  * each (their order rotating), so that every variant sees the same load. Two processes running the same code still
- * differ by up to 20% on a loaded machine (where each lands, what its JIT made), which is why the SDK comparison is
+ * differ by up to 28% on a loaded machine (where each lands, what its JIT made), which is why the SDK comparison is
  * also made inside one process, where only the naming differs. Each round gives a ratio per comparison; the median
  * over `ROUNDS` rounds (default 5) is the figure, and the lowest and highest show the spread. `VARIANTS=named,unnamed`
  * (the keys below) runs some of them; `CPU_PROFILE=<dir>` writes each process's V8 profile of its measured passes
