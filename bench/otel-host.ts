@@ -1,19 +1,46 @@
 /**
  * A host for `bench/otel.ts`: the library's Node router on `node:http`, serving the GitHub routes with a trivial JSON
  * handler. `OTEL=sdk` registers OpenTelemetry's Node SDK (spans batched to an exporter that drops them, a metric
- * reader) and `@opentelemetry/instrumentation-http` first, as an instrumented host does. `NAMING=off` keeps
- * `@opentelemetry/api` from the library alone (a loader hook refuses its import from the library's OpenTelemetry
- * module), so the library names nothing, as before it named routes. It tells its parent its port over IPC and answers
- * `"cpu"` with the process's CPU time in microseconds.
+ * reader) and `@opentelemetry/instrumentation-http` first, as an instrumented host does. `NAMING` picks what the
+ * library is, through one loader hook that every variant registers (so all run the same loader machinery): `on`, the
+ * built library as it is; `off`, the library kept from `@opentelemetry/api` (its import refused from the library's
+ * OpenTelemetry module), so it names nothing; `toggle`, the built library naming or not as the parent says
+ * (`"naming on"`, `"naming off"`: one flag read where the library checks for `@opentelemetry/api`), so that one process
+ * can be measured both ways; `stripped`, a build with no telemetry code in the router (the router's two OpenTelemetry
+ * lines cut from `dist/RouterListener.js` as it loads). The host fails if the lines it cuts or changes are not there. It tells
+ * its parent its port over IPC, answers `"cpu"` with the process's CPU time in microseconds, and profiles itself
+ * between `"profile"` and `"stop"` (below).
  */
+import * as Fs from "node:fs"
+import * as Inspector from "node:inspector"
 import { createRequire, register } from "node:module"
 
-if (process.env.NAMING === "off") {
-  const hook = "export async function resolve(specifier, context, next) {" +
-    "if (specifier === '@opentelemetry/api' && context.parentURL?.endsWith('/internal/router/otel.js'))" +
-    " throw new Error('blocked by the benchmark'); return next(specifier, context) }"
-  register(`data:text/javascript,${encodeURIComponent(hook)}`)
+const naming = process.env.NAMING ?? "on"
+const hook = `const naming = ${JSON.stringify(naming)}
+const edits = {
+  "/dist/RouterListener.js": naming === "stripped" &&
+    [["yield* Effect.promise(Otel.load);", ""], ["Otel.nameServerSpan(req.method, found.route);", ""]],
+  "/dist/internal/router/otel.js": naming === "toggle" &&
+    [["if (api === undefined)\\n        return undefined;\\n    const metadata",
+      "if (api === undefined || globalThis[Symbol.for('bench/otel/off')])\\n        return undefined;\\n    const metadata"]]
 }
+export async function resolve(specifier, context, next) {
+  if (naming === "off" && specifier === "@opentelemetry/api" && context.parentURL?.endsWith("/internal/router/otel.js"))
+    throw new Error("blocked by the benchmark")
+  return next(specifier, context)
+}
+export async function load(url, context, next) {
+  const loaded = await next(url, context)
+  const file = Object.keys(edits).find((file) => url.endsWith(file))
+  if (file === undefined || !edits[file]) return loaded
+  let source = String(loaded.source)
+  for (const [from, to] of edits[file]) {
+    if (!source.includes(from)) throw new Error("bench/otel-host.ts: " + file + " has no " + JSON.stringify(from))
+    source = source.replace(from, to)
+  }
+  return { ...loaded, source }
+}`
+register(`data:text/javascript,${encodeURIComponent(hook)}`)
 
 const require = createRequire(import.meta.url)
 
@@ -71,7 +98,30 @@ const server = http.createServer((req, res) => router(req, res))
 server.listen(0, "127.0.0.1", () => {
   process.send!({ port: (server.address() as import("node:net").AddressInfo).port })
 })
-process.on("message", () => {
+// `CPU_PROFILE=<file>`: V8's profile of what the host does between the parent's `"profile"` and `"stop"` (its
+// measured passes), written to that file, for DevTools or any `.cpuprofile` reader.
+const profiler = new Inspector.Session()
+const profile = () => {
+  profiler.connect()
+  // A sample every 100 µs: a pass of the 1,223 routes is a few tenths of a second.
+  profiler.post("Profiler.enable", () =>
+    profiler.post(
+      "Profiler.setSamplingInterval",
+      { interval: 100 },
+      () => profiler.post("Profiler.start", () => process.send!({ profiling: true }))
+    ))
+}
+const stop = () =>
+  profiler.post("Profiler.stop", (error, result) => {
+    if (error === null) Fs.writeFileSync(process.env.CPU_PROFILE!, JSON.stringify(result.profile))
+    process.send!({ stopped: error === null })
+  })
+process.on("message", (message) => {
+  if (message === "profile") return profile()
+  if (message === "stop") return stop()
+  if (message === "naming on" || message === "naming off") {
+    ;(globalThis as Record<symbol, unknown>)[Symbol.for("bench/otel/off")] = message === "naming off"
+  }
   const { system, user } = process.cpuUsage()
   process.send!({ cpu: user + system })
 })
