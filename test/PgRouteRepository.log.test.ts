@@ -102,6 +102,34 @@ describe("PgRouteRepository: the change log across processes", () => {
       })
     ))
 
+  it.live("hosts of the earlier release inserting in between (a rolling upgrade): no revision is given twice", () =>
+    withTable((table) =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* storeOn(table)
+        // What a host of the earlier release writes: a plain insert, its revision from the sequence (nextval).
+        const insertAsEarlierRelease = (path: string, at: number) =>
+          Effect.map(
+            sql<{ revision: string }>`
+              INSERT INTO ${sql(table)} (id, method, path, path_shape, middleware, handler, created_at)
+              VALUES (${Route.makeRouteId(at)}, ${"GET"}, ${path}, ${Route.shapeOf(path as Route.RoutePath)},
+                      ${[]}, ${"old"}, ${new Date(at)}) RETURNING revision`,
+            (rows) => Number(rows[0]!.revision)
+          )
+        const revisions: Array<number> = []
+        for (let i = 0; i < 3; i++) {
+          revisions.push((yield* Effect.flatMap(input(`/new/${i}`), (route) => store.create(route))).revision)
+          revisions.push(yield* insertAsEarlierRelease(`/old/${i}/a`, Date.UTC(2026, 0, 1, 0, i)))
+          revisions.push(yield* insertAsEarlierRelease(`/old/${i}/b`, Date.UTC(2026, 0, 1, 1, i)))
+          const { id } = yield* Effect.flatMap(input(`/updated/${i}`), (route) => store.create(route))
+          revisions.push((yield* store.update(id, { handler: "h2" as Route.HandlerName })).revision)
+        }
+        // Every change, from either release, takes a revision above every one committed before it.
+        const rows = yield* sql<{ revision: string }>`SELECT revision FROM ${sql(table)}`
+        revisions.slice(1).forEach((revision, i) => assert.isAbove(revision, revisions[i]!, `change ${i + 1}`))
+        assert.strictEqual(new Set(rows.map((row) => row.revision)).size, rows.length)
+      })
+    ))
+
   it.live(
     "a process killed mid-write: every route row has its entry, and every entry's route is as logged",
     () =>

@@ -7,7 +7,8 @@
  * change that commits after another reads the counter the other advanced, and takes a larger revision, whatever order
  * their transactions began in. A change's statement advances the counter by the rows it changed, writes their log
  * entries and prunes, all in the transaction of the change: a rolled-back change (a dry run, a refusal, a crash) takes
- * back its revision with it, so revisions have no gaps, and none is ever used twice.
+ * back its revision with it, so revisions have no gaps (but for those hosts of an earlier release take from the
+ * sequence during a rolling upgrade), and none is ever used twice.
  *
  * @internal
  */
@@ -34,10 +35,15 @@ export interface Change {
   readonly dryRun?: boolean | undefined
 }
 
-/** Locks the counter (held to the commit: the store's writers commit one at a time) and gives the last revision. */
+/**
+ * Locks the counter (held to the commit: the store's writers commit one at a time) and gives the last revision: the
+ * counter's, or the sequence's when a host of an earlier release took a larger one from it since (a rolling upgrade).
+ * The sequence is read once the lock is held (the locked row comes first), so no revision it gave before is reused.
+ */
 export const lock = ({ settings, sql }: Store): Effect.Effect<number, SqlError> =>
   Effect.map(
-    sql<{ revision: string }>`SELECT revision FROM ${sql(settings.counter)} FOR UPDATE`,
+    sql<{ revision: string }>`WITH locked AS (SELECT revision FROM ${sql(settings.counter)} FOR UPDATE)
+      SELECT GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})) AS revision FROM locked`,
     (rows) => Number(rows[0]!.revision)
   )
 
@@ -52,16 +58,19 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
 /**
  * The end of a change statement whose `changed` CTE holds the rows it changed: the counter advanced past the
  * revisions they took (from `base`, the revision `lock` gave), and the oldest entries past the retention pruned.
+ * The sequence follows, so a host of an earlier release inserting meanwhile takes a larger revision than any this store
+ * gave; it never moves back below a revision such a host already took. A dry run leaves it: setting a sequence is not
+ * undone by a rollback, and the next change would skip the revision.
  */
-export const advance = ({ settings, sql }: Store, base: number): Statement.Fragment => {
+export const advance = ({ settings, sql }: Store, base: number, dryRun: boolean | undefined): Statement.Fragment => {
   const history = sql(settings.history)
+  const follow = dryRun === true
+    ? sql`revision`
+    : sql`setval(${settings.sequence}, GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})))`
   return sql`
-    advanced AS (UPDATE ${sql(settings.counter)} SET revision = CASE WHEN NOT EXISTS (SELECT 1 FROM changed)
-      THEN revision
-      -- The sequence follows, so a host of an earlier release inserting meanwhile (a rolling upgrade) takes a larger
-      -- revision than any this store gave.
-      ELSE GREATEST(revision + (SELECT count(*) FROM changed),
-        setval(${settings.sequence}, revision + (SELECT count(*) FROM changed))) END),
+    advanced AS (UPDATE ${sql(settings.counter)} SET revision = ${base}::bigint + taken.count
+      FROM (SELECT count(*) FROM changed) AS taken WHERE taken.count > 0
+      RETURNING ${follow}),
     pruned AS (DELETE FROM ${history} WHERE revision IN (
       SELECT revision FROM ${history}
       WHERE revision <= ${base}::bigint + (SELECT count(*) FROM changed) - ${settings.historyCapacity}::bigint

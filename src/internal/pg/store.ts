@@ -134,7 +134,7 @@ export const create = (
         after: "changed"
       })
     },
-    ${Log.advance(store, base)}
+    ${Log.advance(store, base, change.dryRun)}
     SELECT ${columns} FROM changed`.pipe(
       Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
       Effect.flatMap((inserted) =>
@@ -186,7 +186,7 @@ export const updateStatement = (
       RETURNING ${columns}
     ),
     ${Log.logOne(store, action, change, { before: "old", after: "changed" })},
-    ${Log.advance(store, base)}
+    ${Log.advance(store, base, change.dryRun)}
     SELECT ${columns} FROM changed`
 }
 
@@ -259,7 +259,7 @@ export const remove = (
           RETURNING id, method, path, middleware, handler, created_at, ${base + 1}::bigint AS revision
         ),
         ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
-        ${Log.advance(store, base)}
+        ${Log.advance(store, base, change.dryRun)}
         SELECT revision FROM changed`,
       (deleted) =>
         deleted.length > 0 ?
@@ -354,7 +354,7 @@ export const createBatch = (store: Store) => {
             ${Log.routeJson(sql, "changed")}
           FROM changed JOIN numbered ON numbered.id = changed.id
         ),
-        ${Log.advance(store, base)}
+        ${Log.advance(store, base, false)}
         SELECT ${columns} FROM changed`
       const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
       // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
