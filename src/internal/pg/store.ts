@@ -10,7 +10,7 @@ import type * as Statement from "@effect/sql/Statement"
 import type { Context } from "effect"
 import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
-import type { ListQuery, Page, Precondition, RouteIdGenerator } from "../../RouteRepository.js"
+import type { ListQuery, Page, Precondition, RouteIdGenerator, WriteError } from "../../RouteRepository.js"
 import {
   type OutsidePrefixes,
   type PreconditionFailed,
@@ -152,9 +152,6 @@ export const create = (
     ))
 }
 
-/** The failures of an update, besides the database's. */
-export type UpdateError = RouteNotFound | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods
-
 /**
  * The statement that replaces the fields `patch` gives, checks the precondition, writes only a real change, and logs
  * it, at the revision after `base`. Run in a transaction that holds the counter (`Log.lock`).
@@ -197,7 +194,7 @@ export const update = (
   patch: Route.RoutePatch,
   precondition: Precondition | undefined,
   change: Log.Change
-): Effect.Effect<Route.StoredRoute, UpdateError | StoreUnavailable | SqlError> => {
+): Effect.Effect<Route.StoredRoute, WriteError | SqlError> => {
   const { isMethodLimit, isShapeConflict, readMark, settings, sql } = store
   const table = sql(settings.qualified)
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
