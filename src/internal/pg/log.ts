@@ -17,8 +17,9 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { Data, Effect } from "effect"
 import * as Route from "../../Route.js"
-import type { Action, HistoryEntry, HistoryPage, HistoryQuery } from "../../RouteRepository.js"
+import type { Action, HistoryPage, HistoryQuery } from "../../RouteRepository.js"
 import type { StoreUnavailable } from "../store/errors.js"
+import * as Row from "./row.js"
 import type { Store } from "./store.js"
 
 /**
@@ -117,57 +118,12 @@ export const write = <A, E>(
     )
   ) as Effect.Effect<A, E | SqlError | StoreUnavailable>
 
-interface EntryRow {
-  readonly revision: string | number
-  readonly at: Date
-  readonly actor: string | null
-  readonly action: Action
-  readonly route_id: string
-  readonly before: RouteJson | null
-  readonly after: RouteJson | null
-  readonly restored_from: string | number | null
-}
-
-/** A route as the log keeps it: the API's JSON. */
-export interface RouteJson {
-  readonly id: string
-  readonly method: string
-  readonly path: string
-  readonly middleware: ReadonlyArray<string>
-  readonly handler: string
-  readonly createdAt: string
-}
-
-/** The route a log entry holds. Entries were written from stored routes, so they are trusted as routes. */
-export const decodeRoute = (json: RouteJson): Route.Route =>
-  new Route.Route({
-    id: json.id as Route.RouteId,
-    method: json.method as Route.HttpMethod,
-    path: json.path as Route.RoutePath,
-    middleware: json.middleware as ReadonlyArray<Route.MiddlewareName>,
-    handler: json.handler as Route.HandlerName,
-    createdAt: new Date(json.createdAt)
-  }, true)
-
-const decodeEntry = (row: EntryRow): HistoryEntry => ({
-  revision: Number(row.revision),
-  at: row.at,
-  actor: row.actor,
-  action: row.action,
-  routeId: row.route_id,
-  before: row.before === null ? null : decodeRoute(row.before),
-  after: row.after === null ? null : decodeRoute(row.after),
-  ...(row.restored_from === null ? {} : { restoredFrom: Number(row.restored_from) })
-})
-
-const ENTRY_COLUMNS = "revision, at, actor, action, route_id, before, after, restored_from"
-
 /** The entry at `revision`, if the log holds it. */
 export const entryAt = ({ readMark, settings, sql }: Store, revision: number) =>
   Effect.map(
-    sql<EntryRow>`${readMark}SELECT ${sql.literal(ENTRY_COLUMNS)} FROM ${sql(settings.history)}
+    sql<Row.EntryRow>`${readMark}SELECT ${Row.entryColumns(sql)} FROM ${sql(settings.history)}
       WHERE revision = ${revision}`,
-    (rows) => rows[0] === undefined ? undefined : decodeEntry(rows[0])
+    (rows) => rows[0] === undefined ? undefined : Row.decodeEntry(rows[0])
   )
 
 /** `true` when the log holds an entry of the route. */
@@ -192,8 +148,8 @@ export const page = ({ readMark, settings, sql }: Store, query: HistoryQuery): E
     query.action === undefined ? undefined : sql`action = ${query.action}`
   ].filter((condition) => condition !== undefined)
   return Effect.map(
-    sql<EntryRow>`${readMark}SELECT ${sql.literal(ENTRY_COLUMNS)} FROM ${sql(settings.history)}
+    sql<Row.EntryRow>`${readMark}SELECT ${Row.entryColumns(sql)} FROM ${sql(settings.history)}
       WHERE ${sql.and(conditions)} ORDER BY revision DESC LIMIT ${query.limit + 1}`,
-    (rows) => ({ items: rows.slice(0, query.limit).map(decodeEntry), hasMore: rows.length > query.limit })
+    (rows) => ({ items: rows.slice(0, query.limit).map(Row.decodeEntry), hasMore: rows.length > query.limit })
   )
 }
