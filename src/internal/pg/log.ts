@@ -6,9 +6,9 @@
  * store's writers commit one after the other in the order they took it, across every process on the database: a
  * change that commits after another reads the counter the other advanced, and takes a larger revision, whatever order
  * their transactions began in. A change's statement advances the counter by the rows it changed, writes their log
- * entries and prunes, all in the transaction of the change: a rolled-back change (a dry run, a refusal, a crash) takes
- * back its revision with it, so revisions have no gaps (but for those hosts of an earlier release take from the
- * sequence during a rolling upgrade), and none is ever used twice.
+ * entries and prunes, all in the transaction of the change: a dry run or a refusal takes back its revision with it, and
+ * none is ever used twice. Gaps come only from the sequence, which is not transactional: revisions hosts of an earlier
+ * release take from it during a rolling upgrade, and a change rolled back after its statement moved it (a crash).
  *
  * @internal
  */
