@@ -37,14 +37,20 @@ export interface Change {
 }
 
 /**
- * Locks the counter (held to the commit: the store's writers commit one at a time) and gives the last revision: the
- * counter's, or the sequence's when a host of an earlier release took a larger one from it since (a rolling upgrade).
- * The sequence is read once the lock is held (the locked row comes first), so no revision it gave before is reused.
+ * The CTE `locked` of a change statement: the counter locked (held to the commit: the store's writers commit one at a
+ * time), and the last revision: the counter's, or the sequence's when a host of an earlier release took a larger one
+ * from it since (a rolling upgrade). The sequence is read once the lock is held (the locked row comes first), so no
+ * revision it gave before is reused. A statement that takes it first of all needs no statement of its own for the lock.
  */
-export const lock = ({ settings, sql }: Store): Effect.Effect<number, SqlError> =>
+export const locked = ({ settings, sql }: Store): Statement.Fragment =>
+  sql`held AS MATERIALIZED (SELECT revision FROM ${sql(settings.counter)} FOR UPDATE),
+    locked AS MATERIALIZED (
+      SELECT GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})) AS revision FROM held)`
+
+/** `locked` as a statement of its own, giving the last revision. */
+export const lock = (store: Store): Effect.Effect<number, SqlError> =>
   Effect.map(
-    sql<{ revision: string }>`WITH locked AS (SELECT revision FROM ${sql(settings.counter)} FOR UPDATE)
-      SELECT GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})) AS revision FROM locked`,
+    store.sql<{ revision: string }>`WITH ${locked(store)} SELECT revision FROM locked`,
     (rows) => Number(rows[0]!.revision)
   )
 
@@ -58,12 +64,17 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
 
 /**
  * The end of a change statement whose `changed` CTE holds the rows it changed: the counter advanced past the
- * revisions they took (from `base`, the revision `lock` gave), and the oldest entries past the retention pruned.
+ * revisions they took (from `base`, the revision `lock` gave, or `locked`'s in the statement), and the oldest entries
+ * past the retention pruned.
  * The sequence follows, so a host of an earlier release inserting meanwhile takes a larger revision than any this store
  * gave; it never moves back below a revision such a host already took. A dry run leaves it: setting a sequence is not
  * undone by a rollback, and the next change would skip the revision.
  */
-export const advance = ({ settings, sql }: Store, base: number, dryRun: boolean | undefined): Statement.Fragment => {
+export const advance = (
+  { settings, sql }: Store,
+  base: number | Statement.Fragment,
+  dryRun: boolean | undefined
+): Statement.Fragment => {
   const history = sql(settings.history)
   const follow = dryRun === true
     ? sql`revision`

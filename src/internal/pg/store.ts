@@ -108,8 +108,11 @@ const decide = <A, E>(
   )
 
 /**
- * Inserts one route with the next revision and its log entry; the unique index decides conflicts: of concurrent
- * inserts of one shape exactly one returns. Runs in the caller's transaction.
+ * Inserts one route with the next revision and its log entry, in one statement that locks the counter first of all
+ * (`Log.locked`: no other writer of the store can commit until this transaction does); the unique index decides
+ * conflicts: of concurrent inserts of one shape exactly one returns. Runs in the caller's transaction. Nothing in it
+ * reads what another writer may have committed while it waited for the lock, but through the unique index (which
+ * sees it), so its snapshot, taken before the wait, is never stale where it matters.
  */
 export const create = (
   store: Store,
@@ -119,37 +122,38 @@ export const create = (
   const { columns, isMethodLimit, settings, sql } = store
   const table = sql(settings.qualified)
   const shape = Route.shapeOf(route.path)
-  return Effect.flatMap(Log.lock(store), (base) =>
-    sql<Row.RouteRow>`
-    WITH changed AS (
+  const base = sql`(SELECT revision FROM locked)`
+  return sql<Row.RouteRow>`
+    WITH ${Log.locked(store)},
+    changed AS (
       INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
       VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
-              ${route.createdAt}, ${base + 1})
+              ${route.createdAt}, ${base} + 1)
       ON CONFLICT (method, path_shape) DO NOTHING
       RETURNING ${columns}
     ),
     ${
-      Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, {
-        before: undefined,
-        after: "changed"
-      })
-    },
+    Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, {
+      before: undefined,
+      after: "changed"
+    })
+  },
     ${Log.advance(store, base, change.dryRun)}
     SELECT ${columns} FROM changed`.pipe(
-      Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
-      Effect.flatMap((inserted) =>
-        inserted.length > 0
-          ? Effect.succeed(Row.decode(inserted[0]!))
-          : Effect.flatMap(
-            sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
-            (holders) =>
-              conflictOr(
-                holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
-                () => create(store, route, change)
-              )
-          )
-      )
-    ))
+    Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
+    Effect.flatMap((inserted) =>
+      inserted.length > 0
+        ? Effect.succeed(Row.decode(inserted[0]!))
+        : Effect.flatMap(
+          sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
+          (holders) =>
+            conflictOr(
+              holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
+              () => create(store, route, change)
+            )
+        )
+    )
+  )
 }
 
 /**
@@ -321,10 +325,13 @@ export const createBatch = (store: Store) => {
   const table = sql(settings.qualified)
   const alone = ({ actor, route }: Creating) => create(store, route, { actor, at: route.createdAt })
   return Batch.make((creating: ReadonlyArray<Creating>) =>
-    deadline.write(Effect.gen(function*() {
-      const base = yield* Log.lock(store)
-      const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
-      const inserted = yield* sql<Row.RouteRow>`
+    // A create alone in its turn takes the single-route path: one statement, the lock in it.
+    creating.length === 1 ?
+      Effect.map(Effect.exit(deadline.write(alone(creating[0]!))), (exit) => [exit]) :
+      deadline.write(Effect.gen(function*() {
+        const base = yield* Log.lock(store)
+        const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
+        const inserted = yield* sql<Row.RouteRow>`
         WITH input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
             ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
@@ -353,27 +360,27 @@ export const createBatch = (store: Store) => {
         ),
         ${Log.advance(store, base, false)}
         SELECT ${columns} FROM changed`
-      const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
-      // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
-      return yield* Effect.forEach(creating, (one) => {
-        const created = stored.get(one.route.id)
-        if (created !== undefined) return Effect.succeed(Exit.succeed(created))
-        return alone(one).pipe(
-          Effect.map((route): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(route)),
-          Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
+        const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
+        // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
+        return yield* Effect.forEach(creating, (one) => {
+          const created = stored.get(one.route.id)
+          if (created !== undefined) return Effect.succeed(Exit.succeed(created))
+          return alone(one).pipe(
+            Effect.map((route): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(route)),
+            Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
+          )
+        })
+      })).pipe(
+        // The method bound refused a row: the whole statement and its transaction are undone. Each route then takes a
+        // transaction of its own, and only the ones past the bound are refused.
+        Effect.catchIf(
+          isMethodLimit,
+          () =>
+            Effect.forEach(creating, (one) => Effect.exit(deadline.write(alone(one))), {
+              concurrency: "unbounded"
+            })
         )
-      })
-    })).pipe(
-      // The method bound refused a row: the whole statement and its transaction are undone. Each route then takes a
-      // transaction of its own, and only the ones past the bound are refused.
-      Effect.catchIf(
-        isMethodLimit,
-        () =>
-          Effect.forEach(creating, (one) => Effect.exit(deadline.write(alone(one))), {
-            concurrency: "unbounded"
-          })
       )
-    )
   )
 }
 
