@@ -240,7 +240,12 @@ export const update = (
   )
 }
 
-/** Removes the route, checking the precondition, and logs it; gives the removal's revision. */
+/**
+ * Removes the route, checking the precondition, and logs it; gives the removal's revision. One statement that locks
+ * the counter first of all (`Log.locked`, a condition on no row, which the database checks before it reads any row),
+ * then the route's row: the order every writer of the store takes them in. What it logs is the row as the delete
+ * found it once it held it, never its snapshot's.
+ */
 export const remove = (
   store: Store,
   id: Route.RouteId,
@@ -249,25 +254,25 @@ export const remove = (
 ): Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | StoreUnavailable | SqlError> => {
   const { settings, sql } = store
   const table = sql(settings.qualified)
-  const attempt = (
-    base: number
-  ): Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> =>
-    Effect.flatMap(
+  const base = sql`(SELECT revision FROM locked)`
+  const attempt: Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> = Effect
+    .flatMap(
       // A delete is a change too: it takes a revision, which the log records.
       sql<{ revision: string }>`
-        WITH changed AS (
-          DELETE FROM ${table} WHERE id = ${id} ${revisionIn(store, precondition)}
-          RETURNING id, method, path, middleware, handler, created_at, ${base + 1}::bigint AS revision
+        WITH ${Log.locked(store)},
+        changed AS (
+          DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
+          RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision
         ),
         ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
         ${Log.advance(store, base, change.dryRun)}
         SELECT revision FROM changed`,
       (deleted) =>
         deleted.length > 0 ?
-          Effect.succeed(base + 1) :
-          decide(store, id, precondition, () => undefined, () => attempt(base))
+          Effect.succeed(Number(deleted[0]!.revision)) :
+          decide(store, id, precondition, () => undefined, () => attempt)
     )
-  return Log.write(store, Effect.flatMap(Log.lock(store), attempt), change.dryRun)
+  return Log.write(store, attempt, change.dryRun)
 }
 
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
