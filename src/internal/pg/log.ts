@@ -48,11 +48,13 @@ export const locked = ({ settings, sql }: Store): Statement.Fragment =>
       SELECT GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})) AS revision FROM held)`
 
 /** `locked` as a statement of its own, giving the last revision. */
-export const lock = (store: Store): Effect.Effect<number, SqlError> =>
-  Effect.map(
-    store.sql<{ revision: string }>`WITH ${locked(store)} SELECT revision FROM locked`,
+export const lock = (store: Store): Effect.Effect<number, SqlError> => {
+  const { sql } = store
+  return Effect.map(
+    sql<{ revision: string }>`WITH ${locked(store)} SELECT revision FROM locked`,
     (rows) => Number(rows[0]!.revision)
   )
+}
 
 /** A route row as the API answers it, as JSON built by the database from the row `alias`. */
 export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fragment => {
