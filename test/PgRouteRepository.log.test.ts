@@ -183,10 +183,7 @@ describe("PgRouteRepository: the change log across processes", () => {
             TABLE: table
           })
           yield* Effect.promise(async () => {
-            while (!child.output().includes("writing")) {
-              if (child.child.exitCode !== null) throw new Error(child.output())
-              await new Promise((resolve) => setTimeout(resolve, 20))
-            }
+            await printed(child, "writing")
             await new Promise((resolve) => setTimeout(resolve, 300))
             child.child.kill("SIGKILL")
             await child.exited
