@@ -15,6 +15,7 @@ const PROCESS = [
   "test/readme.test.ts",
   "test/RoutingApi.lint.test.ts",
   "test/Cli.test.ts",
+  "test/PgRouteRepository.log.test.ts",
   "test/examples/server.test.ts",
   "test/examples/direct.test.ts",
   "test/transport.test.ts",

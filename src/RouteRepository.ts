@@ -154,6 +154,22 @@ export interface WriteOptions {
 }
 
 /**
+ * What a change of a stored route (`update`, `remove`, `restore`) can fail with, in the order it is decided: not
+ * found, outside the path prefixes, the precondition, a conflict, the method bound; and the store's own failures.
+ * `restore` adds `InvalidRestore`, and `remove` meets no conflict and no method bound.
+ *
+ * @since 0.5.0
+ */
+export type WriteError =
+  | RouteNotFound
+  | OutsidePrefixes
+  | PreconditionFailed
+  | RouteConflict
+  | TooManyMethods
+  | StoreUnavailable
+  | ReadOnlyStore
+
+/**
  * What a change did: `restore` is a change that made a route what it was right after an earlier revision.
  *
  * @since 0.5.0
@@ -296,16 +312,7 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     patch: Route.RoutePatch,
     precondition?: Precondition,
     options?: WriteOptions
-  ) => Effect.Effect<
-    Route.StoredRoute,
-    | RouteNotFound
-    | OutsidePrefixes
-    | PreconditionFailed
-    | RouteConflict
-    | TooManyMethods
-    | StoreUnavailable
-    | ReadOnlyStore
-  >
+  ) => Effect.Effect<Route.StoredRoute, WriteError>
   /**
    * Removes the route; its method and shape are free again at once. Not found first, then the precondition. Gives the
    * revision of the removal.
@@ -333,17 +340,7 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
       revision: number,
       precondition?: Precondition,
       options?: WriteOptions
-    ) => Effect.Effect<
-      Restored,
-      | RouteNotFound
-      | InvalidRestore
-      | OutsidePrefixes
-      | PreconditionFailed
-      | RouteConflict
-      | TooManyMethods
-      | StoreUnavailable
-      | ReadOnlyStore
-    >)
+    ) => Effect.Effect<Restored, WriteError | InvalidRestore>)
     | undefined
   /**
    * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when

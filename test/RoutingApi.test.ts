@@ -273,6 +273,26 @@ describe("RoutingApi", () => {
     assert.isUndefined(operations.delete.responses["204"].content)
   })
 
+  it("declares ?dryRun=true on every write, and Registry-Revision on every write's success", () => {
+    const writes = { ...operations, restore: spec.paths[`${ITEM}/restore`].post }
+    for (const name of ["create", "update", "delete", "restore"] as const) {
+      const dryRun = writes[name].parameters.filter((parameter: any) => parameter.name === "dryRun")
+      assert.strictEqual(dryRun.length, 1, name)
+      assert.deepInclude(dryRun[0], { in: "query", required: false }, name)
+      assert.deepInclude(dryRun[0].schema, { type: "string", enum: ["true"] }, name)
+      assert.match(dryRun[0].description, /invalid_query/, name)
+      const successes = Object.entries<any>(writes[name].responses).filter(([status]) => status.startsWith("2"))
+      assert.isNotEmpty(successes, name)
+      for (const [status, response] of successes) {
+        const header = response.headers?.["Registry-Revision"]
+        assert.isDefined(header, `${name} ${status}`)
+        // Absent on a dry run, so never required.
+        assert.notStrictEqual(header.required, true, `${name} ${status}`)
+        assert.strictEqual(header.schema.pattern, "^[1-9][0-9]*$", `${name} ${status}`)
+      }
+    }
+  })
+
   it("describes createdAt as date-time, paths by the grammar's pattern, and statuses as integers", () => {
     const route = spec.components.schemas.Route.properties
     assert.strictEqual(route.createdAt.format, "date-time")

@@ -173,7 +173,8 @@ export const Match = Schema.Struct({
 export const DryRunParams = Schema.Struct({
   dryRun: Schema.optional(
     Schema.Literal("true").annotations({
-      description: "true to check and answer the write without making it; any other value is 400 invalid_query."
+      description: "true: check and answer the write exactly as it would be, but store nothing (no revision, no log " +
+        "entry, no change event). Any other value is 400 invalid_query."
     })
   )
 })

@@ -1,6 +1,7 @@
 /**
  * The parts of the routing API's OpenAPI document that the HttpApi model cannot express: each response's description
- * and headers, problem responses under application/problem+json only, the create's Idempotency-Key header.
+ * and headers, problem responses under application/problem+json only, the create's Idempotency-Key header, and the
+ * dryRun parameter of the writes whose typed client would otherwise need it.
  *
  * @internal
  */
@@ -39,17 +40,6 @@ const nextPage: Header = {
   description: "Present exactly when nextCursor is not null: the next page (RFC 8288), with the same filters and " +
     "limit, as a relative reference with rel=\"next\".",
   schema: string
-}
-
-// `?dryRun=true` on a write: declared here, not in the HttpApi model, which would make the typed client's callers
-// pass it.
-const dryRun = {
-  name: "dryRun",
-  in: "query",
-  required: false,
-  description: "true: check and answer the write exactly as it would be, but store nothing (no revision, no log " +
-    "entry, no change event). Any other value is 400 invalid_query.",
-  schema: { type: "string", enum: ["true"] }
 }
 
 // Success answers by operation: their description and headers.
@@ -98,7 +88,11 @@ const successes: Record<string, Record<string, { description: string; headers?: 
     "200": { description: "The route, as it was right after that revision.", headers: { ETag, ...revision } },
     "201": {
       description: "The deleted route, created again with a new id and createdAt.",
-      headers: { Location: { description: `${COLLECTION}/{id} of the route.`, required: true, schema: string }, ETag }
+      headers: {
+        Location: { description: `${COLLECTION}/{id} of the route.`, required: true, schema: string },
+        ETag,
+        ...revision
+      }
     }
   },
   "routing.get": {
@@ -196,6 +190,13 @@ const problemResponse = (response: Record<string, any>, status: string, allow: s
   if (headers !== undefined) response.headers = headers
 }
 
+// `?dryRun=true` on a write, as the restore declares it in the HttpApi model (`DryRunParams`); the other writes get it
+// here, since in their model the typed client's callers would have to pass it.
+const dryRun = (spec: Record<string, any>) =>
+  spec.paths[`${COLLECTION}/{id}/restore`].post.parameters.find((parameter: { name: string }) =>
+    parameter.name === "dryRun"
+  )
+
 // Completes the generated document: license, contact and servers, each response's description and headers, and
 // problem responses under application/problem+json only. A 405's Allow lists the path's operations, in the order
 // the group declares them.
@@ -211,9 +212,9 @@ export const transform = (spec: Record<string, any>): Record<string, any> => {
         if (success !== undefined) Object.assign(response, success)
         else problemResponse(response, status, allow)
       }
-      if (operation.operationId === "routing.create") operation.parameters = [idempotencyKey, dryRun]
+      if (operation.operationId === "routing.create") operation.parameters = [idempotencyKey, dryRun(spec)]
       if (operation.operationId === "routing.update" || operation.operationId === "routing.delete") {
-        operation.parameters = [...(operation.parameters ?? []), dryRun]
+        operation.parameters = [...(operation.parameters ?? []), dryRun(spec)]
       }
       // A patch body is also accepted as JSON Merge Patch (RFC 7396), the same schema; the client sends JSON.
       if (operation.operationId === "routing.update") {

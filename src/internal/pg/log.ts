@@ -6,8 +6,9 @@
  * store's writers commit one after the other in the order they took it, across every process on the database: a
  * change that commits after another reads the counter the other advanced, and takes a larger revision, whatever order
  * their transactions began in. A change's statement advances the counter by the rows it changed, writes their log
- * entries and prunes, all in the transaction of the change: a rolled-back change (a dry run, a refusal, a crash) takes
- * back its revision with it, so revisions have no gaps, and none is ever used twice.
+ * entries and prunes, all in the transaction of the change: a dry run or a refusal takes back its revision with it, and
+ * none is ever used twice. Gaps come only from the sequence, which is not transactional: revisions hosts of an earlier
+ * release take from it during a rolling upgrade, and a change rolled back after its statement moved it (a crash).
  *
  * @internal
  */
@@ -16,8 +17,9 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { Data, Effect } from "effect"
 import * as Route from "../../Route.js"
-import type { Action, HistoryEntry, HistoryPage, HistoryQuery } from "../../RouteRepository.js"
+import type { Action, HistoryPage, HistoryQuery } from "../../RouteRepository.js"
 import type { StoreUnavailable } from "../store/errors.js"
+import * as Row from "./row.js"
 import type { Store } from "./store.js"
 
 /**
@@ -34,12 +36,25 @@ export interface Change {
   readonly dryRun?: boolean | undefined
 }
 
-/** Locks the counter (held to the commit: the store's writers commit one at a time) and gives the last revision. */
-export const lock = ({ settings, sql }: Store): Effect.Effect<number, SqlError> =>
-  Effect.map(
-    sql<{ revision: string }>`SELECT revision FROM ${sql(settings.counter)} FOR UPDATE`,
+/**
+ * The CTE `locked` of a change statement: the counter locked (held to the commit: the store's writers commit one at a
+ * time), and the last revision: the counter's, or the sequence's when a host of an earlier release took a larger one
+ * from it since (a rolling upgrade). The sequence is read once the lock is held (the locked row comes first), so no
+ * revision it gave before is reused. A statement that takes it first of all needs no statement of its own for the lock.
+ */
+export const locked = ({ settings, sql }: Store): Statement.Fragment =>
+  sql`held AS MATERIALIZED (SELECT revision FROM ${sql(settings.counter)} FOR UPDATE),
+    locked AS MATERIALIZED (
+      SELECT GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})) AS revision FROM held)`
+
+/** `locked` as a statement of its own, giving the last revision. */
+export const lock = (store: Store): Effect.Effect<number, SqlError> => {
+  const { sql } = store
+  return Effect.map(
+    sql<{ revision: string }>`WITH ${locked(store)} SELECT revision FROM locked`,
     (rows) => Number(rows[0]!.revision)
   )
+}
 
 /** A route row as the API answers it, as JSON built by the database from the row `alias`. */
 export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fragment => {
@@ -51,17 +66,25 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
 
 /**
  * The end of a change statement whose `changed` CTE holds the rows it changed: the counter advanced past the
- * revisions they took (from `base`, the revision `lock` gave), and the oldest entries past the retention pruned.
+ * revisions they took (from `base`, the revision `lock` gave, or `locked`'s in the statement), and the oldest entries
+ * past the retention pruned.
+ * The sequence follows, so a host of an earlier release inserting meanwhile takes a larger revision than any this store
+ * gave; it never moves back below a revision such a host already took. A dry run leaves it: setting a sequence is not
+ * undone by a rollback, and the next change would skip the revision.
  */
-export const advance = ({ settings, sql }: Store, base: number): Statement.Fragment => {
+export const advance = (
+  { settings, sql }: Store,
+  base: number | Statement.Fragment,
+  dryRun: boolean | undefined
+): Statement.Fragment => {
   const history = sql(settings.history)
+  const follow = dryRun === true
+    ? sql`revision`
+    : sql`setval(${settings.sequence}, GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})))`
   return sql`
-    advanced AS (UPDATE ${sql(settings.counter)} SET revision = CASE WHEN NOT EXISTS (SELECT 1 FROM changed)
-      THEN revision
-      -- The sequence follows, so a host of an earlier release inserting meanwhile (a rolling upgrade) takes a larger
-      -- revision than any this store gave.
-      ELSE GREATEST(revision + (SELECT count(*) FROM changed),
-        setval(${settings.sequence}, revision + (SELECT count(*) FROM changed))) END),
+    advanced AS (UPDATE ${sql(settings.counter)} SET revision = ${base}::bigint + taken.count
+      FROM (SELECT count(*) FROM changed) AS taken WHERE taken.count > 0
+      RETURNING ${follow}),
     pruned AS (DELETE FROM ${history} WHERE revision IN (
       SELECT revision FROM ${history}
       WHERE revision <= ${base}::bigint + (SELECT count(*) FROM changed) - ${settings.historyCapacity}::bigint
@@ -108,57 +131,12 @@ export const write = <A, E>(
     )
   ) as Effect.Effect<A, E | SqlError | StoreUnavailable>
 
-interface EntryRow {
-  readonly revision: string | number
-  readonly at: Date
-  readonly actor: string | null
-  readonly action: Action
-  readonly route_id: string
-  readonly before: RouteJson | null
-  readonly after: RouteJson | null
-  readonly restored_from: string | number | null
-}
-
-/** A route as the log keeps it: the API's JSON. */
-export interface RouteJson {
-  readonly id: string
-  readonly method: string
-  readonly path: string
-  readonly middleware: ReadonlyArray<string>
-  readonly handler: string
-  readonly createdAt: string
-}
-
-/** The route a log entry holds. Entries were written from stored routes, so they are trusted as routes. */
-export const decodeRoute = (json: RouteJson): Route.Route =>
-  new Route.Route({
-    id: json.id as Route.RouteId,
-    method: json.method as Route.HttpMethod,
-    path: json.path as Route.RoutePath,
-    middleware: json.middleware as ReadonlyArray<Route.MiddlewareName>,
-    handler: json.handler as Route.HandlerName,
-    createdAt: new Date(json.createdAt)
-  }, true)
-
-const decodeEntry = (row: EntryRow): HistoryEntry => ({
-  revision: Number(row.revision),
-  at: row.at,
-  actor: row.actor,
-  action: row.action,
-  routeId: row.route_id,
-  before: row.before === null ? null : decodeRoute(row.before),
-  after: row.after === null ? null : decodeRoute(row.after),
-  ...(row.restored_from === null ? {} : { restoredFrom: Number(row.restored_from) })
-})
-
-const ENTRY_COLUMNS = "revision, at, actor, action, route_id, before, after, restored_from"
-
 /** The entry at `revision`, if the log holds it. */
 export const entryAt = ({ readMark, settings, sql }: Store, revision: number) =>
   Effect.map(
-    sql<EntryRow>`${readMark}SELECT ${sql.literal(ENTRY_COLUMNS)} FROM ${sql(settings.history)}
+    sql<Row.EntryRow>`${readMark}SELECT ${Row.entryColumns(sql)} FROM ${sql(settings.history)}
       WHERE revision = ${revision}`,
-    (rows) => rows[0] === undefined ? undefined : decodeEntry(rows[0])
+    (rows) => rows[0] === undefined ? undefined : Row.decodeEntry(rows[0])
   )
 
 /** `true` when the log holds an entry of the route. */
@@ -183,8 +161,8 @@ export const page = ({ readMark, settings, sql }: Store, query: HistoryQuery): E
     query.action === undefined ? undefined : sql`action = ${query.action}`
   ].filter((condition) => condition !== undefined)
   return Effect.map(
-    sql<EntryRow>`${readMark}SELECT ${sql.literal(ENTRY_COLUMNS)} FROM ${sql(settings.history)}
+    sql<Row.EntryRow>`${readMark}SELECT ${Row.entryColumns(sql)} FROM ${sql(settings.history)}
       WHERE ${sql.and(conditions)} ORDER BY revision DESC LIMIT ${query.limit + 1}`,
-    (rows) => ({ items: rows.slice(0, query.limit).map(decodeEntry), hasMore: rows.length > query.limit })
+    (rows) => ({ items: rows.slice(0, query.limit).map(Row.decodeEntry), hasMore: rows.length > query.limit })
   )
 }

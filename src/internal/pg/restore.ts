@@ -6,28 +6,19 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import * as Route from "../../Route.js"
-import type { Precondition, Restored } from "../../RouteRepository.js"
+import type { Precondition, Restored, WriteError } from "../../RouteRepository.js"
 import {
   InvalidRestore,
   OutsidePrefixes,
   PreconditionFailed,
   RouteConflict,
   RouteNotFound,
-  type StoreUnavailable,
   TooManyMethods
 } from "../store/errors.js"
 import { barredBy, makeRoute, MAX_METHODS, patchChanges, restoredFields, withinPrefixes } from "../store/rules.js"
 import * as Log from "./log.js"
 import * as Row from "./row.js"
 import * as Store from "./store.js"
-
-type RestoreError =
-  | RouteNotFound
-  | InvalidRestore
-  | OutsidePrefixes
-  | PreconditionFailed
-  | RouteConflict
-  | TooManyMethods
 
 // The route other than `id` that holds the method and shape, read while the counter is held: no writer of the store
 // can store or free one until the restore commits, so the unique index never has to refuse it.
@@ -48,7 +39,7 @@ export const restore = (
   revision: number,
   precondition: Precondition | undefined,
   given: Log.Change
-): Effect.Effect<Restored, RestoreError | StoreUnavailable | SqlError> => {
+): Effect.Effect<Restored, WriteError | InvalidRestore | SqlError> => {
   const change: Log.Change = { ...given, restoredFrom: revision }
   let method = ""
   const work = Effect.gen(function*() {

@@ -1,11 +1,13 @@
 /**
- * A route as a row of the Postgres store, the one codec of the store and its change feed: rows read by a statement,
- * rows `json_agg` gives in a feed read, rows of a batched insert and the routes of an announcement.
+ * A route as a row of the Postgres store, the one codec of the store, its change feed and its change log: rows read by
+ * a statement, rows `json_agg` gives in a feed read, rows of a batched insert, the routes of an announcement, and the
+ * entries of the log with the routes they hold.
  *
  * @internal
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Route from "../../Route.js"
+import type { Action, HistoryEntry } from "../../RouteRepository.js"
 
 /** A route row, as a statement reads it or as JSON carries it (then `created_at` is text). */
 export interface RouteRow {
@@ -28,17 +30,57 @@ export interface JsonRow extends RouteRow {
 /** The columns of a `RouteRow`, in every statement that reads routes. */
 export const columns = (sql: SqlClient.SqlClient) => sql`id, method, path, middleware, handler, created_at, revision`
 
-/** The route a row holds. Rows were validated when they were written, so they are trusted as routes. */
+// A route's fields as a row or the log holds them. Rows were validated when they were written, so they are trusted.
+const trusted = (
+  fields: Pick<RouteRow, "id" | "method" | "path" | "middleware" | "handler">,
+  createdAt: Date | string
+) => ({
+  id: fields.id as Route.RouteId,
+  method: fields.method as Route.HttpMethod,
+  path: fields.path as Route.RoutePath,
+  middleware: fields.middleware as ReadonlyArray<Route.MiddlewareName>,
+  handler: fields.handler as Route.HandlerName,
+  createdAt: typeof createdAt === "string" ? new Date(createdAt) : createdAt
+})
+
+/** The route a row holds. */
 export const decode = (row: RouteRow): Route.StoredRoute =>
-  new Route.StoredRoute({
-    id: row.id as Route.RouteId,
-    method: row.method as Route.HttpMethod,
-    path: row.path as Route.RoutePath,
-    middleware: row.middleware as ReadonlyArray<Route.MiddlewareName>,
-    handler: row.handler as Route.HandlerName,
-    createdAt: typeof row.created_at === "string" ? new Date(row.created_at) : row.created_at,
-    revision: Number(row.revision)
-  }, true)
+  new Route.StoredRoute({ ...trusted(row, row.created_at), revision: Number(row.revision) }, true)
+
+/** A route as the change log keeps it: the API's JSON, as `Route.Route` encodes it (`Log.routeJson` builds it). */
+export type LoggedRoute = typeof Route.Route.Encoded
+
+/** A row of the change log, as a statement reads it (`entryColumns`). */
+export interface EntryRow {
+  /** A bigint, as `RouteRow.revision`. */
+  readonly revision: string | number | bigint
+  readonly at: Date
+  readonly actor: string | null
+  readonly action: Action
+  readonly route_id: string
+  readonly before: LoggedRoute | null
+  readonly after: LoggedRoute | null
+  readonly restored_from: string | number | bigint | null
+}
+
+/** The columns of an `EntryRow`, in every statement that reads the log. */
+export const entryColumns = (sql: SqlClient.SqlClient) =>
+  sql`revision, at, actor, action, route_id, before, after, restored_from`
+
+const decodeLogged = (json: LoggedRoute | null): Route.Route | null =>
+  json === null ? null : new Route.Route(trusted(json, json.createdAt), true)
+
+/** The entry a row of the log holds. */
+export const decodeEntry = (row: EntryRow): HistoryEntry => ({
+  revision: Number(row.revision),
+  at: row.at,
+  actor: row.actor,
+  action: row.action,
+  routeId: row.route_id,
+  before: decodeLogged(row.before),
+  after: decodeLogged(row.after),
+  ...(row.restored_from === null ? {} : { restoredFrom: Number(row.restored_from) })
+})
 
 // The columns every route has, as JSON.
 const fields = (route: Route.Route) => ({

@@ -10,7 +10,7 @@ import type * as Statement from "@effect/sql/Statement"
 import type { Context } from "effect"
 import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
-import type { ListQuery, Page, Precondition, RouteIdGenerator } from "../../RouteRepository.js"
+import type { ListQuery, Page, Precondition, RouteIdGenerator, WriteError } from "../../RouteRepository.js"
 import {
   type OutsidePrefixes,
   type PreconditionFailed,
@@ -108,8 +108,11 @@ const decide = <A, E>(
   )
 
 /**
- * Inserts one route with the next revision and its log entry; the unique index decides conflicts: of concurrent
- * inserts of one shape exactly one returns. Runs in the caller's transaction.
+ * Inserts one route with the next revision and its log entry, in one statement that locks the counter first of all
+ * (`Log.locked`: no other writer of the store can commit until this transaction does); the unique index decides
+ * conflicts: of concurrent inserts of one shape exactly one returns. Runs in the caller's transaction. Nothing in it
+ * reads what another writer may have committed while it waited for the lock, but through the unique index (which
+ * sees it), so its snapshot, taken before the wait, is never stale where it matters.
  */
 export const create = (
   store: Store,
@@ -119,41 +122,39 @@ export const create = (
   const { columns, isMethodLimit, settings, sql } = store
   const table = sql(settings.qualified)
   const shape = Route.shapeOf(route.path)
-  return Effect.flatMap(Log.lock(store), (base) =>
-    sql<Row.RouteRow>`
-    WITH changed AS (
+  const base = sql`(SELECT revision FROM locked)`
+  return sql<Row.RouteRow>`
+    WITH ${Log.locked(store)},
+    changed AS (
       INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
       VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
-              ${route.createdAt}, ${base + 1})
+              ${route.createdAt}, ${base} + 1)
       ON CONFLICT (method, path_shape) DO NOTHING
       RETURNING ${columns}
     ),
     ${
-      Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, {
-        before: undefined,
-        after: "changed"
-      })
-    },
-    ${Log.advance(store, base)}
+    Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, {
+      before: undefined,
+      after: "changed"
+    })
+  },
+    ${Log.advance(store, base, change.dryRun)}
     SELECT ${columns} FROM changed`.pipe(
-      Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
-      Effect.flatMap((inserted) =>
-        inserted.length > 0
-          ? Effect.succeed(Row.decode(inserted[0]!))
-          : Effect.flatMap(
-            sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
-            (holders) =>
-              conflictOr(
-                holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
-                () => create(store, route, change)
-              )
-          )
-      )
-    ))
+    Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
+    Effect.flatMap((inserted) =>
+      inserted.length > 0
+        ? Effect.succeed(Row.decode(inserted[0]!))
+        : Effect.flatMap(
+          sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
+          (holders) =>
+            conflictOr(
+              holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
+              () => create(store, route, change)
+            )
+        )
+    )
+  )
 }
-
-/** The failures of an update, besides the database's. */
-export type UpdateError = RouteNotFound | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods
 
 /**
  * The statement that replaces the fields `patch` gives, checks the precondition, writes only a real change, and logs
@@ -186,7 +187,7 @@ export const updateStatement = (
       RETURNING ${columns}
     ),
     ${Log.logOne(store, action, change, { before: "old", after: "changed" })},
-    ${Log.advance(store, base)}
+    ${Log.advance(store, base, change.dryRun)}
     SELECT ${columns} FROM changed`
 }
 
@@ -197,7 +198,7 @@ export const update = (
   patch: Route.RoutePatch,
   precondition: Precondition | undefined,
   change: Log.Change
-): Effect.Effect<Route.StoredRoute, UpdateError | StoreUnavailable | SqlError> => {
+): Effect.Effect<Route.StoredRoute, WriteError | SqlError> => {
   const { isMethodLimit, isShapeConflict, readMark, settings, sql } = store
   const table = sql(settings.qualified)
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
@@ -239,7 +240,12 @@ export const update = (
   )
 }
 
-/** Removes the route, checking the precondition, and logs it; gives the removal's revision. */
+/**
+ * Removes the route, checking the precondition, and logs it; gives the removal's revision. One statement that locks
+ * the counter first of all (`Log.locked`, a condition on no row, which the database checks before it reads any row),
+ * then the route's row: the order every writer of the store takes them in. What it logs is the row as the delete
+ * found it once it held it, never its snapshot's.
+ */
 export const remove = (
   store: Store,
   id: Route.RouteId,
@@ -248,25 +254,25 @@ export const remove = (
 ): Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | StoreUnavailable | SqlError> => {
   const { settings, sql } = store
   const table = sql(settings.qualified)
-  const attempt = (
-    base: number
-  ): Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> =>
-    Effect.flatMap(
+  const base = sql`(SELECT revision FROM locked)`
+  const attempt: Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> = Effect
+    .flatMap(
       // A delete is a change too: it takes a revision, which the log records.
       sql<{ revision: string }>`
-        WITH changed AS (
-          DELETE FROM ${table} WHERE id = ${id} ${revisionIn(store, precondition)}
-          RETURNING id, method, path, middleware, handler, created_at, ${base + 1}::bigint AS revision
+        WITH ${Log.locked(store)},
+        changed AS (
+          DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
+          RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision
         ),
         ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
-        ${Log.advance(store, base)}
+        ${Log.advance(store, base, change.dryRun)}
         SELECT revision FROM changed`,
       (deleted) =>
         deleted.length > 0 ?
-          Effect.succeed(base + 1) :
-          decide(store, id, precondition, () => undefined, () => attempt(base))
+          Effect.succeed(Number(deleted[0]!.revision)) :
+          decide(store, id, precondition, () => undefined, () => attempt)
     )
-  return Log.write(store, Effect.flatMap(Log.lock(store), attempt), change.dryRun)
+  return Log.write(store, attempt, change.dryRun)
 }
 
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
@@ -324,10 +330,13 @@ export const createBatch = (store: Store) => {
   const table = sql(settings.qualified)
   const alone = ({ actor, route }: Creating) => create(store, route, { actor, at: route.createdAt })
   return Batch.make((creating: ReadonlyArray<Creating>) =>
-    deadline.write(Effect.gen(function*() {
-      const base = yield* Log.lock(store)
-      const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
-      const inserted = yield* sql<Row.RouteRow>`
+    // A create alone in its turn takes the single-route path: one statement, the lock in it.
+    creating.length === 1 ?
+      Effect.map(Effect.exit(deadline.write(alone(creating[0]!))), (exit) => [exit]) :
+      deadline.write(Effect.gen(function*() {
+        const base = yield* Log.lock(store)
+        const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
+        const inserted = yield* sql<Row.RouteRow>`
         WITH input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
             ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
@@ -354,29 +363,29 @@ export const createBatch = (store: Store) => {
             ${Log.routeJson(sql, "changed")}
           FROM changed JOIN numbered ON numbered.id = changed.id
         ),
-        ${Log.advance(store, base)}
+        ${Log.advance(store, base, false)}
         SELECT ${columns} FROM changed`
-      const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
-      // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
-      return yield* Effect.forEach(creating, (one) => {
-        const created = stored.get(one.route.id)
-        if (created !== undefined) return Effect.succeed(Exit.succeed(created))
-        return alone(one).pipe(
-          Effect.map((route): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(route)),
-          Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
+        const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
+        // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
+        return yield* Effect.forEach(creating, (one) => {
+          const created = stored.get(one.route.id)
+          if (created !== undefined) return Effect.succeed(Exit.succeed(created))
+          return alone(one).pipe(
+            Effect.map((route): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(route)),
+            Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
+          )
+        })
+      })).pipe(
+        // The method bound refused a row: the whole statement and its transaction are undone. Each route then takes a
+        // transaction of its own, and only the ones past the bound are refused.
+        Effect.catchIf(
+          isMethodLimit,
+          () =>
+            Effect.forEach(creating, (one) => Effect.exit(deadline.write(alone(one))), {
+              concurrency: "unbounded"
+            })
         )
-      })
-    })).pipe(
-      // The method bound refused a row: the whole statement and its transaction are undone. Each route then takes a
-      // transaction of its own, and only the ones past the bound are refused.
-      Effect.catchIf(
-        isMethodLimit,
-        () =>
-          Effect.forEach(creating, (one) => Effect.exit(deadline.write(alone(one))), {
-            concurrency: "unbounded"
-          })
       )
-    )
   )
 }
 

@@ -15,7 +15,8 @@ import type {
   Remembered,
   Restored,
   RouteIdGenerator,
-  RouteRepository
+  RouteRepository,
+  WriteError
 } from "../../RouteRepository.js"
 import { withActor } from "./actor.js"
 import {
@@ -182,10 +183,7 @@ export const make = (
     precondition: Precondition | undefined,
     millis: number,
     change: Change
-  ): Effect.Effect<
-    Route.StoredRoute,
-    RouteNotFound | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods
-  > => {
+  ): Effect.Effect<Route.StoredRoute, WriteError> => {
     const barred = Rules.barredBy(precondition, current)
     if (barred !== undefined) return Effect.fail(barred)
     if (!Rules.patchChanges(current, patch)) return Effect.succeed(current)
@@ -296,10 +294,7 @@ export const make = (
     history: (query) => Effect.sync(() => Log.page(log, query)),
     restore: (id, revision, precondition, options) =>
       withActor(options, (actor) =>
-        Effect.clockWith((clock): Effect.Effect<
-          Restored,
-          RouteNotFound | InvalidRestore | OutsidePrefixes | PreconditionFailed | RouteConflict | TooManyMethods
-        > => {
+        Effect.clockWith((clock): Effect.Effect<Restored, WriteError | InvalidRestore> => {
           const target = Log.at(log, revision)
           if (target === undefined || target.routeId !== id) {
             return Log.holds(log, id) || memory.byId.has(id)
