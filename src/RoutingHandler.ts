@@ -252,10 +252,11 @@ export const internalError: Response = Answers.INTERNAL_ERROR
  */
 export const notFound: Response = Answers.NOT_FOUND
 
-/** What the change stream reads: the process's table and its history. */
+/** What the change stream reads: the process's table, its history, and its status (for the heartbeats). */
 interface Changes {
   readonly table: RouteTable.Table<Route.StoredRoute>
   readonly history: Context.Tag.Service<RouteTable.ChangeHistory>
+  readonly status: (() => RouteTable.Status) | undefined
 }
 
 const makeCore = (
@@ -284,7 +285,7 @@ const makeCore = (
       table: changes.table,
       history: changes.history,
       bufferBytes: config.changesBufferBytes,
-      heartbeats: ChangeStream.heartbeats(config.changesHeartbeatMillis),
+      heartbeats: ChangeStream.heartbeats(config.changesHeartbeatMillis, changes.status),
       shared: undefined
     }
   }
@@ -305,9 +306,15 @@ const makeCore = (
 
 // The table and its history when both are in context (`RouteTable.layer` provides them): the change stream's source.
 const changesInContext: Effect.Effect<Changes | undefined> = Effect.map(
-  Effect.all([Effect.serviceOption(RouteTable.RouteTable), Effect.serviceOption(RouteTable.ChangeHistory)]),
-  ([table, history]) =>
-    Option.isSome(table) && Option.isSome(history) ? { table: table.value, history: history.value } : undefined
+  Effect.all([
+    Effect.serviceOption(RouteTable.RouteTable),
+    Effect.serviceOption(RouteTable.ChangeHistory),
+    Effect.serviceOption(RouteTable.TableStatus)
+  ]),
+  ([table, history, status]) =>
+    Option.isSome(table) && Option.isSome(history)
+      ? { table: table.value, history: history.value, status: Option.getOrUndefined(status)?.unsafeGet }
+      : undefined
 )
 
 /**
