@@ -125,7 +125,8 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
  *   store does, `history` reads a page of the registry's change log (`GET <url>/v1/routing/history`, with `token`;
  *   `StoreUnavailable` when it cannot be had within 10 s), and every write fails with `ReadOnlyStore` (the routing
  *   API answers it `405 method_not_allowed`);
- * - `TableStatus` (`following: "stream"`), whose staleness grows while the registry cannot be reached;
+ * - `TableStatus` (`following: "stream"`): current (staleness 0) while the stream is live and the registry says it is
+ *   current itself, its staleness growing while the registry cannot be reached (or, for a relay, cannot reach its own);
  * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
  *   processes can follow it (a relay).
  *
