@@ -2,16 +2,21 @@
  * A follower's memory against its registry's, measured from outside: `npm run bench:follower-memory [-- --routes
  * 100000] [--settle 10]`.
  *
- * A registry runs `npm start`'s exact command (the example host, the compiled library, the memory store); `--routes`
- * routes are created through its API (`POST /v1/routing`, 32 at a time). Then a follower runs the same command with
- * FOLLOW_URL on the registry: it loads every route from the change stream and listens. After `--settle` seconds idle,
- * each process's resident set (`VmRSS`) and its peak (`VmHWM`) are read from `/proc/<pid>/status`: what the operating
- * system gives each, whatever the heap inside holds. The registry holds the routes in its store and its table; the
- * follower in its table and its read-only store's index. Results are printed as JSON and a table.
+ * A registry runs `npm start`'s exact command (the example host, the compiled library) on the Postgres store in
+ * DATABASE_URL when it is set (the benchmark drops the store's tables there before and after: give it a database of
+ * its own), else on the memory store; `--routes` routes are created through its API (`POST /v1/routing`, 32 at a
+ * time). On Postgres the registry is then started again, so that it holds what loading its table left, as the
+ * follower does, not what 100,000 requests left. Then a follower runs the same command with FOLLOW_URL on the
+ * registry: it loads every route from the change stream and listens. After `--settle` seconds idle, each process's
+ * resident set (`VmRSS`) and its peak (`VmHWM`) are read from `/proc/<pid>/status`: what the operating system gives
+ * each, whatever the heap inside holds. Results are printed as JSON and a table.
  */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Effect, Redacted } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import { seedInput } from "./peers/shared.js"
 import { printMarkdownTable } from "./print.js"
 import { npmStartCommand } from "./run.js"
@@ -29,7 +34,12 @@ const whole = (name: string, fallback: number): number => {
   if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} needs a whole number from 1`)
   return value
 }
-const config = { routes: whole("routes", 100_000), settleSeconds: whole("settle", 10) }
+const DATABASE_URL = process.env.DATABASE_URL || undefined
+const config = {
+  routes: whole("routes", 100_000),
+  settleSeconds: whole("settle", 10),
+  store: DATABASE_URL === undefined ? "memory" : "postgres"
+}
 
 interface Host {
   readonly name: string
@@ -128,12 +138,32 @@ const total = async (host: Host): Promise<number> => {
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, config.settleSeconds * 1000))
 
-const main = async () => {
-  const registry = await start("registry", {})
+const clearStore = (url: string) =>
+  Effect.runPromise(
+    PgRouteRepository.uninstall().pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url) })), Effect.scoped)
+  )
+
+// The registry, seeded; on Postgres started again over the seeded database.
+const seededRegistry = async (): Promise<Host> => {
+  const env = { DATABASE_URL: DATABASE_URL ?? "" }
+  const seeding = await start("registry", env)
+  const began = Date.now()
   try {
-    const seeding = Date.now()
-    await seed(registry)
-    console.error(`seeded ${config.routes} routes in ${((Date.now() - seeding) / 1000).toFixed(1)} s`)
+    await seed(seeding)
+  } catch (error) {
+    await stop(seeding)
+    throw error
+  }
+  console.error(`seeded ${config.routes} routes in ${((Date.now() - began) / 1000).toFixed(1)} s`)
+  if (DATABASE_URL === undefined) return seeding
+  await stop(seeding)
+  return start("registry", env)
+}
+
+const main = async () => {
+  if (DATABASE_URL !== undefined) await clearStore(DATABASE_URL)
+  const registry = await seededRegistry()
+  try {
     const follower = await start("follower", { FOLLOW_URL: registry.origin, FOLLOW_TOKEN: READ_TOKEN })
     try {
       await settle()
@@ -144,7 +174,7 @@ const main = async () => {
       // Listing every route allocates: both settle again before they are read.
       await settle()
       const measured = { registry: residentOf(registry), follower: residentOf(follower) }
-      console.log(JSON.stringify({ routes: config.routes, settleSeconds: config.settleSeconds, ...measured }))
+      console.log(JSON.stringify({ ...config, ...measured }))
       printMarkdownTable(
         [["process", "process", "left"], ["routes", "routes", "right"], ["rss", "RSS (MB)", "right"], [
           "peak",
@@ -152,7 +182,7 @@ const main = async () => {
           "right"
         ]],
         Object.entries(measured).map(([process, { peakMB, rssMB }]) => ({
-          process,
+          process: process === "registry" ? `registry (${config.store} store)` : process,
           routes: String(config.routes),
           rss: String(rssMB),
           peak: String(peakMB)
@@ -163,6 +193,7 @@ const main = async () => {
     }
   } finally {
     await stop(registry)
+    if (DATABASE_URL !== undefined) await clearStore(DATABASE_URL)
   }
 }
 

@@ -7,7 +7,9 @@
  * After a `reset` (or on a stream opened without a cursor) the routes of the snapshot are collected while the table
  * keeps routing as it was; at `ready` the table takes them at once, and loses every route the snapshot did not name,
  * so it ends equal to the registry. A route equal to the one the table holds is left as it is: it keeps its revision
- * (ETag), and its history records no change, so a relay's own followers see only what changed.
+ * (ETag), and its history records no change, so a relay's own followers see only what changed. The first snapshot,
+ * which nothing routes with until its `ready`, goes into the table as it arrives, and is not recorded as changes: the
+ * follower holds it once (docs/scaling-out.md, "A follower's memory").
  *
  * @internal
  */
@@ -66,11 +68,14 @@ interface Outage {
   back: boolean
 }
 
-/** A snapshot being read: its routes so far, by id, and when it began. */
-interface Snapshot {
-  readonly routes: Map<string, Decode.Decoded>
-  readonly since: number
-}
+/**
+ * A snapshot being read, and when it began. While the table routes, its routes are held beside it until `ready`
+ * (`held`); before the first `ready` nothing reads the table, so they go into it at once and only their ids are kept
+ * (`kept`): a follower never holds its first snapshot twice.
+ */
+type Snapshot =
+  | { readonly held: Map<string, Decode.Decoded>; readonly kept?: undefined; readonly since: number }
+  | { readonly held?: undefined; readonly kept: Set<string>; readonly since: number }
 
 export interface State {
   readonly settings: Settings
@@ -83,6 +88,8 @@ export interface State {
   cursor: string | undefined
   /** While a snapshot is being read. */
   snapshot: Snapshot | undefined
+  /** The first `ready` arrived: the table routes, and its changes are recorded for its own followers. */
+  routing: boolean
   /** `ready` arrived on this connection: every byte since confirms the table current. */
   live: boolean
   /** When `ready` arrived on this connection, while it is live. */
@@ -115,6 +122,7 @@ export const makeState = (history: History.History, settings: Settings): Effect.
       revision: 0,
       cursor: undefined,
       snapshot: undefined,
+      routing: false,
       live: false,
       liveSince: undefined,
       lastByteAt: clock.unsafeCurrentTimeMillis(),
@@ -167,14 +175,15 @@ const put = (state: State, route: Decode.Decoded): void => {
     return
   }
   Memory.put(state.memory, stored)
-  state.history.upserted(stored, route.text)
+  // Before the first `ready` no follower of this one holds a cursor of its history: the first snapshot is not a change.
+  if (state.routing) state.history.upserted(stored, route.text)
 }
 
 const drop = (state: State, id: string): void => {
   if (RouteTree.get(state.tree, id) === undefined) return
   RouteTree.remove(state.tree, id)
   Memory.drop(state.memory, id)
-  state.history.deleted(id)
+  if (state.routing) state.history.deleted(id)
 }
 
 const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
@@ -184,7 +193,8 @@ const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
 const now = (state: State): number => state.clock.unsafeCurrentTimeMillis()
 
 const startSnapshot = (state: State): void => {
-  state.snapshot = { routes: new Map(), since: now(state) }
+  const since = now(state)
+  state.snapshot = state.routing ? { held: new Map(), since } : { kept: new Set(), since }
 }
 
 // The snapshot is complete: the table takes it whole, in one step no request sees half of. Losing routes this way (a
@@ -214,11 +224,34 @@ const takeSnapshot = (state: State, snapshot: Map<string, Decode.Decoded>): void
 // Into the snapshot being read, within its bound; a protocol error past it.
 const collect = (state: State, snapshot: Snapshot, route: Decode.Decoded): string | undefined => {
   const { maxSnapshotRoutes } = state.settings
-  if (snapshot.routes.size >= maxSnapshotRoutes && !snapshot.routes.has(route.id)) {
+  const ids = snapshot.held ?? snapshot.kept
+  if (ids.size >= maxSnapshotRoutes && !ids.has(route.id)) {
     return `a snapshot of more than ${maxSnapshotRoutes} routes (maxSnapshotRoutes)`
   }
-  snapshot.routes.set(route.id, route)
+  if (snapshot.held !== undefined) {
+    snapshot.held.set(route.id, route)
+  } else {
+    put(state, route)
+    snapshot.kept.add(route.id)
+  }
   return undefined
+}
+
+// A route the snapshot being read no longer names (deleted while it was sent, or one this process cannot hold).
+const uncollect = (state: State, snapshot: Snapshot, id: string): void => {
+  if (snapshot.held !== undefined) {
+    snapshot.held.delete(id)
+  } else {
+    drop(state, id)
+    snapshot.kept.delete(id)
+  }
+}
+
+// The snapshot is complete.
+const complete = (state: State, snapshot: Snapshot): void => {
+  if (snapshot.held !== undefined) return takeSnapshot(state, snapshot.held)
+  // What a stream cut before the first `ready` had put into the table, and this snapshot does not name.
+  for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.kept.has(id)) drop(state, id)
 }
 
 const upsert = (state: State, data: string): string | undefined => {
@@ -232,7 +265,7 @@ const upsert = (state: State, data: string): string | undefined => {
       Effect.logError(`route table: the route ${id} was skipped: it is not a route this process can hold`)
     )
     if (state.snapshot === undefined) drop(state, id)
-    else state.snapshot.routes.delete(id)
+    else uncollect(state, state.snapshot, id)
     return undefined
   }
   if (state.snapshot !== undefined) return collect(state, state.snapshot, route)
@@ -244,7 +277,7 @@ const remove = (state: State, data: string): string | undefined => {
   const id = (parse(data) as { id?: unknown } | undefined)?.id
   if (typeof id !== "string") return `a delete that names no id: ${data.slice(0, 200)}`
   if (state.snapshot === undefined) drop(state, id)
-  else state.snapshot.routes.delete(id)
+  else uncollect(state, state.snapshot, id)
   return undefined
 }
 
@@ -286,9 +319,10 @@ const settle = (state: State, at: number): void => {
 
 const ready = (state: State): void => {
   if (state.snapshot !== undefined) {
-    takeSnapshot(state, state.snapshot.routes)
+    complete(state, state.snapshot)
     state.snapshot = undefined
   }
+  state.routing = true
   const at = now(state)
   state.live = true
   state.liveSince = at
