@@ -14,6 +14,7 @@ import * as NodeListener from "route-registry/NodeListener"
 import * as Route from "route-registry/Route"
 import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteTable from "route-registry/RouteTable"
+import * as Env from "../examples/env.js"
 import * as Follower from "../src/internal/follow/follower.js"
 import * as FollowSettings from "../src/internal/follow/settings.js"
 import { closeServer, listen } from "./utils/adapters.js"
@@ -179,6 +180,15 @@ describe("prompt reconnects", () => {
       FollowSettings.resolve({ url: "http://127.0.0.1:1", token: Redacted.make("t"), retryMax: "1 second" })
     )
     assert.strictEqual(custom.retryMaxMillis, 1_000)
+    const saved = process.env.FOLLOW_RETRY_MAX_MS
+    onTestFinished(() => {
+      if (saved === undefined) delete process.env.FOLLOW_RETRY_MAX_MS
+      else process.env.FOLLOW_RETRY_MAX_MS = saved
+    })
+    process.env.FOLLOW_RETRY_MAX_MS = "1500"
+    assert.strictEqual(Env.followRetryMaxMillis(), 1_500)
+    process.env.FOLLOW_RETRY_MAX_MS = ""
+    assert.isUndefined(Env.followRetryMaxMillis())
   })
 })
 

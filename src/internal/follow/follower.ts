@@ -516,7 +516,6 @@ const logLoss = (state: State, lost: Client.Lost): Effect.Effect<void> => {
 const lose = (state: State, lost: Client.Lost): Effect.Effect<void> => {
   const at = now(state)
   settle(state, at)
-  if (state.live && !state.broken && state.upstreamStaleness === undefined) state.confirmed.at = state.lastByteAt
   state.live = false
   state.liveSince = undefined
   state.confirmed.error = lost.reason
