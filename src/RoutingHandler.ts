@@ -108,7 +108,9 @@ export interface Options {
   readonly idempotencyKeyBytesPerPrincipal?: number | undefined
   /**
    * How often each open change stream (`GET /v1/routing/changes`) is sent a heartbeat, a `:` comment line that keeps
-   * idle connections and the proxies on their way from closing them, in milliseconds. Default 10,000.
+   * idle connections and the proxies on their way from closing them, and says whether this process's table is current
+   * (docs/http-api.md, "Following every change"), in milliseconds, at most 15,000 (followers rely on one at least
+   * every 15 s). Default 10,000.
    */
   readonly changesHeartbeatMillis?: number | undefined
   /**

@@ -17,6 +17,7 @@ import * as RouteTable from "route-registry/RouteTable"
 import * as Env from "../examples/env.js"
 import * as Follower from "../src/internal/follow/follower.js"
 import * as FollowSettings from "../src/internal/follow/settings.js"
+import * as Options from "../src/internal/options.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import * as FakeRegistry from "./utils/fakeRegistry.js"
 import {
@@ -148,6 +149,15 @@ describe("honest health", () => {
       () => relay.status().reachable && leaf.status().reachable,
       () => `not current again: ${JSON.stringify(leaf.status())}`
     )
+  })
+})
+
+describe("heartbeats", () => {
+  it("come at least every 15 s: a host may not set them further apart, since followers count on it", () => {
+    const refused = Options.resolve({ changesHeartbeatMillis: 20_000 })
+    assert.isTrue(Either.isLeft(refused))
+    assert.include(Either.isLeft(refused) ? refused.left.message : "", "changesHeartbeatMillis")
+    assert.isTrue(Either.isRight(Options.resolve({ changesHeartbeatMillis: 15_000 })))
   })
 })
 
