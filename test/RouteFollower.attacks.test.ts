@@ -27,6 +27,7 @@ import {
   eventuallyEffect,
   follow,
   followUnderTestClock,
+  pendingWaits,
   route
 } from "./utils/followers.js"
 
@@ -182,6 +183,25 @@ describe("prompt reconnects", () => {
         Effect.withRandom(Random.fixed([1]))
       )
       assert.strictEqual(top[59], 4_000)
+    }))
+
+  // On the TestClock, with the defaults: a 10 s outage, then the time from the registry accepting to the follower back.
+  it.scoped("after a 10 s outage a follower is back within 4 s of the registry accepting connections", () =>
+    Effect.gen(function*() {
+      const fake = yield* Effect.promise(() => registry())
+      seed(fake, 3)
+      yield* followUnderTestClock(fake.origin, TOKEN, { retryInitial: undefined, retryMax: undefined })
+      fake.refuse(503)
+      fake.cutAll()
+      yield* driveClock(10_000, 100, 4_000)
+      // The follower is in a wait (its last try refused) when the registry accepts again.
+      yield* eventuallyEffect(Effect.map(pendingWaits, (waits) => waits.some((wait) => wait > 0)), () => "no wait")
+      fake.refuse(undefined)
+      const accepting = yield* Clock.currentTimeMillis
+      const streams = fake.resumedFrom.length
+      yield* endWait(4_000)
+      yield* eventuallyEffect(Effect.sync(() => fake.resumedFrom.length > streams), () => "not back")
+      assert.isAtMost((yield* Clock.currentTimeMillis) - accepting, 4_000)
     }))
 
   it("the cap is RouteFollower's retryMax and npm start's FOLLOW_RETRY_MAX_MS", () => {
