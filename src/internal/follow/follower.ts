@@ -96,8 +96,8 @@ export interface State {
   liveSince: number | undefined
   /** When the last byte arrived: a live stream past `idleMillis` without one is not current. */
   lastByteAt: number
-  /** How long the process followed has not been current, as its last heartbeat said; `undefined`: current. */
-  upstreamStaleness: number | undefined
+  /** When the process followed was last current, as its last heartbeat said; `undefined`: it is current. */
+  upstreamConfirmedAt: number | undefined
   /** A stream broke the protocol, and none has stayed healthy since: `ready` confirms nothing meanwhile. */
   broken: boolean
   readonly confirmed: Confirmed
@@ -126,7 +126,7 @@ export const makeState = (history: History.History, settings: Settings): Effect.
       live: false,
       liveSince: undefined,
       lastByteAt: clock.unsafeCurrentTimeMillis(),
-      upstreamStaleness: undefined,
+      upstreamConfirmedAt: undefined,
       broken: false,
       confirmed: { at: clock.unsafeCurrentTimeMillis(), error: undefined },
       outage: undefined,
@@ -285,14 +285,13 @@ const remove = (state: State, data: string): string | undefined => {
 
 /** Whether the table is current now: its stream live and not silent too long, and the process it follows current. */
 const isCurrent = (state: State, at: number): boolean =>
-  state.live && !state.broken && state.upstreamStaleness === undefined &&
+  state.live && !state.broken && state.upstreamConfirmedAt === undefined &&
   at - state.lastByteAt <= state.settings.target.idleMillis
 
-// A byte arrived: while the stream is live, the table is confirmed as current as the process it follows says it is.
+// A byte arrived: while the stream is live, the table is as current as the process it follows says it is.
 const confirm = (state: State, at: number): void => {
   state.lastByteAt = at
-  if (!state.live || state.broken) return
-  state.confirmed.at = at - (state.upstreamStaleness ?? 0)
+  if (state.live && !state.broken) state.confirmed.at = state.upstreamConfirmedAt ?? at
 }
 
 /** Whether the stream of this connection has stayed live long enough to count as healthy. */
@@ -304,18 +303,19 @@ const settle = (state: State, at: number): void => {
   if (!isHealthy(state, at)) return
   if (state.broken) {
     state.broken = false
-    confirm(state, at)
+    state.confirmed.at = state.upstreamConfirmedAt ?? state.lastByteAt
   }
   const outage = state.outage
   if (outage === undefined) return
   state.outage = undefined
-  if (outage.repeats > 0) {
-    unsafeLog(
-      state,
-      Effect.logInfo(`route table: the change stream had been lost ${outage.repeats} more time(s) (${outage.reason})`)
-    )
-  }
+  unsafeLog(state, repeated(outage))
 }
+
+// The count of the losses an outage did not log, if any.
+const repeated = (outage: Outage): Effect.Effect<void> =>
+  outage.repeats > 0
+    ? Effect.logInfo(`route table: the change stream had been lost ${outage.repeats} more time(s) (${outage.reason})`)
+    : Effect.void
 
 const ready = (state: State): void => {
   if (state.snapshot !== undefined) {
@@ -386,7 +386,8 @@ export const sink = (state: State): Sse.Sink => ({
   },
   comment: (text) => {
     const at = now(state)
-    state.upstreamStaleness = Heartbeat.staleness(text)
+    const staleness = Heartbeat.staleness(text)
+    state.upstreamConfirmedAt = staleness === undefined ? undefined : at - staleness
     confirm(state, at)
     settle(state, at)
     return checkSnapshotTime(state, at)
@@ -401,7 +402,7 @@ const opened = (state: State) => () => {
   else state.snapshot = undefined
   state.live = false
   state.liveSince = undefined
-  state.upstreamStaleness = undefined
+  state.upstreamConfirmedAt = undefined
   state.confirmed.error = undefined
 }
 
@@ -498,13 +499,11 @@ const logLoss = (state: State, lost: Client.Lost): Effect.Effect<void> => {
     outage.repeats++
     return Effect.void
   }
-  const repeated = outage !== undefined && outage.repeats > 0
-    ? Effect.logInfo(`route table: the change stream had been lost ${outage.repeats} more time(s) (${outage.reason})`)
-    : Effect.void
+  const before = outage === undefined ? Effect.void : repeated(outage)
   if (outage === undefined) state.outage = { since: state.lastByteAt, reason: lost.reason, repeats: 0, back: false }
   else Object.assign(outage, { reason: lost.reason, repeats: 0, back: false })
   return Effect.zipRight(
-    repeated,
+    before,
     Effect.logWarning(
       `route table: lost the registry's change stream (${lost.reason}); routing on with the table confirmed current ` +
         `at ${new Date(status(state).confirmedAt).toISOString()}, reconnecting`
