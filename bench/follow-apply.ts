@@ -3,9 +3,10 @@
  * new versions, and `delete` events, each handed to the follower's event sink as its connection parses them (the
  * table, the listing index and its own change history, for relays). `npm run bench:follow-apply`.
  */
-import { Effect } from "effect"
+import { Effect, Either, Redacted } from "effect"
 import { performance } from "node:perf_hooks"
 import * as Follower from "../src/internal/follow/follower.js"
+import * as FollowSettings from "../src/internal/follow/settings.js"
 import * as History from "../src/internal/table/history.js"
 import * as Route from "../src/Route.js"
 
@@ -27,7 +28,10 @@ const upserts = (version: number) => Array.from({ length: ROUTES }, (_, i) => Ro
 const deletes = Array.from({ length: ROUTES }, (_, i) => `{"id":"${id(i)}"}`)
 
 const main = Effect.gen(function*() {
-  const state = yield* Follower.makeState(History.make())
+  const state = yield* Follower.makeState(
+    History.make(),
+    Either.getOrThrow(FollowSettings.resolve({ url: "http://127.0.0.1:1", token: Redacted.make("t") }))
+  )
   const sink = Follower.sink(state)
   sink.event({ type: "ready", data: "", id: "" })
   let seq = 0

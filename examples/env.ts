@@ -55,6 +55,23 @@ const positiveMillis = (name: string, fallback: number): number => {
     : fail(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (got "${process.env[name]}")`)
 }
 
+/**
+ * `FOLLOW_RETRY_MAX_MS`: a follower's longest wait between two tries to reconnect (`RouteFollower.Options.retryMax`),
+ * from its first wait (100 ms) up; `undefined` (the default, 4 s) when it is unset or empty.
+ */
+export const followRetryMaxMillis = (): number | undefined => {
+  const millis = optionalMillis("FOLLOW_RETRY_MAX_MS")
+  if (millis === undefined) return undefined
+  return millis >= FOLLOW_RETRY_INITIAL_MS && millis <= MAX_TIMER_MS
+    ? millis
+    : fail(
+      `FOLLOW_RETRY_MAX_MS must be a whole number of milliseconds from ${FOLLOW_RETRY_INITIAL_MS} to ${MAX_TIMER_MS} (got "${process.env.FOLLOW_RETRY_MAX_MS}")`
+    )
+}
+
+// A follower's first wait before reconnecting (RouteFollower's default retryInitial): the least FOLLOW_RETRY_MAX_MS.
+const FOLLOW_RETRY_INITIAL_MS = 100
+
 /** The timeouts of a host started from the command line, from the environment, every one checked. */
 export interface Timeouts {
   /** `HEADERS_TIMEOUT_MS`: longest time a request's headers may take to arrive (Node's `server.headersTimeout`). */

@@ -14,7 +14,7 @@
  *
  * @since 0.4.0
  */
-import { Config, Context, Deferred, Duration, Effect, Layer, Schema } from "effect"
+import { Cause, Config, Context, Deferred, Duration, Effect, Exit, Layer, Schema } from "effect"
 import type { ConfigError, Redacted } from "effect"
 import * as Follower from "./internal/follow/follower.js"
 import * as FollowSettings from "./internal/follow/settings.js"
@@ -69,18 +69,28 @@ export interface Options {
   /**
    * The wait before reconnecting after a lost stream: each failure in a row doubles it, from `retryInitial` up to
    * `retryMax`, and the follower waits a random time between zero and that bound ("full jitter"), so that followers
-   * cut off together do not come back together. A stream that reached `ready` starts again from `retryInitial`.
-   * Defaults 100 milliseconds and 30 seconds.
+   * cut off together do not come back together. Once the registry accepts connections again a follower is back within
+   * `retryMax` and one connection. The waits start again from `retryInitial` only after a stream stayed live (past
+   * `ready`) for 10 s, so a registry that breaks every stream right after `ready` is not hammered. Defaults 100
+   * milliseconds and 4 seconds.
    */
   readonly retryInitial?: Duration.DurationInput | undefined
   readonly retryMax?: Duration.DurationInput | undefined
   /**
    * A stream from which no byte arrives for this long (the registry sends a heartbeat at least every 15 s) is taken
-   * for dead and replaced. Default 35 seconds.
+   * for dead and replaced; until then a live stream counts as current. Default 20 seconds.
    */
   readonly idleTimeout?: Duration.DurationInput | undefined
   /** An event larger than this is a protocol error: the stream is dropped and resumed. Default 1 MiB. */
   readonly maxEventBytes?: number | undefined
+  /**
+   * The most routes one snapshot (every route, sent after a `reset` or to a stream opened without a cursor) may hold,
+   * and the longest it may take to arrive: past either, the stream is a protocol error, dropped, logged and tried
+   * again, so a stream never makes a follower hold routes without bound. Raise `maxSnapshotRoutes` for a registry that
+   * holds more. Defaults 250,000 routes and 5 minutes.
+   */
+  readonly maxSnapshotRoutes?: number | undefined
+  readonly snapshotTimeout?: Duration.DurationInput | undefined
   /**
    * How many of its last changes the follower keeps for its own followers to resume from (a relay), as
    * `RouteTable.LayerOptions.historyCapacity`; one that was away longer is sent every route again. Default
@@ -97,6 +107,15 @@ export interface Options {
  */
 export const DEFAULTS: typeof FollowSettings.DEFAULTS = FollowSettings.DEFAULTS
 
+// The loop survives every loss and defect of a connection; should it ever end otherwise, the log says so.
+const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
+  Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
+    ? Effect.logError(
+      "route table: the follower stopped following the registry; the table no longer changes",
+      exit.cause
+    )
+    : Effect.void
+
 /**
  * A table that follows another registry over HTTP, with no database: the layer reads the registry's change stream
  * (`GET <url>/v1/routing/changes`) with a `routes:read` token, and provides
@@ -106,7 +125,8 @@ export const DEFAULTS: typeof FollowSettings.DEFAULTS = FollowSettings.DEFAULTS
  *   store does, `history` reads a page of the registry's change log (`GET <url>/v1/routing/history`, with `token`;
  *   `StoreUnavailable` when it cannot be had within 10 s), and every write fails with `ReadOnlyStore` (the routing
  *   API answers it `405 method_not_allowed`);
- * - `TableStatus` (`following: "stream"`), whose staleness grows while the registry cannot be reached;
+ * - `TableStatus` (`following: "stream"`): current (staleness 0) while the stream is live and the registry says it is
+ *   current itself, its staleness growing while the registry cannot be reached (or, for a relay, cannot reach its own);
  * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
  *   processes can follow it (a relay).
  *
@@ -132,9 +152,9 @@ export const layer = (
     const cleartext = Urls.cleartextWarning(options.url, "route table: the followed registry's URL")
     if (cleartext !== undefined) yield* Effect.logWarning(cleartext)
     const history = History.make(settings.historyCapacity)
-    const state = yield* Follower.makeState(history)
+    const state = yield* Follower.makeState(history, settings)
     yield* Effect.forkScoped(Follower.logger(state))
-    yield* Effect.forkScoped(Follower.follow(state, settings))
+    yield* Effect.forkScoped(Follower.follow(state).pipe(Effect.onExit(logStopped)))
     yield* Deferred.await(state.started).pipe(
       Effect.mapError((lost) =>
         new FollowFailed({ url: Urls.redacted(options.url), reason: lost.reason, status: lost.status })

@@ -292,12 +292,13 @@ export class ChangeHistory extends Context.Tag("route-registry/RouteTable/Change
  * - `following`: `"local"` for a store only this process changes (the table is always current), `"notifications"`
  *   when other processes' changes wake the table (and it also polls), `"polling"` when it polls alone, `"stream"`
  *   for a follower of another registry's change stream (`RouteFollower.layer`).
- * - `reachable`: whether the last read of the store's changes succeeded (for a follower: whether it is connected to
- *   the registry's stream). While it fails, the table keeps routing with what it has, and catches up by itself once
- *   the store answers again.
+ * - `reachable`: whether the last read of the store's changes succeeded (for a follower: whether its stream is live,
+ *   not silent past `idleTimeout`, and the process it follows says it is current). While it fails, the table keeps
+ *   routing with what it has, and catches up by itself once the store answers again.
  * - `confirmedAt`, `stalenessMillis`: when the table was last confirmed equal to the store, and how long ago that is.
  *   While the store is reachable it stays under the poll interval (plus one read); in an outage it grows. A follower
- *   is confirmed by every event and heartbeat of its stream (one at least every 15 s).
+ *   that is `reachable` is current (staleness 0, between heartbeats too); otherwise its staleness is the time since it
+ *   last was, a relay's as its heartbeats say (docs/scaling-out.md, "Readiness and staleness").
  * - `error`: why the last read failed, while it fails.
  *
  * @since 0.2.0

@@ -108,7 +108,9 @@ export interface Options {
   readonly idempotencyKeyBytesPerPrincipal?: number | undefined
   /**
    * How often each open change stream (`GET /v1/routing/changes`) is sent a heartbeat, a `:` comment line that keeps
-   * idle connections and the proxies on their way from closing them, in milliseconds. Default 10,000.
+   * idle connections and the proxies on their way from closing them, and says whether this process's table is current
+   * (docs/http-api.md, "Following every change"), in milliseconds, at most 15,000 (followers rely on one at least
+   * every 15 s). Default 10,000.
    */
   readonly changesHeartbeatMillis?: number | undefined
   /**
@@ -252,10 +254,11 @@ export const internalError: Response = Answers.INTERNAL_ERROR
  */
 export const notFound: Response = Answers.NOT_FOUND
 
-/** What the change stream reads: the process's table and its history. */
+/** What the change stream reads: the process's table, its history, and its status (for the heartbeats). */
 interface Changes {
   readonly table: RouteTable.Table<Route.StoredRoute>
   readonly history: Context.Tag.Service<RouteTable.ChangeHistory>
+  readonly status: (() => RouteTable.Status) | undefined
 }
 
 const makeCore = (
@@ -284,7 +287,7 @@ const makeCore = (
       table: changes.table,
       history: changes.history,
       bufferBytes: config.changesBufferBytes,
-      heartbeats: ChangeStream.heartbeats(config.changesHeartbeatMillis),
+      heartbeats: ChangeStream.heartbeats(config.changesHeartbeatMillis, changes.status),
       shared: undefined
     }
   }
@@ -305,9 +308,15 @@ const makeCore = (
 
 // The table and its history when both are in context (`RouteTable.layer` provides them): the change stream's source.
 const changesInContext: Effect.Effect<Changes | undefined> = Effect.map(
-  Effect.all([Effect.serviceOption(RouteTable.RouteTable), Effect.serviceOption(RouteTable.ChangeHistory)]),
-  ([table, history]) =>
-    Option.isSome(table) && Option.isSome(history) ? { table: table.value, history: history.value } : undefined
+  Effect.all([
+    Effect.serviceOption(RouteTable.RouteTable),
+    Effect.serviceOption(RouteTable.ChangeHistory),
+    Effect.serviceOption(RouteTable.TableStatus)
+  ]),
+  ([table, history, status]) =>
+    Option.isSome(table) && Option.isSome(history)
+      ? { table: table.value, history: history.value, status: Option.getOrUndefined(status)?.unsafeGet }
+      : undefined
 )
 
 /**

@@ -7,6 +7,7 @@ import { Effect, Either, Redacted, Schema } from "effect"
 import * as Route from "route-registry/Route"
 import * as Decode from "../src/internal/follow/decode.js"
 import * as Follower from "../src/internal/follow/follower.js"
+import * as FollowSettings from "../src/internal/follow/settings.js"
 import * as History from "../src/internal/table/history.js"
 
 // A registry this test never asks: only the store's reads of its memory index are tried here.
@@ -112,10 +113,12 @@ describe("decoding an upsert", () => {
   })
 })
 
+const SETTINGS = Either.getOrThrow(FollowSettings.resolve({ url: "http://127.0.0.1:1", token: Redacted.make("t") }))
+
 describe("a relay's history", () => {
   it.effect("records the event's own text, byte for byte, and the route's JSON for an event written another way", () =>
     Effect.gen(function*() {
-      const state = yield* Follower.makeState(History.make())
+      const state = yield* Follower.makeState(History.make(), SETTINGS)
       const sink = Follower.sink(state)
       sink.event({ type: "ready", data: "", id: "" })
       const texts: Array<string> = []

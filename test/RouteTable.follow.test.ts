@@ -364,7 +364,7 @@ describe("reconnecting: exponential backoff with full jitter", () => {
   const waits = (count: number, random: number, initialMillis = 100, maxMillis = 30_000) =>
     Schedule.run(
       Schedule.delays(
-        Follower.backoff({ target: undefined as never, retryInitialMillis: initialMillis, retryMaxMillis: maxMillis })
+        Follower.backoff({ retryInitialMillis: initialMillis, retryMaxMillis: maxMillis })
       ),
       0,
       Array.from({ length: count }, () => undefined)

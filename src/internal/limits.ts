@@ -29,6 +29,12 @@ export const DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL = 4 * 1024 * 1024
 /** How often an open change stream is sent a heartbeat by default, in milliseconds: well within 15 s. */
 export const DEFAULT_CHANGES_HEARTBEAT_MILLIS = 10_000
 
+/**
+ * The longest interval between two heartbeats a host may set: followers take a stream silent for 15 s and a margin
+ * for dead (`RouteFollower.Options.idleTimeout`, 20 s by default), and count a live one current until then.
+ */
+export const MAX_CHANGES_HEARTBEAT_MILLIS = 15_000
+
 /** The most bytes a change stream's connection may hold unsent by default before it is closed (1 MiB). */
 export const DEFAULT_CHANGES_BUFFER_BYTES = 1024 * 1024
 

@@ -63,7 +63,7 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
       least: LEAST_KEY_BYTES
     }) ??
     positiveInteger("changesHeartbeatMillis", config.changesHeartbeatMillis, "milliseconds", {
-      most: MAX_TIMER_MILLIS
+      most: Limits.MAX_CHANGES_HEARTBEAT_MILLIS
     }) ??
     positiveInteger("changesBufferBytes", config.changesBufferBytes, "bytes")
   return invalid === undefined ? Either.right(config) : Either.left(invalid)

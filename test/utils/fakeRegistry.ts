@@ -29,6 +29,8 @@ export interface FakeRegistry {
   readonly put: (route: Route.StoredRoute) => void
   /** Removes a route and streams its delete. */
   readonly remove: (id: string) => void
+  /** Writes `text` as it is into every open stream (an attack: a bad event, a heartbeat of another form). */
+  readonly inject: (text: string) => void
   /** Destroys every open stream. */
   readonly cutAll: () => void
   /** The next event is written up to the middle of its frame, then its stream destroyed. */
@@ -166,6 +168,9 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
     },
     remove: (id) => {
       if (routes.delete(id)) history.deleted(id)
+    },
+    inject: (text) => {
+      for (const stream of streams) stream.res.write(text)
     },
     cutAll: () => {
       for (const stream of streams) stream.res.destroy()

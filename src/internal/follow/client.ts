@@ -26,27 +26,43 @@ export interface Target {
 }
 
 /**
- * Why a connection ended: the registry answered another status than 200 (`status`, with its problem's `code` and
- * `detail` when it sent one), the connection failed or ended, the stream broke the protocol, or it fell silent.
+ * Why a connection ended: the registry answered another status than 200 (`status`, with its problem's `code`, the
+ * `path` of each of its `errors[]` as `fields`, and its `detail` in `reason`, when it sent one), the connection failed
+ * or ended, the stream broke the protocol (`protocol`), or it fell silent.
  */
 export class Lost extends Data.TaggedError("Lost")<{
   readonly reason: string
   readonly status?: number | undefined
   readonly code?: string | undefined
+  readonly fields?: ReadonlyArray<string> | undefined
+  readonly protocol?: boolean | undefined
 }> {}
 
 // How much of a refusal's body is read for its problem document; the rest is dropped.
 const MAX_REFUSAL_BYTES = 16 * 1024
 
-// The `code` and `detail` of a problem document, when the body is one.
-const problemOf = (body: string): { readonly code?: string; readonly detail?: string } => {
+interface Problem {
+  readonly code?: string
+  readonly detail?: string
+  readonly fields?: ReadonlyArray<string>
+}
+
+// The `code`, `detail` and the paths of `errors[]` of a problem document, when the body is one.
+const problemOf = (body: string): Problem => {
   try {
     const parsed: unknown = JSON.parse(body)
     if (typeof parsed !== "object" || parsed === null) return {}
-    const { code, detail } = parsed as Record<string, unknown>
+    const { code, detail, errors } = parsed as Record<string, unknown>
+    const fields = Array.isArray(errors)
+      ? errors.flatMap((error: unknown) => {
+        const path = typeof error === "object" && error !== null ? (error as { path?: unknown }).path : undefined
+        return typeof path === "string" ? [path] : []
+      })
+      : []
     return {
       ...(typeof code === "string" ? { code } : {}),
-      ...(typeof detail === "string" ? { detail } : {})
+      ...(typeof detail === "string" ? { detail } : {}),
+      ...(fields.length > 0 ? { fields } : {})
     }
   } catch {
     return {}
@@ -59,14 +75,15 @@ export const refused = (response: Http.IncomingMessage, done: (lost: Lost) => vo
   const chunks: Array<Buffer> = []
   let size = 0
   const finish = () => {
-    const { code, detail } = problemOf(Buffer.concat(chunks).toString("utf8"))
+    const { code, detail, fields } = problemOf(Buffer.concat(chunks).toString("utf8"))
     done(
       new Lost({
         reason: `the registry answered ${status}${code === undefined ? "" : ` ${code}`}${
           detail === undefined ? "" : `: ${detail}`
-        }`,
+        }${fields === undefined ? "" : ` (${fields.join(", ")})`}`,
         status,
-        code
+        code,
+        fields
       })
     )
   }
@@ -108,7 +125,14 @@ export const connect = (
     }
     if (cursor !== undefined) headers["last-event-id"] = cursor
     const client = target.url.protocol === "https:" ? Https : Http
-    const request = client.get(target.url, { headers })
+    let request: Http.ClientRequest
+    try {
+      request = client.get(target.url, { headers })
+    } catch (error) {
+      // A header `node:http` refuses (a cursor the follower should never have kept): this try is lost, not the loop.
+      resume(Effect.fail(new Lost({ reason: `the request could not be made: ${String(error)}` })))
+      return
+    }
     request.setTimeout(target.idleMillis, () =>
       end(new Lost({ reason: `no byte from the registry for ${target.idleMillis} ms` })))
     request.on("error", (error) =>
@@ -123,8 +147,16 @@ export const connect = (
       const parser = new Sse.Parser(target.maxEventBytes, sink)
       response.on("data", (chunk: Buffer) => {
         if (ended) return
-        const failure = parser.push(chunk)
-        if (failure !== undefined) end(new Lost({ reason: `the stream broke the protocol: ${failure}` }))
+        let failure: string | undefined
+        try {
+          failure = parser.push(chunk)
+        } catch (error) {
+          // A listener that throws would take the process down: the stream is dropped instead, and resumed.
+          failure = `an event could not be applied: ${String(error)}`
+        }
+        if (failure !== undefined) {
+          end(new Lost({ reason: `the stream broke the protocol: ${failure}`, protocol: true }))
+        }
       })
       response.on("error", (error) => end(new Lost({ reason: error.message })))
       // "close" comes after "end", and alone when the connection is cut.

@@ -7,7 +7,9 @@
  * After a `reset` (or on a stream opened without a cursor) the routes of the snapshot are collected while the table
  * keeps routing as it was; at `ready` the table takes them at once, and loses every route the snapshot did not name,
  * so it ends equal to the registry. A route equal to the one the table holds is left as it is: it keeps its revision
- * (ETag), and its history records no change, so a relay's own followers see only what changed.
+ * (ETag), and its history records no change, so a relay's own followers see only what changed. The first snapshot,
+ * which nothing routes with until its `ready`, goes into the table as it arrives, and is not recorded as changes: the
+ * follower holds it once (docs/scaling-out.md, "A follower's memory").
  *
  * @internal
  */
@@ -21,6 +23,7 @@ import type { Status } from "../table/liveTable.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Client from "./client.js"
 import * as Decode from "./decode.js"
+import * as Heartbeat from "./heartbeat.js"
 import * as Log from "./log.js"
 import type * as Sse from "./sse.js"
 
@@ -32,16 +35,50 @@ export interface Settings {
   /** The first wait before reconnecting, and the longest: each failure in a row doubles it up to the longest. */
   readonly retryInitialMillis: number
   readonly retryMaxMillis: number
+  /** The most routes a snapshot may hold, and the longest it may take, before the stream is dropped. */
+  readonly maxSnapshotRoutes: number
+  readonly snapshotTimeoutMillis: number
 }
 
-/** When the table was last confirmed current, and whether the registry answers. */
+/**
+ * How long a stream must stay live (past `ready`, no loss) to count as healthy: only then does the backoff start again
+ * from its first wait, a protocol error stop holding the table's confirmation back, and an outage end in the log.
+ */
+export const HEALTHY_MILLIS = 10_000
+
+/**
+ * The most characters of an event id the follower keeps as its cursor; an id must also be printable ASCII, since it
+ * goes back in the `Last-Event-ID` header. Any other id is a protocol error.
+ */
+export const MAX_CURSOR_LENGTH = 1024
+
+/** When the table was last confirmed current, and why the last connection ended. */
 interface Confirmed {
   at: number
-  reachable: boolean
   error: string | undefined
 }
 
+/** An outage, as logged: its first warning, then a count of the same loss repeated, and its end. */
+interface Outage {
+  readonly since: number
+  reason: string
+  /** Losses for `reason` since it was logged. */
+  repeats: number
+  /** A `ready` since the last warning was logged. */
+  back: boolean
+}
+
+/**
+ * A snapshot being read, and when it began. While the table routes, its routes are held beside it until `ready`
+ * (`held`); before the first `ready` nothing reads the table, so they go into it at once and only their ids are kept
+ * (`kept`): a follower never holds its first snapshot twice.
+ */
+type Snapshot =
+  | { readonly held: Map<string, Decode.Decoded>; readonly kept?: undefined; readonly since: number }
+  | { readonly held?: undefined; readonly kept: Set<string>; readonly since: number }
+
 export interface State {
+  readonly settings: Settings
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   readonly memory: Memory.Memory
   readonly history: History.History
@@ -49,13 +86,23 @@ export interface State {
   revision: number
   /** The id of the last event applied, to resume from. */
   cursor: string | undefined
-  /** While a snapshot is being read: its routes so far, by id. */
-  snapshot: Map<string, Decode.Decoded> | undefined
-  /** `ready` arrived on this connection: every event since confirms the table current. */
+  /** While a snapshot is being read. */
+  snapshot: Snapshot | undefined
+  /** The first `ready` arrived: the table routes, and its changes are recorded for its own followers. */
+  routing: boolean
+  /** `ready` arrived on this connection: every byte since confirms the table current. */
   live: boolean
+  /** When `ready` arrived on this connection, while it is live. */
+  liveSince: number | undefined
+  /** When the last byte arrived: a live stream past `idleMillis` without one is not current. */
+  lastByteAt: number
+  /** When the process followed was last current, as its last heartbeat said; `undefined`: it is current. */
+  upstreamConfirmedAt: number | undefined
+  /** A stream broke the protocol, and none has stayed healthy since: `ready` confirms nothing meanwhile. */
+  broken: boolean
   readonly confirmed: Confirmed
-  /** Since when the stream is lost, while it is (logged when it ends). */
-  awaySince: number | undefined
+  /** The outage being logged, until a stream stays healthy. */
+  outage: Outage | undefined
   /** What to log, logged by a fiber of its own: the sink runs outside any fiber. */
   readonly log: Queue.Queue<Effect.Effect<void>>
   /** Told of the first `ready`. */
@@ -64,19 +111,25 @@ export interface State {
   readonly clock: Clock.Clock
 }
 
-export const makeState = (history: History.History): Effect.Effect<State> =>
+export const makeState = (history: History.History, settings: Settings): Effect.Effect<State> =>
   Effect.map(
     Effect.all([Queue.unbounded<Effect.Effect<void>>(), Deferred.make<void, Client.Lost>(), Effect.clock]),
     ([log, started, clock]) => ({
+      settings,
       tree: new RouteTree.Tree(),
       memory: Memory.emptyMemory(),
       history,
       revision: 0,
       cursor: undefined,
       snapshot: undefined,
+      routing: false,
       live: false,
-      confirmed: { at: clock.unsafeCurrentTimeMillis(), reachable: false, error: undefined },
-      awaySince: undefined,
+      liveSince: undefined,
+      lastByteAt: clock.unsafeCurrentTimeMillis(),
+      upstreamConfirmedAt: undefined,
+      broken: false,
+      confirmed: { at: clock.unsafeCurrentTimeMillis(), error: undefined },
+      outage: undefined,
       log,
       started,
       clock
@@ -122,24 +175,83 @@ const put = (state: State, route: Decode.Decoded): void => {
     return
   }
   Memory.put(state.memory, stored)
-  state.history.upserted(stored, route.text)
+  // Before the first `ready` no follower of this one holds a cursor of its history: the first snapshot is not a change.
+  if (state.routing) state.history.upserted(stored, route.text)
 }
 
 const drop = (state: State, id: string): void => {
   if (RouteTree.get(state.tree, id) === undefined) return
   RouteTree.remove(state.tree, id)
   Memory.drop(state.memory, id)
-  state.history.deleted(id)
+  if (state.routing) state.history.deleted(id)
 }
 
 const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
   Queue.unsafeOffer(state.log, log)
 }
 
-// The snapshot is complete: the table takes it whole, in one step no request sees half of.
+const now = (state: State): number => state.clock.unsafeCurrentTimeMillis()
+
+const startSnapshot = (state: State): void => {
+  const since = now(state)
+  state.snapshot = state.routing ? { held: new Map(), since } : { kept: new Set(), since }
+}
+
+// The snapshot is complete: the table takes it whole, in one step no request sees half of. Losing routes this way (a
+// registry that restarted empty, or was pointed at another database) is worth a warning with the counts.
 const takeSnapshot = (state: State, snapshot: Map<string, Decode.Decoded>): void => {
-  for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.has(id)) drop(state, id)
+  const before = state.tree.byId.size
+  let removed = 0
+  for (const id of Array.from(RouteTree.ids(state.tree))) {
+    if (!snapshot.has(id)) {
+      drop(state, id)
+      removed++
+    }
+  }
   for (const route of snapshot.values()) put(state, route)
+  const after = state.tree.byId.size
+  if (after < before) {
+    unsafeLog(
+      state,
+      Effect.logWarning(
+        `route table: the registry sent every route again (a reset) and the table shrank: ${before} routes before, ` +
+          `${after} after, ${removed} removed`
+      )
+    )
+  }
+}
+
+// Into the snapshot being read, within its bound; a protocol error past it.
+const collect = (state: State, snapshot: Snapshot, route: Decode.Decoded): string | undefined => {
+  const { maxSnapshotRoutes } = state.settings
+  const ids = snapshot.held ?? snapshot.kept
+  if (ids.size >= maxSnapshotRoutes && !ids.has(route.id)) {
+    return `a snapshot of more than ${maxSnapshotRoutes} routes (maxSnapshotRoutes)`
+  }
+  if (snapshot.held !== undefined) {
+    snapshot.held.set(route.id, route)
+  } else {
+    put(state, route)
+    snapshot.kept.add(route.id)
+  }
+  return undefined
+}
+
+// A route the snapshot being read no longer names (deleted while it was sent, or one this process cannot hold).
+const uncollect = (state: State, snapshot: Snapshot, id: string): void => {
+  if (snapshot.held !== undefined) {
+    snapshot.held.delete(id)
+  } else {
+    drop(state, id)
+    snapshot.kept.delete(id)
+  }
+}
+
+// The snapshot is complete.
+const complete = (state: State, snapshot: Snapshot): void => {
+  if (snapshot.held !== undefined) return takeSnapshot(state, snapshot.held)
+  // What a stream cut before the first `ready` had put into the table, and this snapshot does not name.
+  for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.kept.has(id)) drop(state, id)
 }
 
 const upsert = (state: State, data: string): string | undefined => {
@@ -153,11 +265,11 @@ const upsert = (state: State, data: string): string | undefined => {
       Effect.logError(`route table: the route ${id} was skipped: it is not a route this process can hold`)
     )
     if (state.snapshot === undefined) drop(state, id)
-    else state.snapshot.delete(id)
+    else uncollect(state, state.snapshot, id)
     return undefined
   }
-  if (state.snapshot === undefined) put(state, route)
-  else state.snapshot.set(route.id, route)
+  if (state.snapshot !== undefined) return collect(state, state.snapshot, route)
+  put(state, route)
   return undefined
 }
 
@@ -165,27 +277,90 @@ const remove = (state: State, data: string): string | undefined => {
   const id = (parse(data) as { id?: unknown } | undefined)?.id
   if (typeof id !== "string") return `a delete that names no id: ${data.slice(0, 200)}`
   if (state.snapshot === undefined) drop(state, id)
-  else state.snapshot.delete(id)
+  else uncollect(state, state.snapshot, id)
   return undefined
 }
 
+// --- health --------------------------------------------------------------------------------------------------------
+
+/** Whether the table is current now: its stream live and not silent too long, and the process it follows current. */
+const isCurrent = (state: State, at: number): boolean =>
+  state.live && !state.broken && state.upstreamConfirmedAt === undefined &&
+  at - state.lastByteAt <= state.settings.target.idleMillis
+
+// A byte arrived: while the stream is live, the table is as current as the process it follows says it is.
+const confirm = (state: State, at: number): void => {
+  state.lastByteAt = at
+  if (state.live && !state.broken) state.confirmed.at = state.upstreamConfirmedAt ?? at
+}
+
+/** Whether the stream of this connection has stayed live long enough to count as healthy. */
+const isHealthy = (state: State, at: number): boolean =>
+  state.live && state.liveSince !== undefined && at - state.liveSince >= HEALTHY_MILLIS
+
+// A stream that stayed healthy ends what a protocol error or an outage began.
+const settle = (state: State, at: number): void => {
+  if (!isHealthy(state, at)) return
+  if (state.broken) {
+    state.broken = false
+    state.confirmed.at = state.upstreamConfirmedAt ?? state.lastByteAt
+  }
+  const outage = state.outage
+  if (outage === undefined) return
+  state.outage = undefined
+  unsafeLog(state, repeated(outage))
+}
+
+// The count of the losses an outage did not log, if any.
+const repeated = (outage: Outage): Effect.Effect<void> =>
+  outage.repeats > 0
+    ? Effect.logInfo(`route table: the change stream had been lost ${outage.repeats} more time(s) (${outage.reason})`)
+    : Effect.void
+
 const ready = (state: State): void => {
   if (state.snapshot !== undefined) {
-    takeSnapshot(state, state.snapshot)
+    complete(state, state.snapshot)
     state.snapshot = undefined
   }
+  state.routing = true
+  const at = now(state)
   state.live = true
-  if (state.awaySince !== undefined) {
-    const away = Duration.format(Duration.millis(state.clock.unsafeCurrentTimeMillis() - state.awaySince))
-    state.awaySince = undefined
+  state.liveSince = at
+  confirm(state, at)
+  const outage = state.outage
+  if (outage !== undefined && !outage.back) {
+    outage.back = true
+    const away = Duration.format(Duration.millis(at - outage.since))
     unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
   }
   Deferred.unsafeDone(state.started, Effect.void)
 }
 
+// An id goes back to the registry as `Last-Event-ID`: one `node:http` would refuse to send (a control character, one
+// above U+00FF) or of unbounded length is not a cursor.
+const PRINTABLE_ASCII = /^[\x21-\x7e]*$/
+
+const checkId = (id: string): string | undefined =>
+  id.length <= MAX_CURSOR_LENGTH && PRINTABLE_ASCII.test(id)
+    ? undefined
+    : `an event id that is not a cursor (printable ASCII, at most ${MAX_CURSOR_LENGTH} characters): ${
+      JSON.stringify(id.slice(0, 100))
+    }`
+
+// A snapshot that takes too long is dropped, like one too large: a stream never holds a follower in one forever.
+const checkSnapshotTime = (state: State, at: number): string | undefined => {
+  const { snapshotTimeoutMillis } = state.settings
+  return state.snapshot !== undefined && at - state.snapshot.since > snapshotTimeoutMillis
+    ? `a snapshot that took more than ${snapshotTimeoutMillis} ms (snapshotTimeout)`
+    : undefined
+}
+
 /** What a connection does with each event and heartbeat, in the order they arrive. */
 export const sink = (state: State): Sse.Sink => ({
   event: (event) => {
+    const at = now(state)
+    const invalid = (event.id === "" ? undefined : checkId(event.id)) ?? checkSnapshotTime(state, at)
+    if (invalid !== undefined) return invalid
     let failure: string | undefined
     switch (event.type) {
       case "upsert":
@@ -198,27 +373,36 @@ export const sink = (state: State): Sse.Sink => ({
         ready(state)
         break
       case "reset":
-        state.snapshot = new Map()
+        startSnapshot(state)
         state.live = false
         break
         // Other types are for later versions of the stream.
     }
     if (failure !== undefined) return failure
     if (event.id !== "") state.cursor = event.id
-    if (state.live) state.confirmed.at = state.clock.unsafeCurrentTimeMillis()
+    confirm(state, at)
+    settle(state, at)
     return undefined
   },
-  comment: () => {
-    if (state.live) state.confirmed.at = state.clock.unsafeCurrentTimeMillis()
+  comment: (text) => {
+    const at = now(state)
+    const staleness = Heartbeat.staleness(text)
+    state.upstreamConfirmedAt = staleness === undefined ? undefined : at - staleness
+    confirm(state, at)
+    settle(state, at)
+    return checkSnapshotTime(state, at)
   }
 })
 
 // A new connection: the stream starts with a snapshot when it is opened without a cursor (and with `reset` when the
-// registry cannot resume from it); what a cut connection had collected of a snapshot is dropped.
+// registry cannot resume from it); what a cut connection had collected of a snapshot is dropped. The process followed
+// counts as current until a heartbeat says otherwise (one comes before `ready`, from this library's registries).
 const opened = (state: State) => () => {
-  state.snapshot = state.cursor === undefined ? new Map() : undefined
+  if (state.cursor === undefined) startSnapshot(state)
+  else state.snapshot = undefined
   state.live = false
-  state.confirmed.reachable = true
+  state.liveSince = undefined
+  state.upstreamConfirmedAt = undefined
   state.confirmed.error = undefined
 }
 
@@ -249,13 +433,23 @@ export const store = (state: State, log: Log.Target): Store =>
     list: (query) => Effect.sync(() => Memory.listMemory(state.memory, query))
   })
 
-export const status = (state: State): Status => ({
-  following: "stream",
-  reachable: state.confirmed.reachable,
-  confirmedAt: new Date(state.confirmed.at),
-  stalenessMillis: Math.max(0, state.clock.unsafeCurrentTimeMillis() - state.confirmed.at),
-  error: state.confirmed.error
-})
+/**
+ * The table's status. A follower whose stream is live, not silent past `idleMillis`, and whose registry says it is
+ * current is current itself: staleness 0 however long ago the last heartbeat was. Otherwise the staleness is the time
+ * since it last was, which a relay's heartbeats carry back to the time the relay itself last was.
+ */
+export const status = (state: State): Status => {
+  const at = now(state)
+  settle(state, at)
+  const current = isCurrent(state, at)
+  return {
+    following: "stream",
+    reachable: current,
+    confirmedAt: new Date(current ? at : state.confirmed.at),
+    stalenessMillis: current ? 0 : Math.max(0, at - state.confirmed.at),
+    error: state.confirmed.error
+  }
+}
 
 // --- following -----------------------------------------------------------------------------------------------------
 
@@ -264,7 +458,9 @@ export const status = (state: State): Status => ({
  * "full jitter" (each wait a uniform draw from zero to the bound), so that followers cut off together do not come back
  * together.
  */
-export const backoff = (settings: Settings): Schedule.Schedule<unknown> =>
+export const backoff = (
+  settings: Pick<Settings, "retryInitialMillis" | "retryMaxMillis">
+): Schedule.Schedule<unknown> =>
   Schedule.exponential(Duration.millis(settings.retryInitialMillis)).pipe(
     Schedule.union(Schedule.spaced(Duration.millis(settings.retryMaxMillis))),
     Schedule.jitteredWith({ min: 0, max: 1 })
@@ -277,36 +473,79 @@ export const backoff = (settings: Settings): Schedule.Schedule<unknown> =>
 export const isFatal = (lost: Client.Lost): boolean =>
   lost.status !== undefined && lost.status >= 400 && lost.status < 500 && lost.status !== 408 && lost.status !== 429
 
+const CURSOR_FIELD = /^(?:since|last-event-id)$/i
+
+/** A `400` that names the cursor (`since` or `Last-Event-ID`): the registry will never resume from it. */
+export const refusesCursor = (lost: Client.Lost): boolean =>
+  lost.status === 400 &&
+  (lost.fields?.some((field) => CURSOR_FIELD.test(field)) === true || /last-event-id/i.test(lost.reason))
+
+// One connection, to its end: its loss, or the defect that ended it, taken for a loss and logged.
+const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> =>
+  Effect.flip(Client.connect(state.settings.target, state.cursor, opened(state), sinkOf)).pipe(
+    Effect.catchAllDefect((defect) =>
+      Effect.as(
+        Effect.logError("route table: a connection to the registry failed unexpectedly; reconnecting", defect),
+        new Client.Lost({ reason: `an unexpected error: ${String(defect)}` })
+      )
+    )
+  )
+
+// An outage is logged when it starts and when it ends (at `ready`), not at every try; the same loss again before a
+// stream stayed healthy is counted, and the count logged once it has.
+const logLoss = (state: State, lost: Client.Lost): Effect.Effect<void> => {
+  const outage = state.outage
+  if (outage !== undefined && outage.reason === lost.reason) {
+    outage.repeats++
+    return Effect.void
+  }
+  const before = outage === undefined ? Effect.void : repeated(outage)
+  if (outage === undefined) state.outage = { since: state.lastByteAt, reason: lost.reason, repeats: 0, back: false }
+  else Object.assign(outage, { reason: lost.reason, repeats: 0, back: false })
+  return Effect.zipRight(
+    before,
+    Effect.logWarning(
+      `route table: lost the registry's change stream (${lost.reason}); routing on with the table confirmed current ` +
+        `at ${new Date(status(state).confirmedAt).toISOString()}, reconnecting`
+    )
+  )
+}
+
+// What a lost connection leaves: the table no longer live, and a cursor the registry refuses dropped.
+const lose = (state: State, lost: Client.Lost): Effect.Effect<void> => {
+  const at = now(state)
+  settle(state, at)
+  state.live = false
+  state.liveSince = undefined
+  state.confirmed.error = lost.reason
+  if (lost.protocol === true) state.broken = true
+  if (state.cursor === undefined || !refusesCursor(lost)) return Effect.void
+  state.cursor = undefined
+  return Effect.logWarning(
+    `route table: the registry refused the cursor to resume from (${lost.reason}); starting again from every route`
+  )
+}
+
 /**
  * Follows the registry until interrupted. Before the first `ready`, a refusal that another try will not change ends
  * it, failing `state.started`; after it, every loss is retried, for as long as the follower lives.
  */
-export const follow = (state: State, settings: Settings): Effect.Effect<void> =>
+export const follow = (state: State): Effect.Effect<void> =>
   Effect.gen(function*() {
-    const confirmed = state.confirmed
     const sinkOf = sink(state)
-    const retry = yield* Schedule.driver(backoff(settings))
+    const retry = yield* Schedule.driver(backoff(state.settings))
     while (true) {
-      const lost = yield* Effect.flip(Client.connect(settings.target, state.cursor, opened(state), sinkOf))
-      const wasLive = state.live
-      state.live = false
-      confirmed.reachable = false
-      confirmed.error = lost.reason
+      const cursor = state.cursor
+      const lost = yield* connection(state, sinkOf)
+      // A stream that stayed healthy: the backoff starts again from its first wait.
+      if (isHealthy(state, now(state))) yield* retry.reset
+      yield* lose(state, lost)
       const started = yield* Deferred.isDone(state.started)
-      if (!started && isFatal(lost)) {
+      if (!started && isFatal(lost) && !(cursor !== undefined && state.cursor === undefined)) {
         yield* Deferred.fail(state.started, lost)
         return
       }
-      // A connection that reached `ready` was healthy: the backoff starts again from its first wait.
-      if (wasLive) yield* retry.reset
-      // An outage is logged when it starts and when it ends (at `ready`), not at every try.
-      if (started && state.awaySince === undefined) {
-        state.awaySince = state.clock.unsafeCurrentTimeMillis()
-        yield* Effect.logWarning(
-          `route table: lost the registry's change stream (${lost.reason}); routing on with the table confirmed ` +
-            `current at ${new Date(confirmed.at).toISOString()}, reconnecting`
-        )
-      }
+      if (started) yield* logLoss(state, lost)
       yield* Effect.orDie(retry.next(undefined)) // the backoff never ends
     }
   })

@@ -16,9 +16,13 @@ import type * as Log from "./log.js"
 export const DEFAULTS = {
   startTimeout: Duration.seconds(30),
   retryInitial: Duration.millis(100),
-  retryMax: Duration.seconds(30),
-  idleTimeout: Duration.seconds(35),
-  maxEventBytes: 1024 * 1024
+  // A follower is back within 5 s of its registry accepting connections again: at most this wait, then a connection.
+  retryMax: Duration.seconds(4),
+  // The registry's heartbeats come at least every 15 s; 5 s more is the margin for a busy network or event loop.
+  idleTimeout: Duration.seconds(20),
+  maxEventBytes: 1024 * 1024,
+  maxSnapshotRoutes: 250_000,
+  snapshotTimeout: Duration.minutes(5)
 } as const
 
 export interface Settings extends Follower.Settings {
@@ -71,11 +75,21 @@ export const resolve = (options: FollowOptions): Either.Either<Settings, Invalid
     const maxEventBytes = options.maxEventBytes ?? DEFAULTS.maxEventBytes
     const invalid = positiveInteger("maxEventBytes", maxEventBytes, "bytes")
     if (invalid !== undefined) return yield* Either.left(invalid)
+    const maxSnapshotRoutes = options.maxSnapshotRoutes ?? DEFAULTS.maxSnapshotRoutes
+    const invalidRoutes = positiveInteger("maxSnapshotRoutes", maxSnapshotRoutes, "routes")
+    if (invalidRoutes !== undefined) return yield* Either.left(invalidRoutes)
+    const snapshotTimeoutMillis = yield* millis(
+      "snapshotTimeout",
+      options.snapshotTimeout ?? DEFAULTS.snapshotTimeout,
+      1
+    )
     const capacity = yield* History.capacityOf(options.historyCapacity)
     return {
       target: { url, token: options.token, idleMillis, maxEventBytes },
       retryInitialMillis,
       retryMaxMillis,
+      maxSnapshotRoutes,
+      snapshotTimeoutMillis,
       startTimeout: Duration.millis(startTimeout),
       historyCapacity: capacity,
       log: { url: new URL(url.href.slice(0, -CHANGES_PATH.length) + HISTORY_PATH), token: options.token }

@@ -23,10 +23,10 @@ export interface Event {
 }
 
 export interface Sink {
-  /** An event; a returned string is a protocol error, which stops the parser. */
+  /** An event; a returned string is a protocol error, which stops the parser (a comment's too). */
   readonly event: (event: Event) => string | undefined
-  /** A comment line (a heartbeat). */
-  readonly comment: () => void
+  /** A comment line (a heartbeat): its text after the colon, its one leading space dropped. */
+  readonly comment: (text: string) => string | undefined
 }
 
 const LF = 0x0a
@@ -108,10 +108,7 @@ export class Parser {
 
   private line(line: string): string | undefined {
     if (line === "") return this.dispatch()
-    if (line.charCodeAt(0) === 0x3a) {
-      this.sink.comment()
-      return undefined
-    }
+    if (line.charCodeAt(0) === 0x3a) return this.sink.comment(line.slice(line.charCodeAt(1) === 0x20 ? 2 : 1))
     const colon = line.indexOf(":")
     const field = colon === -1 ? line : line.slice(0, colon)
     const value = colon === -1 ? "" : line.slice(line.charCodeAt(colon + 1) === 0x20 ? colon + 2 : colon + 1)

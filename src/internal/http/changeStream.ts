@@ -14,7 +14,9 @@
 import { Either } from "effect"
 import * as Route from "../../Route.js"
 import type * as RouteTable from "../../RouteTable.js"
+import * as Heartbeat from "../follow/heartbeat.js"
 import * as History from "../table/history.js"
+import type { Status } from "../table/liveTable.js"
 import type { OpenBody, Sink } from "./exchange.js"
 
 /** What a stream reads: the table and its history, kept together (the history records every change of the table). */
@@ -40,9 +42,6 @@ export const HEADERS: Readonly<Record<string, string>> = {
 
 // While catching up, events are written until the connection holds this much unsent, then again once it has sent it.
 const CATCH_UP_BYTES = 64 * 1024
-
-/** The comment line a heartbeat writes: an SSE client ignores it, and it keeps idle connections from timing out. */
-export const HEARTBEAT = ":\n\n"
 
 const event = (name: string, id: string, data: string) => `event: ${name}\nid: ${id}\ndata: ${data}\n\n`
 
@@ -145,25 +144,32 @@ export const parseQuery = (
 
 /** One open stream, as its core's timer and its shutdown see it. */
 interface Open {
-  readonly beat: () => void
+  readonly beat: (text: string) => void
   readonly cut: () => void
 }
 
-/** The open streams of one core, each sent a heartbeat every interval by one timer, running while any is open. */
+/**
+ * The open streams of one core, each sent a heartbeat every interval by one timer, running while any is open. A
+ * heartbeat is a comment line that keeps idle connections from timing out and says whether this process's table is
+ * current (`status`, the table's; `heartbeat.ts`).
+ */
 export interface Heartbeats {
   readonly intervalMillis: number
+  readonly status: (() => Status) | undefined
   readonly streams: Set<Open>
   timer: ReturnType<typeof setInterval> | undefined
 }
 
-export const heartbeats = (intervalMillis: number): Heartbeats => ({
+export const heartbeats = (intervalMillis: number, status?: () => Status): Heartbeats => ({
   intervalMillis,
+  status,
   streams: new Set(),
   timer: undefined
 })
 
 const beat = (heartbeats: Heartbeats) => {
-  for (const stream of heartbeats.streams) stream.beat()
+  const text = Heartbeat.of(heartbeats.status?.())
+  for (const stream of heartbeats.streams) stream.beat(text)
 }
 
 const join = (heartbeats: Heartbeats, stream: Open) => {
@@ -229,7 +235,7 @@ const open = (source: Source, since: string | undefined, sink: Sink): () => void
       cut()
     }
   }
-  const opened: Open = { beat: () => send(HEARTBEAT), cut }
+  const opened: Open = { beat: send, cut }
 
   // From `cursor` on, the history's changes, as fast as the connection takes them; then live.
   const catchUp = (cursor: string): void => {
@@ -250,10 +256,13 @@ const open = (source: Source, since: string | undefined, sink: Sink): () => void
     next()
   }
 
-  // Called in the step that found nothing more to send: every later change reaches the listener.
+  // Called in the step that found nothing more to send: every later change reaches the listener. A heartbeat first
+  // tells the follower, as it becomes live, whether this process is current itself.
   const live = (cursor: string) => {
     unsubscribe = history.subscribe((change) => send(changeEvent(change, epoch)))
-    send(event("ready", cursor, `{"routes":${source.table.tree.byId.size}}`))
+    send(
+      Heartbeat.of(source.heartbeats.status?.()) + event("ready", cursor, `{"routes":${source.table.tree.byId.size}}`)
+    )
   }
 
   const snapshot = () => {
