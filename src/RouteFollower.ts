@@ -16,7 +16,9 @@
  */
 import { Config, Context, Deferred, Duration, Effect, Layer, Schema } from "effect"
 import type { ConfigError, Redacted } from "effect"
+import * as Fleet from "./internal/follow/fleet.js"
 import * as Follower from "./internal/follow/follower.js"
+import * as Report from "./internal/follow/report.js"
 import * as FollowSettings from "./internal/follow/settings.js"
 import * as History from "./internal/table/history.js"
 import * as TelemetryInternal from "./internal/telemetry.js"
@@ -60,6 +62,15 @@ export interface Options {
   readonly url: string
   /** A bearer token the registry accepts with the `routes:read` scope (writing is never needed). */
   readonly token: Redacted.Redacted
+  /**
+   * The name the registry lists this follower under (`GET /v1/routing/followers`): 1 to 128 letters, digits and
+   * `. _ : @ -`, starting with a letter or digit. The follower reports the revision it applied under it within a
+   * second of applying it, and every 10 s while nothing changes (docs/scaling-out.md, "The fleet"). Default the host
+   * name and the process id.
+   *
+   * @since 0.5.0
+   */
+  readonly name?: string | undefined
   /**
    * How long building the layer may wait for the registry's routes (the first `ready`). Until then, a registry that
    * cannot be reached or answers 5xx, 408 or 429 is tried again; one that refuses the token or the URL (any other 4xx)
@@ -135,6 +146,7 @@ export const layer = (
     const state = yield* Follower.makeState(history)
     yield* Effect.forkScoped(Follower.logger(state))
     yield* Effect.forkScoped(Follower.follow(state, settings))
+    yield* Effect.forkScoped(Report.run(state, Fleet.of(history, yield* Effect.clock), settings.report))
     yield* Deferred.await(state.started).pipe(
       Effect.mapError((lost) =>
         new FollowFailed({ url: Urls.redacted(options.url), reason: lost.reason, status: lost.status })

@@ -49,6 +49,10 @@ export interface State {
   revision: number
   /** The id of the last event applied, to resume from. */
   cursor: string | undefined
+  /** The id the registry gave the open stream (`Follower-Stream`), which the follower's reports name. */
+  stream: string | undefined
+  /** Told of each event applied while live (`ready` included): the fleet report's cue (`report.ts`). */
+  applied: () => void
   /** While a snapshot is being read: its routes so far, by id. */
   snapshot: Map<string, Decode.Decoded> | undefined
   /** `ready` arrived on this connection: every event since confirms the table current. */
@@ -73,6 +77,8 @@ export const makeState = (history: History.History): Effect.Effect<State> =>
       history,
       revision: 0,
       cursor: undefined,
+      stream: undefined,
+      applied: () => {},
       snapshot: undefined,
       live: false,
       confirmed: { at: clock.unsafeCurrentTimeMillis(), reachable: false, error: undefined },
@@ -205,7 +211,10 @@ export const sink = (state: State): Sse.Sink => ({
     }
     if (failure !== undefined) return failure
     if (event.id !== "") state.cursor = event.id
-    if (state.live) state.confirmed.at = state.clock.unsafeCurrentTimeMillis()
+    if (state.live) {
+      state.confirmed.at = state.clock.unsafeCurrentTimeMillis()
+      if (event.id !== "") state.applied()
+    }
     return undefined
   },
   comment: () => {
@@ -215,7 +224,8 @@ export const sink = (state: State): Sse.Sink => ({
 
 // A new connection: the stream starts with a snapshot when it is opened without a cursor (and with `reset` when the
 // registry cannot resume from it); what a cut connection had collected of a snapshot is dropped.
-const opened = (state: State) => () => {
+const opened = (state: State) => (stream: string | undefined) => {
+  state.stream = stream
   state.snapshot = state.cursor === undefined ? new Map() : undefined
   state.live = false
   state.confirmed.reachable = true
