@@ -146,7 +146,6 @@ export const layer = (
     const state = yield* Follower.makeState(history)
     yield* Effect.forkScoped(Follower.logger(state))
     yield* Effect.forkScoped(Follower.follow(state, settings))
-    yield* Effect.forkScoped(Report.run(state, Fleet.of(history, yield* Effect.clock), settings.report))
     yield* Deferred.await(state.started).pipe(
       Effect.mapError((lost) =>
         new FollowFailed({ url: Urls.redacted(options.url), reason: lost.reason, status: lost.status })
@@ -162,6 +161,8 @@ export const layer = (
           })
       })
     )
+    // Reports start with the table: before the first `ready` there is nothing applied to report.
+    yield* Effect.forkScoped(Report.run(state, Fleet.of(history, yield* Effect.clock), settings.report))
     const table = RouteTable.fromTree<Route.StoredRoute>(state.tree)
     const telemetry = yield* Telemetry.Telemetry
     if (telemetry !== undefined) {

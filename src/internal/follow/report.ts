@@ -106,6 +106,7 @@ export const run = (state: Follower.State, fleet: Fleet.Fleet, target: Target): 
     const cue = yield* Queue.sliding<void>(1)
     const cued = () => void Queue.unsafeOffer(cue, undefined)
     state.applied = cued
+    cued() // what was applied before the reports started
     const unsubscribe = Fleet.subscribe(fleet, cued)
     yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
     let failing = false
