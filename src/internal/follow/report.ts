@@ -99,7 +99,8 @@ export const bodyOf = (state: Follower.State, fleet: Fleet.Fleet): string | unde
 /**
  * Reports until interrupted: cued by each event applied and each change of the follower's own fleet, and every
  * `EVERY_MILLIS` regardless. A report on a stream already closed (404) is dropped: the next stream's `ready` cues
- * another. Other failures are logged once until a report is taken again.
+ * another. Other failures while the stream is live (a registry that serves no fleet, say) are logged once until a
+ * report is taken again; while the stream is lost, its own warning says it all.
  */
 export const run = (state: Follower.State, fleet: Fleet.Fleet, target: Target): Effect.Effect<never> =>
   Effect.gen(function*() {
@@ -118,7 +119,7 @@ export const run = (state: Follower.State, fleet: Fleet.Fleet, target: Target): 
       if (outcome._tag === "Later") {
         yield* Effect.sleep(Duration.millis(outcome.retryAfterMillis))
         cued()
-      } else if (outcome._tag === "Failed" && outcome.status !== 404 && !failing) {
+      } else if (outcome._tag === "Failed" && outcome.status !== 404 && state.live && !failing) {
         failing = true
         yield* Effect.logWarning(`route table: the fleet report was not taken (${outcome.reason}); trying again`)
       } else if (outcome._tag === "Taken") failing = false
