@@ -121,6 +121,10 @@ export const DEFAULTS: typeof FollowSettings.DEFAULTS = FollowSettings.DEFAULTS
  * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
  *   processes can follow it (a relay).
  *
+ * It names itself on the stream (`name`) and reports the revision it applied to the registry (`POST
+ * <url>/v1/routing/followers`), with its own followers' entries when it is a relay, so the registry's
+ * `GET /v1/routing/followers` lists the whole fleet (docs/scaling-out.md, "The fleet").
+ *
  * While the stream is lost (the registry restarts, the network fails, the stream falls silent for `idleTimeout`) the
  * table keeps routing as it is, and the follower reconnects by itself with backoff and jitter, resuming after the
  * last event it applied; when the registry cannot resume from there (it restarted, or its history moved past it) it
