@@ -161,13 +161,16 @@ const ownEntry = (member: Member): Entry => ({
   connected: true
 })
 
-/** The stream closed: the follower, and every follower it relayed, are listed as gone. */
+/**
+ * The stream closed: the follower, and every follower it relayed that was connected, are listed as gone from now on
+ * (those it already listed as gone leave with it: when they left is the relay's to know).
+ */
 export const leave = (fleet: Fleet, stream: string): void => {
   const member = fleet.members.get(stream)
   if (member === undefined) return
   fleet.members.delete(stream)
   const at = now(fleet)
-  for (const entry of [ownEntry(member), ...member.downstream]) {
+  for (const entry of [ownEntry(member), ...member.downstream.filter((relayed) => relayed.connected)]) {
     fleet.left.push({ entry: { ...entry, connected: false }, at })
   }
   prune(fleet, at)
