@@ -99,8 +99,9 @@ export const bodyOf = (state: Follower.State, fleet: Fleet.Fleet): string | unde
 /**
  * Reports until interrupted: cued by each event applied and each change of the follower's own fleet, and every
  * `EVERY_MILLIS` regardless. A report on a stream already closed (404) is dropped: the next stream's `ready` cues
- * another. Other failures while the stream is live (a registry that serves no fleet, say) are logged once until a
- * report is taken again; while the stream is lost, its own warning says it all.
+ * another. A report lost on the way is sent again, backing off; a refusal waits for the next cue. Failures while the
+ * stream is live (a registry that serves no fleet, say) are logged once until a report is taken again; while the
+ * stream is lost, its own warning says it all.
  */
 export const run = (state: Follower.State, fleet: Fleet.Fleet, target: Target): Effect.Effect<never> =>
   Effect.gen(function*() {
@@ -110,19 +111,33 @@ export const run = (state: Follower.State, fleet: Fleet.Fleet, target: Target): 
     cued() // what was applied before the reports started
     const unsubscribe = Fleet.subscribe(fleet, cued)
     yield* Effect.addFinalizer(() => Effect.sync(unsubscribe))
-    let failing = false
+    // Connections lost in a row, and whether that (or a refusal) was logged since the last report taken.
+    let lost = 0
+    let warned = false
     while (true) {
       yield* Effect.ignore(Effect.timeout(Queue.take(cue), Duration.millis(EVERY_MILLIS)))
       const body = bodyOf(state, fleet)
       if (body === undefined) continue
       const outcome = yield* send(target, body)
-      if (outcome._tag === "Later") {
-        yield* Effect.sleep(Duration.millis(outcome.retryAfterMillis))
+      let pause = GAP_MILLIS
+      if (outcome._tag === "Taken") {
+        lost = 0
+        warned = false
+      } else if (outcome._tag === "Later") {
+        pause = Math.max(GAP_MILLIS, outcome.retryAfterMillis)
         cued()
-      } else if (outcome._tag === "Failed" && outcome.status !== 404 && state.live && !failing) {
-        failing = true
+      } else if (outcome.status === undefined) {
+        // Lost on the way (a kept-alive connection the registry closed as it was reused, a registry overloaded):
+        // sent again soon, backing off; logged once it happens three times in a row.
+        lost++
+        pause = Math.min(EVERY_MILLIS, GAP_MILLIS * 2 ** lost)
+        cued()
+      }
+      const refused = outcome._tag === "Failed" && outcome.status !== undefined && outcome.status !== 404
+      if (outcome._tag === "Failed" && (refused || lost >= 3) && state.live && !warned) {
+        warned = true
         yield* Effect.logWarning(`route table: the fleet report was not taken (${outcome.reason}); trying again`)
-      } else if (outcome._tag === "Taken") failing = false
-      yield* Effect.sleep(Duration.millis(GAP_MILLIS))
+      }
+      yield* Effect.sleep(Duration.millis(pause))
     }
   }).pipe(Effect.scoped)
