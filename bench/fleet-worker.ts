@@ -21,7 +21,14 @@ export type Expected =
   | { readonly type: "delete"; readonly id: string; readonly ackedAt: number }
 
 export type Command =
-  | { readonly type: "follow"; readonly url: string; readonly token: string; readonly tables: number }
+  | {
+    readonly type: "follow"
+    readonly url: string
+    readonly token: string
+    readonly tables: number
+    /** Names the tables `<name>-<n>` in the registry's fleet; each its own default (host and process id) without. */
+    readonly name?: string
+  }
   /** Forget what was seen, and measure this process from now. */
   | { readonly type: "start" }
   | { readonly type: "collect"; readonly expected: ReadonlyArray<Expected> }
@@ -65,9 +72,9 @@ const followers: Array<Follower> = []
 // Tables are built this many at a time, so that a thousand snapshots are not asked for in the same instant.
 const CONCURRENCY = 50
 
-const followOne = (url: string, token: string) =>
+const followOne = (url: string, token: string, name: string | undefined) =>
   Effect.map(
-    Layer.buildWithScope(RouteFollower.layer({ url, token: Redacted.make(token) }), scope),
+    Layer.buildWithScope(RouteFollower.layer({ url, token: Redacted.make(token), name }), scope),
     (context): Follower => {
       const follower: Follower = {
         table: Context.get(context, RouteTable.RouteTable),
@@ -86,10 +93,14 @@ const followOne = (url: string, token: string) =>
     }
   )
 
-const follow = async (url: string, token: string, tables: number) => {
+const follow = async (url: string, token: string, tables: number, name: string | undefined) => {
   const started = now()
   const made = await Effect.runPromise(
-    Effect.forEach(Array.from({ length: tables }), () => followOne(url, token), { concurrency: CONCURRENCY })
+    Effect.forEach(
+      Array.from({ length: tables }),
+      (_, i) => followOne(url, token, name === undefined ? undefined : `${name}-${i}`),
+      { concurrency: CONCURRENCY }
+    )
   )
   followers.push(...made)
   send({ type: "following", millis: now() - started })
@@ -146,7 +157,7 @@ const collect = (expected: ReadonlyArray<Expected>) => {
 process.on("message", (command: Command) => {
   switch (command.type) {
     case "follow":
-      void follow(command.url, command.token, command.tables)
+      void follow(command.url, command.token, command.tables, command.name)
       break
     case "start":
       start()

@@ -4,8 +4,8 @@
  *
  * Environment: PORT (default 3000; 0 picks a free port), HOST (default 127.0.0.1), ROUTING_ADMIN_TOKENS and
  * ROUTING_READ_TOKENS (comma-separated, `token` or `name=token`), ROUTING_TOKENS (JSON), JWT_JWKS_URL, JWT_PUBLIC_KEY
- * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL and
- * FOLLOW_TOKEN (follow that registry instead, with no store: see `follower` below; FOLLOW_RETRY_MAX_MS, its longest wait
+ * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL,
+ * FOLLOW_TOKEN and FOLLOW_NAME (follow that registry instead, with no store: see `follower` below; FOLLOW_RETRY_MAX_MS, its longest wait
  * between reconnections), READY_MAX_STALENESS_MS (see
  * /readyz below), ROUTER_STRICT, DASHBOARD (`0` turns the dashboard at /v1/routing/ui/ off), and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
  * examples/env.ts).
@@ -78,7 +78,13 @@ const follower = (url: string): Layer.Layer<Tables, unknown> => {
   if (process.env.DATABASE_URL) console.log("FOLLOW_URL is set: following a registry; DATABASE_URL is not used")
   const checked = followUrl(url)
   console.log(`following the registry at ${shown(checked)}`)
-  return RouteFollower.layer({ url: checked, token: Redacted.make(token), retryMax: Env.followRetryMaxMillis() })
+  // FOLLOW_NAME: the name the registry's fleet lists this follower under (default: host name and process id).
+  return RouteFollower.layer({
+    url: checked,
+    token: Redacted.make(token),
+    name: process.env.FOLLOW_NAME || undefined,
+    retryMax: Env.followRetryMaxMillis()
+  })
 }
 
 const tables = (): Layer.Layer<Services, unknown> => {

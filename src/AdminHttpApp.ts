@@ -124,6 +124,7 @@ export const make = (
           header: Body.isIncomingMessage(source)
             ? (name) => NodeHeaders.header(source, name)
             : (name) => request.headers[name],
+          remoteAddress: Body.isIncomingMessage(source) ? NodeHeaders.remoteAddress(source) : undefined,
           body: bodyOf(request)
         })
         if (effect === undefined) return Effect.fail(new HttpServerError.RouteNotFound({ request }))

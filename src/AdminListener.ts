@@ -65,6 +65,9 @@ class NodeRequest implements RoutingHandler.Request {
   header(name: string) {
     return NodeHeaders.header(this.req, name)
   }
+  get remoteAddress() {
+    return NodeHeaders.remoteAddress(this.req)
+  }
   body(maxBytes: number, timeoutMillis: number) {
     return Body.fromIncomingMessage(this.req, this.res)(maxBytes, timeoutMillis)
   }

@@ -25,7 +25,8 @@ import { createRequire } from "node:module"
 import * as Registry from "./internal/cli/apiClient.js"
 import * as Apply from "./internal/cli/apply.js"
 import * as Table from "./internal/cli/display.js"
-import { InvalidFile, MissingToken, RequestFailed, SyncFailed } from "./internal/cli/errors.js"
+import { FleetBehind, InvalidFile, MissingToken, RequestFailed, SyncFailed } from "./internal/cli/errors.js"
+import * as Fleet from "./internal/cli/fleet.js"
 import * as Plan from "./internal/cli/plan.js"
 import * as RoutesFile from "./internal/cli/routesFile.js"
 import * as History from "./internal/http/history.js"
@@ -35,6 +36,12 @@ import * as Route from "./Route.js"
 import * as RoutingApi from "./RoutingApi.js"
 
 export {
+  /**
+   * `sync --wait`: followers were still behind the sync's last change when the wait ended (each was named).
+   *
+   * @since 0.5.0
+   */
+  FleetBehind,
   /**
    * The routes file has problems, each with its line and column; nothing was changed.
    *
@@ -199,16 +206,30 @@ const syncCommand = Command.make("sync", {
     "Print the plan and send each change as the registry's dry run (?dryRun=true): it answers as it would the " +
       "change (conflicts, invalid routes, scopes, preconditions) and changes nothing. Exits 1 if any would fail."
   )),
+  wait: Options.integer("wait").pipe(
+    Options.withDescription(
+      "After applying, wait up to this many seconds for every follower of the registry (GET /v1/routing/followers) " +
+        "to apply the last change, then say which, if any, are still behind. Exits 1 if any are."
+    ),
+    Options.filterMap(
+      (seconds) => seconds >= 0 ? Option.some(seconds) : Option.none(),
+      "--wait must be whole seconds, 0 or more"
+    ),
+    Options.optional
+  ),
   file
 }, (options) =>
   Effect.gen(function*() {
     const { plan, registry } = yield* planFor(options)
     if (plan.changes.length === 0) return
-    yield* Apply.apply(registry, plan, options.file, options.dryRun)
+    const revision = yield* Apply.apply(registry, plan, options.file, options.dryRun)
     const changes = `${plan.changes.length} change${plan.changes.length === 1 ? "" : "s"}`
     yield* print(
       options.dryRun ? `Dry run: the registry would apply ${changes}; nothing changed.\n` : `Applied ${changes}.\n`
     )
+    if (Option.isSome(options.wait) && revision !== undefined) {
+      yield* Fleet.wait(registry, revision, options.wait.value)
+    }
   })).pipe(Command.withDescription(
     "Make the registry match the file: print the plan, then create, update and (with --prune) delete routes."
   ))

@@ -30,6 +30,11 @@ const problems = {
     description:
       "The restore's body is not exactly {\"revision\": <positive integer>}, or names a revision not in this route's log, or one that deleted it; `errors` says which."
   },
+  invalid_report: {
+    status: 400,
+    description:
+      "A follower's name (the Follower-Name header of the change stream) or its report (POST /v1/routing/followers) breaks the rules of docs/scaling-out.md; `errors` names each field."
+  },
   malformed_path: {
     status: 400,
     description: "The router could not read the request path (a bad percent-escape, or one not decoding to UTF-8)."
@@ -56,6 +61,11 @@ const problems = {
   route_not_found: {
     status: 404,
     description: "No route has that id (including ids that could never exist)."
+  },
+  stream_not_found: {
+    status: 404,
+    description:
+      "A follower's report names no change stream its token has open at this process (it closed, or is another's): report on the stream now open."
   },
   not_found: {
     status: 404,
@@ -115,6 +125,11 @@ const problems = {
     } keys or ${
       Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
     } by default); nothing was created. Send the create without a key, or retry after \`Retry-After\` seconds, when its oldest key expires.`
+  },
+  too_many_reports: {
+    status: 429,
+    description:
+      "A follower sent more reports on one stream than the fleet takes per second; this one was not taken. Send the next after `Retry-After` seconds."
   },
   internal_error: {
     status: 500,

@@ -16,7 +16,9 @@
  */
 import { Cause, Config, Context, Deferred, Duration, Effect, Exit, Layer, Schema } from "effect"
 import type { ConfigError, Redacted } from "effect"
+import * as Fleet from "./internal/follow/fleet.js"
 import * as Follower from "./internal/follow/follower.js"
+import * as Report from "./internal/follow/report.js"
 import * as FollowSettings from "./internal/follow/settings.js"
 import * as History from "./internal/table/history.js"
 import * as TelemetryInternal from "./internal/telemetry.js"
@@ -60,6 +62,15 @@ export interface Options {
   readonly url: string
   /** A bearer token the registry accepts with the `routes:read` scope (writing is never needed). */
   readonly token: Redacted.Redacted
+  /**
+   * The name the registry lists this follower under (`GET /v1/routing/followers`): 1 to 128 letters, digits and
+   * `. _ : @ -`, starting with a letter or digit. The follower reports the revision it applied under it within a
+   * second of applying it, and every 10 s while nothing changes (docs/scaling-out.md, "The fleet"). Default the host
+   * name and the process id.
+   *
+   * @since 0.5.0
+   */
+  readonly name?: string | undefined
   /**
    * How long building the layer may wait for the registry's routes (the first `ready`). Until then, a registry that
    * cannot be reached or answers 5xx, 408 or 429 is tried again; one that refuses the token or the URL (any other 4xx)
@@ -130,6 +141,10 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
  * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
  *   processes can follow it (a relay).
  *
+ * It names itself on the stream (`name`) and reports the revision it applied to the registry (`POST
+ * <url>/v1/routing/followers`), with its own followers' entries when it is a relay, so the registry's
+ * `GET /v1/routing/followers` lists the whole fleet (docs/scaling-out.md, "The fleet").
+ *
  * While the stream is lost (the registry restarts, the network fails, the stream falls silent for `idleTimeout`) the
  * table keeps routing as it is, and the follower reconnects by itself with backoff and jitter, resuming after the
  * last event it applied; when the registry cannot resume from there (it restarted, or its history moved past it) it
@@ -170,6 +185,8 @@ export const layer = (
           })
       })
     )
+    // Reports start with the table: before the first `ready` there is nothing applied to report.
+    yield* Effect.forkScoped(Report.run(state, Fleet.of(history, yield* Effect.clock), settings.report))
     const table = RouteTable.fromTree<Route.StoredRoute>(state.tree)
     const telemetry = yield* Telemetry.Telemetry
     if (telemetry !== undefined) {

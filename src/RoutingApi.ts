@@ -21,6 +21,7 @@ import {
   InternalErrorProblem,
   InvalidIdempotencyKeyProblem,
   InvalidQueryProblem,
+  InvalidReportProblem,
   InvalidRequestProblem,
   InvalidRestoreProblem,
   InvalidRouteProblem,
@@ -34,8 +35,10 @@ import {
   RouteConflictProblem,
   RouteNotFoundProblem,
   StoreUnavailableProblem,
+  StreamNotFoundProblem,
   TooManyIdempotencyKeysProblem,
   TooManyMethodsProblem,
+  TooManyReportsProblem,
   UnauthenticatedProblem,
   UnsupportedMediaTypeProblem
 } from "./internal/http/apiProblems.js"
@@ -43,6 +46,10 @@ import {
   ChangeEvents,
   ChangesParams,
   DryRunParams,
+  Fleet,
+  FollowerName,
+  FollowerReport,
+  FollowersParams,
   HistoryPage,
   HistoryParams,
   IfMatch,
@@ -101,9 +108,10 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
   .add(
     HttpApiEndpoint.get("changes", `${COLLECTION}/changes`)
       .setUrlParams(ChangesParams)
-      .setHeaders(LastEventId)
+      .setHeaders(Schema.Struct({ ...LastEventId.fields, ...FollowerName.fields }))
       .addSuccess(ChangeEvents)
       .addError(InvalidQueryProblem)
+      .addError(InvalidReportProblem)
       .annotate(OpenApi.Summary, "Follow every change")
       .annotate(
         OpenApi.Description,
@@ -111,6 +119,39 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
           "per route, then ready, then every change as it happens; with a cursor, the changes after it, then " +
           "ready, then every change (a reset first, then every route, when this process no longer holds them). " +
           "Any query parameter but since is 400 invalid_query."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("followers", `${COLLECTION}/followers`)
+      .setUrlParams(FollowersParams)
+      .addSuccess(Fleet)
+      .addError(InvalidQueryProblem)
+      .addError(NotFoundProblem)
+      .annotate(OpenApi.Summary, "Where every follower stands")
+      .annotate(
+        OpenApi.Description,
+        "Needs the routes:read scope. Answers this process's latest revision and every follower connected to it, " +
+          "directly or through relays, with the revision each applied, and those that left in the last 5 minutes; " +
+          "sorted by name. With revision (and wait, seconds up to 60), answers as soon as every connected follower " +
+          "applied it, or when the wait is over, with complete. A bad parameter is 400 invalid_query."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("report", `${COLLECTION}/followers`)
+      .setPayload(FollowerReport)
+      .addSuccess(HttpApiSchema.NoContent)
+      .addError(MalformedJsonProblem)
+      .addError(InvalidReportProblem)
+      .addError(StreamNotFoundProblem)
+      .addError(PayloadTooLargeProblem)
+      .addError(UnsupportedMediaTypeProblem)
+      .addError(TooManyReportsProblem)
+      .annotate(OpenApi.Summary, "Report the revision a follower applied")
+      .annotate(
+        OpenApi.Description,
+        "Needs the routes:read scope of the token that opened the stream. A follower that opened the change " +
+          "stream with Follower-Name reports the revision it applied, naming the stream's Follower-Stream, with " +
+          "its own followers when it is a relay (at most 10,000 entries, 4 MiB, 10 reports a second). 204."
       )
   )
   .add(

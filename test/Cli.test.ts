@@ -16,6 +16,7 @@ import * as Registry from "../src/internal/cli/apiClient.js"
 import * as Apply from "../src/internal/cli/apply.js"
 import * as Plan from "../src/internal/cli/plan.js"
 import * as RoutesFile from "../src/internal/cli/routesFile.js"
+import { follow } from "./utils/followers.js"
 import { type Running, start } from "./utils/spawned.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -393,6 +394,39 @@ describe("route-registry sync", () => {
     const unreachable = await cli(["list", "--url", stopped.origin])
     assert.strictEqual(unreachable.code, 1)
     assert.include(unreachable.stderr, `error: cannot reach ${stopped.origin}`)
+  })
+})
+
+describe("route-registry sync --wait", () => {
+  it("waits for the registry's followers to apply the sync, and names those still behind", async () => {
+    const edge = await follow(target.origin, READER, { name: "cli-edge" })
+    onTestFinished(() => edge.close())
+    // A follower that names itself and never reports: behind whatever the sync changes.
+    const silent = new AbortController()
+    onTestFinished(() => silent.abort())
+    const stream = await fetch(`${target.origin}/v1/routing/changes`, {
+      headers: { authorization: `Bearer ${READER}`, "follower-name": "cli-silent" },
+      signal: silent.signal
+    })
+    assert.strictEqual(stream.status, 200)
+    const first = await file("wait-1.yaml", "routes:\n  - method: GET\n    path: /wait/one\n    handler: h\n")
+    const args = ["--url", target.origin, "--path-prefix", "/wait/"]
+    const behind = await cli(["sync", ...args, "--wait", "2", first])
+    assert.strictEqual(behind.code, 1, behind.stderr)
+    assert.match(behind.stdout, /1 of 2 connected followers have not applied revision \d+:\n {2}cli-silent at /)
+    assert.include(behind.stdout, "cli-silent at 127.0.0.1:")
+    assert.include(behind.stdout, ": has not reported")
+    assert.notInclude(behind.stdout, "cli-edge")
+    assert.include(behind.stderr, "error: 1 follower has not applied revision")
+
+    silent.abort()
+    const second = await file(
+      "wait-2.yaml",
+      "routes:\n  - method: GET\n    path: /wait/one\n    handler: h\n  - method: GET\n    path: /wait/two\n    handler: h\n"
+    )
+    const waited = await cli(["sync", ...args, "--wait", "60", second])
+    assert.strictEqual(waited.code, 0, waited.stderr)
+    assert.match(waited.stdout, /Every connected follower \(1\) has applied revision \d+\.\n$/)
   })
 })
 

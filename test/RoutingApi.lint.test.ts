@@ -65,6 +65,12 @@ describe("the OpenAPI document, linted", () => {
     assert.deepStrictEqual(await spectral(await write("spectral.json", RoutingApi.openApi)), [])
   })
 
+  it("lints the fleet's operations with the rest: they are in the document linted", () => {
+    const fleet = (RoutingApi.openApi as any).paths["/v1/routing/followers"]
+    assert.deepStrictEqual(Object.keys(fleet), ["get", "post"])
+    assert.includeMembers(Object.keys(fleet.post.responses), ["204", "400", "404", "413", "415", "429"])
+  })
+
   // The two above pass only if the linters run and report: a document missing its license and servers must fail.
   it("both linters report a document that breaks their rules", async () => {
     const { info: { license: _, ...info }, servers: __, ...rest } = RoutingApi.openApi as any

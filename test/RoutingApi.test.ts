@@ -212,6 +212,7 @@ describe("RoutingApi", () => {
     assert.deepStrictEqual(Object.keys(spec.paths), [
       COLLECTION,
       `${COLLECTION}/changes`,
+      `${COLLECTION}/followers`,
       `${COLLECTION}/match`,
       `${COLLECTION}/history`,
       `${ITEM}/history`,
@@ -221,6 +222,7 @@ describe("RoutingApi", () => {
     assert.deepStrictEqual(Object.keys(spec.paths[COLLECTION]), ["get", "post"])
     assert.deepStrictEqual(Object.keys(spec.paths[`${COLLECTION}/changes`]), ["get"])
     assert.deepStrictEqual(Object.keys(spec.paths[`${COLLECTION}/match`]), ["get"])
+    assert.deepStrictEqual(Object.keys(spec.paths[`${COLLECTION}/followers`]), ["get", "post"])
     assert.deepStrictEqual(Object.keys(spec.paths[ITEM]), ["get", "patch", "delete"])
     assert.deepStrictEqual(spec.info.license, { name: "MIT", identifier: "MIT" })
     assert.deepStrictEqual(spec.servers.map((s: { url: string }) => s.url), ["/"])

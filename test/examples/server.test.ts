@@ -253,7 +253,12 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
     const route = await hello.json()
     // DATABASE_URL names a port nothing listens on: a follower that connected would not start.
     const followerEnv = { ROUTING_READ_TOKENS: "reader", DATABASE_URL: "postgres://postgres@127.0.0.1:1/none" }
-    const follower = await start({ ...followerEnv, FOLLOW_URL: registry.origin, FOLLOW_TOKEN: "reader" })
+    const follower = await start({
+      ...followerEnv,
+      FOLLOW_URL: registry.origin,
+      FOLLOW_TOKEN: "reader",
+      FOLLOW_NAME: "edge-relay"
+    })
     onTestFinished(async () => {
       await follower.stop()
     })
@@ -287,6 +292,13 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
       async () => (await fetch(`${relayed.origin}/hello/world`)).status === 404,
       "the delete through the relay"
     )
+    // The registry's fleet: the relay by its FOLLOW_NAME, and through it the other, by its default name.
+    await waitFor(async () => {
+      const fleet = await (await fetch(`${registry.origin}/v1/routing/followers`, { headers: bearer("reader") })).json()
+      return fleet.items.length === 2 &&
+        fleet.items.some((item: any) => item.name === "edge-relay" && item.via === null) &&
+        fleet.items.some((item: any) => item.via === "edge-relay" && item.connected)
+    }, "the registry listing both followers")
   })
 
   it("with no token configured, a follower generates a read token and says its API is read-only; no line shows FOLLOW_URL's password", async () => {

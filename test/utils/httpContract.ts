@@ -15,6 +15,7 @@ import type * as RoutingHandler from "route-registry/RoutingHandler"
 import { accepted, refused } from "../fixtures/samples.js"
 import type { Adapter, Received, Sent, Served } from "./adapters.js"
 import { rawRequest } from "./adapters.js"
+import { fleetContract } from "./fleetContract.js"
 import { logRows } from "./logHttpContract.js"
 import { methodName } from "./repositoryContract.js"
 import * as TestDatabase from "./TestDatabase.js"
@@ -72,7 +73,7 @@ const challenge = (response: Received) => response.headers.get("www-authenticate
 const sample = { method: "GET", path: "/users/:id", middleware: ["auth", "log"], handler: "UsersController#show" }
 
 /** A fresh server over a fresh store for each test of the enclosing block; `send` talks to the current one. */
-const serving = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+export const serving = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   let server: Served
   beforeEach(async () => {
     server = await adapter.start(Layer.merge(store, tokens), options)
@@ -101,6 +102,7 @@ export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHa
   describe("list, update, delete, versions", () => changeContract(adapter, store, options))
   describe("owners of path prefixes", () => ownersContract(adapter, store, options))
   describe("which route serves a request (GET /v1/routing/match)", () => matchContract(adapter, store, options))
+  describe("the fleet (GET and POST /v1/routing/followers)", () => fleetContract(adapter, store, options))
 }
 
 /**

@@ -13,7 +13,7 @@ import type { Redacted } from "effect"
 import type * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import * as RoutingApi from "../../RoutingApi.js"
-import { MAX_HISTORY_PAGE } from "../http/history.js"
+import { MAX_HISTORY_PAGE, REVISION_HEADER } from "../http/history.js"
 import * as Limits from "../limits.js"
 import * as Urls from "../urls.js"
 import { RequestFailed } from "./errors.js"
@@ -127,17 +127,34 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
     // The writes' client: with `dryRun`, each asks for the server's dry run, answered as the write would be.
     const writer = (dryRun: boolean) => dryRun ? dryRunClient : client
 
+    // A write's revision: its Registry-Revision header (none on a dry run).
+    const revisionOf = <A>([, response]: readonly [A, { readonly headers: Record<string, string> }]) => {
+      const header = response.headers[REVISION_HEADER]
+      return header === undefined ? undefined : Number(header)
+    }
+
     const create = (route: Route.CreateRoute, dryRun = false) =>
-      writer(dryRun).routing.create({ payload: route }).pipe(Effect.mapError(fail))
+      writer(dryRun).routing.create({ payload: route, withResponse: true }).pipe(
+        Effect.map(revisionOf),
+        Effect.mapError(fail)
+      )
 
     /** Changes the route only if it is still at `etag`: a concurrent change is a 412, never overwritten. */
     const update = (id: string, etag: string | undefined, patch: Plan.Patch, dryRun = false) =>
-      writer(dryRun).routing.update({ path: { id }, headers: ifMatch(etag), payload: patch }).pipe(
+      writer(dryRun).routing.update({ path: { id }, headers: ifMatch(etag), payload: patch, withResponse: true }).pipe(
+        Effect.map(revisionOf),
         Effect.mapError(fail)
       )
 
     const remove = (id: string, etag: string | undefined, dryRun = false) =>
-      writer(dryRun).routing.delete({ path: { id }, headers: ifMatch(etag) }).pipe(Effect.mapError(fail))
+      writer(dryRun).routing.delete({ path: { id }, headers: ifMatch(etag), withResponse: true }).pipe(
+        Effect.map(revisionOf),
+        Effect.mapError(fail)
+      )
+
+    /** The fleet, once every connected follower applied `revision` or after `wait` seconds (at most 60). */
+    const followers = (revision: number, wait: number) =>
+      client.routing.followers({ urlParams: { revision, wait } }).pipe(Effect.mapError(fail))
 
     /**
      * The newest `query.limit` entries of the log (of route `id` when given), newest first, walking the pages. Fewer
@@ -191,7 +208,7 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
     const match = (method: Route.HttpMethod, path: string) =>
       client.routing.match({ urlParams: { method, path } }).pipe(Effect.mapError(fail))
 
-    return { origin, list, get, create, update, remove, match, history, restore } as const
+    return { origin, list, get, create, update, remove, match, history, restore, followers } as const
   })
 
 /** A client of a registry. */

@@ -29,7 +29,7 @@ const run = (
   registry: Registry.Registry,
   change: Plan.Change,
   dryRun: boolean
-): Effect.Effect<unknown, RequestFailed> => {
+): Effect.Effect<number | undefined, RequestFailed> => {
   switch (change._tag) {
     case "Delete":
       return versionOf(registry, change.current).pipe(
@@ -55,7 +55,8 @@ const notApplied = (failed: number, total: number, dryRun: boolean) =>
 
 /**
  * Applies the plan's changes in order. A change that fails is reported with its place in the file and the others
- * go on; a failure to reach the registry at all stops the run. Fails with `SyncFailed` unless every change applied.
+ * go on; a failure to reach the registry at all stops the run. Fails with `SyncFailed` unless every change applied;
+ * else gives the revision of the last change (its `Registry-Revision`), `undefined` on a dry run.
  *
  * With `dryRun`, each change is sent as the server's dry run: the server answers it as it would the change, and
  * changes nothing, so the report shows its own refusals (conflicts, invalid routes, missing scopes, preconditions).
@@ -65,14 +66,16 @@ export const apply = (
   plan: Plan.Plan,
   file: string,
   dryRun = false
-): Effect.Effect<void, SyncFailed> =>
+): Effect.Effect<number | undefined, SyncFailed> =>
   Effect.gen(function*() {
     const total = plan.changes.length
     let failed = 0
+    let revision: number | undefined
     for (const [i, change] of plan.changes.entries()) {
       const step = `[${i + 1}/${total}]`
       const result = yield* Effect.either(run(registry, change, dryRun))
       if (Either.isRight(result)) {
+        revision = result.right ?? revision
         yield* Console.error(`${step} ${Plan.title(change)}: ${dryRun ? "would be done" : "done"}`)
         continue
       }
@@ -85,4 +88,5 @@ export const apply = (
       }
     }
     if (failed > 0) return yield* notApplied(failed, total, dryRun)
+    return revision
   })

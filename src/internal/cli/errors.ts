@@ -46,3 +46,14 @@ export class MissingToken extends Schema.TaggedError<MissingToken>()("MissingTok
     return "set ROUTING_TOKEN to a bearer token of the registry (routes:read to read, routes:write to sync)"
   }
 }
+
+/** `sync --wait`: the wait ended with followers still below the sync's revision (each was named). */
+export class FleetBehind extends Schema.TaggedError<FleetBehind>()("FleetBehind", {
+  revision: Schema.Number,
+  behind: Schema.Number
+}) {
+  override get message(): string {
+    return `${this.behind} follower${this.behind === 1 ? " has" : "s have"} not applied revision ${this.revision} ` +
+      "(see above)"
+  }
+}

@@ -23,6 +23,8 @@ export interface Target {
   /** A connection that receives no byte for this long (not even a heartbeat) is taken for dead. */
   readonly idleMillis: number
   readonly maxEventBytes: number
+  /** The follower's name, sent as `Follower-Name`: the registry lists it in its fleet. */
+  readonly name?: string | undefined
 }
 
 /**
@@ -102,12 +104,13 @@ export const refused = (response: Http.IncomingMessage, done: (lost: Lost) => vo
 
 /**
  * Connects, resuming after `cursor` when given (`Last-Event-ID`), and runs until the connection is lost. `opened` is
- * called once the registry accepted the stream; each event and heartbeat goes to `sink` as it arrives.
+ * called once the registry accepted the stream, with the stream's id for reports (`Follower-Stream`) when the registry
+ * gave one; each event and heartbeat goes to `sink` as it arrives.
  */
 export const connect = (
   target: Target,
   cursor: string | undefined,
-  opened: () => void,
+  opened: (stream: string | undefined) => void,
   sink: Sse.Sink
 ): Effect.Effect<never, Lost> =>
   Effect.async<never, Lost>((resume) => {
@@ -124,6 +127,7 @@ export const connect = (
       authorization: `Bearer ${Redacted.value(target.token)}`
     }
     if (cursor !== undefined) headers["last-event-id"] = cursor
+    if (target.name !== undefined) headers["follower-name"] = target.name
     const client = target.url.protocol === "https:" ? Https : Http
     let request: Http.ClientRequest
     try {
@@ -143,7 +147,8 @@ export const connect = (
       if (!/^text\/event-stream\s*(?:;|$)/i.test(type)) {
         return end(new Lost({ reason: `the registry answered 200 with ${JSON.stringify(type)}, not an event stream` }))
       }
-      opened()
+      const stream = response.headers["follower-stream"]
+      opened(typeof stream === "string" ? stream : undefined)
       const parser = new Sse.Parser(target.maxEventBytes, sink)
       response.on("data", (chunk: Buffer) => {
         if (ended) return

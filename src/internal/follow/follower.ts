@@ -86,6 +86,10 @@ export interface State {
   revision: number
   /** The id of the last event applied, to resume from. */
   cursor: string | undefined
+  /** The id the registry gave the open stream (`Follower-Stream`), which the follower's reports name. */
+  stream: string | undefined
+  /** Told of each event applied while live (`ready` included): the fleet report's cue (`report.ts`). */
+  applied: () => void
   /** While a snapshot is being read. */
   snapshot: Snapshot | undefined
   /** The first `ready` arrived: the table routes, and its changes are recorded for its own followers. */
@@ -121,6 +125,8 @@ export const makeState = (history: History.History, settings: Settings): Effect.
       history,
       revision: 0,
       cursor: undefined,
+      stream: undefined,
+      applied: () => {},
       snapshot: undefined,
       routing: false,
       live: false,
@@ -382,6 +388,7 @@ export const sink = (state: State): Sse.Sink => ({
     if (event.id !== "") state.cursor = event.id
     confirm(state, at)
     settle(state, at)
+    if (state.live && event.id !== "") state.applied()
     return undefined
   },
   comment: (text) => {
@@ -397,7 +404,8 @@ export const sink = (state: State): Sse.Sink => ({
 // A new connection: the stream starts with a snapshot when it is opened without a cursor (and with `reset` when the
 // registry cannot resume from it); what a cut connection had collected of a snapshot is dropped. The process followed
 // counts as current until a heartbeat says otherwise (one comes before `ready`, from this library's registries).
-const opened = (state: State) => () => {
+const opened = (state: State) => (stream: string | undefined) => {
+  state.stream = stream
   if (state.cursor === undefined) startSnapshot(state)
   else state.snapshot = undefined
   state.live = false

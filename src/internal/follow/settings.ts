@@ -9,8 +9,10 @@ import { InvalidOption } from "../../InvalidOption.js"
 import type { Options as FollowOptions } from "../../RouteFollower.js"
 import { MAX_TIMER_MILLIS, positiveInteger } from "../optionChecks.js"
 import * as History from "../table/history.js"
+import * as Fleet from "./fleet.js"
 import type * as Follower from "./follower.js"
 import type * as Log from "./log.js"
+import * as Report from "./report.js"
 
 /** The defaults of `RouteFollower.Options`. */
 export const DEFAULTS = {
@@ -30,11 +32,22 @@ export interface Settings extends Follower.Settings {
   readonly historyCapacity: number
   /** Where the registry's change log is read. */
   readonly log: Log.Target
+  /** Where the follower reports the revision it applied (docs/scaling-out.md, "The fleet"). */
+  readonly report: Report.Target
 }
 
 // The paths of the change stream and the change log under the registry's base URL.
 const CHANGES_PATH = "/v1/routing/changes"
 const HISTORY_PATH = "/v1/routing/history"
+const FOLLOWERS_PATH = "/v1/routing/followers"
+
+const nameOf = (name: string | undefined): Either.Either<string, InvalidOption> => {
+  if (name === undefined) return Either.right(Report.defaultName())
+  const problem = Fleet.checkName(name)
+  return problem === undefined
+    ? Either.right(name)
+    : Either.left(new InvalidOption({ option: "name", message: `name ${problem}` }))
+}
 
 const millis = (
   option: string,
@@ -84,14 +97,17 @@ export const resolve = (options: FollowOptions): Either.Either<Settings, Invalid
       1
     )
     const capacity = yield* History.capacityOf(options.historyCapacity)
+    const name = yield* nameOf(options.name)
+    const base = url.href.slice(0, -CHANGES_PATH.length)
     return {
-      target: { url, token: options.token, idleMillis, maxEventBytes },
+      target: { url, token: options.token, idleMillis, maxEventBytes, name },
       retryInitialMillis,
       retryMaxMillis,
       maxSnapshotRoutes,
       snapshotTimeoutMillis,
       startTimeout: Duration.millis(startTimeout),
       historyCapacity: capacity,
-      log: { url: new URL(url.href.slice(0, -CHANGES_PATH.length) + HISTORY_PATH), token: options.token }
+      log: { url: new URL(base + HISTORY_PATH), token: options.token },
+      report: { url: new URL(base + FOLLOWERS_PATH), token: options.token }
     }
   })

@@ -175,3 +175,21 @@ export const TooManyMethodsProblem = problem("too_many_methods")
  * @since 0.5.0
  */
 export const InvalidRestoreProblem = problem("invalid_restore", { errors: FieldErrors })
+/**
+ * `400`: a follower's name or report breaks the fleet's rules.
+ *
+ * @since 0.5.0
+ */
+export const InvalidReportProblem = problem("invalid_report", { errors: FieldErrors })
+/**
+ * `404`: a report names no stream its token has open here.
+ *
+ * @since 0.5.0
+ */
+export const StreamNotFoundProblem = problem("stream_not_found")
+/**
+ * `429`: a follower reports more often than the fleet takes.
+ *
+ * @since 0.5.0
+ */
+export const TooManyReportsProblem = problem("too_many_reports")

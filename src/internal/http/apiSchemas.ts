@@ -245,3 +245,81 @@ export const RouteHistoryParams = Schema.Struct(historyFilters)
  * @since 0.5.0
  */
 export const RestoreBody = Schema.Struct({ revision: Schema.Int.pipe(Schema.positive()) })
+
+/**
+ * The header a follower names itself with on the change stream, to be listed in the fleet.
+ *
+ * @since 0.5.0
+ */
+export const FollowerName = Schema.Struct({
+  "follower-name": Schema.optional(Schema.String.annotations({
+    description: "The follower's name (1 to 128 letters, digits and . _ : @ -, starting with a letter or digit): " +
+      "the stream joins this process's fleet, and the answer carries Follower-Stream, the id its reports name."
+  }))
+})
+
+/**
+ * One follower as the fleet lists it.
+ *
+ * @since 0.5.0
+ */
+export const FollowerEntry = Schema.Struct({
+  name: Schema.String,
+  address: Schema.String.annotations({ description: "Its address as the process it follows saw it, or unknown." }),
+  via: Schema.NullOr(Schema.String).annotations({
+    description: "The relay it follows, null when it follows this one."
+  }),
+  connectedAt: Schema.String.annotations({ description: "When its stream opened, RFC 3339 UTC." }),
+  appliedRevision: Schema.NullOr(Schema.Int).annotations({
+    description: "The revision it last reported applying, null before its first report."
+  }),
+  reportedAt: Schema.NullOr(Schema.String).annotations({ description: "When it last reported, RFC 3339 UTC." }),
+  connected: Schema.Boolean.annotations({ description: "false for one that left in the last 5 minutes." })
+}).annotations({ identifier: "FollowerEntry" })
+
+/**
+ * The answer of `GET /v1/routing/followers`.
+ *
+ * @since 0.5.0
+ */
+export const Fleet = Schema.Struct({
+  revision: Schema.Int.annotations({ description: "This process's latest revision." }),
+  items: Schema.Array(FollowerEntry),
+  complete: Schema.optional(Schema.Boolean.annotations({
+    description: "With revision: whether every connected follower had applied it when the answer was given."
+  }))
+}).annotations({ identifier: "Fleet" })
+
+/**
+ * The query of `GET /v1/routing/followers`.
+ *
+ * @since 0.5.0
+ */
+export const FollowersParams = Schema.Struct({
+  revision: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative()).annotations({
+      jsonSchema: { type: "integer", minimum: 0, description: "Answer with complete: has every follower applied it?" }
+    })
+  ),
+  wait: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(0, 60)).annotations({
+      jsonSchema: {
+        type: "integer",
+        minimum: 0,
+        maximum: 60,
+        description: "With revision: seconds to wait for every connected follower to apply it."
+      }
+    })
+  )
+})
+
+/**
+ * A follower's report: the revision it applied on its open stream, and its own followers (a relay).
+ *
+ * @since 0.5.0
+ */
+export const FollowerReport = Schema.Struct({
+  stream: Schema.String.annotations({ description: "The Follower-Stream of the follower's open change stream." }),
+  appliedRevision: Schema.Int.pipe(Schema.nonNegative()),
+  followers: Schema.optional(Schema.Array(FollowerEntry).pipe(Schema.maxItems(10_000)))
+}).annotations({ identifier: "FollowerReport" })

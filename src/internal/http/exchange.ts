@@ -45,6 +45,8 @@ export interface Request {
    * as the web `Headers` joins them (so two `Authorization` headers are seen, and refused).
    */
   readonly header: (name: string) => string | undefined
+  /** The client's address (`host:port`) when the adapter knows it: what the fleet lists for a follower. */
+  readonly remoteAddress?: string | undefined
   /**
    * Reads the whole body, failing with `"TooLarge"` as soon as more than `maxBytes` have arrived, and with
    * `"Timeout"` if it is not complete within `timeoutMillis`.

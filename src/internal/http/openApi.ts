@@ -55,10 +55,18 @@ const successes: Record<string, Record<string, { description: string; headers?: 
       description: "The change stream, open until the client leaves (or falls too far behind and is cut off).",
       headers: {
         "Cache-Control": { description: "no-cache", required: true, schema: string },
-        "X-Accel-Buffering": { description: "no: a proxy must pass events on as they come.", schema: string }
+        "X-Accel-Buffering": { description: "no: a proxy must pass events on as they come.", schema: string },
+        "Follower-Stream": {
+          description: "With Follower-Name: the stream's id, which the follower's reports name.",
+          schema: string
+        }
       }
     }
   },
+  "routing.followers": {
+    "200": { description: "The fleet: every follower of this process and where it stands." }
+  },
+  "routing.report": { "204": { description: "The report is taken: no body." } },
   "routing.match": {
     "200": { description: "The decision of this process's route table, with every other route matching the path." }
   },

@@ -20,6 +20,7 @@ import * as Content from "./content.js"
 import * as Credentials from "./credentials.js"
 import * as Dashboard from "./dashboard.js"
 import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
+import * as Followers from "./followers.js"
 import * as History from "./history.js"
 import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
@@ -38,6 +39,8 @@ export type Operation =
   | "match"
   | "history"
   | "restore"
+  | "followers"
+  | "report"
   | "method_not_allowed"
 
 /** One route's path as telemetry names it (`http.route`). */
@@ -309,14 +312,14 @@ const remove = (core: Core, request: Request, id: string): Effect.Effect<Respons
 // The stream's head is the answer: telemetry times the request to it, and the stream goes on in the connection.
 const changes = (core: Core, request: Request): Effect.Effect<Response> =>
   Effect.gen(function*() {
-    yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
+    const principal = yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
     const source = core.changes
     if (source === undefined) return yield* refuse(Answers.NO_CHANGE_HISTORY)
     const since = yield* validated(
       ChangeStream.parseQuery(source.history, request.query, request.header(ChangeStream.LAST_EVENT_ID)),
       Answers.invalidChangesQuery
     )
-    return { status: 200, headers: ChangeStream.HEADERS, body: "", stream: ChangeStream.body(source, since) }
+    return yield* Followers.joined(source, request, principal, ChangeStream.body(source, since))
   }).pipe(answered(core))
 
 const match = (core: Core, request: Request): Effect.Effect<Response> =>
@@ -373,6 +376,15 @@ const LOG_STEPS: History.Steps<Core> = {
   changed: (core, id) => core.answers?.delete(id)
 }
 
+// The steps the fleet's operations (followers.ts) are made of.
+const FLEET_STEPS: Followers.Steps<Core> = {
+  run: (core, steps) => answered(core)(steps),
+  authorize,
+  served,
+  source: (core) => core.changes,
+  limits: (core) => core.limits
+}
+
 // The path first (outside the collection is the host's), then the method (405), on a follower's read-only store too.
 const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undefined => {
   const path = request.path
@@ -386,6 +398,13 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
     (route, allow) => notAllowed(core, request, route, allow)
   )
   if (logged !== undefined) return logged
+  const fleet = Followers.dispatch(
+    FLEET_STEPS,
+    core,
+    request,
+    (route, allow) => notAllowed(core, request, route, allow)
+  )
+  if (fleet !== undefined) return fleet
   if (path === COLLECTION) {
     if (request.method !== "GET" && core.repository.readOnly === true) return readOnly(core, request, COLLECTION)
     switch (request.method) {

@@ -29,6 +29,7 @@ const requestOf = (req: IncomingMessage, view: View): RoutingHandler.Request => 
     query: query === -1 ? "" : view.target.slice(query + 1),
     base: view.base,
     header: (name) => NodeHeaders.header(req, name),
+    remoteAddress: NodeHeaders.remoteAddress(req),
     body: view.body
   }
 }

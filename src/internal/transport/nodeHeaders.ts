@@ -28,3 +28,10 @@ export const header = (req: IncomingMessage, name: string): string | undefined =
   }
   return joined
 }
+
+/** The client's address as `host:port` (`[v6]:port` for IPv6), `undefined` once the socket is gone. */
+export const remoteAddress = (req: IncomingMessage): string | undefined => {
+  const { remoteAddress: host, remotePort: port } = req.socket
+  if (host === undefined) return undefined
+  return `${host.includes(":") ? `[${host}]` : host}${port === undefined ? "" : `:${port}`}`
+}

@@ -1,0 +1,257 @@
+/**
+ * The fleet of one process: the followers connected to its change stream, directly or through relays, and where each
+ * stands (docs/scaling-out.md, "The fleet"). A follower that names itself when it opens the stream (`Follower-Name`)
+ * joins; it reports the revision it applied, with its own followers' entries when it is a relay, on a request of its
+ * own tied to its stream; it leaves when the stream closes, and stays listed as gone for `LEFT_MILLIS`.
+ *
+ * One fleet per change history (`of`): the routing API built over a history records its followers there, and the
+ * follower that feeds that history (a relay) reads it to pass its followers on upward. Everything the outside can grow
+ * is bounded: names, entries per report, reports per second, followers kept after they left.
+ *
+ * @internal
+ */
+import type { Clock } from "effect"
+import type * as History from "../table/history.js"
+
+/** One follower as the fleet lists it; times in epoch milliseconds, `null` before its first report. */
+export interface Entry {
+  readonly name: string
+  readonly address: string
+  readonly via: string | null
+  readonly connectedAt: number
+  readonly appliedRevision: number | null
+  readonly reportedAt: number | null
+  readonly connected: boolean
+}
+
+/** A follower connected to this process: one open change stream. */
+interface Member {
+  readonly stream: string
+  /** The principal that opened the stream: only it reports on it. */
+  readonly principal: string
+  readonly name: string
+  readonly address: string
+  readonly connectedAt: number
+  appliedRevision: number | null
+  reportedAt: number | null
+  /** Its own followers, as it last reported them, each with `via` set. */
+  downstream: ReadonlyArray<Entry>
+  /** Reports it may still send this second (a token bucket). */
+  allowance: number
+  refilledAt: number
+}
+
+export interface Fleet {
+  readonly clock: Clock.Clock
+  readonly members: Map<string, Member>
+  /** Followers gone in the last `LEFT_MILLIS`, oldest first, at most `MAX_LEFT`, each with when it left. */
+  readonly left: Array<{ readonly entry: Entry; readonly at: number }>
+  /** Told of every change: a join, a report, a leave (the waiters, and a relay's reporter). */
+  readonly listeners: Set<() => void>
+}
+
+// --- bounds (docs/scaling-out.md lists them) ------------------------------------------------------------------------
+
+/** The longest follower name, and the characters it may hold (a host name and a process id fit). */
+export const MAX_NAME_LENGTH = 128
+export const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:@-]*$/
+/** The most entries one report carries (a relay's followers, and theirs). */
+export const MAX_ENTRIES = 10_000
+/** The largest report body. */
+export const MAX_REPORT_BYTES = 4 * 1024 * 1024
+/** Reports one stream may send per second, in a burst or spread out. */
+export const REPORTS_PER_SECOND = 10
+/** How long a follower that left stays listed, and how many such are kept at most. */
+export const LEFT_MILLIS = 5 * 60_000
+export const MAX_LEFT = 1_000
+/** The longest an address may be (an address a relay reports included). */
+export const MAX_ADDRESS_LENGTH = 256
+
+/** The problem with a follower name, or `undefined` for a good one. */
+export const checkName = (name: string): string | undefined =>
+  name.length === 0 || name.length > MAX_NAME_LENGTH
+    ? `must be 1 to ${MAX_NAME_LENGTH} characters (got ${name.length})`
+    : NAME_PATTERN.test(name)
+    ? undefined
+    : `must be letters, digits and . _ : @ - starting with a letter or digit (got ${JSON.stringify(name)})`
+
+// --- revisions ------------------------------------------------------------------------------------------------------
+
+/**
+ * The revision an event id of the change stream (a cursor) stands for, `undefined` for a cursor in the middle of a
+ * snapshot (its routes are not applied until `ready`). The one place that reads a revision out of a cursor: a
+ * follower's applied revision and a process's latest both come from here.
+ */
+export const revisionOf = (cursor: string): number | undefined => {
+  const parts = cursor.split(".")
+  if (parts.length !== 2) return undefined
+  const revision = parseInt(parts[1]!, 36)
+  return Number.isSafeInteger(revision) ? revision : undefined
+}
+
+/** The latest revision `history` holds: what this process's followers catch up to. */
+export const latestRevision = (history: History.History): number => revisionOf(history.cursor()) ?? 0
+
+// --- one fleet per history -----------------------------------------------------------------------------------------
+
+const fleets = new WeakMap<History.History, Fleet>()
+
+/** The fleet of the followers of `history`'s stream, made on first use with `clock`. */
+export const of = (history: History.History, clock: Clock.Clock): Fleet => {
+  let fleet = fleets.get(history)
+  if (fleet === undefined) {
+    fleet = { clock, members: new Map(), left: [], listeners: new Set() }
+    fleets.set(history, fleet)
+  }
+  return fleet
+}
+
+const changed = (fleet: Fleet): void => {
+  for (const listener of Array.from(fleet.listeners)) listener()
+}
+
+/** Calls `listener` after every change of the fleet until the returned function is called. */
+export const subscribe = (fleet: Fleet, listener: () => void): () => void => {
+  fleet.listeners.add(listener)
+  return () => fleet.listeners.delete(listener)
+}
+
+const now = (fleet: Fleet) => fleet.clock.unsafeCurrentTimeMillis()
+
+const prune = (fleet: Fleet, at: number): void => {
+  const left = fleet.left
+  let gone = 0
+  while (gone < left.length && (at - left[gone]!.at >= LEFT_MILLIS || left.length - gone > MAX_LEFT)) gone++
+  if (gone > 0) left.splice(0, gone)
+}
+
+// --- joining, reporting, leaving -----------------------------------------------------------------------------------
+
+/** A new stream id: 128 random bits in hexadecimal. */
+export const newStreamId = (): string =>
+  Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("")
+
+/** A follower opened a stream: it is listed from now on (and its earlier, gone self no more). */
+export const join = (
+  fleet: Fleet,
+  member: { readonly stream: string; readonly principal: string; readonly name: string; readonly address: string }
+): void => {
+  const at = now(fleet)
+  const gone = fleet.left.findIndex(({ entry }) => entry.name === member.name && entry.via === null)
+  if (gone !== -1) fleet.left.splice(gone, 1)
+  fleet.members.set(member.stream, {
+    ...member,
+    connectedAt: at,
+    appliedRevision: null,
+    reportedAt: null,
+    downstream: [],
+    allowance: REPORTS_PER_SECOND,
+    refilledAt: at
+  })
+  changed(fleet)
+}
+
+const ownEntry = (member: Member): Entry => ({
+  name: member.name,
+  address: member.address,
+  via: null,
+  connectedAt: member.connectedAt,
+  appliedRevision: member.appliedRevision,
+  reportedAt: member.reportedAt,
+  connected: true
+})
+
+/**
+ * The stream closed: the follower, and every follower it relayed that was connected, are listed as gone from now on
+ * (those it already listed as gone leave with it: when they left is the relay's to know).
+ */
+export const leave = (fleet: Fleet, stream: string): void => {
+  const member = fleet.members.get(stream)
+  if (member === undefined) return
+  fleet.members.delete(stream)
+  const at = now(fleet)
+  for (const entry of [ownEntry(member), ...member.downstream.filter((relayed) => relayed.connected)]) {
+    fleet.left.push({ entry: { ...entry, connected: false }, at })
+  }
+  prune(fleet, at)
+  changed(fleet)
+}
+
+/** What a report says: the revision the follower applied, and its own followers as its fleet lists them. */
+export interface Report {
+  readonly stream: string
+  readonly appliedRevision: number
+  readonly followers: ReadonlyArray<Entry>
+}
+
+/** Why a report was not taken. */
+export type Refused =
+  | { readonly _tag: "UnknownStream" }
+  | { readonly _tag: "TooFrequent"; readonly retryAfterMillis: number }
+
+/**
+ * Takes a report from `principal`: a stream that is not open here, or not opened by `principal`, is unknown; one that
+ * sent more than `REPORTS_PER_SECOND` is told when to try again.
+ */
+export const report = (fleet: Fleet, principal: string, report: Report): Refused | undefined => {
+  const member = fleet.members.get(report.stream)
+  if (member === undefined || member.principal !== principal) return { _tag: "UnknownStream" }
+  const at = now(fleet)
+  member.allowance = Math.min(
+    REPORTS_PER_SECOND,
+    member.allowance + ((at - member.refilledAt) * REPORTS_PER_SECOND) / 1000
+  )
+  member.refilledAt = at
+  if (member.allowance < 1) {
+    return { _tag: "TooFrequent", retryAfterMillis: Math.ceil(((1 - member.allowance) * 1000) / REPORTS_PER_SECOND) }
+  }
+  member.allowance -= 1
+  member.appliedRevision = report.appliedRevision
+  member.reportedAt = at
+  member.downstream = report.followers.map((entry) => entry.via === null ? { ...entry, via: member.name } : entry)
+  changed(fleet)
+  return undefined
+}
+
+// --- reading -------------------------------------------------------------------------------------------------------
+
+const byName = (a: Entry, b: Entry): number =>
+  a.name < b.name
+    ? -1
+    : a.name > b.name
+    ? 1
+    : Number(b.connected) - Number(a.connected) || a.connectedAt - b.connectedAt
+
+/** Every follower, connected or gone in the last `LEFT_MILLIS`, sorted by name. */
+export const entries = (fleet: Fleet): Array<Entry> => {
+  prune(fleet, now(fleet))
+  const all: Array<Entry> = []
+  for (const member of fleet.members.values()) all.push(ownEntry(member), ...member.downstream)
+  for (const { entry } of fleet.left) all.push(entry)
+  return all.sort(byName)
+}
+
+const time = (millis: number | null) => millis === null ? "null" : `"${new Date(millis).toISOString()}"`
+
+/** An entry as `GET /v1/routing/followers` answers it, and as a relay reports it upward. */
+export const entryJson = (entry: Entry): string =>
+  `{"name":"${entry.name}","address":${JSON.stringify(entry.address)},"via":${
+    entry.via === null ? "null" : `"${entry.via}"`
+  },"connectedAt":${time(entry.connectedAt)},"appliedRevision":${entry.appliedRevision},"reportedAt":${
+    time(entry.reportedAt)
+  },"connected":${entry.connected}}`
+
+/** `true` when every connected follower, relayed ones included, has applied `revision` or a later one. */
+export const holds = (fleet: Fleet, revision: number): boolean => {
+  for (const member of fleet.members.values()) {
+    if (member.appliedRevision === null || member.appliedRevision < revision) return false
+    for (const entry of member.downstream) {
+      if (entry.connected && (entry.appliedRevision === null || entry.appliedRevision < revision)) return false
+    }
+  }
+  return true
+}
+
+/** The connected followers still below `revision`, by name. */
+export const behind = (items: ReadonlyArray<Entry>, revision: number): Array<Entry> =>
+  items.filter((entry) => entry.connected && (entry.appliedRevision === null || entry.appliedRevision < revision))
