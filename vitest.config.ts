@@ -73,9 +73,9 @@ export default defineConfig({
     fileParallelism: true,
     // The unit and process files share the first group, the process files first (ProcessFirst).
     sequence: { sequencer: ProcessFirst },
-    // Most tests wait on sockets, timers and PostgreSQL rather than on a core, and a process file's worker waits on its
-    // children: two test processes more than there are cores.
-    maxWorkers: availableParallelism() + 2,
+    // Most tests wait on sockets, timers and PostgreSQL rather than on a core: one process more than there are cores
+    // (two more leave the tests that wait on a deadline less room on a loaded machine: docs/development.md).
+    maxWorkers: availableParallelism() + 1,
     // A bound for a hung test, far above what any takes on a loaded machine (a property run of 66 s, 1,050 creates
     // one after another on PostgreSQL): a test of its own sets none lower.
     testTimeout: 180_000,
