@@ -1,34 +1,53 @@
+import { readdirSync, readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
-import { basename } from "node:path"
+import { basename, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { configDefaults, defineConfig } from "vitest/config"
+import type { TestSpecification } from "vitest/node"
+import { BaseSequencer } from "vitest/node"
 
 const src = fileURLToPath(new URL("./src/", import.meta.url))
-
-/**
- * The suites that run whole processes (npm, tsx, vitest, linters, the example servers) or load the machine for
- * seconds (the soak): the "process" project, which runs after the fast tests so that neither starves the other. A
- * new test file belongs here when it spawns a process or holds the machine busy; every other file is "unit".
- */
-const PROCESS = [
-  "test/pack.test.ts",
-  "test/readme.test.ts",
-  "test/RoutingApi.lint.test.ts",
-  "test/Cli.test.ts",
-  "test/PgRouteRepository.log.test.ts",
-  "test/examples/server.test.ts",
-  "test/examples/direct.test.ts",
-  "test/transport.test.ts",
-  "test/reliability/interrupted.test.ts",
-  "test/reliability/races.test.ts",
-  "test/reliability/shutdown.test.ts",
-  "test/reliability/soak.test.ts"
-]
 
 /**
  * The suites that stop and start the PostgreSQL server: each runs alone, last, when no other test uses the server.
  */
 const RESTARTING = ["test/reliability/faults.test.ts", "test/reliability/processes.test.ts"]
+
+// What a file imports to start a process: node's own module, or the helpers that start an example or a browser.
+const SPAWNS = /from "(node:child_process|\.{1,2}\/(\.\.\/)*utils\/(spawned|browser)\.js)"/
+
+const testFiles = (dir: string): Array<string> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return entry.name === "fixtures" ? [] : testFiles(path)
+    return entry.name.endsWith(".test.ts") ? [path] : []
+  })
+
+/**
+ * The suites that run whole processes (npm, tsx, vitest, linters, a browser, the example servers) or hold the machine
+ * busy for seconds (the soak): the "process" project. A file that imports `node:child_process`, `utils/spawned.ts` or
+ * `utils/browser.ts` is one without a word; one that loads the machine without spawning is named here. Every other
+ * file is "unit".
+ */
+const PROCESS = [
+  ...new Set([
+    "test/reliability/soak.test.ts",
+    ...testFiles("test").filter((file) => !RESTARTING.includes(file) && SPAWNS.test(readFileSync(file, "utf8")))
+  ])
+].sort()
+
+/**
+ * Within a group, the process files start first, then the rest, each part as vitest orders it (the longest of the
+ * last run first): a process file mostly waits on its children, so the unit files fill the cores meanwhile instead of
+ * the longest waits coming last.
+ */
+class ProcessFirst extends BaseSequencer {
+  override async sort(files: Array<TestSpecification>) {
+    const sorted = await super.sort(files)
+    const first = (spec: TestSpecification) => (spec.project.name === "process" ? 0 : 1)
+    return sorted.sort((a, b) => first(a) - first(b))
+  }
+}
 
 // Above the sum of the deadlines any process-level test waits for (spawned.ts: 90 s for a process to start): a loaded
 // machine makes a process slow to start, never wrong. Their tests set no timeout of their own.
@@ -52,7 +71,10 @@ export default defineConfig({
     globalSetup: ["test/utils/globalSetup.ts"],
     setupFiles: ["test/utils/workerSetup.ts"],
     fileParallelism: true,
-    // Most tests wait on sockets, timers and PostgreSQL rather than on a core: one process more than there are cores.
+    // The unit and process files share the first group, the process files first (ProcessFirst).
+    sequence: { sequencer: ProcessFirst },
+    // Most tests wait on sockets, timers and PostgreSQL rather than on a core: one process more than there are cores
+    // (two more leave the tests that wait on a deadline less room on a loaded machine: docs/development.md).
     maxWorkers: availableParallelism() + 1,
     // A bound for a hung test, far above what any takes on a loaded machine (a property run of 66 s, 1,050 creates
     // one after another on PostgreSQL): a test of its own sets none lower.
@@ -72,7 +94,6 @@ export default defineConfig({
         test: {
           name: "process",
           include: PROCESS,
-          sequence: { groupOrder: 1 },
           testTimeout: PROCESS_TIMEOUT,
           hookTimeout: PROCESS_TIMEOUT
         }
@@ -83,7 +104,7 @@ export default defineConfig({
         test: {
           name: `restarting: ${basename(file, ".test.ts")}`,
           include: [file],
-          sequence: { groupOrder: 2 + i },
+          sequence: { groupOrder: 1 + i },
           testTimeout: PROCESS_TIMEOUT,
           hookTimeout: PROCESS_TIMEOUT
         }

@@ -17,10 +17,10 @@ import * as Apply from "../src/internal/cli/apply.js"
 import * as Plan from "../src/internal/cli/plan.js"
 import * as RoutesFile from "../src/internal/cli/routesFile.js"
 import { follow } from "./utils/followers.js"
-import { type Running, start } from "./utils/spawned.js"
+import { nodeArguments, type Running, start } from "./utils/spawned.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
-// Each command is a process of its own that loads the package through tsx: seconds apiece on a loaded machine.
+// Each command is a process of its own that loads the package: seconds apiece on a loaded machine.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 })
 
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
@@ -38,7 +38,7 @@ interface Result {
 /** Runs the bin with `args`; its environment is ROUTING_TOKEN (unless `env` says otherwise), PATH and HOME only. */
 const cli = (args: ReadonlyArray<string>, env: Record<string, string> = { ROUTING_TOKEN: TOKEN }) =>
   new Promise<Result>((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", BIN, ...args], {
+    const child = spawn(process.execPath, [...nodeArguments(BIN), ...args], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })

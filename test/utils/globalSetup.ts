@@ -7,9 +7,11 @@
  * Vitest runs this once for each project (and once for the root): the server and the run's databases are the run's,
  * shared by every call and released by the last teardown.
  */
+import { fileURLToPath } from "node:url"
 import Pg from "pg"
 import type { TestProject } from "vitest/node"
 import { build } from "../../dashboard/build.js"
+import * as Compiled from "./compiled.js"
 import * as EmbeddedServer from "./EmbeddedServer.js"
 
 export interface Database {
@@ -26,6 +28,8 @@ export interface Database {
 declare module "vitest" {
   export interface ProvidedContext {
     readonly database: Database
+    /** Where src/ and examples/ are compiled for the processes the tests start (compiled.ts). */
+    readonly compiled: string
   }
 }
 
@@ -69,6 +73,7 @@ const dropDatabases = async (url: string, prefix: string, stale: boolean) => {
 interface Shared {
   users: number
   database: Promise<Database>
+  compiled: Promise<string>
   close: () => Promise<void>
 }
 
@@ -100,15 +105,20 @@ export default async function setup(project: TestProject) {
     // The hosts under test serve the dashboard (npm start's does by default): its page is built first, as it ships.
     await build()
     const opened = open()
+    const compiled = Compiled.compile(fileURLToPath(new URL("../..", import.meta.url)), alive)
     registry[KEY] = {
       users: 0,
       database: opened.then((opened) => opened.database),
-      close: () => opened.then((opened) => opened.close())
+      compiled: compiled.then(({ directory }) => directory),
+      close: () =>
+        Promise.all([opened.then((opened) => opened.close()), compiled.then(({ remove }) => remove())])
+          .then(() => undefined)
     }
   }
   const shared = registry[KEY]
   shared.users++
   project.provide("database", await shared.database)
+  project.provide("compiled", await shared.compiled)
   return async () => {
     if (--shared.users > 0) return
     delete registry[KEY]

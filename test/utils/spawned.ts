@@ -1,8 +1,27 @@
 /**
- * An example run as a user runs it: `node --import tsx <file>` in a process of its own, configured by its
- * environment alone (only PATH and HOME are inherited, so no DATABASE_URL or token leaks in from the test run).
+ * An example run as a user runs it: `node <file>` in a process of its own, configured by its environment alone (only
+ * PATH and HOME are inherited, so no DATABASE_URL or token leaks in from the test run). A file of src/ or examples/ runs
+ * as the run compiled it (compiled.ts), any other through tsx.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { isAbsolute, join, relative } from "node:path"
+import { fileURLToPath } from "node:url"
+import { inject } from "vitest"
+import type {} from "./globalSetup.js"
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+
+/**
+ * What node runs for `file` (absolute, or relative to the repository): its compiled JavaScript when the run compiled
+ * it (under a vitest config without this suite's globalSetup, none is), otherwise the file through tsx.
+ */
+export const nodeArguments = (file: string): Array<string> => {
+  const path = relative(ROOT, isAbsolute(file) ? file : join(ROOT, file))
+  const compiled = inject("compiled")
+  return compiled !== undefined && /^(src|examples)\/.*\.ts$/.test(path)
+    ? [join(compiled, path.replace(/\.ts$/, ".js"))]
+    : ["--import", "tsx", file]
+}
 
 export interface Run {
   readonly child: ChildProcess
@@ -20,7 +39,7 @@ export interface Running extends Run {
 }
 
 export const run = (file: string, env: Record<string, string> = {}): Run => {
-  const child = spawn(process.execPath, ["--import", "tsx", file], {
+  const child = spawn(process.execPath, nodeArguments(file), {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
@@ -36,7 +55,7 @@ export const run = (file: string, env: Record<string, string> = {}): Run => {
 }
 
 /**
- * The longest a process may take to print that it listens, on a loaded machine (tsx compiles the example first). The
+ * The longest a process may take to print that it listens, on a loaded machine (loading its modules first). The
  * suites that start processes run in the "process" project, whose tests' timeout is well above it (vitest.config.ts).
  */
 export const START_MS = 90_000
