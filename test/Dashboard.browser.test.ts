@@ -14,6 +14,7 @@ import { routeRegistry as expressRegistry } from "route-registry/express"
 import * as Demo from "../examples/catalog.js"
 import { makeHost, withTable } from "../examples/server.js"
 import { launch, listen, screenshotDir } from "./utils/browser.js"
+import { follow } from "./utils/followers.js"
 import { ADMIN, READER, tokens } from "./utils/httpContract.js"
 import { stores } from "./utils/stores.js"
 
@@ -378,6 +379,25 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await history.getByText(/Restored revision/).waitFor()
     assert.strictEqual((await api("GET", `/${made.id}`)).body.handler, "first")
     await page.close()
+  })
+
+  it("task 6: shows the fleet: each follower, the revision it applied, how far behind it is, and those that left", async () => {
+    const name = `dashboard-${fresh().slice(1)}`
+    const follower = await follow(origin, READER, { name })
+    try {
+      await create("GET", `/${name}/fleet`)
+      const page = await signIn()
+      const line = page.getByRole("table", { name: "Followers" }).getByRole("row").filter({ hasText: name })
+      // The fleet is asked again every 5 seconds: a follower reports within one of applying the change.
+      await line.getByRole("cell", { name: "current", exact: true }).waitFor({ timeout: 20_000 })
+      await line.getByRole("cell", { name: "connected", exact: true }).waitFor()
+      await shoot(page, "fleet")
+      await follower.close()
+      await line.getByRole("cell", { name: "left", exact: true }).waitFor({ timeout: 20_000 })
+      await page.close()
+    } finally {
+      await follower.close()
+    }
   })
 
   it("task 7: copies a route as a curl command and as a routes-file entry, without the token", async () => {

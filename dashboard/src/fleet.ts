@@ -53,11 +53,11 @@ export const fleet = (
           "tr",
           { class: f.connected ? "" : "left" },
           h("td", {}, f.name),
-          h("td", {}, f.address),
-          h("td", {}, f.via ?? "direct"),
-          h("td", {}, String(f.appliedRevision)),
           h("td", {}, behind(fleet, f)),
           h("td", {}, f.connected ? "connected" : "left"),
+          h("td", {}, String(f.appliedRevision)),
+          h("td", {}, f.via ?? "direct"),
+          h("td", {}, f.address),
           h("td", {}, h("time", { datetime: f.reportedAt }, f.reportedAt))
         )
       )
@@ -75,21 +75,26 @@ export const fleet = (
       h("button", { type: "button", onclick: () => void refresh() }, "Refresh")
     ),
     summary,
+    // The side column is narrower than seven columns: the table scrolls sideways in a region the keyboard can reach.
     h(
-      "table",
-      { "aria-label": "Followers" },
+      "div",
+      { class: "scroll", tabindex: "0", role: "region", "aria-label": "Followers, scrollable" },
       h(
-        "thead",
-        {},
+        "table",
+        { "aria-label": "Followers" },
         h(
-          "tr",
+          "thead",
           {},
-          ...["Name", "Address", "Via", "Applied revision", "Behind", "State", "Reported"].map((name) =>
-            h("th", { scope: "col" }, name)
+          h(
+            "tr",
+            {},
+            ...["Name", "Behind", "State", "Applied revision", "Via", "Address", "Reported"].map((name) =>
+              h("th", { scope: "col" }, name)
+            )
           )
-        )
-      ),
-      body
+        ),
+        body
+      )
     )
   )
   return { element, refresh }
