@@ -56,7 +56,7 @@ export {
    * The authenticator cannot decide now (an identity provider's key set cannot be fetched): the routing API answers
    * `503 authenticator_unavailable` with `Retry-After`, never a 401.
    *
-   * @since 0.5.0
+   * @since 0.4.0
    */
   AuthenticatorUnavailable,
   /**
@@ -106,7 +106,7 @@ const difference = (presented: string, configured: string): number => {
  * Why `scope` is not a scope the routing API knows (`routes:read`, `routes:write`, or `routes:write:<prefix>` with a
  * valid path of static segments other than `/` as the prefix), or `undefined`: for scopes a host configures.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const checkScope: (scope: unknown) => string | undefined = Scopes.checkScope
 
@@ -114,7 +114,7 @@ export const checkScope: (scope: unknown) => string | undefined = Scopes.checkSc
  * The principal id of an unnamed token: `token-` and the first 12 hex digits of its SHA-256. It tells tokens apart in
  * logs and the change log without containing the token (nor enough of its hash to search for it).
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const principalIdOf = (token: Redacted.Redacted<string>): string =>
   `token-${createHash("sha256").update(Redacted.value(token), "utf8").digest("hex").slice(0, 12)}`
@@ -140,7 +140,7 @@ const checkName = (name: unknown, token: string): string | undefined => {
  * `principalIdOf`. A bearer token only ever has `=` as padding at its end, so an entry with `=` followed by anything
  * else is a name and a token.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const parseTokenEntry = (entry: string): { readonly id: string; readonly token: Redacted.Redacted<string> } => {
   const equals = entry.indexOf("=")
@@ -242,7 +242,7 @@ export const layerStaticTokens = (tokens: ReadonlyArray<StaticToken>): Layer.Lay
  * in front of JWTs, say. `self`'s unavailability is answered as is. A token `self` decides at once (an `Exit`) stays
  * decided at once.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const orElse = (
   self: Context.Tag.Service<Authenticator>,
@@ -261,14 +261,14 @@ export const orElse = (
 /**
  * The algorithms a JWT may be signed with; the options pin them, the token never chooses.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export type JwtAlgorithm = "RS256" | "PS256" | "ES256" | "EdDSA" | "HS256"
 
 /**
  * How `jwt` verifies a token. Exactly one of `jwksUrl`, `publicKey` and `secret` gives the keys.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export interface JwtOptions {
   /** The identity provider's `jwks_uri`: its key set, fetched and cached; the key chosen by the token's `kid`. */
@@ -310,7 +310,7 @@ export interface JwtOptions {
  * reason that never contains it; a key set that cannot be fetched is `AuthenticatorUnavailable`. Options that could
  * never verify a token (a secret under 32 bytes, no issuer…) fail with `InvalidOption` naming the option.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const jwt = (options: JwtOptions): Effect.Effect<Context.Tag.Service<Authenticator>, InvalidOption> =>
   Effect.flatMap(
@@ -321,7 +321,7 @@ export const jwt = (options: JwtOptions): Effect.Effect<Context.Tag.Service<Auth
 /**
  * `jwt` as a layer.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const layerJwt = (options: JwtOptions): Layer.Layer<Authenticator, InvalidOption> =>
   Layer.effect(Authenticator, jwt(options))

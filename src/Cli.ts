@@ -39,7 +39,7 @@ export {
   /**
    * `sync --wait`: followers were still behind the sync's last change when the wait ended (each was named).
    *
-   * @since 0.5.0
+   * @since 0.4.0
    */
   FleetBehind,
   /**

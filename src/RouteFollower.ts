@@ -68,7 +68,7 @@ export interface Options {
    * second of applying it, and every 10 s while nothing changes (docs/scaling-out.md, "The fleet"). Default the host
    * name and the process id.
    *
-   * @since 0.5.0
+   * @since 0.4.0
    */
   readonly name?: string | undefined
   /**

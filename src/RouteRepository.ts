@@ -102,7 +102,7 @@ export interface FirstAnswer {
  */
 export interface Precondition {
   readonly ifMatch?: ReadonlyArray<number> | undefined
-  /** @since 0.5.0 */
+  /** @since 0.4.0 */
   readonly pathPrefixes?: ReadonlyArray<string> | undefined
 }
 
@@ -145,7 +145,7 @@ export interface Page {
  * (not found, precondition, conflict, the method bound) and answers as the change would, but stores nothing, uses no
  * revision, writes no log entry and announces nothing.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export interface WriteOptions {
   /** The actor the log records; absent, the store reads `Actor` from the context. */
@@ -158,7 +158,7 @@ export interface WriteOptions {
  * found, outside the path prefixes, the precondition, a conflict, the method bound; and the store's own failures.
  * `restore` adds `InvalidRestore`, and `remove` meets no conflict and no method bound.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export type WriteError =
   | RouteNotFound
@@ -172,7 +172,7 @@ export type WriteError =
 /**
  * What a change did: `restore` is a change that made a route what it was right after an earlier revision.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export type Action = "create" | "update" | "delete" | "restore"
 
@@ -180,7 +180,7 @@ export type Action = "create" | "update" | "delete" | "restore"
  * One entry of the change log: the change at `revision`, when it took effect, who made it, and the route before and
  * after it (`null` before a create and after a delete).
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export interface HistoryEntry {
   readonly revision: number
@@ -197,7 +197,7 @@ export interface HistoryEntry {
 /**
  * One page of the log, newest first, the filters combined with AND.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export interface HistoryQuery {
   /** How many entries at most, 1–200. */
@@ -210,7 +210,7 @@ export interface HistoryQuery {
 }
 
 /**
- * @since 0.5.0
+ * @since 0.4.0
  */
 export interface HistoryPage {
   readonly items: ReadonlyArray<HistoryEntry>
@@ -222,7 +222,7 @@ export interface HistoryPage {
  * What a restore did: updated the route (`created: false`), or, when it had been deleted, created it again as a new
  * route with an id and `createdAt` of its own (`created: true`).
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export interface Restored {
   readonly route: Route.StoredRoute
@@ -407,7 +407,7 @@ export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = E
 /**
  * The memory store's options.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export interface MemoryOptions {
   /** The newest log entries kept at least (default `DEFAULT_MEMORY_HISTORY_CAPACITY`, 10,000). */
@@ -417,7 +417,7 @@ export interface MemoryOptions {
 /**
  * `makeMemory` with options.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const makeMemoryWith = (options: MemoryOptions): Effect.Effect<Context.Tag.Service<RouteRepository>> =>
   Effect.map(RouteIdGenerator, (ids) => Memory.make(ids, options))
@@ -425,7 +425,7 @@ export const makeMemoryWith = (options: MemoryOptions): Effect.Effect<Context.Ta
 /**
  * `layerMemory` with options.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteRepository> =>
   Layer.effect(RouteRepository, makeMemoryWith(options))

@@ -20,7 +20,7 @@ export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidTok
  * The authenticator cannot decide now (an identity provider's key set cannot be fetched): the routing API answers
  * `503 authenticator_unavailable` with `Retry-After`, never a 401. `reason` is for logs and never contains the token.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export class AuthenticatorUnavailable
   extends Schema.TaggedError<AuthenticatorUnavailable>()("AuthenticatorUnavailable", {

@@ -136,7 +136,7 @@ export const StoreUnavailableProblem = problem("store_unavailable")
 /**
  * `503`: the token cannot be checked now (an identity provider's key set cannot be fetched); nothing was done.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const AuthenticatorUnavailableProblem = problem("authenticator_unavailable")
 /**
@@ -172,24 +172,24 @@ export const TooManyMethodsProblem = problem("too_many_methods")
 /**
  * `400`: a restore's body or revision is refused.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const InvalidRestoreProblem = problem("invalid_restore", { errors: FieldErrors })
 /**
  * `400`: a follower's name or report breaks the fleet's rules.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const InvalidReportProblem = problem("invalid_report", { errors: FieldErrors })
 /**
  * `404`: a report names no stream its token has open here.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const StreamNotFoundProblem = problem("stream_not_found")
 /**
  * `429`: a follower reports more often than the fleet takes.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const TooManyReportsProblem = problem("too_many_reports")

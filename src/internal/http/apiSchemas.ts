@@ -168,7 +168,7 @@ export const Match = Schema.Struct({
  * `dryRun=true` on a write: checked and answered as the write would be, but nothing is stored (no revision, no log
  * entry, no change event, no `Registry-Revision`).
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const DryRunParams = Schema.Struct({
   dryRun: Schema.optional(
@@ -182,7 +182,7 @@ export const DryRunParams = Schema.Struct({
 /**
  * One entry of the change log: the change at `revision`, who made it, and the route before and after it.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const HistoryEntry = Schema.Struct({
   revision: Schema.Int.annotations({
@@ -200,7 +200,7 @@ export const HistoryEntry = Schema.Struct({
 /**
  * One page of the change log, newest first.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const HistoryPage = Schema.Struct({
   items: Schema.Array(HistoryEntry),
@@ -225,7 +225,7 @@ const historyFilters = {
 /**
  * The query of `GET /v1/routing/history`.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const HistoryParams = Schema.Struct({
   ...historyFilters,
@@ -235,21 +235,21 @@ export const HistoryParams = Schema.Struct({
 /**
  * The query of `GET /v1/routing/{id}/history`.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const RouteHistoryParams = Schema.Struct(historyFilters)
 
 /**
  * The body of a restore: the revision of the route's log to go back to.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const RestoreBody = Schema.Struct({ revision: Schema.Int.pipe(Schema.positive()) })
 
 /**
  * The header a follower names itself with on the change stream, to be listed in the fleet.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const FollowerName = Schema.Struct({
   "follower-name": Schema.optional(Schema.String.annotations({
@@ -261,7 +261,7 @@ export const FollowerName = Schema.Struct({
 /**
  * One follower as the fleet lists it.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const FollowerEntry = Schema.Struct({
   name: Schema.String,
@@ -280,7 +280,7 @@ export const FollowerEntry = Schema.Struct({
 /**
  * The answer of `GET /v1/routing/followers`.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const Fleet = Schema.Struct({
   revision: Schema.Int.annotations({ description: "This process's latest revision." }),
@@ -293,7 +293,7 @@ export const Fleet = Schema.Struct({
 /**
  * The query of `GET /v1/routing/followers`.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const FollowersParams = Schema.Struct({
   revision: Schema.optional(
@@ -316,7 +316,7 @@ export const FollowersParams = Schema.Struct({
 /**
  * A follower's report: the revision it applied on its open stream, and its own followers (a relay).
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const FollowerReport = Schema.Struct({
   stream: Schema.String.annotations({ description: "The Follower-Stream of the follower's open change stream." }),

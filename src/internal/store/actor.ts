@@ -14,7 +14,7 @@ import type { WriteOptions } from "../../RouteRepository.js"
  * @example
  * repo.update(id, patch).pipe(Effect.provideService(RouteRepository.Actor, "deploy-bot"))
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export class Actor extends Context.Reference<Actor>()("route-registry/RouteRepository/Actor", {
   defaultValue: (): string | null => null

@@ -52,7 +52,7 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("St
  * The route's stored path is outside every path prefix the change was limited to (`Precondition.pathPrefixes`: the
  * writer owns only those prefixes). Nothing changed.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export class OutsidePrefixes extends Schema.TaggedError<OutsidePrefixes>()("OutsidePrefixes", {
   id: Schema.String,
@@ -159,7 +159,7 @@ export class ReadOnlyStore extends Schema.TaggedError<ReadOnlyStore>()("ReadOnly
  * A restore named a revision it cannot go back to: one not in this route's log (never there, another route's, or
  * pruned past the retention), or the one that deleted the route. Nothing changed.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export class InvalidRestore extends Schema.TaggedError<InvalidRestore>()("InvalidRestore", {
   id: Schema.String,

@@ -125,7 +125,7 @@ export const meetsPrecondition = (precondition: Precondition | undefined, revisi
  * `true` when `path` is one of `prefixes` or starts with one followed by `/` (`/payments` holds `/payments` and
  * `/payments/:id`, not `/paymentsx`).
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const underPrefixes = (prefixes: ReadonlyArray<string>, path: string): boolean =>
   prefixes.some((prefix) => path === prefix || (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47))
@@ -134,7 +134,7 @@ export const underPrefixes = (prefixes: ReadonlyArray<string>, path: string): bo
  * `true` when a route with the stored `path` meets the precondition's path prefixes: there are none, or it is under
  * one of them.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const withinPrefixes = (precondition: Precondition | undefined, path: string): boolean =>
   precondition?.pathPrefixes === undefined || underPrefixes(precondition.pathPrefixes, path)
@@ -143,7 +143,7 @@ export const withinPrefixes = (precondition: Precondition | undefined, path: str
  * Why the precondition refuses a change of the stored `route`: its path prefixes first, then its revisions; `undefined`
  * when it passes.
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const barredBy = (
   precondition: Precondition | undefined,
@@ -173,7 +173,7 @@ export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boole
 /**
  * The newest log entries the memory store keeps at least, by default (`RouteRepository.MemoryOptions`).
  *
- * @since 0.5.0
+ * @since 0.4.0
  */
 export const DEFAULT_MEMORY_HISTORY_CAPACITY: number = 10_000
 
