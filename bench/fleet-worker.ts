@@ -76,6 +76,7 @@ const followOne = (url: string, token: string) =>
         deletes: new Map()
       }
       Context.get(context, RouteTable.ChangeHistory).subscribe((change) => {
+        if (change === undefined) return // a new snapshot: the bench counts it as a reset
         if (change._tag === "Upsert") {
           if (!follower.upserts.has(change.route.handler)) follower.upserts.set(change.route.handler, now())
         } else if (!follower.deletes.has(change.id)) {

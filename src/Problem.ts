@@ -116,6 +116,12 @@ const problems = {
       Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
     } by default); nothing was created. Send the create without a key, or retry after \`Retry-After\` seconds, when its oldest key expires.`
   },
+  too_many_streams: {
+    status: 429,
+    description: `The client already holds as many change streams open as one principal may (${
+      Limits.DEFAULT_CHANGES_STREAMS_PER_PRINCIPAL.toLocaleString("en-US")
+    } by default); none was opened. Close one, or retry after \`Retry-After\` seconds.`
+  },
   internal_error: {
     status: 500,
     description: "Something unexpected failed; the cause is logged, never sent."

@@ -360,6 +360,7 @@ const live = (capacity: number) =>
       telemetry === undefined ? undefined : TelemetryInternal.arrived(yield* Effect.clock)
     )
     if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
+    if (live.record !== undefined) yield* Effect.forkScoped(live.record)
     if (telemetry !== undefined) {
       yield* Effect.forkScoped(
         TelemetryInternal.sampleTable(

@@ -4,10 +4,13 @@
  * memory store's), records each change it applies in its own history (so its own change stream serves them onward: a
  * relay), and reconnects by itself, resuming from the last event it applied.
  *
+ * Each event's id is the registry's cursor (internal/table/history.ts): the follower takes each route's revision from
+ * it (its ETags are the registry's), and its history records each change under the registry's store and revision, so
+ * a relay passes the registry's cursors on unchanged and a follower moves between relays and the registry freely.
+ *
  * After a `reset` (or on a stream opened without a cursor) the routes of the snapshot are collected while the table
  * keeps routing as it was; at `ready` the table takes them at once, and loses every route the snapshot did not name,
- * so it ends equal to the registry. A route equal to the one the table holds is left as it is: it keeps its revision
- * (ETag), and its history records no change, so a relay's own followers see only what changed.
+ * so it ends equal to the registry, and the history begins again at the snapshot's revision.
  *
  * @internal
  */
@@ -16,7 +19,7 @@ import { Deferred, Duration, Effect, Queue, Schedule } from "effect"
 import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as Memory from "../store/memoryIndex.js"
-import type * as History from "../table/history.js"
+import * as History from "../table/history.js"
 import type { Status } from "../table/liveTable.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Client from "./client.js"
@@ -45,12 +48,10 @@ export interface State {
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   readonly memory: Memory.Memory
   readonly history: History.History
-  /** The revision the next change takes: the follower's own, since the stream carries none. */
-  revision: number
   /** The id of the last event applied, to resume from. */
   cursor: string | undefined
-  /** While a snapshot is being read: its routes so far, by id. */
-  snapshot: Map<string, Decode.Decoded> | undefined
+  /** While a snapshot is being read: its routes so far, by id, each with its revision. */
+  snapshot: Map<string, Revised> | undefined
   /** `ready` arrived on this connection: every event since confirms the table current. */
   live: boolean
   readonly confirmed: Confirmed
@@ -71,7 +72,6 @@ export const makeState = (history: History.History): Effect.Effect<State> =>
       tree: new RouteTree.Tree(),
       memory: Memory.emptyMemory(),
       history,
-      revision: 0,
       cursor: undefined,
       snapshot: undefined,
       live: false,
@@ -85,12 +85,11 @@ export const makeState = (history: History.History): Effect.Effect<State> =>
 
 // --- applying events -----------------------------------------------------------------------------------------------
 
-type Fields = Pick<Route.Route, "method" | "path" | "middleware" | "handler" | "createdAt">
-
-const sameRoute = (a: Fields, b: Fields): boolean =>
-  a.method === b.method && a.path === b.path && a.handler === b.handler &&
-  a.createdAt.getTime() === b.createdAt.getTime() && a.middleware.length === b.middleware.length &&
-  a.middleware.every((name, i) => name === b.middleware[i])
+/** A route of an event, with the revision its cursor gives it. */
+interface Revised {
+  readonly route: Decode.Decoded
+  readonly revision: number
+}
 
 const parse = (data: string): unknown => {
   try {
@@ -100,14 +99,12 @@ const parse = (data: string): unknown => {
   }
 }
 
-const put = (state: State, route: Decode.Decoded): void => {
-  const known = RouteTree.get(state.tree, route.id)
-  if (known !== undefined && sameRoute(known, route)) return
+// Puts the route into the table at `revision`; the route as placed, or `undefined` when the table holds it already
+// or cannot hold it.
+const place = (state: State, { revision, route }: Revised): Route.StoredRoute | undefined => {
+  if (RouteTree.get(state.tree, route.id)?.revision === revision) return undefined
   const { createdAt, handler, id, method, middleware, path } = route
-  const stored = new Route.StoredRoute(
-    { id, method, path, middleware, handler, createdAt, revision: ++state.revision },
-    true
-  )
+  const stored = new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
   try {
     RouteTree.insertParsed(state.tree, stored, route.parsed)
   } catch (error) {
@@ -118,61 +115,95 @@ const put = (state: State, route: Decode.Decoded): void => {
         `route table: the route ${route.id} (${route.method} ${route.path}) was skipped: ${String(error)}`
       )
     )
-    drop(state, route.id)
-    return
+    unplace(state, route.id)
+    return undefined
   }
   Memory.put(state.memory, stored)
-  state.history.upserted(stored, route.text)
+  return stored
 }
 
-const drop = (state: State, id: string): void => {
-  if (RouteTree.get(state.tree, id) === undefined) return
+const unplace = (state: State, id: string): boolean => {
+  if (RouteTree.get(state.tree, id) === undefined) return false
   RouteTree.remove(state.tree, id)
   Memory.drop(state.memory, id)
-  state.history.deleted(id)
+  return true
+}
+
+const put = (state: State, revised: Revised): void => {
+  const stored = place(state, revised)
+  if (stored !== undefined) state.history.upserted(stored, revised.revision, revised.route.text)
+  else if (RouteTree.get(state.tree, revised.route.id) === undefined) {
+    state.history.deleted(revised.route.id, revised.revision)
+  }
+}
+
+const drop = (state: State, id: string, revision: number): void => {
+  if (unplace(state, id)) state.history.deleted(id, revision)
 }
 
 const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
   Queue.unsafeOffer(state.log, log)
 }
 
-// The snapshot is complete: the table takes it whole, in one step no request sees half of.
-const takeSnapshot = (state: State, snapshot: Map<string, Decode.Decoded>): void => {
-  for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.has(id)) drop(state, id)
-  for (const route of snapshot.values()) put(state, route)
+// The snapshot is complete: the table takes it whole, in one step no request sees half of, and the history begins
+// again with it.
+const takeSnapshot = (state: State, snapshot: Map<string, Revised>, at: History.Cursor): void => {
+  for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.has(id)) unplace(state, id)
+  for (const revised of snapshot.values()) place(state, revised)
+  state.history.begin(at.store, at.revision, Array.from(state.memory.byId.values()))
 }
 
-const upsert = (state: State, data: string): string | undefined => {
+// The registry's cursor an event carries: its route's revision (a snapshot's event: the third part).
+const cursorOf = (id: string): History.Cursor | undefined => {
+  const cursor = History.parse(id)
+  return typeof cursor === "object" ? cursor : undefined
+}
+
+const notACursor = (type: string, id: string) =>
+  `${type} event whose id is not a cursor of this API: ${JSON.stringify(id.slice(0, 200))}`
+
+const upsert = (state: State, data: string, id: string): string | undefined => {
+  const cursor = cursorOf(id)
+  if (cursor === undefined) return notACursor("an upsert", id)
   const json = parse(data)
   const route = Decode.decodeUpsert(json, data)
   if (route === undefined) {
-    const id = (json as { id?: unknown } | undefined)?.id
-    if (typeof id !== "string") return `an upsert that is not a route: ${data.slice(0, 200)}`
+    const routeId = (json as { id?: unknown } | undefined)?.id
+    if (typeof routeId !== "string") return `an upsert that is not a route: ${data.slice(0, 200)}`
     unsafeLog(
       state,
-      Effect.logError(`route table: the route ${id} was skipped: it is not a route this process can hold`)
+      Effect.logError(`route table: the route ${routeId} was skipped: it is not a route this process can hold`)
     )
-    if (state.snapshot === undefined) drop(state, id)
-    else state.snapshot.delete(id)
+    if (state.snapshot === undefined) drop(state, routeId, cursor.revision)
+    else state.snapshot.delete(routeId)
     return undefined
   }
-  if (state.snapshot === undefined) put(state, route)
-  else state.snapshot.set(route.id, route)
+  const revised = { route, revision: cursor.routeRevision ?? cursor.revision }
+  if (state.snapshot === undefined) put(state, revised)
+  else state.snapshot.set(route.id, revised)
   return undefined
 }
 
-const remove = (state: State, data: string): string | undefined => {
+const remove = (state: State, data: string, eventId: string): string | undefined => {
+  const cursor = cursorOf(eventId)
+  if (cursor === undefined) return notACursor("a delete", eventId)
   const id = (parse(data) as { id?: unknown } | undefined)?.id
   if (typeof id !== "string") return `a delete that names no id: ${data.slice(0, 200)}`
-  if (state.snapshot === undefined) drop(state, id)
+  if (state.snapshot === undefined) drop(state, id, cursor.revision)
   else state.snapshot.delete(id)
   return undefined
 }
 
-const ready = (state: State): void => {
+const ready = (state: State, id: string): string | undefined => {
+  const cursor = cursorOf(id)
+  if (cursor === undefined) return notACursor("a ready", id)
   if (state.snapshot !== undefined) {
-    takeSnapshot(state, state.snapshot)
+    takeSnapshot(state, state.snapshot, cursor)
     state.snapshot = undefined
+  } else if (state.history.store() !== cursor.store) {
+    state.history.begin(cursor.store, cursor.revision, Array.from(state.memory.byId.values()))
+  } else {
+    state.history.advanced(cursor.revision)
   }
   state.live = true
   if (state.awaySince !== undefined) {
@@ -181,6 +212,7 @@ const ready = (state: State): void => {
     unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
   }
   Deferred.unsafeDone(state.started, Effect.void)
+  return undefined
 }
 
 /** What a connection does with each event and heartbeat, in the order they arrive. */
@@ -189,13 +221,13 @@ export const sink = (state: State): Sse.Sink => ({
     let failure: string | undefined
     switch (event.type) {
       case "upsert":
-        failure = upsert(state, event.data)
+        failure = upsert(state, event.data, event.id)
         break
       case "delete":
-        failure = remove(state, event.data)
+        failure = remove(state, event.data, event.id)
         break
       case "ready":
-        ready(state)
+        failure = ready(state, event.id)
         break
       case "reset":
         state.snapshot = new Map()

@@ -309,14 +309,16 @@ const remove = (core: Core, request: Request, id: string): Effect.Effect<Respons
 // The stream's head is the answer: telemetry times the request to it, and the stream goes on in the connection.
 const changes = (core: Core, request: Request): Effect.Effect<Response> =>
   Effect.gen(function*() {
-    yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
+    const principal = yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
     const source = core.changes
     if (source === undefined) return yield* refuse(Answers.NO_CHANGE_HISTORY)
     const since = yield* validated(
-      ChangeStream.parseQuery(source.history, request.query, request.header(ChangeStream.LAST_EVENT_ID)),
+      ChangeStream.parseQuery(request.query, request.header(ChangeStream.LAST_EVENT_ID)),
       Answers.invalidChangesQuery
     )
-    return { status: 200, headers: ChangeStream.HEADERS, body: "", stream: ChangeStream.body(source, since) }
+    const stream = ChangeStream.body(source, since, principal.id)
+    if (stream === undefined) return yield* refuse(Answers.tooManyStreams(source.streamsPerPrincipal))
+    return { status: 200, headers: ChangeStream.HEADERS, body: "", stream }
   }).pipe(answered(core))
 
 const match = (core: Core, request: Request): Effect.Effect<Response> =>
