@@ -153,10 +153,21 @@ const netEvents = (store: string, entries: LogRead["entries"]): Array<string> =>
 /** The header an EventSource resumes with, after a lost connection, from the id of the last event it received. */
 export const LAST_EVENT_ID = "last-event-id"
 
-const checkCursor = (cursor: string): string | undefined =>
-  History.parse(cursor) === undefined
-    ? "is not a cursor this API issued: resume from the id of the last event received"
+/** Why a cursor is refused. */
+export const NOT_ISSUED = "is not a cursor this API issued: resume from the id of the last event received"
+
+const checkCursor = (cursor: string): string | undefined => History.parse(cursor) === undefined ? NOT_ISSUED : undefined
+
+/**
+ * The revision `cursor` names when it is of this history's store and ahead of the history: held until the history
+ * gets there, unless the store itself never got there (then no process issued it, and it is refused).
+ */
+export const aheadOf = (history: History.History, cursor: string): number | undefined => {
+  const parsed = History.parse(cursor)
+  return typeof parsed === "object" && parsed.store === history.store() && parsed.revision > history.revision()
+    ? parsed.revision
     : undefined
+}
 
 /**
  * The cursor a stream resumes from (`undefined`: none, a snapshot), or every problem with the query: a parameter other

@@ -316,6 +316,12 @@ const changes = (core: Core, request: Request): Effect.Effect<Response> =>
       ChangeStream.parseQuery(request.query, request.header(ChangeStream.LAST_EVENT_ID)),
       Answers.invalidChangesQuery
     )
+    const ahead = since === undefined ? undefined : ChangeStream.aheadOf(source.history, since)
+    const logAfter = core.repository.logAfter
+    if (ahead !== undefined && logAfter !== undefined && ahead > (yield* logAfter(ahead, 0)).revision) {
+      const path = (request.header(ChangeStream.LAST_EVENT_ID) ?? "") === "" ? "since" : "Last-Event-ID"
+      return yield* refuse(Answers.invalidChangesQuery([{ path, message: ChangeStream.NOT_ISSUED }]))
+    }
     const stream = ChangeStream.body(source, since, principal.id)
     if (stream === undefined) return yield* refuse(Answers.tooManyStreams(source.streamsPerPrincipal))
     return { status: 200, headers: ChangeStream.HEADERS, body: "", stream }

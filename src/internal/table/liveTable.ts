@@ -308,26 +308,29 @@ const catchUp = (
   log: LogAfter,
   history: History.History
 ): Effect.Effect<void, RouteRepository.StoreUnavailable> =>
-  Effect.flatMap(log(history.revision(), LOG_PAGE), (read): Effect.Effect<void, RouteRepository.StoreUnavailable> => {
-    if (!read.complete) {
-      return Effect.flatMap(allRoutes(store, undefined, []), (routes) => {
-        history.begin(read.store, read.revision, routes)
-        return catchUp(store, log, history)
-      })
+  Effect.flatMap(
+    Effect.suspend(() => log(history.revision(), LOG_PAGE)),
+    (read): Effect.Effect<void, RouteRepository.StoreUnavailable> => {
+      if (!read.complete) {
+        return Effect.flatMap(allRoutes(store, undefined, []), (routes) => {
+          history.begin(read.store, read.revision, routes)
+          return catchUp(store, log, history)
+        })
+      }
+      for (const entry of read.entries) recordEntry(history, entry)
+      if (read.entries.length === LOG_PAGE) return catchUp(store, log, history)
+      history.advanced(read.revision)
+      return Effect.void
     }
-    for (const entry of read.entries) recordEntry(history, entry)
-    if (read.entries.length === LOG_PAGE) return catchUp(store, log, history)
-    history.advanced(read.revision)
-    return Effect.void
-  })
+  )
 
 interface Recording {
   readonly recorder: Recorder
   readonly run: Effect.Effect<never> | undefined
 }
 
-// The history of a store with a log: the store's own changes are read at once (a memory store's log is read without
-// waiting); a shared store's are read by a fiber, woken by whatever the table takes, so no write waits for it.
+// The history of a store with a log: after each change of this process, the log is read before the change is
+// acknowledged; a shared store's other changes are read by a fiber, woken by whatever the table takes.
 const logRecording = (
   store: Store,
   log: LogAfter,
@@ -341,8 +344,10 @@ const logRecording = (
     const wake = () => {
       Queue.unsafeOffer(woken, undefined)
     }
+    // A change this process made is in the history before it is acknowledged, as it is in the table: a stream opened
+    // after it starts from it. A failed read is left to the fiber, which retries.
     return {
-      recorder: { upserted: wake, deleted: wake, settled: Effect.sync(wake) },
+      recorder: { upserted: wake, deleted: wake, settled: Effect.catchAll(read, () => Effect.sync(wake)) },
       run: Effect.forever(
         Effect.zipRight(
           Queue.take(woken),
