@@ -6,11 +6,13 @@
  * between the relay and the registry without a reset, and the relay's ETags are the registry's.
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import * as Http from "node:http"
+import * as Net from "node:net"
 import * as Authenticator from "route-registry/Authenticator"
 import * as NodeListener from "route-registry/NodeListener"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import { closeServer, listen, type Served, serveNode } from "./utils/adapters.js"
@@ -186,3 +188,80 @@ describe("a relay", () => {
 })
 
 const revisionOf = (cursor: string) => parseInt(cursor.split(".")[1]!, 36)
+
+// A memory store holding `count` routes of about 2 KB each: a snapshot far larger than a connection's buffers.
+const seeded = (count: number) =>
+  Layer.effect(
+    RouteRepository.RouteRepository,
+    Effect.tap(RouteRepository.makeMemory, (store) =>
+      Effect.forEach(
+        Array.from({ length: count }, (_, n) => n),
+        (n) =>
+          store.create(
+            Schema.decodeUnknownSync(Route.CreateRoute)({
+              method: "GET",
+              path: `/${n}` + `/${"x".repeat(200)}`.repeat(9),
+              handler: "h",
+              middleware: []
+            })
+          ),
+        { discard: true }
+      ))
+  )
+
+describe("the bounds of the change stream", () => {
+  it("a client that stops reading in the middle of its snapshot is cut at the stall deadline", async () => {
+    const listener = await NodeListener.fromLayer(
+      Layer.merge(RouteTable.layer.pipe(Layer.provide(seeded(15_000))), tokens),
+      { changesStallMillis: 300 }
+    )
+    const served = await serveNode(listener, listener.dispose)
+    opened.push(served)
+    const url = new URL(served.origin)
+    const socket = Net.connect(Number(url.port), url.hostname)
+    let closed = false
+    let received = ""
+    socket.on("data", (chunk) => {
+      received += chunk
+    })
+    socket.on("close", () => {
+      closed = true
+    })
+    socket.on("error", () => {})
+    socket.pause() // reads nothing: the snapshot stalls once the buffers are full
+    socket.write(`GET /v1/routing/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${READER}\r\n\r\n`)
+    // Well past the deadline, the client reads again: what the connection held, then its end, which comes behind it.
+    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    socket.resume()
+    await EventStream.eventually("the stalled stream is closed", () => closed, 20_000)
+    assert.notInclude(received, "event: ready", "cut in the middle of its snapshot")
+  })
+
+  it("one principal holds at most changesStreamsPerPrincipal streams: one more is 429 too_many_streams", async () => {
+    const listener = await NodeListener.fromLayer(
+      Layer.merge(RouteTable.layer.pipe(Layer.provide(RouteRepository.layerMemory)), tokens),
+      { changesStreamsPerPrincipal: 2 }
+    )
+    const served = await serveNode(listener, listener.dispose)
+    opened.push(served)
+    const held = [await open(served), await open(served)]
+    await Promise.all(held.map((stream) => stream.until(1)))
+    const refused = await open(served)
+    assert.strictEqual(refused.status, 429)
+    assert.strictEqual(JSON.parse(refused.text).code, "too_many_streams")
+    assert.isNotNull(refused.headers.get("retry-after"))
+    // Another principal is not refused, and a stream closed frees its place.
+    const other = await EventStream.open(fetch, `${served.origin}/v1/routing/changes`, auth(ADMIN))
+    streams.push(other)
+    assert.strictEqual(other.status, 200)
+    held[0]!.close()
+    await held[0]!.ended
+    // The server hears of the close a moment after the client: it is asked again until then.
+    let again = await open(served)
+    for (let tries = 0; again.status === 429 && tries < 100; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      again = await open(served)
+    }
+    assert.strictEqual(again.status, 200)
+  })
+})
