@@ -715,6 +715,7 @@ const rolling = async (url: string) => {
       }
       registries[i] = await start(i)
     }
+    const backAt = now()
     const newest = await newestRevision(registries[0]!.origin)
     let state = await ask(newest)
     while (state.current < config.followers && now() - startedAt < 300_000) {
@@ -722,6 +723,7 @@ const rolling = async (url: string) => {
       state = await ask(newest)
     }
     const currentAfter = now() - startedAt
+    const allCurrentAt = now()
     for (const host of registries) sent += (await host.probe(false)).bytesSent
     await stopFollowers(workers)
     return {
@@ -730,6 +732,7 @@ const rolling = async (url: string) => {
       resets: String(state.resets - resetsBefore),
       current: `${state.current} / ${config.followers}`,
       currentAfter: `${(currentAfter / 1000).toFixed(1)} s`,
+      currentAfterBack: `${((allCurrentAt - backAt) / 1000).toFixed(1)} s`,
       sent: mb(sent),
       snapshots: mb(snapshot * config.followers),
       ratio: `${((100 * sent) / (snapshot * config.followers)).toFixed(1)} %`
@@ -769,7 +772,8 @@ const main = async () => {
       ["changes", "changes while restarting", "right"],
       ["resets", "resets (target 0)", "right"],
       ["current", "followers current", "right"],
-      ["currentAfter", "all current after", "right"],
+      ["currentAfter", "all current after the first stop", "right"],
+      ["currentAfterBack", "… after the last start", "right"],
       ["sent", "registries sent", "right"],
       ["snapshots", "a snapshot each", "right"],
       ["ratio", "sent / snapshots", "right"]

@@ -321,18 +321,21 @@ const open = (source: Source, since: string | undefined, sink: Sink, release: ()
   const waitFor = (start: (resume: () => void) => (() => void) | void, resume: () => void) => {
     const timer = setTimeout(cut, source.stallMillis)
     let done = false
-    const cancel = start(() => {
-      if (done || stopped) return
-      done = true
-      clearTimeout(timer)
-      pending = undefined
-      resume()
-    })
-    pending = () => {
+    let cancel: (() => void) | void = undefined
+    const cancelling = () => {
       done = true
       clearTimeout(timer)
       cancel?.()
     }
+    cancel = start(() => {
+      if (done || stopped) return
+      done = true
+      clearTimeout(timer)
+      if (pending === cancelling) pending = undefined
+      resume()
+    })
+    // Resumed at once, it may already wait for something else: that is what the stream cancels when it stops.
+    if (!done) pending = cancelling
   }
   const drained = (resume: () => void) => waitFor((go) => sink.drained(go), resume)
 
