@@ -265,3 +265,43 @@ describe("the bounds of the change stream", () => {
     assert.strictEqual(again.status, 200)
   })
 })
+
+describe("a crowd resuming from the store's log", () => {
+  it("is served in turn, at most 4 reads of the log at once, every client with its changes and no reset", async () => {
+    let running = 0
+    let most = 0
+    const counted = Layer.effect(
+      RouteRepository.RouteRepository,
+      Effect.map(RouteRepository.makeMemory, (store) => ({
+        ...store,
+        logAfter: (revision: number, limit: number) =>
+          Effect.acquireUseRelease(
+            Effect.sync(() => {
+              running++
+              most = Math.max(most, running)
+            }),
+            () => Effect.zipRight(Effect.sleep("20 millis"), store.logAfter!(revision, limit)),
+            () =>
+              Effect.sync(() => {
+                running--
+              })
+          )
+      }))
+    )
+    const listener = await NodeListener.fromLayer(
+      Layer.merge(RouteTable.layerWith({ historyCapacity: 1 }).pipe(Layer.provide(counted)), tokens)
+    )
+    const served = await serveNode(listener, listener.dispose)
+    opened.push(served)
+    const { cursor } = await untilReady(await open(served))
+    for (let n = 0; n < 3; n++) await create(served, `/crowd/${n}`)
+    most = 0
+    const crowd = await Promise.all(Array.from({ length: 12 }, () => open(served, cursor)))
+    const events = await Promise.all(crowd.map((stream) => untilReady(stream)))
+    for (const { events: received } of events) {
+      assert.deepStrictEqual(kinds(received), ["upsert", "upsert", "upsert", "ready"])
+    }
+    assert.isAtMost(most, 4)
+    assert.isAtLeast(most, 1)
+  })
+})
