@@ -300,8 +300,9 @@ const allRoutes = (
 
 /**
  * Reads the log after the history's revision until it holds the newest. When the log no longer holds those changes
- * (the history fell behind by more than the log keeps), the history begins again: the newest revision, then every
- * route, then the log after that revision (each page read after the revision holds at least the changes up to it).
+ * (the history fell behind by more than the log keeps), or the history never began (the store could not be read when
+ * the table was built), the history begins: the newest revision, then every route, then the log after that revision
+ * (each page read after the revision holds at least the changes up to it).
  */
 const catchUp = (
   store: Store,
@@ -311,7 +312,7 @@ const catchUp = (
   Effect.flatMap(
     Effect.suspend(() => log(history.revision(), LOG_PAGE)),
     (read): Effect.Effect<void, RouteRepository.StoreUnavailable> => {
-      if (!read.complete) {
+      if (!read.complete || history.store() === undefined) {
         return Effect.flatMap(allRoutes(store, undefined, []), (routes) => {
           history.begin(read.store, read.revision, routes)
           return catchUp(store, log, history)
@@ -344,6 +345,7 @@ const logRecording = (
     const wake = () => {
       Queue.unsafeOffer(woken, undefined)
     }
+    wake() // what the first read left to read
     // A change this process made is in the history before it is acknowledged, as it is in the table: a stream opened
     // after it starts from it. A failed read is left to the fiber, which retries.
     return {
@@ -388,7 +390,7 @@ export const make = (
     const log = store.logAfter
     // The newest revision before the load: the table as loaded holds every change up to it, and some after it, which
     // the history then reads again from the log.
-    const first = log === undefined ? undefined : yield* log(0, 0)
+    const first = log === undefined ? undefined : yield* Effect.either(log(0, 0))
     const state: State = {
       clock,
       store,
@@ -408,11 +410,14 @@ export const make = (
       yield* load(state, undefined)
       yield* poll(state, feed) // what changed while the pages were read
     }
+    // A first read that failed leaves the history to begin once the log can be read (its fiber tries at once).
     const recording = log === undefined || first === undefined
       ? localRecording(history, tree)
       : yield* Effect.gen(function*() {
-        history.begin(first.store, first.revision, Array.from(tree.byId.values(), (entry) => entry.route))
-        yield* catchUp(store, log, history)
+        if (first._tag === "Right") {
+          history.begin(first.right.store, first.right.revision, Array.from(tree.byId.values(), (entry) => entry.route))
+          yield* Effect.ignore(catchUp(store, log, history))
+        }
         return yield* logRecording(store, log, history)
       })
     state.recorder = recording.recorder
