@@ -2,8 +2,10 @@
  * Preloaded (`node --import`) into the registry and relay processes of bench/fleet.ts, which otherwise run exactly
  * `npm start`'s command: answers the benchmark's probe, over the IPC channel, with the process's CPU time and memory
  * (after two full collections when asked, so that memory compares what is held, not what awaits collection), and
- * its event loop's delay since the last probe.
+ * its event loop's delay since the last probe, and the bytes its HTTP answers have written (what a change stream
+ * sends its followers).
  */
+import { ServerResponse } from "node:http"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 
 /** A probe's question. */
@@ -21,7 +23,16 @@ export interface Probed {
   readonly external: number
   /** The event loop's delay since the last probe, p99 and max, ms. */
   readonly loopDelay: { readonly p99: number; readonly max: number }
+  /** Bytes written into HTTP answers' bodies since the process started. */
+  readonly bytesSent: number
 }
+
+let bytesSent = 0
+const write = ServerResponse.prototype.write
+ServerResponse.prototype.write = function(this: ServerResponse, chunk: unknown, ...rest: Array<unknown>) {
+  bytesSent += typeof chunk === "string" ? Buffer.byteLength(chunk) : (chunk as Uint8Array).byteLength
+  return (write as (...args: Array<unknown>) => boolean).call(this, chunk, ...rest)
+} as typeof write
 
 const gc = (globalThis as { gc?: () => void }).gc
 const loop = monitorEventLoopDelay({ resolution: 5 })
@@ -42,7 +53,8 @@ process.on("message", (message: Probe) => {
     rss: memory.rss,
     heapUsed: memory.heapUsed,
     external: memory.external,
-    loopDelay: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 }
+    loopDelay: { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 },
+    bytesSent
   }
   loop.reset()
   process.send!(probed)

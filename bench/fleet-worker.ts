@@ -32,12 +32,15 @@ export type Command =
   /** Forget what was seen, and measure this process from now. */
   | { readonly type: "start" }
   | { readonly type: "collect"; readonly expected: ReadonlyArray<Expected> }
+  /** How many tables hold the registry's revision `revision` (or later), and how many resets they took in all. */
+  | { readonly type: "at"; readonly revision: number }
   | { readonly type: "stop" }
 
 export type Report =
   | { readonly type: "ready" }
   | { readonly type: "following"; readonly millis: number }
   | { readonly type: "started" }
+  | { readonly type: "at"; readonly current: number; readonly resets: number }
   | {
     readonly type: "collected"
     /** One latency (ms, from the acknowledgement to applied; 0 when applied before it) per change and table. */
@@ -64,7 +67,11 @@ interface Follower {
   /** When each handler, and each deletion (by id), was applied in this table. */
   readonly upserts: Map<string, number>
   readonly deletes: Map<string, number>
+  readonly history: RouteTable.ChangeHistory["Type"]
 }
+
+// Snapshots taken after the first (the history begins again with each): resets.
+let resets = 0
 
 const scope = Effect.runSync(Scope.make())
 const followers: Array<Follower> = []
@@ -80,15 +87,21 @@ const followOne = (url: string, token: string, name: string | undefined) =>
         table: Context.get(context, RouteTable.RouteTable),
         status: Context.get(context, RouteTable.TableStatus).unsafeGet,
         upserts: new Map(),
-        deletes: new Map()
+        deletes: new Map(),
+        history: Context.get(context, RouteTable.ChangeHistory)
       }
-      Context.get(context, RouteTable.ChangeHistory).subscribe((change) => {
-        if (change._tag === "Upsert") {
+      const listen = (change: Parameters<Parameters<typeof follower.history.subscribe>[0]>[0]) => {
+        if (change === undefined) {
+          // A new snapshot: a reset. The history dropped this listener; it listens again.
+          resets++
+          follower.history.subscribe(listen)
+        } else if (change._tag === "Upsert") {
           if (!follower.upserts.has(change.route.handler)) follower.upserts.set(change.route.handler, now())
         } else if (!follower.deletes.has(change.id)) {
           follower.deletes.set(change.id, now())
         }
-      })
+      }
+      follower.history.subscribe(listen)
       return follower
     }
   )
@@ -164,6 +177,13 @@ process.on("message", (command: Command) => {
       break
     case "collect":
       collect(command.expected)
+      break
+    case "at":
+      send({
+        type: "at",
+        current: followers.filter((follower) => follower.history.revision() >= command.revision).length,
+        resets
+      })
       break
     case "stop":
       void Effect.runPromise(Scope.close(scope, Exit.void)).then(() => process.exit(0))

@@ -20,11 +20,19 @@
  * of the registry process over each run, read through a probe preloaded into it (bench/fleet-probe.ts); database
  * connections are counted in `pg_stat_activity` for the database (every 100 ms during a run: the most is shown).
  * Results go to bench/results/fleet-<time>.json; Markdown tables are printed.
+ *
+ * A rolling restart (`--rolling on`, on the Postgres store; docs/scaling-out.md, "Cursors across processes and
+ * restarts"): two registry processes on one database, each with half of the followers, are restarted one after the
+ * other (SIGTERM, `--rolling-changes` changes made through the other one while it is down, then started again on its
+ * port); measured are the resets the followers took (target 0), the time from the first stop until every follower
+ * holds the newest revision, and the bytes the registries sent meanwhile against a full snapshot for each follower
+ * (what restarts cost when every cursor was answered with a reset).
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Redacted } from "effect"
 import { type ChildProcess, fork, spawn, spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
+import { type AddressInfo, createServer } from "node:net"
 import { cpus, loadavg } from "node:os"
 import { fileURLToPath } from "node:url"
 import Pg from "pg"
@@ -63,12 +71,15 @@ const config = {
   relay: (option("relay") ?? "on") === "on",
   /** A directory for the registry's and the relay's CPU profiles (`node --cpu-prof`), written when they stop. */
   cpuProf: option("cpu-prof"),
-  stores: (option("stores") ?? (DATABASE_URL === undefined ? "memory" : "memory,postgres")).split(",")
+  stores: (option("stores") ?? (DATABASE_URL === undefined ? "memory" : "memory,postgres")).split(","),
+  rolling: (option("rolling") ?? "off") === "on",
+  rollingChanges: whole("rolling-changes", 50)
 }
 if (config.rates.some((rate) => !(rate > 0))) throw new Error("--rates needs positive numbers: --rates 10,100")
 if (config.stores.some((store) => store !== "memory" && store !== "postgres")) {
   throw new Error("--stores takes memory and postgres")
 }
+if (config.rolling && DATABASE_URL === undefined) throw new Error("--rolling on needs DATABASE_URL")
 if (config.stores.includes("postgres") && DATABASE_URL === undefined) {
   throw new Error("--stores postgres needs DATABASE_URL")
 }
@@ -620,6 +631,119 @@ const measureStore = async (store: "memory" | "postgres") => {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// A rolling restart of two registry processes on one database
+// ---------------------------------------------------------------------------------------------------------------
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+
+// The bytes of one full snapshot: a stream opened with no cursor, read up to its `ready`.
+const snapshotBytes = async (origin: string): Promise<number> => {
+  const controller = new AbortController()
+  const response = await fetch(`${origin}/v1/routing/changes`, {
+    headers: { authorization: `Bearer ${READ_TOKEN}` },
+    signal: controller.signal
+  })
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  let text = ""
+  let bytes = 0
+  while (!text.includes("event: ready")) {
+    const { done, value } = await reader.read()
+    if (done) break
+    bytes += value.byteLength
+    text += decoder.decode(value, { stream: true })
+  }
+  controller.abort()
+  return bytes
+}
+
+const newestRevision = async (origin: string): Promise<number> => {
+  const response = await fetch(`${origin}/v1/routing/history?limit=1`, { headers })
+  const page = (await response.json()) as { readonly items: ReadonlyArray<{ readonly revision: number }> }
+  return page.items[0]?.revision ?? 0
+}
+
+const rolling = async (url: string) => {
+  console.error("rolling restart (postgres store):")
+  await clearStore(url)
+  const ports = [await freePort(), await freePort()]
+  const start = (i: number) => startHost(`registry ${i + 1}`, { DATABASE_URL: url, PORT: String(ports[i]) })
+  const registries = [await start(0), await start(1)]
+  const registry: Registry = { origin: registries[0]!.origin, ids: new Map(), handlers: new Map() }
+  try {
+    await seed(registry)
+    const half = Math.ceil(config.followers / 2)
+    const workers = [
+      ...(await startFollowers(registries[0]!.origin, half)),
+      ...(await startFollowers(registries[1]!.origin, config.followers - half))
+    ]
+    const snapshot = await snapshotBytes(registries[0]!.origin)
+    const ask = async (revision: number) => {
+      const answers = await Promise.all(workers.map((worker) => worker.ask({ type: "at", revision }, "at")))
+      return {
+        current: answers.reduce((sum, answer) => sum + answer.current, 0),
+        resets: answers.reduce((sum, answer) => sum + answer.resets, 0)
+      }
+    }
+    const resetsBefore = (await ask(0)).resets
+    const changes = plan({
+      perSecond: 100,
+      seconds: (config.rollingChanges * 2) / 100,
+      writers: 1,
+      spacingMillis: 0,
+      tag: "rr"
+    })
+    // What the registries sent before (seeding's answers, the first snapshots) is not counted.
+    const baseline = await Promise.all(registries.map((host) => host.probe(false)))
+    let sent = 0
+    const startedAt = now()
+    for (let i = 0; i < 2; i++) {
+      const stopping = registries[i]!
+      const before = await stopping.probe(false)
+      await stopHost(stopping)
+      sent += before.bytesSent - baseline[i]!.bytesSent
+      const other = { ...registry, origin: registries[1 - i]!.origin }
+      for (const change of changes.slice(i * config.rollingChanges, (i + 1) * config.rollingChanges)) {
+        const acked = await writeOrThrow(other, change)
+        if (typeof acked === "string") throw new Error(acked)
+      }
+      registries[i] = await start(i)
+    }
+    const backAt = now()
+    const newest = await newestRevision(registries[0]!.origin)
+    let state = await ask(newest)
+    while (state.current < config.followers && now() - startedAt < 300_000) {
+      await sleep(50)
+      state = await ask(newest)
+    }
+    const currentAfter = now() - startedAt
+    const allCurrentAt = now()
+    for (const host of registries) sent += (await host.probe(false)).bytesSent
+    await stopFollowers(workers)
+    return {
+      followers: String(config.followers),
+      changes: String(config.rollingChanges * 2),
+      resets: String(state.resets - resetsBefore),
+      current: `${state.current} / ${config.followers}`,
+      currentAfter: `${(currentAfter / 1000).toFixed(1)} s`,
+      currentAfterBack: `${((allCurrentAt - backAt) / 1000).toFixed(1)} s`,
+      sent: mb(sent),
+      snapshots: mb(snapshot * config.followers),
+      ratio: `${((100 * sent) / (snapshot * config.followers)).toFixed(1)} %`
+    }
+  } finally {
+    for (const host of registries) if (hosts.includes(host)) await stopHost(host)
+    await clearStore(url)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Main
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -636,6 +760,30 @@ const main = async () => {
   // Each stream is a socket at both ends: the registry (or relay) needs one per follower.
   if (Number(openFiles) < config.followers + 200) {
     throw new Error(`ulimit -n is ${openFiles}: raise it above ${config.followers + 200} (ulimit -n 65536)`)
+  }
+  if (config.rolling) {
+    const restart = await rolling(DATABASE_URL!)
+    console.log(
+      `\nA rolling restart of 2 registry processes on one database under ${config.followers} followers ` +
+        `(${machine.cores} cores, Node ${machine.node})\n`
+    )
+    printMarkdownTable([
+      ["followers", "followers", "right"],
+      ["changes", "changes while restarting", "right"],
+      ["resets", "resets (target 0)", "right"],
+      ["current", "followers current", "right"],
+      ["currentAfter", "all current after the first stop", "right"],
+      ["currentAfterBack", "… after the last start", "right"],
+      ["sent", "registries sent", "right"],
+      ["snapshots", "a snapshot each", "right"],
+      ["ratio", "sent / snapshots", "right"]
+    ], [restart])
+    mkdirSync(`${ROOT}bench/results`, { recursive: true })
+    writeFileSync(
+      `${ROOT}bench/results/fleet-rolling-${Date.now()}.json`,
+      JSON.stringify({ machine, config, restart }, null, 2) + "\n"
+    )
+    return
   }
   const results = []
   for (const store of config.stores as ReadonlyArray<"memory" | "postgres">) results.push(await measureStore(store))

@@ -174,6 +174,7 @@ export const make = (
           (change) => Store.withRouteId(id, (routeId) => Store.remove(store, routeId, precondition, change))
         ).pipe(unlessDry(options, () => Effect.zipRight(feed.announce({ removed: id }), feed.prune))),
       history: (query) => [query.actor].some(holdsNul) ? Effect.succeed(EMPTY_HISTORY) : guard(Log.page(store, query)),
+      logAfter: (revision, limit) => guard(Log.after(store, revision, limit)),
       restore: (id, revision, precondition, options) =>
         changeOf(
           options,

@@ -131,6 +131,12 @@ const problems = {
     description:
       "A follower sent more reports on one stream than the fleet takes per second; this one was not taken. Send the next after `Retry-After` seconds."
   },
+  too_many_streams: {
+    status: 429,
+    description: `The client already holds as many change streams open as one principal may (${
+      Limits.DEFAULT_CHANGES_STREAMS_PER_PRINCIPAL.toLocaleString("en-US")
+    } by default); none was opened. Close one, or retry after \`Retry-After\` seconds.`
+  },
   internal_error: {
     status: 500,
     description: "Something unexpected failed; the cause is logged, never sent."

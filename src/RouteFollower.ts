@@ -104,7 +104,8 @@ export interface Options {
   readonly snapshotTimeout?: Duration.DurationInput | undefined
   /**
    * How many of its last changes the follower keeps for its own followers to resume from (a relay), as
-   * `RouteTable.LayerOptions.historyCapacity`; one that was away longer is sent every route again. Default
+   * `RouteTable.LayerOptions.historyCapacity`; a relay keeps no log, so one that was away longer is sent every route
+   * again (a `reset`). Its cursors are the registry's, so its followers may also resume at the registry. Default
    * `RouteTable.DEFAULT_HISTORY_CAPACITY`.
    */
   readonly historyCapacity?: number | undefined

@@ -219,6 +219,26 @@ export interface HistoryPage {
 }
 
 /**
+ * What a store's change log holds after a revision (`logAfter`): what a process reads to serve its change stream in
+ * revision order, and to resume a follower from a cursor of any process on the same store, before or after restarts.
+ *
+ * @since 0.5.0
+ */
+export interface LogRead {
+  /**
+   * The store's identity: the same for every process on one store (an id kept in the Postgres database; drawn per
+   * memory store instance), another for another store.
+   */
+  readonly store: string
+  /** The store's newest revision when the log was read: every entry up to it is in the log (or was pruned). */
+  readonly revision: number
+  /** The entries after the revision asked for, oldest first, at most the limit asked for. */
+  readonly entries: ReadonlyArray<HistoryEntry>
+  /** `false` when the log no longer holds every change after the revision asked for (pruned past its retention). */
+  readonly complete: boolean
+}
+
+/**
  * What a restore did: updated the route (`created: false`), or, when it had been deleted, created it again as a new
  * route with an id and `createdAt` of its own (`created: true`).
  *
@@ -327,6 +347,13 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
    * docs/history.md for each store's cost).
    */
   readonly history?: ((query: HistoryQuery) => Effect.Effect<HistoryPage, StoreUnavailable>) | undefined
+  /**
+   * Offered by a store that keeps a change log (both stores of the library): the entries after `revision`, oldest
+   * first, at most `limit` (0: none, only the store's identity and newest revision), read in one consistent step.
+   *
+   * @since 0.5.0
+   */
+  readonly logAfter?: ((revision: number, limit: number) => Effect.Effect<LogRead, StoreUnavailable>) | undefined
   /**
    * Offered by a store that keeps a change log: makes the route what it was right after the change at `revision` of
    * its log. A route still stored is updated (the precondition and `update`'s rules apply; a restore that changes

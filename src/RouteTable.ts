@@ -334,10 +334,12 @@ export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(
  */
 export interface LayerOptions {
   /**
-   * How many of the table's last changes the process keeps for the change stream (`GET /v1/routing/changes`) to
-   * resume a client from: one that fell further behind (or comes from another process, or from before a restart) is
-   * sent a `reset` and the whole table again. A whole number from 1; default `DEFAULT_HISTORY_CAPACITY`. Each change
-   * kept holds the route and its JSON, a few hundred bytes for an ordinary route.
+   * How many of the last changes the process keeps in memory for the change stream (`GET /v1/routing/changes`) to
+   * resume a client from. A client further behind (or coming from another process on the store, or from before a
+   * restart) is sent the changes from the store's change log (`RouteRepository.logAfter`), and a `reset` with the
+   * whole table only when the log no longer holds them, or the store keeps no log. A whole number from 1; default
+   * `DEFAULT_HISTORY_CAPACITY`. Each change kept holds the route and its JSON, a few hundred bytes for an ordinary
+   * route.
    */
   readonly historyCapacity?: number | undefined
 }
@@ -361,6 +363,7 @@ const live = (capacity: number) =>
       telemetry === undefined ? undefined : TelemetryInternal.arrived(yield* Effect.clock)
     )
     if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
+    if (live.record !== undefined) yield* Effect.forkScoped(live.record)
     if (telemetry !== undefined) {
       yield* Effect.forkScoped(
         TelemetryInternal.sampleTable(

@@ -120,6 +120,19 @@ export interface Options {
    */
   readonly changesBufferBytes?: number | undefined
   /**
+   * The most change streams one principal (one token's subject) may hold open at once; one more is answered
+   * `429 too_many_streams` with `Retry-After`. A fleet usually follows with one token, so keep it above the fleet's
+   * size. Default 2,000.
+   */
+  readonly changesStreamsPerPrincipal?: number | undefined
+  /**
+   * How long a change stream that is catching up (sending a snapshot, or the changes after its cursor) or held (its
+   * cursor is ahead of this process) may go without its connection taking what it was sent, before it is closed, in
+   * milliseconds; the follower then resumes from its last cursor. It bounds how long a client that stopped reading
+   * holds the registry's memory. Default 30,000.
+   */
+  readonly changesStallMillis?: number | undefined
+  /**
    * Serve the dashboard (a web page for the people who run the registry) at `/v1/routing/ui/`, below the mount like
    * the rest of the API. The page and its assets carry no data and need no token; the page signs in with a token the
    * person enters and reads everything through the API. Default `false`. The package ships the page built; turned on
@@ -261,6 +274,17 @@ interface Changes {
   readonly status: (() => RouteTable.Status) | undefined
 }
 
+// The store's log, read for a change stream (which runs outside any fiber), when the store keeps one.
+const readLog = (
+  runtime: Runtime.Runtime<never>,
+  repository: Context.Tag.Service<RouteRepository.RouteRepository>
+): ChangeStream.ReadLog | undefined => {
+  const logAfter = repository.logAfter
+  return logAfter === undefined
+    ? undefined
+    : (revision, limit) => Runtime.runPromise(runtime, logAfter(revision, limit))
+}
+
 const makeCore = (
   runtime: Runtime.Runtime<never>,
   repository: Context.Tag.Service<RouteRepository.RouteRepository>,
@@ -286,7 +310,12 @@ const makeCore = (
     changes: changes === undefined ? undefined : {
       table: changes.table,
       history: changes.history,
+      log: readLog(runtime, repository),
       bufferBytes: config.changesBufferBytes,
+      stallMillis: config.changesStallMillis,
+      streamsPerPrincipal: config.changesStreamsPerPrincipal,
+      principals: new Map(),
+      logReads: ChangeStream.logReads(),
       heartbeats: ChangeStream.heartbeats(config.changesHeartbeatMillis, changes.status),
       shared: undefined
     }

@@ -84,8 +84,13 @@ const upsert = (r: Route.StoredRoute, id: string) => `event: upsert\nid: ${id}\n
 
 const ROUTES = [route("GET", "/a"), route("GET", "/b"), route("GET", "/c")]
 
-/** A snapshot of ROUTES and its `ready`, with ids `s1`…, `c1`. */
-const SNAPSHOT = ROUTES.map((r, i) => upsert(r, `s${i + 1}`)).join("") + "event: ready\nid: c1\n\n"
+// The registry's cursors (docs/http-api.md): `<store>.<revision>`, a snapshot's routes `<store>.<revision>.<route's>`.
+const STORE = "00000000000000ab"
+const cursorAt = (revision: number, route?: number) =>
+  route === undefined ? `${STORE}.${revision.toString(36)}` : `${STORE}.${revision.toString(36)}.${route.toString(36)}`
+
+/** A snapshot of ROUTES at revision 1 and its `ready`. */
+const SNAPSHOT = ROUTES.map((r) => upsert(r, cursorAt(1, 1))).join("") + `event: ready\nid: ${cursorAt(1)}\n\n`
 
 describe("honest health", () => {
   // On the TestClock: the staleness is the clock's; the registry's heartbeats (every 60 s of real time) never come.
@@ -271,7 +276,7 @@ describe("attacks", () => {
           res.writeHead(200, STREAM_HEADERS)
           if (n === 0) return void res.end(SNAPSHOT)
           res.write("event: reset\ndata: {}\n\n")
-          for (let i = 0; i < 200; i++) res.write(upsert(route("GET", `/flood/${n}/${i}`), `f${i}`))
+          for (let i = 0; i < 200; i++) res.write(upsert(route("GET", `/flood/${n}/${i}`), cursorAt(1, 1)))
         })
       )
       const { table } = yield* followUnderTestClock(origin, TOKEN, { maxSnapshotRoutes: 100 })
@@ -294,7 +299,7 @@ describe("attacks", () => {
           res.writeHead(200, STREAM_HEADERS)
           if (n === 0) return void res.end(SNAPSHOT)
           open.push(res)
-          res.write("event: reset\ndata: {}\n\n" + upsert(route("GET", `/slow/${n}`), "x1"))
+          res.write("event: reset\ndata: {}\n\n" + upsert(route("GET", `/slow/${n}`), cursorAt(1, 1)))
         })
       )
       const { table } = yield* followUnderTestClock(origin, TOKEN, { snapshotTimeout: 60_000 })
@@ -317,7 +322,7 @@ describe("attacks", () => {
       const { origin, requests } = yield* Effect.promise(() =>
         scripted((res) => {
           res.writeHead(200, STREAM_HEADERS)
-          res.write(SNAPSHOT + "event: upsert\nid: c2\ndata: nonsense\n\n")
+          res.write(SNAPSHOT + `event: upsert\nid: ${cursorAt(2)}\ndata: nonsense\n\n`)
         })
       )
       const { status } = yield* followUnderTestClock(origin, TOKEN, { retryInitial: 10, retryMax: 1_000 })
@@ -348,13 +353,13 @@ describe("attacks", () => {
           }
           res.writeHead(200, STREAM_HEADERS)
           if (n === 0) return void res.end(SNAPSHOT)
-          res.write(upsert(ROUTES[0]!, "t1") + "event: ready\nid: t2\n\n")
+          res.write(upsert(ROUTES[0]!, cursorAt(2, 1)) + `event: ready\nid: ${cursorAt(2)}\n\n`)
         })
       )
       const { table } = yield* followUnderTestClock(origin, TOKEN)
       yield* driveClock(10_000, 2, 200)
       yield* eventuallyEffect(Effect.sync(() => requests.length >= 3), () => `${requests.length} requests`)
-      assert.deepStrictEqual(requests.slice(0, 3), [undefined, "c1", undefined])
+      assert.deepStrictEqual(requests.slice(0, 3), [undefined, cursorAt(1), undefined])
       yield* eventuallyEffect(Effect.sync(() => RouteTable.size(table) === 1), () => "the snapshot was not taken")
     }))
 

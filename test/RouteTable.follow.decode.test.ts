@@ -10,6 +10,9 @@ import * as Follower from "../src/internal/follow/follower.js"
 import * as FollowSettings from "../src/internal/follow/settings.js"
 import * as History from "../src/internal/table/history.js"
 
+// A registry's store identity, as its cursors carry it.
+const STORE = "0123456789abcdef"
+
 // A registry this test never asks: only the store's reads of its memory index are tried here.
 const NO_LOG = { url: new URL("http://127.0.0.1:9/v1/routing/history"), token: Redacted.make("unused") }
 
@@ -120,13 +123,13 @@ describe("a relay's history", () => {
     Effect.gen(function*() {
       const state = yield* Follower.makeState(History.make(), SETTINGS)
       const sink = Follower.sink(state)
-      sink.event({ type: "ready", data: "", id: "" })
+      sink.event({ type: "ready", data: "", id: `${STORE}.0` })
       const texts: Array<string> = []
-      state.history.subscribe((change) => texts.push(change.text))
+      state.history.subscribe((change) => texts.push(change!.text))
       const canonical = Route.toJson(routeOf())
-      assert.isUndefined(sink.event({ type: "upsert", data: canonical, id: "c.1" }))
+      assert.isUndefined(sink.event({ type: "upsert", data: canonical, id: `${STORE}.1` }))
       const spaced = Route.toJson(routeOf({ handler: "other" as Route.HandlerName })).replace(/,"/g, ", \"")
-      assert.isUndefined(sink.event({ type: "upsert", data: spaced, id: "c.2" }))
+      assert.isUndefined(sink.event({ type: "upsert", data: spaced, id: `${STORE}.2` }))
       assert.strictEqual(texts[0], canonical)
       assert.strictEqual(texts[1], JSON.stringify(JSON.parse(spaced)))
       // What GET answers from the follower's store is the same text.

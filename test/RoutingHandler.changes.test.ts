@@ -204,8 +204,12 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
       for (const event of first.slice(0, 2)) {
         assert.strictEqual(JSON.stringify(event.data), await fetchRoute(event.data.id))
       }
-      assert.deepStrictEqual(first[2]!.data, { routes: 2 })
-      for (const event of first) assert.match(event.id!, /^[0-9a-z]{12}\.[0-9a-z]+(\.[0-9a-z]+)?$/)
+      // The cursors name the store and a revision of its log; ready says which revision the follower now holds.
+      assert.deepStrictEqual(Object.keys(first[2]!.data), ["routes", "revision"])
+      assert.strictEqual(first[2]!.data.routes, 2)
+      assert.isTrue(Number.isSafeInteger(first[2]!.data.revision) && first[2]!.data.revision >= 2)
+      assert.strictEqual(first[2]!.id, `${first[2]!.id!.split(".")[0]}.${first[2]!.data.revision.toString(36)}`)
+      for (const event of first) assert.match(event.id!, /^[0-9a-f]{16}\.[0-9a-z]+(\.[0-9a-z]+)?$/)
 
       const c = await create(3)
       const a2 = await update(a.id, "moved")
@@ -253,12 +257,12 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
       assert.strictEqual(nothing[0]!.id, first.events[4]!.id)
     })
 
-    it("a cursor of another process or a snapshot's is answered with a reset, then the table again", async () => {
+    it("a cursor of another store, of an earlier release or a snapshot's is answered with a reset, then the table again", async () => {
       const { create, open } = await serve(subject, store)
       await create(1)
       const snapshotted = await open()
       const events = await snapshotted.until(2)
-      for (const since of ["abcdefghijkl.5", events[0]!.id!]) {
+      for (const since of ["0123456789abcdef.5", "abcdefghijkl.5", events[0]!.id!]) {
         const stream = await open(`?since=${encodeURIComponent(since)}`)
         const again = await stream.until(3)
         assert.deepStrictEqual(kinds(again), ["reset", "upsert", "ready"], since)
@@ -275,12 +279,12 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
       // Authentication first: an unauthenticated caller learns nothing of its query.
       const unknown = await open("?since=nope", {})
       assert.strictEqual(unknown.status, 401)
-      const epoch = (await (await open()).until(1))[0]!.id!.split(".")[0]!
+      const storeId = (await (await open()).until(1))[0]!.id!.split(".")[0]!
       for (
         const [query, headers, path] of [
           ["?since=nope", auth(READER), "since"],
           ["?since=", auth(READER), "since"],
-          [`?since=${epoch}.zzzz`, auth(READER), "since"], // ahead of this history: never issued
+          [`?since=${storeId}.zzzz`, auth(READER), "since"], // ahead of the store itself: never issued
           ["?limit=2", auth(READER), "limit"],
           ["?access_token=x", auth(READER), "access_token"],
           ["", { ...auth(READER), "last-event-id": "garbage" }, "Last-Event-ID"]
@@ -327,8 +331,28 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
 
 // The integrations keep the default capacity: this runs where the host builds the table.
 describe.each(adapters.map(ofAdapter))("a client past the history's capacity, through $name", (subject) => {
-  it("is answered with a reset", async () => {
-    const { create, open } = await serve(subject, RouteRepository.layerMemory, {}, 2)
+  it("resumes from the store's log, each route's last change once, when the log still holds the changes", async () => {
+    const { create, open, remove, update } = await serve(subject, RouteRepository.layerMemory, {}, 2)
+    const first = await open()
+    const ready = (await first.until(1))[0]!
+    const a = await create(1)
+    const b = await create(2)
+    await update(a.id, "again")
+    await remove(b.id)
+    await create(3)
+    await first.until(6)
+    const stream = await open(`?since=${encodeURIComponent(ready.id!)}`)
+    const resumed = await stream.until(4)
+    assert.deepStrictEqual(kinds(resumed), ["upsert", "delete", "upsert", "ready"])
+    assert.deepStrictEqual(
+      resumed.map((event) => event.id),
+      first.events.slice(3, 6).concat(first.events[5]!).map((event) => event.id)
+    )
+    assert.strictEqual(resumed[0]!.data.handler, "again")
+  })
+
+  it("is answered with a reset when the store's log no longer holds them", async () => {
+    const { create, open } = await serve(subject, RouteRepository.layerMemoryWith({ historyCapacity: 2 }), {}, 2)
     const first = await open()
     const ready = (await first.until(1))[0]!
     for (let n = 1; n <= 3; n++) await create(n)

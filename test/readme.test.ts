@@ -547,7 +547,7 @@ describe("README.md and docs/*.md together", () => {
       })
     ))
     assert.deepStrictEqual(fields("upsert"), Object.keys(sent).sort())
-    assert.deepStrictEqual(fields("ready"), ["routes"])
+    assert.deepStrictEqual(fields("ready"), ["revision", "routes"])
     assert.deepStrictEqual(fields("delete"), ["id"])
   })
 

@@ -38,6 +38,18 @@ export const MAX_CHANGES_HEARTBEAT_MILLIS = 15_000
 /** The most bytes a change stream's connection may hold unsent by default before it is closed (1 MiB). */
 export const DEFAULT_CHANGES_BUFFER_BYTES = 1024 * 1024
 
+/**
+ * The most change streams one principal may hold open at once by default: a fleet usually follows with one token, so
+ * this is a fleet's size with room to spare, while it still bounds what one leaked token can make a registry hold.
+ */
+export const DEFAULT_CHANGES_STREAMS_PER_PRINCIPAL = 2_000
+
+/**
+ * How long, by default, a change stream catching up (a snapshot, the changes after a cursor) or held (a cursor ahead
+ * of this process) may go without its connection taking what it was sent, before it is closed, in milliseconds.
+ */
+export const DEFAULT_CHANGES_STALL_MILLIS = 30_000
+
 /** Routes in one page of a listing when the query gives no `limit`. */
 export const DEFAULT_PAGE_SIZE = 100
 

@@ -22,6 +22,8 @@ export interface Config {
   readonly idempotencyKeyBytesPerPrincipal: number
   readonly changesHeartbeatMillis: number
   readonly changesBufferBytes: number
+  readonly changesStreamsPerPrincipal: number
+  readonly changesStallMillis: number
   /** The dashboard's page and assets, when it is on. */
   readonly dashboard: Dashboard.Assets | undefined
 }
@@ -52,6 +54,8 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
       Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL,
     changesHeartbeatMillis: options.changesHeartbeatMillis ?? Limits.DEFAULT_CHANGES_HEARTBEAT_MILLIS,
     changesBufferBytes: options.changesBufferBytes ?? Limits.DEFAULT_CHANGES_BUFFER_BYTES,
+    changesStreamsPerPrincipal: options.changesStreamsPerPrincipal ?? Limits.DEFAULT_CHANGES_STREAMS_PER_PRINCIPAL,
+    changesStallMillis: options.changesStallMillis ?? Limits.DEFAULT_CHANGES_STALL_MILLIS,
     dashboard: dashboard.right
   }
   const invalid = positiveInteger("maxBodyBytes", config.maxBodyBytes, "bytes") ??
@@ -65,6 +69,8 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
     positiveInteger("changesHeartbeatMillis", config.changesHeartbeatMillis, "milliseconds", {
       most: Limits.MAX_CHANGES_HEARTBEAT_MILLIS
     }) ??
-    positiveInteger("changesBufferBytes", config.changesBufferBytes, "bytes")
+    positiveInteger("changesBufferBytes", config.changesBufferBytes, "bytes") ??
+    positiveInteger("changesStreamsPerPrincipal", config.changesStreamsPerPrincipal, "streams") ??
+    positiveInteger("changesStallMillis", config.changesStallMillis, "milliseconds", { most: MAX_TIMER_MILLIS })
   return invalid === undefined ? Either.right(config) : Either.left(invalid)
 }

@@ -1,12 +1,13 @@
 /**
  * A registry's change stream (docs/http-api.md, "Following every change") served by a small `node:http` server over a map of routes and the
  * library's own change history, with the faults a follower must survive on command: every stream cut, the next event
- * cut in the middle of its frame, a restart (a new history: old cursors are answered with a reset), a silent stream,
+ * cut in the middle of its frame, a restart (a new store: old cursors are answered with a reset), a silent stream,
  * refusals. Events may be split into single bytes and sent with CRLF line ends, as any server may send them.
  */
 import * as Http from "node:http"
 import type * as Net from "node:net"
 import * as Route from "route-registry/Route"
+import { newStoreId } from "../../src/internal/store/rules.js"
 import * as History from "../../src/internal/table/history.js"
 
 export interface Options {
@@ -35,7 +36,7 @@ export interface FakeRegistry {
   readonly cutAll: () => void
   /** The next event is written up to the middle of its frame, then its stream destroyed. */
   readonly cutNextEventMidway: () => void
-  /** A new history, as after a restart: a follower's cursor is answered with a reset. */
+  /** A new store's history, as after a memory registry's restart: a follower's cursor is answered with a reset. */
   readonly restart: () => void
   /** Refuses every new stream with this status (401, 403, 503…), or accepts them again (undefined). */
   readonly refuse: (status: number | undefined) => void
@@ -63,8 +64,20 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
   const token = options.token ?? "reader"
   const nl = options.lineEnd ?? "\n"
   const routes = new Map<string, Route.StoredRoute>()
-  let history = options.source?.history ?? History.make(options.capacity)
+  const begun = () => {
+    const made = History.make(options.capacity)
+    made.begin(newStoreId(), 0, routes.values())
+    return made
+  }
+  let history = options.source?.history ?? begun()
   const current = () => options.source?.routes ?? routes.values()
+  const cursor = () => History.cursorOf(history.store()!, history.revision())
+  const changeFrame = (change: History.Change) =>
+    frame(
+      change._tag === "Upsert" ? "upsert" : "delete",
+      History.cursorOf(history.store()!, change.revision),
+      change.text
+    )
   const streams = new Set<Stream>()
   const sockets = new Set<Net.Socket>()
   const resumedFrom: Array<string | undefined> = []
@@ -89,12 +102,11 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
   }
 
   const snapshot = (stream: Stream) => {
-    const cursor = history.cursor()
-    let n = 0
+    const at = cursor()
     for (const route of current()) {
-      write(stream, frame("upsert", History.snapshotCursorOf(cursor, ++n), Route.toJson(route)))
+      write(stream, frame("upsert", History.snapshotCursorOf(at, route), Route.toJson(route)))
     }
-    write(stream, frame("ready", cursor))
+    write(stream, frame("ready", at))
   }
 
   const server = Http.createServer((req, res) => {
@@ -109,21 +121,14 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
       return void res.writeHead(401, { "content-type": "application/problem+json" })
         .end(JSON.stringify({ status: 401, code: "invalid_token", detail: "The bearer token is not accepted." }))
     }
-    const cursor = req.headers["last-event-id"] as string | undefined
-    resumedFrom.push(cursor)
+    const resumedAt = req.headers["last-event-id"] as string | undefined
+    resumedFrom.push(resumedAt)
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" })
     const stream: Stream = {
       res,
       queue: [],
       unsubscribe: history.subscribe((change) =>
-        write(
-          stream,
-          frame(
-            change._tag === "Upsert" ? "upsert" : "delete",
-            History.cursorOf(history.epoch, change.seq),
-            change.text
-          )
-        )
+        change === undefined ? res.destroy() : write(stream, changeFrame(change))
       )
     }
     streams.add(stream)
@@ -131,20 +136,11 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
       stream.unsubscribe()
       streams.delete(stream)
     })
-    const resume = cursor === undefined ? undefined : history.since(cursor)
+    const resume = resumedAt === undefined ? undefined : history.since(resumedAt)
     if (resume === undefined) return snapshot(stream)
     if (resume._tag === "Changes") {
-      for (const change of resume.changes) {
-        write(
-          stream,
-          frame(
-            change._tag === "Upsert" ? "upsert" : "delete",
-            History.cursorOf(history.epoch, change.seq),
-            change.text
-          )
-        )
-      }
-      return write(stream, frame("ready", history.cursor()))
+      for (const change of resume.changes) write(stream, changeFrame(change))
+      return write(stream, frame("ready", cursor()))
     }
     write(stream, `event: reset${nl}data: {}${nl}${nl}`)
     snapshot(stream)
@@ -162,12 +158,14 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
   return {
     origin: `http://127.0.0.1:${port}`,
     routes,
+    // Each change takes the next revision, as a registry's log gives it.
     put: (route) => {
-      routes.set(route.id, route)
-      history.upserted(route)
+      const revised = new Route.StoredRoute({ ...route, revision: history.revision() + 1 }, true)
+      routes.set(route.id, revised)
+      history.upserted(revised, revised.revision)
     },
     remove: (id) => {
-      if (routes.delete(id)) history.deleted(id)
+      if (routes.delete(id)) history.deleted(id, history.revision() + 1)
     },
     inject: (text) => {
       for (const stream of streams) stream.res.write(text)
@@ -180,7 +178,7 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
     },
     restart: () => {
       for (const stream of streams) stream.res.destroy()
-      history = History.make(options.capacity)
+      history = begun()
     },
     refuse: (status) => {
       refusal = status

@@ -11,7 +11,7 @@
  * @internal
  */
 import type { Clock } from "effect"
-import type * as History from "../table/history.js"
+import * as History from "../table/history.js"
 
 /** One follower as the fleet lists it; times in epoch milliseconds, `null` before its first report. */
 export interface Entry {
@@ -83,14 +83,12 @@ export const checkName = (name: string): string | undefined =>
  * follower's applied revision and a process's latest both come from here.
  */
 export const revisionOf = (cursor: string): number | undefined => {
-  const parts = cursor.split(".")
-  if (parts.length !== 2) return undefined
-  const revision = parseInt(parts[1]!, 36)
-  return Number.isSafeInteger(revision) ? revision : undefined
+  const parsed = History.parse(cursor)
+  return typeof parsed === "object" && parsed.routeRevision === undefined ? parsed.revision : undefined
 }
 
 /** The latest revision `history` holds: what this process's followers catch up to. */
-export const latestRevision = (history: History.History): number => revisionOf(history.cursor()) ?? 0
+export const latestRevision = (history: History.History): number => history.revision()
 
 // --- one fleet per history -----------------------------------------------------------------------------------------
 

@@ -4,12 +4,15 @@
  * memory store's), records each change it applies in its own history (so its own change stream serves them onward: a
  * relay), and reconnects by itself, resuming from the last event it applied.
  *
+ * Each event's id is the registry's cursor (internal/table/history.ts): the follower takes each route's revision from
+ * it (its ETags are the registry's), and its history records each change under the registry's store and revision, so
+ * a relay passes the registry's cursors on unchanged and a follower moves between relays and the registry freely.
+ *
  * After a `reset` (or on a stream opened without a cursor) the routes of the snapshot are collected while the table
  * keeps routing as it was; at `ready` the table takes them at once, and loses every route the snapshot did not name,
- * so it ends equal to the registry. A route equal to the one the table holds is left as it is: it keeps its revision
- * (ETag), and its history records no change, so a relay's own followers see only what changed. The first snapshot,
- * which nothing routes with until its `ready`, goes into the table as it arrives, and is not recorded as changes: the
- * follower holds it once (docs/scaling-out.md, "A follower's memory").
+ * so it ends equal to the registry, and the history begins again at the snapshot's revision. The first snapshot, which
+ * nothing routes with until its `ready`, goes into the table as it arrives: the follower holds it once
+ * (docs/scaling-out.md, "A follower's memory").
  *
  * @internal
  */
@@ -18,7 +21,7 @@ import { Deferred, Duration, Effect, Queue, Schedule } from "effect"
 import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as Memory from "../store/memoryIndex.js"
-import type * as History from "../table/history.js"
+import * as History from "../table/history.js"
 import type { Status } from "../table/liveTable.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Client from "./client.js"
@@ -74,7 +77,7 @@ interface Outage {
  * (`kept`): a follower never holds its first snapshot twice.
  */
 type Snapshot =
-  | { readonly held: Map<string, Decode.Decoded>; readonly kept?: undefined; readonly since: number }
+  | { readonly held: Map<string, Revised>; readonly kept?: undefined; readonly since: number }
   | { readonly held?: undefined; readonly kept: Set<string>; readonly since: number }
 
 export interface State {
@@ -82,8 +85,6 @@ export interface State {
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   readonly memory: Memory.Memory
   readonly history: History.History
-  /** The revision the next change takes: the follower's own, since the stream carries none. */
-  revision: number
   /** The id of the last event applied, to resume from. */
   cursor: string | undefined
   /** The id the registry gave the open stream (`Follower-Stream`), which the follower's reports name. */
@@ -123,7 +124,6 @@ export const makeState = (history: History.History, settings: Settings): Effect.
       tree: new RouteTree.Tree(),
       memory: Memory.emptyMemory(),
       history,
-      revision: 0,
       cursor: undefined,
       stream: undefined,
       applied: () => {},
@@ -144,12 +144,11 @@ export const makeState = (history: History.History, settings: Settings): Effect.
 
 // --- applying events -----------------------------------------------------------------------------------------------
 
-type Fields = Pick<Route.Route, "method" | "path" | "middleware" | "handler" | "createdAt">
-
-const sameRoute = (a: Fields, b: Fields): boolean =>
-  a.method === b.method && a.path === b.path && a.handler === b.handler &&
-  a.createdAt.getTime() === b.createdAt.getTime() && a.middleware.length === b.middleware.length &&
-  a.middleware.every((name, i) => name === b.middleware[i])
+/** A route of an event, with the revision its cursor gives it. */
+interface Revised {
+  readonly route: Decode.Decoded
+  readonly revision: number
+}
 
 const parse = (data: string): unknown => {
   try {
@@ -159,14 +158,12 @@ const parse = (data: string): unknown => {
   }
 }
 
-const put = (state: State, route: Decode.Decoded): void => {
-  const known = RouteTree.get(state.tree, route.id)
-  if (known !== undefined && sameRoute(known, route)) return
+// Puts the route into the table at `revision`; the route as placed, or `undefined` when the table holds it already
+// or cannot hold it.
+const place = (state: State, { revision, route }: Revised): Route.StoredRoute | undefined => {
+  if (RouteTree.get(state.tree, route.id)?.revision === revision) return undefined
   const { createdAt, handler, id, method, middleware, path } = route
-  const stored = new Route.StoredRoute(
-    { id, method, path, middleware, handler, createdAt, revision: ++state.revision },
-    true
-  )
+  const stored = new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
   try {
     RouteTree.insertParsed(state.tree, stored, route.parsed)
   } catch (error) {
@@ -177,19 +174,30 @@ const put = (state: State, route: Decode.Decoded): void => {
         `route table: the route ${route.id} (${route.method} ${route.path}) was skipped: ${String(error)}`
       )
     )
-    drop(state, route.id)
-    return
+    unplace(state, route.id)
+    return undefined
   }
   Memory.put(state.memory, stored)
-  // Before the first `ready` no follower of this one holds a cursor of its history: the first snapshot is not a change.
-  if (state.routing) state.history.upserted(stored, route.text)
+  return stored
 }
 
-const drop = (state: State, id: string): void => {
-  if (RouteTree.get(state.tree, id) === undefined) return
+const unplace = (state: State, id: string): boolean => {
+  if (RouteTree.get(state.tree, id) === undefined) return false
   RouteTree.remove(state.tree, id)
   Memory.drop(state.memory, id)
-  if (state.routing) state.history.deleted(id)
+  return true
+}
+
+const put = (state: State, revised: Revised): void => {
+  const stored = place(state, revised)
+  if (stored !== undefined) state.history.upserted(stored, revised.revision, revised.route.text)
+  else if (RouteTree.get(state.tree, revised.route.id) === undefined) {
+    state.history.deleted(revised.route.id, revised.revision)
+  }
+}
+
+const drop = (state: State, id: string, revision: number): void => {
+  if (unplace(state, id)) state.history.deleted(id, revision)
 }
 
 const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
@@ -203,18 +211,16 @@ const startSnapshot = (state: State): void => {
   state.snapshot = state.routing ? { held: new Map(), since } : { kept: new Set(), since }
 }
 
-// The snapshot is complete: the table takes it whole, in one step no request sees half of. Losing routes this way (a
-// registry that restarted empty, or was pointed at another database) is worth a warning with the counts.
-const takeSnapshot = (state: State, snapshot: Map<string, Decode.Decoded>): void => {
+// The snapshot is complete: the table takes it whole, in one step no request sees half of, and the history begins
+// again with it. Losing routes this way (a registry that restarted empty, or was pointed at another database) is worth
+// a warning with the counts.
+const takeSnapshot = (state: State, snapshot: Map<string, Revised>): void => {
   const before = state.tree.byId.size
   let removed = 0
   for (const id of Array.from(RouteTree.ids(state.tree))) {
-    if (!snapshot.has(id)) {
-      drop(state, id)
-      removed++
-    }
+    if (!snapshot.has(id) && unplace(state, id)) removed++
   }
-  for (const route of snapshot.values()) put(state, route)
+  for (const revised of snapshot.values()) place(state, revised)
   const after = state.tree.byId.size
   if (after < before) {
     unsafeLog(
@@ -228,17 +234,18 @@ const takeSnapshot = (state: State, snapshot: Map<string, Decode.Decoded>): void
 }
 
 // Into the snapshot being read, within its bound; a protocol error past it.
-const collect = (state: State, snapshot: Snapshot, route: Decode.Decoded): string | undefined => {
+const collect = (state: State, snapshot: Snapshot, revised: Revised): string | undefined => {
   const { maxSnapshotRoutes } = state.settings
   const ids = snapshot.held ?? snapshot.kept
-  if (ids.size >= maxSnapshotRoutes && !ids.has(route.id)) {
+  const id = revised.route.id
+  if (ids.size >= maxSnapshotRoutes && !ids.has(id)) {
     return `a snapshot of more than ${maxSnapshotRoutes} routes (maxSnapshotRoutes)`
   }
   if (snapshot.held !== undefined) {
-    snapshot.held.set(route.id, route)
+    snapshot.held.set(id, revised)
   } else {
-    put(state, route)
-    snapshot.kept.add(route.id)
+    place(state, revised)
+    snapshot.kept.add(id)
   }
   return undefined
 }
@@ -248,41 +255,58 @@ const uncollect = (state: State, snapshot: Snapshot, id: string): void => {
   if (snapshot.held !== undefined) {
     snapshot.held.delete(id)
   } else {
-    drop(state, id)
+    unplace(state, id)
     snapshot.kept.delete(id)
   }
 }
 
-// The snapshot is complete.
-const complete = (state: State, snapshot: Snapshot): void => {
-  if (snapshot.held !== undefined) return takeSnapshot(state, snapshot.held)
-  // What a stream cut before the first `ready` had put into the table, and this snapshot does not name.
-  for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.kept.has(id)) drop(state, id)
+// The snapshot is complete, as of the cursor of its `ready`.
+const complete = (state: State, snapshot: Snapshot, at: History.Cursor): void => {
+  if (snapshot.held !== undefined) takeSnapshot(state, snapshot.held)
+  else {
+    // What a stream cut before the first `ready` had put into the table, and this snapshot does not name.
+    for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.kept.has(id)) unplace(state, id)
+  }
+  state.history.begin(at.store, at.revision, Array.from(state.memory.byId.values()))
 }
 
-const upsert = (state: State, data: string): string | undefined => {
+// The registry's cursor an event carries: its route's revision (a snapshot's event: the third part).
+const cursorOf = (id: string): History.Cursor | undefined => {
+  const cursor = History.parse(id)
+  return typeof cursor === "object" ? cursor : undefined
+}
+
+const notACursor = (type: string, id: string) =>
+  `${type} event whose id is not a cursor of this API: ${JSON.stringify(id.slice(0, 200))}`
+
+const upsert = (state: State, data: string, id: string): string | undefined => {
+  const cursor = cursorOf(id)
+  if (cursor === undefined) return notACursor("an upsert", id)
   const json = parse(data)
   const route = Decode.decodeUpsert(json, data)
   if (route === undefined) {
-    const id = (json as { id?: unknown } | undefined)?.id
-    if (typeof id !== "string") return `an upsert that is not a route: ${data.slice(0, 200)}`
+    const routeId = (json as { id?: unknown } | undefined)?.id
+    if (typeof routeId !== "string") return `an upsert that is not a route: ${data.slice(0, 200)}`
     unsafeLog(
       state,
-      Effect.logError(`route table: the route ${id} was skipped: it is not a route this process can hold`)
+      Effect.logError(`route table: the route ${routeId} was skipped: it is not a route this process can hold`)
     )
-    if (state.snapshot === undefined) drop(state, id)
-    else uncollect(state, state.snapshot, id)
+    if (state.snapshot === undefined) drop(state, routeId, cursor.revision)
+    else uncollect(state, state.snapshot, routeId)
     return undefined
   }
-  if (state.snapshot !== undefined) return collect(state, state.snapshot, route)
-  put(state, route)
+  const revised = { route, revision: cursor.routeRevision ?? cursor.revision }
+  if (state.snapshot !== undefined) return collect(state, state.snapshot, revised)
+  put(state, revised)
   return undefined
 }
 
-const remove = (state: State, data: string): string | undefined => {
+const remove = (state: State, data: string, eventId: string): string | undefined => {
+  const cursor = cursorOf(eventId)
+  if (cursor === undefined) return notACursor("a delete", eventId)
   const id = (parse(data) as { id?: unknown } | undefined)?.id
   if (typeof id !== "string") return `a delete that names no id: ${data.slice(0, 200)}`
-  if (state.snapshot === undefined) drop(state, id)
+  if (state.snapshot === undefined) drop(state, id, cursor.revision)
   else uncollect(state, state.snapshot, id)
   return undefined
 }
@@ -323,10 +347,16 @@ const repeated = (outage: Outage): Effect.Effect<void> =>
     ? Effect.logInfo(`route table: the change stream had been lost ${outage.repeats} more time(s) (${outage.reason})`)
     : Effect.void
 
-const ready = (state: State): void => {
+const ready = (state: State, id: string): string | undefined => {
+  const cursor = cursorOf(id)
+  if (cursor === undefined) return notACursor("a ready", id)
   if (state.snapshot !== undefined) {
-    complete(state, state.snapshot)
+    complete(state, state.snapshot, cursor)
     state.snapshot = undefined
+  } else if (state.history.store() !== cursor.store) {
+    state.history.begin(cursor.store, cursor.revision, Array.from(state.memory.byId.values()))
+  } else {
+    state.history.advanced(cursor.revision)
   }
   state.routing = true
   const at = now(state)
@@ -340,6 +370,7 @@ const ready = (state: State): void => {
     unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
   }
   Deferred.unsafeDone(state.started, Effect.void)
+  return undefined
 }
 
 // An id goes back to the registry as `Last-Event-ID`: one `node:http` would refuse to send (a control character, one
@@ -370,13 +401,13 @@ export const sink = (state: State): Sse.Sink => ({
     let failure: string | undefined
     switch (event.type) {
       case "upsert":
-        failure = upsert(state, event.data)
+        failure = upsert(state, event.data, event.id)
         break
       case "delete":
-        failure = remove(state, event.data)
+        failure = remove(state, event.data, event.id)
         break
       case "ready":
-        ready(state)
+        failure = ready(state, event.id)
         break
       case "reset":
         startSnapshot(state)

@@ -224,6 +224,18 @@ export const NO_CHANGE_HISTORY = problem(
     "over a route table (RouteTable.layer, or a follower's table), which records the changes the stream sends."
 )
 
+// How long a client refused for holding too many streams waits: long enough for a reconnecting fleet to settle.
+const TOO_MANY_STREAMS_RETRY_SECONDS = 10
+
+export const tooManyStreams = (limit: number) =>
+  problem(
+    "too_many_streams",
+    `This client already holds ${plural(limit, "change stream")} open, the most one principal may ` +
+      "(changesStreamsPerPrincipal), so no stream was opened: close one it no longer reads, or retry after " +
+      `${plural(TOO_MANY_STREAMS_RETRY_SECONDS, "second")}.`,
+    { "retry-after": String(TOO_MANY_STREAMS_RETRY_SECONDS) }
+  )
+
 // --- which route serves a request ---------------------------------------------------------------------------------
 
 /** The path of the question "which route serves this request?". */

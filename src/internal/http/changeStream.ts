@@ -2,32 +2,77 @@
  * The change stream (`GET /v1/routing/changes`) of one connection: Server-Sent Events of the table's changes, written
  * into whatever connection the adapter gives (`Sink`).
  *
- * A stream first catches up: the table's routes as of one change (a snapshot, when the client gives no cursor or one
- * this process cannot resume from), then the history's changes after that, written only as fast as the connection
- * sends them. Once it holds nothing more to send it subscribes to the history in the same step (so no change falls
- * between), writes `ready`, and from then on each change is written into the connection by the history's listener,
- * synchronously, as the table takes it: the registry never waits for a follower. A connection that holds more than its
- * bound of unsent bytes (a follower that stopped reading) is closed, and the follower resumes from its last cursor.
+ * A stream first catches up: the history's routes as of one revision (a snapshot, when the client gives no cursor or
+ * one this process cannot resume from), or the store's log after the client's revision when it is older than what the
+ * history keeps, then the history's changes after that, written only as fast as the connection sends them. A cursor
+ * ahead of the history (issued by a process that is ahead of this one) is held until the history reaches it. Once it
+ * holds nothing more to send it subscribes to the history in the same step (so no change falls between), writes
+ * `ready`, and from then on each change is written into the connection by the history's listener, synchronously, as
+ * the history takes it: the registry never waits for a follower. A connection that holds more than its bound of unsent
+ * bytes (a follower that stopped reading), or that does not take what it is sent while catching up within the stall
+ * deadline, is closed, and the follower resumes from its last cursor. docs/scaling-out.md says what each bound costs.
  *
  * @internal
  */
 import { Either } from "effect"
 import * as Route from "../../Route.js"
+import type { LogRead } from "../../RouteRepository.js"
 import type * as RouteTable from "../../RouteTable.js"
 import * as Heartbeat from "../follow/heartbeat.js"
 import * as History from "../table/history.js"
 import type { Status } from "../table/liveTable.js"
 import type { OpenBody, Sink } from "./exchange.js"
 
+/** Reads the store's log after a revision (`RouteRepository.logAfter`), outside any fiber. */
+export type ReadLog = (revision: number, limit: number) => Promise<LogRead>
+
 /** What a stream reads: the table and its history, kept together (the history records every change of the table). */
 export interface Source {
   readonly table: RouteTable.Table<Route.StoredRoute>
   readonly history: History.History
+  /** The store's log, when it keeps one: what resumes a cursor older than the history's changes. */
+  readonly log: ReadLog | undefined
   /** The most bytes a connection may hold unsent before it is closed. */
   readonly bufferBytes: number
+  /** How long a stream catching up (or held) may go without its connection taking what it was sent. */
+  readonly stallMillis: number
+  /** The most streams one principal may hold open at once. */
+  readonly streamsPerPrincipal: number
+  /** The streams each principal holds open. */
+  readonly principals: Map<string, number>
+  /** The catch-ups reading the log now, and those waiting for their turn. */
+  readonly logReads: LogReads
   readonly heartbeats: Heartbeats
-  /** The last snapshot taken, shared by the streams that start at the same change. */
+  /** The last snapshot taken, shared by the streams that start at the same revision. */
   shared: WeakRef<Snapshot> | undefined
+}
+
+/** At most `MAX_LOG_READS` streams read the log at once; the others wait in turn, so a crowd never starves the API. */
+export interface LogReads {
+  running: number
+  readonly waiting: Array<() => void>
+}
+
+export const MAX_LOG_READS = 4
+
+// How many log entries a catch-up reads at a time.
+const LOG_PAGE = 1000
+
+export const logReads = (): LogReads => ({ running: 0, waiting: [] })
+
+const takeTurn = (reads: LogReads, start: () => void): void => {
+  if (reads.running < MAX_LOG_READS) {
+    reads.running++
+    start()
+  } else {
+    reads.waiting.push(start)
+  }
+}
+
+const endTurn = (reads: LogReads): void => {
+  const next = reads.waiting.shift()
+  if (next === undefined) reads.running--
+  else next()
 }
 
 /** The content type of the stream. */
@@ -53,33 +98,51 @@ const RESET = "event: reset\ndata: {}\n\n"
 const encoder = new TextEncoder()
 const encoded = new WeakMap<History.Change, Uint8Array>()
 
-const changeEvent = (change: History.Change, epoch: string): Uint8Array => {
+const changeEvent = (change: History.Change, store: string): Uint8Array => {
   let bytes = encoded.get(change)
   if (bytes === undefined) {
     bytes = encoder.encode(
-      event(change._tag === "Upsert" ? "upsert" : "delete", History.cursorOf(epoch, change.seq), change.text)
+      event(change._tag === "Upsert" ? "upsert" : "delete", History.cursorOf(store, change.revision), change.text)
     )
     encoded.set(change, bytes)
   }
   return bytes
 }
 
-/** The table's routes as of `cursor`, with their JSON, made once for every stream that sends them. */
+/** The history's routes as of `revision`, with their JSON, made once for every stream that sends them. */
 interface Snapshot {
-  readonly cursor: string
+  readonly store: string
+  readonly revision: number
   readonly routes: ReadonlyArray<Route.StoredRoute>
   readonly texts: Array<string | undefined>
 }
 
-// Taken in one step with the history's cursor: the table holds exactly the changes up to it.
-const snapshotOf = (source: Source): Snapshot => {
-  const cursor = source.history.cursor()
+// Taken in one step with the history's revision: its routes are exactly those as of it.
+const snapshotOf = (source: Source, store: string): Snapshot => {
+  const revision = source.history.revision()
   const shared = source.shared?.deref()
-  if (shared !== undefined && shared.cursor === cursor) return shared
-  const routes = Array.from(source.table)
-  const snapshot: Snapshot = { cursor, routes, texts: new Array(routes.length) }
+  if (shared !== undefined && shared.store === store && shared.revision === revision) return shared
+  const routes = Array.from(source.history.routes().values())
+  const snapshot: Snapshot = { store, revision, routes, texts: new Array(routes.length) }
   source.shared = new WeakRef(snapshot)
   return snapshot
+}
+
+// Each route's last change among `entries` (oldest first), as events, in the order of those changes: sent in that
+// order, every event's cursor still means "every change up to here", since a route changed again later is sent again
+// later.
+const netEvents = (store: string, entries: LogRead["entries"]): Array<string> => {
+  const last = new Map<string, LogRead["entries"][number]>()
+  for (const entry of entries) {
+    last.delete(entry.routeId)
+    last.set(entry.routeId, entry)
+  }
+  return Array.from(last.values(), (entry) => {
+    const cursor = History.cursorOf(store, entry.revision)
+    return entry.after === null
+      ? event("delete", cursor, `{"id":${JSON.stringify(entry.routeId)}}`)
+      : event("upsert", cursor, Route.toJson(entry.after))
+  })
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -89,9 +152,20 @@ const snapshotOf = (source: Source): Snapshot => {
 /** The header an EventSource resumes with, after a lost connection, from the id of the last event it received. */
 export const LAST_EVENT_ID = "last-event-id"
 
-const checkCursor = (history: History.History, cursor: string): string | undefined => {
-  const resumed = history.since(cursor)
-  return resumed._tag === "Invalid" ? resumed.reason : undefined
+/** Why a cursor is refused. */
+export const NOT_ISSUED = "is not a cursor this API issued: resume from the id of the last event received"
+
+const checkCursor = (cursor: string): string | undefined => History.parse(cursor) === undefined ? NOT_ISSUED : undefined
+
+/**
+ * The revision `cursor` names when it is of this history's store and ahead of the history: held until the history
+ * gets there, unless the store itself never got there (then no process issued it, and it is refused).
+ */
+export const aheadOf = (history: History.History, cursor: string): number | undefined => {
+  const parsed = History.parse(cursor)
+  return typeof parsed === "object" && parsed.store === history.store() && parsed.revision > history.revision()
+    ? parsed.revision
+    : undefined
 }
 
 /**
@@ -102,7 +176,6 @@ const checkCursor = (history: History.History, cursor: string): string | undefin
  * the header how far it got since.
  */
 export const parseQuery = (
-  history: History.History,
   raw: string,
   lastEventId: string | undefined
 ): Either.Either<string | undefined, ReadonlyArray<Route.FieldIssue>> => {
@@ -127,12 +200,12 @@ export const parseQuery = (
     reported.add(name)
   }
   if (since !== undefined && !reported.has("since")) {
-    const problem = checkCursor(history, since)
+    const problem = checkCursor(since)
     if (problem !== undefined) issues.push({ path: "since", message: problem })
   }
   const header = lastEventId === undefined || lastEventId === "" ? undefined : lastEventId
   if (header !== undefined) {
-    const problem = checkCursor(history, header)
+    const problem = checkCursor(header)
     if (problem !== undefined) issues.push({ path: "Last-Event-ID", message: problem })
   }
   return issues.length > 0 ? Either.left(issues) : Either.right(header ?? since)
@@ -202,24 +275,37 @@ export const closeAll = (source: Source): void => {
 }
 
 /**
- * The body of the stream that resumes from `since` (no cursor: from a snapshot). `since` was checked to be a cursor
- * this API issued; what it resumes from is decided when the stream opens.
+ * The body of the stream that resumes from `since` (no cursor: from a snapshot), for `principal`. `since` was checked
+ * to be a cursor this API issued; what it resumes from is decided when the stream opens. `undefined` when the
+ * principal holds as many streams open as it may; an open stream counts until it stops.
  */
-export const body = (source: Source, since: string | undefined): OpenBody => ({
-  open: (sink) => open(source, since, sink)
-})
+export const body = (source: Source, since: string | undefined, principal: string): OpenBody | undefined =>
+  (source.principals.get(principal) ?? 0) >= source.streamsPerPrincipal ? undefined : {
+    open: (sink) => {
+      source.principals.set(principal, (source.principals.get(principal) ?? 0) + 1)
+      return open(source, since, sink, () => {
+        const left = source.principals.get(principal)! - 1
+        if (left === 0) source.principals.delete(principal)
+        else source.principals.set(principal, left)
+      })
+    }
+  }
 
-const open = (source: Source, since: string | undefined, sink: Sink): () => void => {
+const open = (source: Source, since: string | undefined, sink: Sink, release: () => void): () => void => {
   const { bufferBytes, history } = source
-  const epoch = history.epoch
   let unsubscribe: (() => void) | undefined
+  // A timer or a wait to cancel when the stream stops.
+  let pending: (() => void) | undefined
   let stopped = false
 
   const stop = () => {
     if (stopped) return
     stopped = true
     unsubscribe?.()
+    pending?.()
+    pending = undefined
     leave(source.heartbeats, opened)
+    release()
   }
   const cut = () => {
     stop()
@@ -237,58 +323,129 @@ const open = (source: Source, since: string | undefined, sink: Sink): () => void
   }
   const opened: Open = { beat: send, cut }
 
-  // From `cursor` on, the history's changes, as fast as the connection takes them; then live.
-  const catchUp = (cursor: string): void => {
-    if (stopped) return
-    const resumed = history.since(cursor)
-    if (resumed._tag !== "Changes") return cut() // pruned while this stream caught up: it resumes with a reset
-    const changes = resumed.changes
-    if (changes.length === 0) return live(cursor)
+  // Waits for `resume` to be called (by the connection draining, the history moving), at most the stall deadline.
+  const waitFor = (start: (resume: () => void) => (() => void) | void, resume: () => void) => {
+    const timer = setTimeout(cut, source.stallMillis)
+    let done = false
+    let cancel: (() => void) | void = undefined
+    const cancelling = () => {
+      done = true
+      clearTimeout(timer)
+      cancel?.()
+    }
+    cancel = start(() => {
+      if (done || stopped) return
+      done = true
+      clearTimeout(timer)
+      if (pending === cancelling) pending = undefined
+      resume()
+    })
+    // Resumed at once, it may already wait for something else: that is what the stream cancels when it stops.
+    if (!done) pending = cancelling
+  }
+  const drained = (resume: () => void) => waitFor((go) => sink.drained(go), resume)
+
+  // Writes `events` as fast as the connection takes them, then calls `done`.
+  const write = (events: ReadonlyArray<string | Uint8Array>, done: () => void) => {
     let at = 0
     const next = (): void => {
-      while (at < changes.length && !stopped && sink.buffered() < CATCH_UP_BYTES) {
-        send(changeEvent(changes[at++]!, epoch))
-      }
+      while (at < events.length && !stopped && sink.buffered() < CATCH_UP_BYTES) send(events[at++]!)
       if (stopped) return
-      if (at < changes.length) return sink.drained(next)
-      catchUp(History.cursorOf(epoch, changes[changes.length - 1]!.seq))
+      if (at < events.length) return drained(next)
+      done()
     }
     next()
+  }
+
+  // From `revision` of `store` on: the history's changes, the log's, or (ahead) once the history is there; then live.
+  const catchUp = (store: string, revision: number): void => {
+    if (stopped) return
+    if (history.store() !== store) return cut() // the history began again: the client resumes, with a reset
+    const resumed = history.resume(revision)
+    switch (resumed._tag) {
+      case "Ahead":
+        return waitFor((go) => history.whenAt(revision, go), () => catchUp(store, revision))
+      case "Behind": // pruned while this stream caught up: it resumes, from the log or with a reset
+        return source.log === undefined ? cut() : fromLog(store, revision, false)
+      case "Changes": {
+        const changes = resumed.changes
+        if (changes.length === 0) return live(store, revision)
+        return write(
+          changes.map((change) => changeEvent(change, store)),
+          () => catchUp(store, changes[changes.length - 1]!.revision)
+        )
+      }
+    }
+  }
+
+  // One page of the store's log after `revision`, netted, in turn with the other streams reading the log. `first`:
+  // nothing was sent yet, so a reset can still come first.
+  const fromLog = (store: string, revision: number, first: boolean): void => {
+    const read = source.log!
+    takeTurn(source.logReads, () => {
+      if (stopped) return endTurn(source.logReads)
+      read(revision, LOG_PAGE).then(
+        (page) => {
+          endTurn(source.logReads)
+          if (stopped) return
+          if (!page.complete || page.store !== store) return first ? reset() : cut()
+          const last = page.entries[page.entries.length - 1]
+          if (last === undefined) return catchUp(store, Math.max(revision, history.revision()))
+          write(netEvents(store, page.entries), () => catchUp(store, last.revision))
+        },
+        () => {
+          endTurn(source.logReads)
+          cut() // the store cannot be read: the client resumes from its cursor, here or elsewhere
+        }
+      )
+    })
   }
 
   // Called in the step that found nothing more to send: every later change reaches the listener. A heartbeat first
   // tells the follower, as it becomes live, whether this process is current itself.
-  const live = (cursor: string) => {
-    unsubscribe = history.subscribe((change) => send(changeEvent(change, epoch)))
+  const live = (store: string, revision: number) => {
+    unsubscribe = history.subscribe((change) => change === undefined ? cut() : send(changeEvent(change, store)))
     send(
-      Heartbeat.of(source.heartbeats.status?.()) + event("ready", cursor, `{"routes":${source.table.tree.byId.size}}`)
+      Heartbeat.of(source.heartbeats.status?.()) + event(
+        "ready",
+        History.cursorOf(store, revision),
+        `{"routes":${history.routes().size},"revision":${revision}}`
+      )
     )
   }
 
   const snapshot = () => {
-    const taken = snapshotOf(source)
+    const store = history.store()
+    if (store === undefined) return cut()
+    const taken = snapshotOf(source, store)
     const { routes, texts } = taken
+    const cursor = History.cursorOf(store, taken.revision)
     let at = 0
     const next = (): void => {
       while (at < routes.length && !stopped && sink.buffered() < CATCH_UP_BYTES) {
-        const text = texts[at] ??= Route.toJson(routes[at]!)
+        const route = routes[at]!
+        const text = texts[at] ??= Route.toJson(route)
         at++
-        send(event("upsert", History.snapshotCursorOf(taken.cursor, at), text))
+        send(event("upsert", History.snapshotCursorOf(cursor, route), text))
       }
       if (stopped) return
-      if (at < routes.length) return sink.drained(next)
-      catchUp(taken.cursor)
+      if (at < routes.length) return drained(next)
+      catchUp(store, taken.revision)
     }
     next()
+  }
+
+  const reset = () => {
+    send(RESET)
+    snapshot()
   }
 
   join(source.heartbeats, opened)
   const resumed = since === undefined ? undefined : history.since(since)
   if (resumed === undefined) snapshot()
-  else if (resumed._tag === "Changes") catchUp(since!)
-  else {
-    send(RESET)
-    snapshot()
-  }
+  else if (resumed._tag === "Reset" || resumed._tag === "Invalid") reset()
+  else if (resumed._tag === "Behind" && source.log === undefined) reset()
+  else if (resumed._tag === "Behind") fromLog(history.store()!, resumed.revision, true)
+  else catchUp(history.store()!, resumed.revision)
   return stop
 }

@@ -316,10 +316,18 @@ const changes = (core: Core, request: Request): Effect.Effect<Response> =>
     const source = core.changes
     if (source === undefined) return yield* refuse(Answers.NO_CHANGE_HISTORY)
     const since = yield* validated(
-      ChangeStream.parseQuery(source.history, request.query, request.header(ChangeStream.LAST_EVENT_ID)),
+      ChangeStream.parseQuery(request.query, request.header(ChangeStream.LAST_EVENT_ID)),
       Answers.invalidChangesQuery
     )
-    return yield* Followers.joined(source, request, principal, ChangeStream.body(source, since))
+    const ahead = since === undefined ? undefined : ChangeStream.aheadOf(source.history, since)
+    const logAfter = core.repository.logAfter
+    if (ahead !== undefined && logAfter !== undefined && ahead > (yield* logAfter(ahead, 0)).revision) {
+      const path = (request.header(ChangeStream.LAST_EVENT_ID) ?? "") === "" ? "since" : "Last-Event-ID"
+      return yield* refuse(Answers.invalidChangesQuery([{ path, message: ChangeStream.NOT_ISSUED }]))
+    }
+    const stream = ChangeStream.body(source, since, principal.id)
+    if (stream === undefined) return yield* refuse(Answers.tooManyStreams(source.streamsPerPrincipal))
+    return yield* Followers.joined(source, request, principal, stream)
   }).pipe(answered(core))
 
 const match = (core: Core, request: Request): Effect.Effect<Response> =>

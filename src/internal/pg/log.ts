@@ -17,7 +17,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import { Data, Effect } from "effect"
 import * as Route from "../../Route.js"
-import type { Action, HistoryPage, HistoryQuery } from "../../RouteRepository.js"
+import type { Action, HistoryPage, HistoryQuery, LogRead } from "../../RouteRepository.js"
 import type { StoreUnavailable } from "../store/errors.js"
 import * as Row from "./row.js"
 import type { Store } from "./store.js"
@@ -164,5 +164,41 @@ export const page = ({ readMark, settings, sql }: Store, query: HistoryQuery): E
     sql<Row.EntryRow>`${readMark}SELECT ${Row.entryColumns(sql)} FROM ${sql(settings.history)}
       WHERE ${sql.and(conditions)} ORDER BY revision DESC LIMIT ${query.limit + 1}`,
     (rows) => ({ items: rows.slice(0, query.limit).map(Row.decodeEntry), hasMore: rows.length > query.limit })
+  )
+}
+
+interface AfterRow {
+  readonly store: string
+  readonly revision: string | number
+  readonly oldest: string | number | null
+  readonly entries: ReadonlyArray<Omit<Row.EntryRow, "at"> & { readonly at: string }>
+}
+
+/**
+ * The entries after `revision`, oldest first, with the store's identity and newest revision, in one statement (one
+ * snapshot: revisions commit in order, so what it sees is every change up to the newest). A walk of the primary key.
+ */
+export const after = (
+  { readMark, settings, sql }: Store,
+  revision: number,
+  limit: number
+): Effect.Effect<LogRead, SqlError> => {
+  const history = sql(settings.history)
+  return Effect.map(
+    sql<AfterRow>`${readMark}
+      SELECT counter.store, counter.revision, (SELECT min(revision) FROM ${history}) AS oldest,
+        (SELECT COALESCE(json_agg(entry ORDER BY entry.revision), '[]') FROM (
+          SELECT ${Row.entryColumns(sql)} FROM ${history} WHERE revision > ${revision}
+          ORDER BY revision LIMIT ${limit}) AS entry) AS entries
+      FROM ${sql(settings.counter)} AS counter`,
+    ([row]) => {
+      const newest = Number(row!.revision)
+      return {
+        store: row!.store,
+        revision: newest,
+        entries: row!.entries.map((entry) => Row.decodeEntry({ ...entry, at: new Date(entry.at) })),
+        complete: revision >= newest || row!.oldest === null || Number(row!.oldest) <= revision + 1
+      }
+    }
   )
 }

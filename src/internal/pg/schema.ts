@@ -241,7 +241,12 @@ export const migrations = (options: Options.Options = {}) => {
                 '${sql(`${table}_search_idx`)}', '${sql(qualified)}', '${sql(searchFunction)}', trgm);
             END IF;
           END $$`
-      ], { discard: true }))
+      ], { discard: true })),
+    // (v4) The store's identity, kept beside the counter: the change stream's cursors carry it, so every process on
+    // this database resumes another's cursors, across restarts, and tells a cursor of another database apart.
+    "9_add_store_identity": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql`ALTER TABLE ${sql(counter)}
+        ADD COLUMN store text NOT NULL DEFAULT substr(md5(random()::text || clock_timestamp()::text), 1, 16)`)
   }
 }
 

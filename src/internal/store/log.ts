@@ -64,6 +64,25 @@ export const at = (log: Log, revision: number): HistoryEntry | undefined => {
   return entry?.revision === revision ? entry : undefined
 }
 
+/**
+ * The entries after `revision`, oldest first, at most `limit`; `complete` is `false` when entries after it were
+ * dropped (the oldest held is past the revision after it). `newest` is the store's newest revision.
+ */
+export const after = (
+  log: Log,
+  revision: number,
+  limit: number,
+  newest: number
+): { readonly entries: Array<HistoryEntry>; readonly complete: boolean } => {
+  const all = log.all
+  const from = firstFrom(all, revision + 1)
+  const oldest = all.items[all.start]
+  return {
+    entries: all.items.slice(from, from + limit),
+    complete: revision >= newest || oldest === undefined || oldest.revision <= revision + 1
+  }
+}
+
 /** `true` when the log holds an entry of the route. */
 export const holds = (log: Log, routeId: string): boolean => log.byRoute.has(routeId)
 

@@ -140,6 +140,8 @@ export const make = (
   if (invalid !== undefined) throw new InvalidOption({ option: "historyCapacity", message: invalid })
   const memory = emptyMemory()
   const log = Log.make(capacity)
+  // Another instance (another run) has another identity: a change stream's cursor of one is not resumed by another.
+  const store = Rules.newStoreId()
   const principals = new Map<string, PrincipalKeys>()
   const conflict = (method: string, path: string, conflictingRouteId: string) =>
     Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))
@@ -292,6 +294,8 @@ export const make = (
           })
       ),
     history: (query) => Effect.sync(() => Log.page(log, query)),
+    logAfter: (revision, limit) =>
+      Effect.sync(() => ({ store, revision: memory.revision, ...Log.after(log, revision, limit, memory.revision) })),
     restore: (id, revision, precondition, options) =>
       withActor(options, (actor) =>
         Effect.clockWith((clock): Effect.Effect<Restored, WriteError | InvalidRestore> => {

@@ -197,3 +197,13 @@ export const restoredFields = (after: Route.Route) => ({
  */
 export const containsText = (route: Route.Route, text: string): boolean =>
   route.path.includes(text) || route.handler.includes(text) || route.middleware.some((name) => name.includes(text))
+
+/**
+ * A store identity as the change stream's cursors carry it: 16 hexadecimal digits (a Postgres store keeps one in its
+ * database; a memory store draws one per instance). Drawn from `Math.random`: it tells stores apart, it guards nothing.
+ */
+export const newStoreId = (): string => {
+  let id = ""
+  while (id.length < 16) id += Math.floor(Math.random() * 16).toString(16)
+  return id
+}

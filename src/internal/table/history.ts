@@ -1,15 +1,21 @@
 /**
- * A process's change history: the last changes its table took, numbered in the order they were applied, for the
- * change stream (`GET /v1/routing/changes`) to replay from a cursor and to push as they happen.
+ * A process's change history: the routes its change stream (`GET /v1/routing/changes`) serves as of one revision of
+ * the store's change log, and the last changes after which, in revision order, for the stream to replay from a
+ * cursor and to push as they happen.
  *
- * A cursor is `<epoch>.<seq>`: `epoch` is drawn at random when the history is made, so a cursor from another process,
- * or from this process before a restart, is told apart from one of its own (and answered with a reset); `seq` is the
- * number of the last change it covers, in base 36. The history keeps the last `capacity` changes; a cursor older than
- * that is also answered with a reset.
+ * A cursor is `<store>.<revision>`: the store's identity (the same for every process on one Postgres database, drawn
+ * per memory store) and a revision of its log in base 36. It means "every change up to this revision", so it is good
+ * at every process on the store, and across their restarts: a process resumes it from its own last changes, or from
+ * the store's log when it is older than those (docs/scaling-out.md). A cursor of another store is answered with a
+ * reset, and so is one of an earlier release (`<epoch>.<seq>`, a 12-character epoch).
  *
- * The routes of a snapshot (a stream opened without a cursor, or reset) carry `<epoch>.<seq>.<n>`: the snapshot taken
- * at change `seq`, up to its `n`th route. Holding part of a snapshot is not holding the routes as of any change, so
- * resuming from such a cursor is answered with a reset: a client never ends with half a snapshot.
+ * The routes of a snapshot carry `<store>.<revision>.<route revision>`: the snapshot taken at `revision`, and the
+ * revision of the route's last change (a follower's ETags are the registry's). Holding part of a snapshot is not
+ * holding the routes as of any revision, so resuming from such a cursor is answered with a reset: a client never ends
+ * with half a snapshot.
+ *
+ * Changes are recorded in increasing revision order; a change at or below the history's revision is already in it,
+ * and is ignored, so the same change heard twice is recorded once.
  *
  * @internal
  */
@@ -18,16 +24,24 @@ import type { InvalidOption } from "../../InvalidOption.js"
 import * as Route from "../../Route.js"
 import { positiveInteger } from "../optionChecks.js"
 
-/** One change the table took. `text` is its JSON, made once however many streams send it. */
+/** One change, at its revision. `text` is its JSON, made once however many streams send it. */
 export type Change =
-  | { readonly _tag: "Upsert"; readonly seq: number; readonly route: Route.StoredRoute; readonly text: string }
-  | { readonly _tag: "Delete"; readonly seq: number; readonly id: string; readonly text: string }
+  | { readonly _tag: "Upsert"; readonly revision: number; readonly route: Route.StoredRoute; readonly text: string }
+  | { readonly _tag: "Delete"; readonly revision: number; readonly id: string; readonly text: string }
 
-/** What a cursor given by a client resumes from. */
+/** Where a revision resumes from. */
 export type Resume =
-  /** The changes after the cursor, oldest first (empty when it is current). */
+  /** The changes after it, oldest first (empty when it is current). */
   | { readonly _tag: "Changes"; readonly changes: ReadonlyArray<Change> }
-  /** A cursor of this API this process cannot resume from (another process, a restart, pruned): start again. */
+  /** Older than the changes this history keeps: from the store's log, if there is one, else from a snapshot. */
+  | { readonly _tag: "Behind" }
+  /** Ahead of this history: a process ahead of this one issued it. */
+  | { readonly _tag: "Ahead" }
+
+/** What a client's cursor resumes from. */
+export type Since =
+  | Resume & { readonly revision: number }
+  /** A cursor of this API this process cannot resume from (another store, an earlier release, half a snapshot). */
   | { readonly _tag: "Reset" }
   /** Not a cursor this API issued. */
   | { readonly _tag: "Invalid"; readonly reason: string }
@@ -41,89 +55,187 @@ export const capacityOf = (capacity: number | undefined = DEFAULT_CAPACITY): Eit
   return invalid === undefined ? Either.right(capacity) : Either.left(invalid)
 }
 
+/** What a history tells a listener: a change recorded, or `undefined` when it began again (`begin`). */
+export type Listener = (change: Change | undefined) => void
+
 export interface History {
-  readonly epoch: string
   readonly capacity: number
-  /** The cursor covering every change recorded so far. */
-  readonly cursor: () => string
+  /** The store the history follows; `undefined` until it began. */
+  readonly store: () => string | undefined
+  /** The revision the history holds the routes as of. */
+  readonly revision: () => number
+  /** The routes as of `revision()`, by id. */
+  readonly routes: () => ReadonlyMap<string, Route.StoredRoute>
   /** What a client's cursor resumes from. */
-  readonly since: (cursor: string) => Resume
-  /** Calls `listener` with each change recorded from now on, synchronously, until the returned function is called. */
-  readonly subscribe: (listener: (change: Change) => void) => () => void
+  readonly since: (cursor: string) => Since
+  /** What a revision of this history's store resumes from. */
+  readonly resume: (revision: number) => Resume
   /**
-   * Records a route the table now holds (new, or a new version). `text`, when given, is `Route.toJson(route)` already
-   * made (a follower's event data): it must be exactly that, since the stream serves it as the route's JSON.
+   * Calls `listener` with each change recorded from now on, synchronously, until the returned function is called;
+   * with `undefined` when the history begins again, after which the listener is dropped.
    */
-  readonly upserted: (route: Route.StoredRoute, text?: string) => void
-  /** Records a route the table no longer holds. */
-  readonly deleted: (id: string) => void
+  readonly subscribe: (listener: Listener) => () => void
+  /** Calls `reached` once the history holds `revision` (at once when it does), unless the returned function is called. */
+  readonly whenAt: (revision: number, reached: () => void) => () => void
+  /**
+   * Starts again from `routes` as of `revision` of `store`, forgetting every change: the history's first routes, or
+   * a follower's new snapshot. Subscribers are told (with `undefined`) and dropped.
+   */
+  readonly begin: (store: string, revision: number, routes: Iterable<Route.StoredRoute>) => void
+  /**
+   * Records a route as its change at `revision` left it. `text`, when given, is `Route.toJson(route)` already made
+   * (a follower's event data): it must be exactly that, since the stream serves it as the route's JSON.
+   */
+  readonly upserted: (route: Route.StoredRoute, revision: number, text?: string) => void
+  /** Records the removal of a route at `revision`. */
+  readonly deleted: (id: string, revision: number) => void
+  /** Moves to `revision` with no change between (a follower's `ready`). */
+  readonly advanced: (revision: number) => void
 }
 
-const EPOCH_PATTERN = /^[0-9a-z]{12}$/
-const SEQ_PATTERN = /^(?:0|[1-9a-z][0-9a-z]{0,10})$/
+const STORE_PATTERN = /^[0-9a-f]{16}$/
+const LEGACY_EPOCH_PATTERN = /^[0-9a-z]{12}$/
+const REVISION_PATTERN = /^(?:0|[1-9a-z][0-9a-z]{0,10})$/
 
-const newEpoch = (): string => {
-  let epoch = ""
-  while (epoch.length < 12) epoch += Math.floor(Math.random() * 36).toString(36)
-  return epoch
+/** A cursor, read. */
+export interface Cursor {
+  readonly store: string
+  readonly revision: number
+  /** The revision of the route a snapshot's event carries; `undefined` for a change's cursor. */
+  readonly routeRevision: number | undefined
 }
 
-/** The cursor of change `seq` in the history `epoch`. */
-export const cursorOf = (epoch: string, seq: number): string => `${epoch}.${seq.toString(36)}`
+/** The cursor read, `"legacy"` for one of an earlier release, `undefined` for one this API never issued. */
+export const parse = (cursor: string): Cursor | "legacy" | undefined => {
+  const parts = cursor.split(".")
+  if (parts.length < 2 || parts.length > 3 || !parts.slice(1).every((part) => REVISION_PATTERN.test(part))) {
+    return undefined
+  }
+  if (LEGACY_EPOCH_PATTERN.test(parts[0]!)) return "legacy"
+  if (!STORE_PATTERN.test(parts[0]!)) return undefined
+  const revision = parseInt(parts[1]!, 36)
+  if (!Number.isSafeInteger(revision)) return undefined
+  return { store: parts[0]!, revision, routeRevision: parts[2] === undefined ? undefined : parseInt(parts[2], 36) }
+}
 
-/** The cursor of the `n`th route (from 1) of the snapshot taken at `cursor`. */
-export const snapshotCursorOf = (cursor: string, n: number): string => `${cursor}.${n.toString(36)}`
+/** The cursor of `revision` of `store`. */
+export const cursorOf = (store: string, revision: number): string => `${store}.${revision.toString(36)}`
 
-const INVALID: Resume = {
+/** The cursor of a route of the snapshot taken at `cursor`. */
+export const snapshotCursorOf = (cursor: string, route: Route.StoredRoute): string =>
+  `${cursor}.${route.revision.toString(36)}`
+
+const INVALID: Since = {
   _tag: "Invalid",
   reason: "is not a cursor this API issued: resume from the id of the last event received"
 }
 
+const upsertOf = (route: Route.StoredRoute, revision: number, text: string | undefined): Change => ({
+  _tag: "Upsert",
+  revision,
+  route,
+  text: text ?? Route.toJson(route)
+})
+
+const deleteOf = (id: string, revision: number): Change => ({
+  _tag: "Delete",
+  revision,
+  id,
+  text: `{"id":${JSON.stringify(id)}}`
+})
+
 /** A history keeping the last `capacity` changes (at least 1). */
 export const make = (capacity: number = DEFAULT_CAPACITY): History => {
-  const epoch = newEpoch()
-  // A ring of the last `capacity` changes: change `seq` is at `seq % capacity` while `seq > head - capacity`.
-  const ring: Array<Change | undefined> = new Array(Math.min(capacity, 1024))
-  const listeners = new Set<(change: Change) => void>()
-  let head = 0
+  let store: string | undefined
+  let revision = 0
+  // The revision the oldest change kept follows: a revision from it on resumes from the kept changes.
+  let floor = 0
+  // The kept changes in revision order from `start` (those before it were dropped, and are cut off in bulk).
+  let kept: Array<Change> = []
+  let start = 0
+  const routes = new Map<string, Route.StoredRoute>()
+  let listeners = new Set<Listener>()
+  const waiters = new Set<{ readonly revision: number; readonly reached: () => void }>()
 
-  const record = (change: Change): void => {
-    const slot = change.seq % capacity
-    if (slot >= ring.length) ring.length = Math.min(capacity, Math.max(slot + 1, ring.length * 2))
-    ring[slot] = change
-    for (const listener of listeners) listener(change)
+  const wake = () => {
+    for (const waiter of waiters) {
+      if (waiter.revision > revision) continue
+      waiters.delete(waiter)
+      waiter.reached()
+    }
   }
 
-  const since = (cursor: string): Resume => {
-    const parts = cursor.split(".")
-    if (parts.length < 2 || parts.length > 3 || !EPOCH_PATTERN.test(parts[0]!)) return INVALID
-    if (!parts.slice(1).every((part) => SEQ_PATTERN.test(part))) return INVALID
-    if (parts[0] !== epoch) return { _tag: "Reset" }
-    const seq = parseInt(parts[1]!, 36)
-    // Issued here, a cursor is never ahead of the history.
-    if (seq > head) return INVALID
-    if (parts.length === 3 || seq < head - capacity) return { _tag: "Reset" }
-    const changes: Array<Change> = []
-    for (let s = seq + 1; s <= head; s++) changes.push(ring[s % capacity]!)
-    return { _tag: "Changes", changes }
+  const record = (change: Change): void => {
+    if (store === undefined || change.revision <= revision) return
+    revision = change.revision
+    if (change._tag === "Upsert") routes.set(change.route.id, change.route)
+    else routes.delete(change.id)
+    kept.push(change)
+    if (kept.length - start > capacity) {
+      floor = kept[start++]!.revision
+      if (start * 2 >= kept.length) {
+        kept = kept.slice(start)
+        start = 0
+      }
+    }
+    for (const listener of listeners) listener(change)
+    wake()
+  }
+
+  const resume = (from: number): Resume => {
+    if (from > revision) return { _tag: "Ahead" }
+    if (from < floor) return { _tag: "Behind" }
+    let low = start
+    let high = kept.length
+    while (low < high) {
+      const middle = (low + high) >>> 1
+      if (kept[middle]!.revision <= from) low = middle + 1
+      else high = middle
+    }
+    return { _tag: "Changes", changes: kept.slice(low) }
   }
 
   return {
-    epoch,
     capacity,
-    cursor: () => cursorOf(epoch, head),
-    since,
+    store: () => store,
+    revision: () => revision,
+    routes: () => routes,
+    resume,
+    since: (cursor) => {
+      const parsed = parse(cursor)
+      if (parsed === undefined) return INVALID
+      if (parsed === "legacy" || parsed.store !== store || parsed.routeRevision !== undefined) return { _tag: "Reset" }
+      return { ...resume(parsed.revision), revision: parsed.revision }
+    },
     subscribe: (listener) => {
       listeners.add(listener)
       return () => listeners.delete(listener)
     },
-    upserted: (route, text) => {
-      head++
-      record({ _tag: "Upsert", seq: head, route, text: text ?? Route.toJson(route) })
+    whenAt: (at, reached) => {
+      const waiter = { revision: at, reached }
+      waiters.add(waiter)
+      wake()
+      return () => waiters.delete(waiter)
     },
-    deleted: (id) => {
-      head++
-      record({ _tag: "Delete", seq: head, id, text: `{"id":${JSON.stringify(id)}}` })
+    begin: (from, at, initial) => {
+      store = from
+      revision = at
+      floor = at
+      kept = []
+      start = 0
+      routes.clear()
+      for (const route of initial) routes.set(route.id, route)
+      const told = listeners
+      listeners = new Set()
+      for (const listener of told) listener(undefined)
+      wake()
+    },
+    upserted: (route, at, text) => record(upsertOf(route, at, text)),
+    deleted: (id, at) => record(deleteOf(id, at)),
+    advanced: (at) => {
+      if (store === undefined || at <= revision) return
+      revision = at
+      wake()
     }
   }
 }
