@@ -171,7 +171,7 @@ export const make = (
     const refused = tooManyMethods(input.method)
     if (refused !== undefined) return Either.left(refused)
     const revision = memory.revision + 1
-    const stored = new Route.StoredRoute({ ...Rules.makeRoute(ids, input, millis), revision }, true)
+    const stored = Rules.makeStoredRoute(ids, input, millis, revision)
     if (change.dryRun === true) return Either.right(Either.right(stored))
     memory.revision = revision
     addRoute(memory, stored, key)

@@ -85,6 +85,16 @@ export const answerAgain = (input: Route.CreateRoute, first: FirstAnswer): Remem
       }, true)
     )
 
+// A create input as a route has it, its id stamped with `millis` and `createdAt` the same instant.
+const routeFields = (ids: Context.Tag.Service<RouteIdGenerator>, input: Route.CreateRoute, millis: number) => ({
+  id: ids.next(millis),
+  method: input.method,
+  path: input.path,
+  middleware: input.middleware,
+  handler: input.handler,
+  createdAt: new Date(millis)
+})
+
 /**
  * The route a store will keep for a create input, before the store gives it its revision: its id from `ids` stamped
  * with `millis`, and `createdAt` the same instant. Stores read `millis` from Effect's `Clock` (`Effect.clockWith`),
@@ -96,15 +106,20 @@ export const makeRoute = (
   ids: Context.Tag.Service<RouteIdGenerator>,
   input: Route.CreateRoute,
   millis: number
-): Route.Route =>
-  new Route.Route({
-    id: ids.next(millis),
-    method: input.method,
-    path: input.path,
-    middleware: input.middleware,
-    handler: input.handler,
-    createdAt: new Date(millis)
-  }, true)
+): Route.Route => new Route.Route(routeFields(ids, input, millis), true)
+
+/**
+ * The route a store keeps for a create input at `revision`, built in one step: a store that decides the revision
+ * with the route (the memory store) spares constructing the `Route` too.
+ *
+ * @since 0.4.0
+ */
+export const makeStoredRoute = (
+  ids: Context.Tag.Service<RouteIdGenerator>,
+  input: Route.CreateRoute,
+  millis: number,
+  revision: number
+): Route.StoredRoute => new Route.StoredRoute({ ...routeFields(ids, input, millis), revision }, true)
 
 /**
  * The key under which two conflicting routes collide: method and shape.
