@@ -24,8 +24,8 @@ import * as Memory from "../store/memoryIndex.js"
 import * as History from "../table/history.js"
 import type { Status } from "../table/liveTable.js"
 import * as RouteTree from "../table/routeTree.js"
+import * as Apply from "./apply.js"
 import * as Client from "./client.js"
-import * as Decode from "./decode.js"
 import * as Heartbeat from "./heartbeat.js"
 import * as Log from "./log.js"
 import type * as Sse from "./sse.js"
@@ -76,8 +76,8 @@ interface Outage {
  * (`held`); before the first `ready` nothing reads the table, so they go into it at once and only their ids are kept
  * (`kept`): a follower never holds its first snapshot twice.
  */
-type Snapshot =
-  | { readonly held: Map<string, Revised>; readonly kept?: undefined; readonly since: number }
+export type Snapshot =
+  | { readonly held: Map<string, Apply.Revised>; readonly kept?: undefined; readonly since: number }
   | { readonly held?: undefined; readonly kept: Set<string>; readonly since: number }
 
 export interface State {
@@ -142,175 +142,6 @@ export const makeState = (history: History.History, settings: Settings): Effect.
     })
   )
 
-// --- applying events -----------------------------------------------------------------------------------------------
-
-/** A route of an event, with the revision its cursor gives it. */
-interface Revised {
-  readonly route: Decode.Decoded
-  readonly revision: number
-}
-
-const parse = (data: string): unknown => {
-  try {
-    return JSON.parse(data)
-  } catch {
-    return undefined
-  }
-}
-
-// Puts the route into the table at `revision`; the route as placed, or `undefined` when the table holds it already
-// or cannot hold it.
-const place = (state: State, { revision, route }: Revised): Route.StoredRoute | undefined => {
-  if (RouteTree.get(state.tree, route.id)?.revision === revision) return undefined
-  const { createdAt, handler, id, method, middleware, path } = route
-  const stored = new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
-  try {
-    RouteTree.insertParsed(state.tree, stored, route.parsed)
-  } catch (error) {
-    // A route this process's table cannot hold (a registry on newer rules) is left out, its older version with it.
-    unsafeLog(
-      state,
-      Effect.logError(
-        `route table: the route ${route.id} (${route.method} ${route.path}) was skipped: ${String(error)}`
-      )
-    )
-    unplace(state, route.id)
-    return undefined
-  }
-  Memory.put(state.memory, stored)
-  return stored
-}
-
-const unplace = (state: State, id: string): boolean => {
-  if (RouteTree.get(state.tree, id) === undefined) return false
-  RouteTree.remove(state.tree, id)
-  Memory.drop(state.memory, id)
-  return true
-}
-
-const put = (state: State, revised: Revised): void => {
-  const stored = place(state, revised)
-  if (stored !== undefined) state.history.upserted(stored, revised.revision, revised.route.text)
-  else if (RouteTree.get(state.tree, revised.route.id) === undefined) {
-    state.history.deleted(revised.route.id, revised.revision)
-  }
-}
-
-const drop = (state: State, id: string, revision: number): void => {
-  if (unplace(state, id)) state.history.deleted(id, revision)
-}
-
-const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
-  Queue.unsafeOffer(state.log, log)
-}
-
-const now = (state: State): number => state.clock.unsafeCurrentTimeMillis()
-
-const startSnapshot = (state: State): void => {
-  const since = now(state)
-  state.snapshot = state.routing ? { held: new Map(), since } : { kept: new Set(), since }
-}
-
-// The snapshot is complete: the table takes it whole, in one step no request sees half of, and the history begins
-// again with it. Losing routes this way (a registry that restarted empty, or was pointed at another database) is worth
-// a warning with the counts.
-const takeSnapshot = (state: State, snapshot: Map<string, Revised>): void => {
-  const before = state.tree.byId.size
-  let removed = 0
-  for (const id of Array.from(RouteTree.ids(state.tree))) {
-    if (!snapshot.has(id) && unplace(state, id)) removed++
-  }
-  for (const revised of snapshot.values()) place(state, revised)
-  const after = state.tree.byId.size
-  if (after < before) {
-    unsafeLog(
-      state,
-      Effect.logWarning(
-        `route table: the registry sent every route again (a reset) and the table shrank: ${before} routes before, ` +
-          `${after} after, ${removed} removed`
-      )
-    )
-  }
-}
-
-// Into the snapshot being read, within its bound; a protocol error past it.
-const collect = (state: State, snapshot: Snapshot, revised: Revised): string | undefined => {
-  const { maxSnapshotRoutes } = state.settings
-  const ids = snapshot.held ?? snapshot.kept
-  const id = revised.route.id
-  if (ids.size >= maxSnapshotRoutes && !ids.has(id)) {
-    return `a snapshot of more than ${maxSnapshotRoutes} routes (maxSnapshotRoutes)`
-  }
-  if (snapshot.held !== undefined) {
-    snapshot.held.set(id, revised)
-  } else {
-    place(state, revised)
-    snapshot.kept.add(id)
-  }
-  return undefined
-}
-
-// A route the snapshot being read no longer names (deleted while it was sent, or one this process cannot hold).
-const uncollect = (state: State, snapshot: Snapshot, id: string): void => {
-  if (snapshot.held !== undefined) {
-    snapshot.held.delete(id)
-  } else {
-    unplace(state, id)
-    snapshot.kept.delete(id)
-  }
-}
-
-// The snapshot is complete, as of the cursor of its `ready`.
-const complete = (state: State, snapshot: Snapshot, at: History.Cursor): void => {
-  if (snapshot.held !== undefined) takeSnapshot(state, snapshot.held)
-  else {
-    // What a stream cut before the first `ready` had put into the table, and this snapshot does not name.
-    for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.kept.has(id)) unplace(state, id)
-  }
-  state.history.begin(at.store, at.revision, Array.from(state.memory.byId.values()))
-}
-
-// The registry's cursor an event carries: its route's revision (a snapshot's event: the third part).
-const cursorOf = (id: string): History.Cursor | undefined => {
-  const cursor = History.parse(id)
-  return typeof cursor === "object" ? cursor : undefined
-}
-
-const notACursor = (type: string, id: string) =>
-  `${type} event whose id is not a cursor of this API: ${JSON.stringify(id.slice(0, 200))}`
-
-const upsert = (state: State, data: string, id: string): string | undefined => {
-  const cursor = cursorOf(id)
-  if (cursor === undefined) return notACursor("an upsert", id)
-  const json = parse(data)
-  const route = Decode.decodeUpsert(json, data)
-  if (route === undefined) {
-    const routeId = (json as { id?: unknown } | undefined)?.id
-    if (typeof routeId !== "string") return `an upsert that is not a route: ${data.slice(0, 200)}`
-    unsafeLog(
-      state,
-      Effect.logError(`route table: the route ${routeId} was skipped: it is not a route this process can hold`)
-    )
-    if (state.snapshot === undefined) drop(state, routeId, cursor.revision)
-    else uncollect(state, state.snapshot, routeId)
-    return undefined
-  }
-  const revised = { route, revision: cursor.routeRevision ?? cursor.revision }
-  if (state.snapshot !== undefined) return collect(state, state.snapshot, revised)
-  put(state, revised)
-  return undefined
-}
-
-const remove = (state: State, data: string, eventId: string): string | undefined => {
-  const cursor = cursorOf(eventId)
-  if (cursor === undefined) return notACursor("a delete", eventId)
-  const id = (parse(data) as { id?: unknown } | undefined)?.id
-  if (typeof id !== "string") return `a delete that names no id: ${data.slice(0, 200)}`
-  if (state.snapshot === undefined) drop(state, id, cursor.revision)
-  else uncollect(state, state.snapshot, id)
-  return undefined
-}
-
 // --- health --------------------------------------------------------------------------------------------------------
 
 /** Whether the table is current now: its stream live and not silent too long, and the process it follows current. */
@@ -338,7 +169,7 @@ const settle = (state: State, at: number): void => {
   const outage = state.outage
   if (outage === undefined) return
   state.outage = undefined
-  unsafeLog(state, repeated(outage))
+  Apply.unsafeLog(state, repeated(outage))
 }
 
 // The count of the losses an outage did not log, if any.
@@ -348,10 +179,10 @@ const repeated = (outage: Outage): Effect.Effect<void> =>
     : Effect.void
 
 const ready = (state: State, id: string): string | undefined => {
-  const cursor = cursorOf(id)
-  if (cursor === undefined) return notACursor("a ready", id)
+  const cursor = Apply.cursorOf(id)
+  if (cursor === undefined) return Apply.notACursor("a ready", id)
   if (state.snapshot !== undefined) {
-    complete(state, state.snapshot, cursor)
+    Apply.complete(state, state.snapshot, cursor)
     state.snapshot = undefined
   } else if (state.history.store() !== cursor.store) {
     state.history.begin(cursor.store, cursor.revision, Array.from(state.memory.byId.values()))
@@ -359,7 +190,7 @@ const ready = (state: State, id: string): string | undefined => {
     state.history.advanced(cursor.revision)
   }
   state.routing = true
-  const at = now(state)
+  const at = Apply.now(state)
   state.live = true
   state.liveSince = at
   confirm(state, at)
@@ -367,7 +198,7 @@ const ready = (state: State, id: string): string | undefined => {
   if (outage !== undefined && !outage.back) {
     outage.back = true
     const away = Duration.format(Duration.millis(at - outage.since))
-    unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
+    Apply.unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
   }
   Deferred.unsafeDone(state.started, Effect.void)
   return undefined
@@ -395,22 +226,22 @@ const checkSnapshotTime = (state: State, at: number): string | undefined => {
 /** What a connection does with each event and heartbeat, in the order they arrive. */
 export const sink = (state: State): Sse.Sink => ({
   event: (event) => {
-    const at = now(state)
+    const at = Apply.now(state)
     const invalid = (event.id === "" ? undefined : checkId(event.id)) ?? checkSnapshotTime(state, at)
     if (invalid !== undefined) return invalid
     let failure: string | undefined
     switch (event.type) {
       case "upsert":
-        failure = upsert(state, event.data, event.id)
+        failure = Apply.upsert(state, event.data, event.id)
         break
       case "delete":
-        failure = remove(state, event.data, event.id)
+        failure = Apply.remove(state, event.data, event.id)
         break
       case "ready":
         failure = ready(state, event.id)
         break
       case "reset":
-        startSnapshot(state)
+        Apply.startSnapshot(state)
         state.live = false
         break
         // Other types are for later versions of the stream.
@@ -423,7 +254,7 @@ export const sink = (state: State): Sse.Sink => ({
     return undefined
   },
   comment: (text) => {
-    const at = now(state)
+    const at = Apply.now(state)
     const staleness = Heartbeat.staleness(text)
     state.upstreamConfirmedAt = staleness === undefined ? undefined : at - staleness
     confirm(state, at)
@@ -437,7 +268,7 @@ export const sink = (state: State): Sse.Sink => ({
 // counts as current until a heartbeat says otherwise (one comes before `ready`, from this library's registries).
 const opened = (state: State) => (stream: string | undefined) => {
   state.stream = stream
-  if (state.cursor === undefined) startSnapshot(state)
+  if (state.cursor === undefined) Apply.startSnapshot(state)
   else state.snapshot = undefined
   state.live = false
   state.liveSince = undefined
@@ -478,7 +309,7 @@ export const store = (state: State, log: Log.Target): Store =>
  * since it last was, which a relay's heartbeats carry back to the time the relay itself last was.
  */
 export const status = (state: State): Status => {
-  const at = now(state)
+  const at = Apply.now(state)
   settle(state, at)
   const current = isCurrent(state, at)
   return {
@@ -552,7 +383,7 @@ const logLoss = (state: State, lost: Client.Lost): Effect.Effect<void> => {
 
 // What a lost connection leaves: the table no longer live, and a cursor the registry refuses dropped.
 const lose = (state: State, lost: Client.Lost): Effect.Effect<void> => {
-  const at = now(state)
+  const at = Apply.now(state)
   settle(state, at)
   state.live = false
   state.liveSince = undefined
@@ -577,7 +408,7 @@ export const follow = (state: State): Effect.Effect<void> =>
       const cursor = state.cursor
       const lost = yield* connection(state, sinkOf)
       // A stream that stayed healthy: the backoff starts again from its first wait.
-      if (isHealthy(state, now(state))) yield* retry.reset
+      if (isHealthy(state, Apply.now(state))) yield* retry.reset
       yield* lose(state, lost)
       const started = yield* Deferred.isDone(state.started)
       if (!started && isFatal(lost) && !(cursor !== undefined && state.cursor === undefined)) {
