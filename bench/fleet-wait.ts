@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url"
 import type { Command, Report } from "./fleet-worker.js"
 import { percentile } from "./plan.js"
 import { printMarkdownTable } from "./print.js"
-import { npmStartCommand } from "./run.js"
+import { npmStartCommand, npmStartEnv } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "fleet-wait-admin"
@@ -41,16 +41,7 @@ const startRegistry = (): Promise<string> => {
   const command = npmStartCommand()
   const child = spawn(process.execPath, [...command.args], {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      ...command.env,
-      NODE_ENV: "production",
-      PORT: "0",
-      HOST: "127.0.0.1",
-      ROUTING_ADMIN_TOKENS: ADMIN_TOKEN,
-      ROUTING_READ_TOKENS: READ_TOKEN,
-      DATABASE_URL: ""
-    },
+    env: npmStartEnv({ admin: ADMIN_TOKEN, read: READ_TOKEN }),
     stdio: ["ignore", "pipe", "inherit"]
   })
   children.push(child)

@@ -42,7 +42,7 @@ import type { Command, Expected, Report } from "./fleet-worker.js"
 import { seedInput } from "./peers/shared.js"
 import { type Change, digest, percentile, plan } from "./plan.js"
 import { printMarkdownTable } from "./print.js"
-import { npmStartCommand } from "./run.js"
+import { npmStartCommand, npmStartEnv } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "fleet-admin-token"
@@ -129,17 +129,7 @@ const startHost = (name: string, env: Record<string, string>): Promise<Host> => 
     ],
     {
       cwd: ROOT,
-      env: {
-        ...process.env,
-        ...command.env,
-        NODE_ENV: "production",
-        PORT: "0",
-        HOST: "127.0.0.1",
-        ROUTING_ADMIN_TOKENS: ADMIN_TOKEN,
-        ROUTING_READ_TOKENS: READ_TOKEN,
-        DATABASE_URL: "",
-        ...env
-      },
+      env: npmStartEnv({ admin: ADMIN_TOKEN, read: READ_TOKEN }, env),
       stdio: ["ignore", "pipe", "pipe", "ipc"]
     }
   )

@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import { seedInput } from "./peers/shared.js"
 import { printMarkdownTable } from "./print.js"
-import { npmStartCommand } from "./run.js"
+import { npmStartCommand, npmStartEnv } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "memory-admin-token"
@@ -51,17 +51,7 @@ const start = (name: string, env: Record<string, string>): Promise<Host> => {
   const command = npmStartCommand()
   const child = spawn(process.execPath, command.args, {
     cwd: ROOT,
-    env: {
-      ...process.env,
-      ...command.env,
-      NODE_ENV: "production",
-      PORT: "0",
-      HOST: "127.0.0.1",
-      ROUTING_ADMIN_TOKENS: ADMIN_TOKEN,
-      ROUTING_READ_TOKENS: READ_TOKEN,
-      DATABASE_URL: "",
-      ...env
-    },
+    env: npmStartEnv({ admin: ADMIN_TOKEN, read: READ_TOKEN }, env),
     stdio: ["ignore", "pipe", "pipe"]
   })
   let output = ""

@@ -357,6 +357,25 @@ export const npmStartCommand = (): { readonly env: Record<string, string>; reado
   return { env, args: words }
 }
 
+/**
+ * The environment of an `npm start` host that a benchmark starts: `npm start`'s own variables, a free port on
+ * loopback, the two tokens, the memory store unless `extra` names a database, and `extra` over all.
+ */
+export const npmStartEnv = (
+  tokens: { readonly admin: string; readonly read: string },
+  extra: Record<string, string> = {}
+): NodeJS.ProcessEnv => ({
+  ...process.env,
+  ...npmStartCommand().env,
+  NODE_ENV: "production",
+  PORT: "0",
+  HOST: "127.0.0.1",
+  ROUTING_ADMIN_TOKENS: tokens.admin,
+  ROUTING_READ_TOKENS: tokens.read,
+  DATABASE_URL: "",
+  ...extra
+})
+
 // The seed routes of a server that stores none itself, created through its API one after another (as `seedInput`).
 const seedThroughApi = async (server: Running) => {
   const ids: Array<string> = []
