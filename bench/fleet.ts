@@ -42,7 +42,7 @@ import type { Command, Expected, Report } from "./fleet-worker.js"
 import { seedInput } from "./peers/shared.js"
 import { type Change, digest, percentile, plan } from "./plan.js"
 import { printMarkdownTable } from "./print.js"
-import { npmStartCommand, npmStartEnv } from "./run.js"
+import { listeningOrigin, npmStartCommand, npmStartEnv } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "fleet-admin-token"
@@ -133,9 +133,6 @@ const startHost = (name: string, env: Record<string, string>): Promise<Host> => 
       stdio: ["ignore", "pipe", "pipe", "ipc"]
     }
   )
-  let output = ""
-  child.stdout!.on("data", (chunk) => (output += chunk))
-  child.stderr!.on("data", (chunk) => (output += chunk))
   let asking = Promise.resolve<unknown>(undefined)
   const probe = (gc: boolean) => {
     const answer = asking.then(() =>
@@ -147,28 +144,13 @@ const startHost = (name: string, env: Record<string, string>): Promise<Host> => 
     asking = answer
     return answer
   }
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`${name} did not start within 60 s`)), 60_000)
-    const fail = (error: Error) => {
-      clearTimeout(timer)
-      child.kill("SIGKILL")
-      reject(new Error(`${error.message}\n${output}`))
-    }
-    child.once("exit", (code) => fail(new Error(`${name} exited with ${code}`)))
-    const onData = () => {
-      const match = /listening on (http:\/\/\S+)/.exec(output)
-      if (match === null) return
-      clearTimeout(timer)
-      child.stdout!.off("data", onData)
-      child.removeAllListeners("exit")
-      child.once("exit", (code, signal) => {
-        if (signal !== "SIGTERM" && code !== 0) console.error(`${name} exited with ${code ?? signal}\n${output}`)
-      })
-      const host: Host = { name, child, origin: match[1]!, probe }
-      hosts.push(host)
-      resolve(host)
-    }
-    child.stdout!.on("data", onData)
+  return listeningOrigin(child, name, 60_000).then(({ origin, output }) => {
+    child.once("exit", (code, signal) => {
+      if (signal !== "SIGTERM" && code !== 0) console.error(`${name} exited with ${code ?? signal}\n${output()}`)
+    })
+    const host: Host = { name, child, origin, probe }
+    hosts.push(host)
+    return host
   })
 }
 

@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import { seedInput } from "./peers/shared.js"
 import { printMarkdownTable } from "./print.js"
-import { npmStartCommand, npmStartEnv } from "./run.js"
+import { listeningOrigin, npmStartCommand, npmStartEnv } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "memory-admin-token"
@@ -54,28 +54,8 @@ const start = (name: string, env: Record<string, string>): Promise<Host> => {
     env: npmStartEnv({ admin: ADMIN_TOKEN, read: READ_TOKEN }, env),
     stdio: ["ignore", "pipe", "pipe"]
   })
-  let output = ""
-  child.stdout!.on("data", (chunk) => (output += chunk))
-  child.stderr!.on("data", (chunk) => (output += chunk))
-  return new Promise((resolve, reject) => {
-    // A follower of 100,000 routes listens once it has them all: minutes on a loaded machine.
-    const timer = setTimeout(() => fail(new Error(`${name} did not listen within 5 minutes`)), 300_000)
-    const fail = (error: Error) => {
-      clearTimeout(timer)
-      child.kill("SIGKILL")
-      reject(new Error(`${error.message}\n${output}`))
-    }
-    child.once("exit", (code) => fail(new Error(`${name} exited with ${code}`)))
-    const onData = () => {
-      const match = /listening on (http:\/\/\S+)/.exec(output)
-      if (match === null) return
-      clearTimeout(timer)
-      child.stdout!.off("data", onData)
-      child.removeAllListeners("exit")
-      resolve({ name, child, origin: match[1]! })
-    }
-    child.stdout!.on("data", onData)
-  })
+  // A follower of 100,000 routes listens once it has them all: minutes on a loaded machine.
+  return listeningOrigin(child, name, 300_000).then(({ origin }) => ({ name, child, origin }))
 }
 
 const stop = (host: Host): Promise<void> =>

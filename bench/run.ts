@@ -376,6 +376,38 @@ export const npmStartEnv = (
   ...extra
 })
 
+/**
+ * Waits for a started `npm start` host to print `listening on <origin>`, collecting what it prints; a host that exits
+ * first, or takes longer than `timeoutMillis`, is killed and rejected with its output.
+ */
+export const listeningOrigin = (
+  child: ChildProcess,
+  name: string,
+  timeoutMillis: number
+): Promise<{ readonly origin: string; readonly output: () => string }> => {
+  let output = ""
+  child.stdout!.on("data", (chunk) => (output += chunk))
+  child.stderr!.on("data", (chunk) => (output += chunk))
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`${name} did not listen within ${timeoutMillis} ms`)), timeoutMillis)
+    const fail = (error: Error) => {
+      clearTimeout(timer)
+      child.kill("SIGKILL")
+      reject(new Error(`${error.message}\n${output}`))
+    }
+    child.once("exit", (code) => fail(new Error(`${name} exited with ${code}`)))
+    const onData = () => {
+      const match = /listening on (http:\/\/\S+)/.exec(output)
+      if (match === null) return
+      clearTimeout(timer)
+      child.stdout!.off("data", onData)
+      child.removeAllListeners("exit")
+      resolve({ origin: match[1]!, output: () => output })
+    }
+    child.stdout!.on("data", onData)
+  })
+}
+
 // The seed routes of a server that stores none itself, created through its API one after another (as `seedInput`).
 const seedThroughApi = async (server: Running) => {
   const ids: Array<string> = []
