@@ -18,19 +18,13 @@ import { fileURLToPath } from "node:url"
 import type { Command, Report } from "./fleet-worker.js"
 import { percentile } from "./plan.js"
 import { printMarkdownTable } from "./print.js"
-import { npmStartCommand, npmStartEnv } from "./run.js"
+import { npmStartCommand, npmStartEnv, wholeOption } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "fleet-wait-admin"
 const READ_TOKEN = "fleet-wait-reader"
 
-const argv = process.argv.slice(2)
-const whole = (name: string, fallback: number): number => {
-  const i = argv.indexOf(`--${name}`)
-  const value = Number(i === -1 ? fallback : argv[i + 1])
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} needs a whole number from 1`)
-  return value
-}
+const whole = wholeOption
 const config = { followers: whole("followers", 1_000), workers: whole("workers", 4), writes: whole("writes", 30) }
 
 const now = () => performance.now()

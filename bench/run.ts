@@ -357,6 +357,15 @@ export const npmStartCommand = (): { readonly env: Record<string, string>; reado
   return { env, args: words }
 }
 
+/** A benchmark's option `--<name> <whole number from 1>`, or `fallback` when it is not given. */
+export const wholeOption = (name: string, fallback: number): number => {
+  const argv = process.argv.slice(2)
+  const i = argv.indexOf(`--${name}`)
+  const value = Number(i === -1 ? fallback : argv[i + 1])
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} needs a whole number from 1`)
+  return value
+}
+
 /**
  * The environment of an `npm start` host that a benchmark starts: `npm start`'s own variables, a free port on
  * loopback, the two tokens, the memory store unless `extra` names a database, and `extra` over all.
