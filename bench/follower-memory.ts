@@ -17,15 +17,12 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
-import { seedInput } from "./peers/shared.js"
 import { printMarkdownTable } from "./print.js"
-import { listeningOrigin, npmStartCommand, npmStartEnv } from "./run.js"
+import { listeningOrigin, npmStartCommand, npmStartEnv, seedConcurrently } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "memory-admin-token"
 const READ_TOKEN = "memory-read-token"
-// Creates in flight at once while seeding.
-const CONCURRENCY = 32
 
 const argv = process.argv.slice(2)
 const whole = (name: string, fallback: number): number => {
@@ -72,23 +69,6 @@ const residentOf = (host: Host) => {
   return { rssMB: Math.round(kilobytes("VmRSS") / 1024), peakMB: Math.round(kilobytes("VmHWM") / 1024) }
 }
 
-const seed = async (registry: Host): Promise<void> => {
-  let next = 0
-  const worker = async () => {
-    while (next < config.routes) {
-      const i = next++
-      const created = await fetch(`${registry.origin}/v1/routing`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(seedInput(i))
-      })
-      if (created.status !== 201) throw new Error(`seeding answered ${created.status}: ${await created.text()}`)
-      await created.arrayBuffer()
-    }
-  }
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker))
-}
-
 const total = async (host: Host): Promise<number> => {
   const answer = await fetch(`${host.origin}/readyz`)
   if (answer.status !== 200) throw new Error(`${host.name}'s /readyz answered ${answer.status}`)
@@ -119,7 +99,7 @@ const seededRegistry = async (): Promise<Host> => {
   const seeding = await start("registry", env)
   const began = Date.now()
   try {
-    await seed(seeding)
+    await seedConcurrently(seeding.origin, ADMIN_TOKEN, config.routes)
   } catch (error) {
     await stop(seeding)
     throw error

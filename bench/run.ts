@@ -417,6 +417,32 @@ export const listeningOrigin = (
   })
 }
 
+/**
+ * Creates `count` routes (`seedInput(0…count - 1)`) through the API of the server at `origin`, `concurrency` creates
+ * in flight at once: how a benchmark fills an `npm start` host with a large table.
+ */
+export const seedConcurrently = async (
+  origin: string,
+  adminToken: string,
+  count: number,
+  concurrency = 32
+): Promise<void> => {
+  let next = 0
+  const worker = async () => {
+    while (next < count) {
+      const i = next++
+      const created = await fetch(`${origin}/v1/routing`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+        body: JSON.stringify(seedInput(i))
+      })
+      if (created.status !== 201) throw new Error(`seeding answered ${created.status}: ${await created.text()}`)
+      await created.arrayBuffer()
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+}
+
 // The seed routes of a server that stores none itself, created through its API one after another (as `seedInput`).
 const seedThroughApi = async (server: Running) => {
   const ids: Array<string> = []

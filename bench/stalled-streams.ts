@@ -1,0 +1,199 @@
+/**
+ * Change streams that stop reading, against the registry's memory (docs/performance.md, "Streams that stop
+ * reading"): `npm run bench:stalled-streams [-- --routes 100000] [--streams 300] [--seconds 60]`.
+ *
+ * A registry runs `npm start`'s exact command on the compiled library (memory store) with bench/fleet-probe.ts
+ * preloaded, which reports its memory over IPC; `--routes` routes are created through its API. Then `--streams`
+ * change streams are opened with a read token on raw sockets, each asking for a snapshot, and never read: the socket
+ * is paused as soon as the request is written, so the registry's writes fill the kernel's buffers and then its own.
+ * Every second for `--seconds` the registry's heap (V8's heap and external memory) and resident set are read as they
+ * are (no collection forced), with its open file descriptors (`/proc/<pid>/fd`: the streams it still holds) and the
+ * time a `GET /v1/routing?limit=1` takes meanwhile. Before the attack and at its end the heap is read again after two
+ * full collections: what the registry still holds once it cut the streams. At the end each attacking socket is read
+ * out, to show how much of its snapshot reached it before it was cut.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { readdirSync } from "node:fs"
+import { connect, type Socket } from "node:net"
+import { cpus, loadavg } from "node:os"
+import { fileURLToPath } from "node:url"
+import type { Probe, Probed } from "./fleet-probe.js"
+import { printMarkdownTable } from "./print.js"
+import { listeningOrigin, npmStartCommand, npmStartEnv, seedConcurrently, wholeOption } from "./run.js"
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+const ADMIN_TOKEN = "stalled-admin-token"
+const READ_TOKEN = "stalled-read-token"
+const config = {
+  routes: wholeOption("routes", 100_000),
+  streams: wholeOption("streams", 300),
+  seconds: wholeOption("seconds", 60)
+}
+
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`
+
+const startRegistry = async () => {
+  const command = npmStartCommand()
+  const script = command.args[command.args.length - 1]!
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ["--expose-gc", ...command.args.slice(0, -1), "--import", "./bench/fleet-probe.ts", script],
+    {
+      cwd: ROOT,
+      env: npmStartEnv({ admin: ADMIN_TOKEN, read: READ_TOKEN }),
+      stdio: ["ignore", "pipe", "pipe", "ipc"]
+    }
+  )
+  const { origin } = await listeningOrigin(child, "registry", 60_000)
+  let asking = Promise.resolve<unknown>(undefined)
+  const probe = (gc: boolean) => {
+    const answer = asking.then(() =>
+      new Promise<Probed>((resolve) => {
+        child.once("message", (message: Probed) => resolve(message))
+        child.send({ type: "probe", gc } satisfies Probe)
+      })
+    )
+    asking = answer
+    return answer
+  }
+  return { child, origin, probe }
+}
+
+interface Attacker {
+  readonly socket: Socket
+  closed: boolean
+}
+
+const attack = (origin: string): Array<Attacker> => {
+  const url = new URL(origin)
+  const request = `GET /v1/routing/changes HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${READ_TOKEN}\r\n` +
+    "Accept: text/event-stream\r\n\r\n"
+  return Array.from({ length: config.streams }, () => {
+    const socket = connect(Number(url.port), url.hostname)
+    const attacker: Attacker = { socket, closed: false }
+    socket.pause()
+    socket.write(request)
+    socket.on("error", () => {})
+    socket.once("close", () => (attacker.closed = true))
+    return attacker
+  })
+}
+
+// Reads every attacking socket out: the bytes each received before the registry closed it.
+const readOut = (attackers: ReadonlyArray<Attacker>) =>
+  Promise.all(attackers.map(({ socket }) =>
+    new Promise<{ bytes: number; ended: boolean }>((resolve) => {
+      let bytes = 0
+      const timer = setTimeout(() => {
+        socket.destroy()
+        resolve({ bytes, ended: false })
+      }, 10_000)
+      socket.on("data", (chunk: Buffer) => (bytes += chunk.length))
+      socket.once("end", () => {
+        clearTimeout(timer)
+        resolve({ bytes, ended: true })
+      })
+      socket.resume()
+    })
+  ))
+
+const latency = async (origin: string) => {
+  const started = performance.now()
+  const answer = await fetch(`${origin}/v1/routing?limit=1`, { headers: { authorization: `Bearer ${READ_TOKEN}` } })
+  await answer.arrayBuffer()
+  return performance.now() - started
+}
+
+const main = async () => {
+  const registry = await startRegistry()
+  try {
+    const began = performance.now()
+    await seedConcurrently(registry.origin, ADMIN_TOKEN, config.routes)
+    console.error(`seeded ${config.routes} routes in ${((performance.now() - began) / 1000).toFixed(1)} s`)
+    const fds = () => readdirSync(`/proc/${registry.child.pid}/fd`).length
+    const snapshotBytes = await (async () => {
+      // One snapshot read in full, for its size.
+      const controller = new AbortController()
+      const answer = await fetch(`${registry.origin}/v1/routing/changes`, {
+        headers: { authorization: `Bearer ${READ_TOKEN}` },
+        signal: controller.signal
+      })
+      const reader = answer.body!.getReader()
+      let bytes = 0
+      let tail = ""
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        bytes += value.byteLength
+        tail = (tail + Buffer.from(value).toString("latin1")).slice(-200)
+        if (tail.includes("event: ready")) break
+      }
+      controller.abort()
+      return bytes
+    })()
+    const before = await registry.probe(true)
+    const fdsBefore = fds()
+    const loadBefore = loadavg()[0]!
+    console.error(`before: heap ${mb(before.heapUsed + before.external)}, RSS ${mb(before.rss)}, ${fdsBefore} fds`)
+    const attackers = attack(registry.origin)
+    const started = performance.now()
+    const samples: Array<Record<string, string>> = []
+    let peakHeap = 0
+    let peakRss = 0
+    for (let second = 1; second <= config.seconds; second++) {
+      await sleep(started + second * 1000 - performance.now())
+      const probed = await registry.probe(false)
+      const heap = probed.heapUsed + probed.external
+      peakHeap = Math.max(peakHeap, heap)
+      peakRss = Math.max(peakRss, probed.rss)
+      const sample = {
+        at: `${second} s`,
+        heap: mb(heap),
+        rss: mb(probed.rss),
+        streams: String(fds() - fdsBefore),
+        api: `${(await latency(registry.origin)).toFixed(1)} ms`
+      }
+      samples.push(sample)
+      console.error(
+        `${sample.at}: heap ${sample.heap}, RSS ${sample.rss}, ${sample.streams} streams, API ${sample.api}`
+      )
+    }
+    const after = await registry.probe(true)
+    const received = await readOut(attackers)
+    const loadAfter = loadavg()[0]!
+    console.log(
+      `\n${config.streams} change streams that never read, each asking for a snapshot of ${
+        config.routes.toLocaleString("en-US")
+      } routes (${mb(snapshotBytes)}): the registry (npm start, memory store) every second (${cpus().length} cores, ` +
+        `Node ${process.version}; load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after)\n`
+    )
+    const shown = samples.filter((_, i) => i < 5 || (i + 1) % 5 === 0)
+    printMarkdownTable([
+      ["at", "after the streams opened", "right"],
+      ["heap", "heap", "right"],
+      ["rss", "RSS", "right"],
+      ["streams", "streams held (fds)", "right"],
+      ["api", "GET /v1/routing?limit=1", "right"]
+    ], shown)
+    const bytes = received.map((one) => one.bytes).sort((a, b) => a - b)
+    console.log(
+      `\nAfter two full collections: heap ${mb(before.heapUsed + before.external)} before, ${
+        mb(after.heapUsed + after.external)
+      } at the end (peak ${mb(peakHeap)} without collecting); RSS ${mb(before.rss)} before, ${
+        mb(after.rss)
+      } at the end (peak ${mb(peakRss)}). Streams closed by the registry: ${
+        received.filter((one) => one.ended).length
+      } of ${config.streams}; each received ${mb(bytes[0]!)}–${mb(bytes[bytes.length - 1]!)} of its ${
+        mb(snapshotBytes)
+      } snapshot before it was closed.`
+    )
+  } finally {
+    registry.child.kill("SIGTERM")
+  }
+}
+
+main().then(() => process.exit(0), (error) => {
+  console.error(error)
+  process.exit(1)
+})
