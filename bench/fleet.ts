@@ -1,6 +1,6 @@
 /**
  * A fleet of followers (docs/scaling-out.md, "A fleet of followers"): `npm run bench:fleet [-- --followers 1000] [--workers 4] [--rates 10,100]
- * [--duration 10] [--relay on|off] [--stores memory,postgres] [--cpu-prof DIR]`.
+ * [--duration 10] [--relay on|off] [--stores memory,postgres] [--cpu-prof DIR] [--seed 100]`.
  *
  * One registry process runs `npm start`'s exact command (the example host on `node:http`, the compiled library), on
  * the memory store, and on the Postgres store in DATABASE_URL when it is set (the benchmark drops the store's tables
@@ -73,7 +73,9 @@ const config = {
   cpuProf: option("cpu-prof"),
   stores: (option("stores") ?? (DATABASE_URL === undefined ? "memory" : "memory,postgres")).split(","),
   rolling: (option("rolling") ?? "off") === "on",
-  rollingChanges: whole("rolling-changes", 50)
+  rollingChanges: whole("rolling-changes", 50),
+  /** Routes stored before any follower connects: what every snapshot carries. */
+  seed: whole("seed", 100)
 }
 if (config.rates.some((rate) => !(rate > 0))) throw new Error("--rates needs positive numbers: --rates 10,100")
 if (config.stores.some((store) => store !== "memory" && store !== "postgres")) {
@@ -84,8 +86,6 @@ if (config.stores.includes("postgres") && DATABASE_URL === undefined) {
   throw new Error("--stores postgres needs DATABASE_URL")
 }
 
-// Routes stored before any follower connects: what every snapshot carries.
-const SEED = 100
 // The first second of every run warms the processes up and is not measured.
 const WARMUP_MILLIS = 1_000
 // How long after the last change the followers are given to apply it.
@@ -323,7 +323,7 @@ const writeOrThrow = async (registry: Registry, change: Change): Promise<Acked |
 }
 
 const seed = async (registry: Registry) => {
-  for (let i = 0; i < SEED; i++) {
+  for (let i = 0; i < config.seed; i++) {
     const input = seedInput(i)
     const response = await fetch(`${registry.origin}/v1/routing`, {
       method: "POST",
@@ -675,9 +675,12 @@ const rolling = async (url: string) => {
     const baseline = await Promise.all(registries.map((host) => host.probe(false)))
     let sent = 0
     const startedAt = now()
+    // How long each registry was away: from its stop to its listening again.
+    const away: Array<number> = []
     for (let i = 0; i < 2; i++) {
       const stopping = registries[i]!
       const before = await stopping.probe(false)
+      const stoppedAt = now()
       await stopHost(stopping)
       sent += before.bytesSent - baseline[i]!.bytesSent
       const other = { ...registry, origin: registries[1 - i]!.origin }
@@ -686,6 +689,7 @@ const rolling = async (url: string) => {
         if (typeof acked === "string") throw new Error(acked)
       }
       registries[i] = await start(i)
+      away.push(now() - stoppedAt)
     }
     const backAt = now()
     const newest = await newestRevision(registries[0]!.origin)
@@ -705,6 +709,7 @@ const rolling = async (url: string) => {
       current: `${state.current} / ${config.followers}`,
       currentAfter: `${(currentAfter / 1000).toFixed(1)} s`,
       currentAfterBack: `${((allCurrentAt - backAt) / 1000).toFixed(1)} s`,
+      away: away.map((millis) => `${(millis / 1000).toFixed(1)} s`).join(", "),
       sent: mb(sent),
       snapshots: mb(snapshot * config.followers),
       ratio: `${((100 * sent) / (snapshot * config.followers)).toFixed(1)} %`
@@ -744,6 +749,7 @@ const main = async () => {
       ["changes", "changes while restarting", "right"],
       ["resets", "resets (target 0)", "right"],
       ["current", "followers current", "right"],
+      ["away", "each registry away (stop to listening)", "right"],
       ["currentAfter", "all current after the first stop", "right"],
       ["currentAfterBack", "… after the last start", "right"],
       ["sent", "registries sent", "right"],

@@ -1,6 +1,6 @@
 /**
  * Change streams that stop reading, against the registry's memory (docs/performance.md, "Streams that stop
- * reading"): `npm run bench:stalled-streams [-- --routes 100000] [--streams 300] [--seconds 60]`.
+ * reading"): `npm run bench:stalled-streams [-- --routes 100000] [--streams 300] [--seconds 120]`.
  *
  * A registry runs `npm start`'s exact command on the compiled library (memory store) with bench/fleet-probe.ts
  * preloaded, which reports its memory over IPC; `--routes` routes are created through its API. Then `--streams`
@@ -8,7 +8,8 @@
  * is paused as soon as the request is written, so the registry's writes fill the kernel's buffers and then its own.
  * Every second for `--seconds` the registry's heap (V8's heap and external memory) and resident set are read as they
  * are (no collection forced), with its open file descriptors (`/proc/<pid>/fd`: the streams it still holds) and the
- * time a `GET /v1/routing?limit=1` takes meanwhile. Before the attack and at its end the heap is read again after two
+ * time the last `GET /v1/routing?limit=1` took (one at a time, beside the samples; one still unanswered shows how
+ * long it has waited). Before the attack and at its end the heap is read again after two
  * full collections: what the registry still holds once it cut the streams. At the end each attacking socket is read
  * out, to show how much of its snapshot reached it before it was cut.
  */
@@ -27,7 +28,7 @@ const READ_TOKEN = "stalled-read-token"
 const config = {
   routes: wholeOption("routes", 100_000),
   streams: wholeOption("streams", 300),
-  seconds: wholeOption("seconds", 60)
+  seconds: wholeOption("seconds", 120)
 }
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
@@ -138,25 +139,40 @@ const main = async () => {
     console.error(`before: heap ${mb(before.heapUsed + before.external)}, RSS ${mb(before.rss)}, ${fdsBefore} fds`)
     const attackers = attack(registry.origin)
     const started = performance.now()
+    const elapsed = () => (performance.now() - started) / 1000
+    // One API request in flight at a time, beside the samples: the last answered one's time, or how long the one in
+    // flight has waited so far.
+    let api = { sentAt: 0, millis: undefined as number | undefined, last: 0 }
+    const ask = () => {
+      api = { sentAt: performance.now(), millis: undefined, last: api.last }
+      void latency(registry.origin).then((millis) => {
+        api = { ...api, millis, last: millis }
+        if (elapsed() < config.seconds) ask()
+      })
+    }
+    ask()
     const samples: Array<Record<string, string>> = []
     let peakHeap = 0
     let peakRss = 0
-    for (let second = 1; second <= config.seconds; second++) {
+    for (let second = 1; elapsed() < config.seconds; second++) {
       await sleep(started + second * 1000 - performance.now())
       const probed = await registry.probe(false)
-      const heap = probed.heapUsed + probed.external
-      peakHeap = Math.max(peakHeap, heap)
+      peakHeap = Math.max(peakHeap, probed.heapUsed + probed.external)
       peakRss = Math.max(peakRss, probed.rss)
       const sample = {
-        at: `${second} s`,
-        heap: mb(heap),
+        at: `${elapsed().toFixed(0)} s`,
+        heap: mb(probed.heapUsed),
+        external: mb(probed.external),
         rss: mb(probed.rss),
         streams: String(fds() - fdsBefore),
-        api: `${(await latency(registry.origin)).toFixed(1)} ms`
+        api: api.millis === undefined
+          ? `waiting ${(performance.now() - api.sentAt).toFixed(0)} ms`
+          : `${api.millis.toFixed(1)} ms`
       }
       samples.push(sample)
       console.error(
-        `${sample.at}: heap ${sample.heap}, RSS ${sample.rss}, ${sample.streams} streams, API ${sample.api}`
+        `${sample.at}: heap ${sample.heap} + external ${sample.external}, RSS ${sample.rss}, ${sample.streams} ` +
+          `streams, API ${sample.api}`
       )
     }
     const after = await registry.probe(true)
@@ -168,10 +184,11 @@ const main = async () => {
       } routes (${mb(snapshotBytes)}): the registry (npm start, memory store) every second (${cpus().length} cores, ` +
         `Node ${process.version}; load average ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after)\n`
     )
-    const shown = samples.filter((_, i) => i < 5 || (i + 1) % 5 === 0)
+    const shown = samples.filter((_, i) => i < 5 || (i + 1) % 10 === 0)
     printMarkdownTable([
       ["at", "after the streams opened", "right"],
-      ["heap", "heap", "right"],
+      ["heap", "V8 heap", "right"],
+      ["external", "external", "right"],
       ["rss", "RSS", "right"],
       ["streams", "streams held (fds)", "right"],
       ["api", "GET /v1/routing?limit=1", "right"]

@@ -18,6 +18,7 @@ import * as Content from "./internal/http/content.js"
 import * as Dashboard from "./internal/http/dashboard.js"
 import type * as Exchange from "./internal/http/exchange.js"
 import { COLLECTION as COLLECTION_PATH } from "./internal/http/exchange.js"
+import * as LogPages from "./internal/http/logPages.js"
 import * as Operations from "./internal/http/operations.js"
 import * as Runner from "./internal/http/runner.js"
 import * as Limits from "./internal/limits.js"
@@ -282,7 +283,7 @@ const readLog = (
   const logAfter = repository.logAfter
   return logAfter === undefined
     ? undefined
-    : (revision, limit) => Runtime.runPromise(runtime, logAfter(revision, limit))
+    : LogPages.shared((revision, limit) => Runtime.runPromise(runtime, logAfter(revision, limit)))
 }
 
 const makeCore = (
