@@ -244,6 +244,21 @@ describe("a relay whose history no longer holds a client's cursor", () => {
     assert.deepStrictEqual(next.slice(caught).map((event) => `${event.event} ${event.data.id}`), [`upsert ${later.id}`])
   })
 
+  it("catches up page by page past a page of the log, then from the relay's own history, with no gap and no duplicate", async () => {
+    const origin = await registry(RouteRepository.layerMemory, 50)
+    const relay = await relayOf(origin, 10)
+    const { cursor } = await untilReady(await open(relay))
+    // More than a page of the log (1,000 changes), so that the catch-up ends inside the relay's own history.
+    const ids: Array<string> = []
+    for (let n = 0; n < 1005; n++) ids.push((await create(origin, `/page/${n}`)).id)
+    await caughtUp(relay, origin)
+    const events = await (await open(relay, cursor)).waitFor((event) => event.event === "ready", 20_000)
+    assert.deepStrictEqual(kinds(events), [...ids.map(() => "upsert"), "ready"])
+    assert.deepStrictEqual(events.slice(0, -1).map((event) => event.data.id), ids)
+    const atRegistry = await untilReady(await open(origin, cursor))
+    assert.deepStrictEqual(events.map((event) => event.id), atRegistry.events.map((event) => event.id))
+  })
+
   it("resets a cursor of another store", async () => {
     const other = await registry(RouteRepository.layerMemory)
     await create(other, "/elsewhere")
