@@ -237,6 +237,10 @@ describe("a relay whose history no longer holds a client's cursor", () => {
     assert.deepStrictEqual(summary(events.slice(0, 5)), summary(atRegistry.events.slice(0, 5)))
     assert.strictEqual(events.at(-1)!.id, atRegistry.cursor)
 
+    // The catch-up stream the relay opened at the registry is no member of the fleet: only the relay is listed.
+    const fleet = await origin.send({ method: "GET", path: "/v1/routing/followers", headers: auth(READER) })
+    assert.deepStrictEqual((fleet.json as { items: ReadonlyArray<unknown> }).items.length, 1, fleet.text)
+
     // Live from there: the next change arrives, once.
     const caught = events.length
     const later = await create(origin, "/later")
@@ -257,6 +261,28 @@ describe("a relay whose history no longer holds a client's cursor", () => {
     assert.deepStrictEqual(events.slice(0, -1).map((event) => event.data.id), ids)
     const atRegistry = await untilReady(await open(origin, cursor))
     assert.deepStrictEqual(events.map((event) => event.id), atRegistry.events.map((event) => event.id))
+  })
+
+  it("closes the client's stream, with no reset, while the registry cannot be reached for the catch-up", async () => {
+    const origin = await registry(RouteRepository.layerMemory)
+    const relay = await relayOf(origin, 1)
+    const { cursor } = await untilReady(await open(relay))
+    for (const path of ["/a", "/b", "/c"]) await create(origin, path)
+    await caughtUp(relay, origin)
+    await origin.close()
+    opened = opened.filter((served) => served !== origin)
+    // Closed before anything was sent (its head included, as a registry that cannot read its log does): the client
+    // resumes later from the same cursor.
+    const sent = await open(relay, cursor).then(
+      async (stream) => {
+        await stream.ended
+        return kinds(stream.events)
+      },
+      () => []
+    )
+    assert.deepStrictEqual(sent, [])
+    // The relay itself routes on, and serves a stream that needs nothing from the registry.
+    assert.deepStrictEqual(kinds((await untilReady(await open(relay))).events), ["upsert", "upsert", "upsert", "ready"])
   })
 
   it("resets a cursor of another store", async () => {

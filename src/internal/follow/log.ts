@@ -245,6 +245,11 @@ export const after = (
       Effect.timeoutFail({
         duration: Duration.millis(LOG_TIMEOUT_MILLIS),
         onTimeout: () => unavailable(`no catch-up within ${LOG_TIMEOUT_MILLIS} ms`)
+      }),
+      // The changes that arrived whole before the stream was lost are good: the next read goes on after the last one.
+      Effect.catchAll((error): Effect.Effect<Outcome, StoreUnavailable> => {
+        const last = read.entries.at(-1)
+        return last === undefined ? Effect.fail(error) : Effect.succeed({ complete: true, revision: last.revision })
       })
     )
     if (typeof outcome === "string") return yield* Effect.fail(unavailable(outcome))
