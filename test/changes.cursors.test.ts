@@ -285,6 +285,17 @@ describe("a relay whose history no longer holds a client's cursor", () => {
     assert.deepStrictEqual(kinds((await untilReady(await open(relay))).events), ["upsert", "upsert", "upsert", "ready"])
   })
 
+  it("refuses a cursor past the registry's newest revision, as the registry does: no process issued it", async () => {
+    const origin = await registry(RouteRepository.layerMemory)
+    await create(origin, "/one")
+    const relay = await relayOf(origin, 2)
+    const { cursor } = await untilReady(await open(relay))
+    const [store] = cursor.split(".")
+    const refused = await open(relay, `${store}.${(revisionOf(cursor) + 100).toString(36)}`)
+    assert.strictEqual(refused.status, 400, refused.text)
+    assert.strictEqual(JSON.parse(refused.text).code, "invalid_query")
+  })
+
   it("resets a cursor of another store", async () => {
     const other = await registry(RouteRepository.layerMemory)
     await create(other, "/elsewhere")
