@@ -7,14 +7,13 @@
  * change streams are opened with a read token on raw sockets, each asking for a snapshot, and never read: the socket
  * is paused as soon as the request is written, so the registry's writes fill the kernel's buffers and then its own.
  * Every second for `--seconds` the registry's heap (V8's heap and external memory) and resident set are read as they
- * are (no collection forced), with its open file descriptors (`/proc/<pid>/fd`: the streams it still holds) and the
+ * are (no collection forced), with the connections it holds on its port (`ss`: the streams not yet cut, and the API's) and the
  * time the last `GET /v1/routing?limit=1` took (one at a time, beside the samples; one still unanswered shows how
  * long it has waited). Before the attack and at its end the heap is read again after two
  * full collections: what the registry still holds once it cut the streams. At the end each attacking socket is read
  * out, to show how much of its snapshot reached it before it was cut.
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import { readdirSync } from "node:fs"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { connect, type Socket } from "node:net"
 import { cpus, loadavg } from "node:os"
 import { fileURLToPath } from "node:url"
@@ -112,7 +111,11 @@ const main = async () => {
     const began = performance.now()
     await seedConcurrently(registry.origin, ADMIN_TOKEN, config.routes)
     console.error(`seeded ${config.routes} routes in ${((performance.now() - began) / 1000).toFixed(1)} s`)
-    const fds = () => readdirSync(`/proc/${registry.child.pid}/fd`).length
+    // The connections the registry holds open on its port: the attack's streams, and the API's request.
+    const port = new URL(registry.origin).port
+    const held = () =>
+      spawnSync("ss", ["-Htn", "state", "established", `( sport = :${port} )`], { encoding: "utf8" }).stdout
+        .split("\n").filter((line) => line.trim() !== "").length
     const snapshotBytes = await (async () => {
       // One snapshot read in full, for its size.
       const controller = new AbortController()
@@ -134,9 +137,8 @@ const main = async () => {
       return bytes
     })()
     const before = await registry.probe(true)
-    const fdsBefore = fds()
     const loadBefore = loadavg()[0]!
-    console.error(`before: heap ${mb(before.heapUsed + before.external)}, RSS ${mb(before.rss)}, ${fdsBefore} fds`)
+    console.error(`before: heap ${mb(before.heapUsed + before.external)}, RSS ${mb(before.rss)}, ${held()} connections`)
     const attackers = attack(registry.origin)
     const started = performance.now()
     const elapsed = () => (performance.now() - started) / 1000
@@ -147,7 +149,8 @@ const main = async () => {
       api = { sentAt: performance.now(), millis: undefined, last: api.last }
       void latency(registry.origin).then((millis) => {
         api = { ...api, millis, last: millis }
-        if (elapsed() < config.seconds) ask()
+        // Spaced, so that the API's own garbage does not hide the streams'.
+        if (elapsed() < config.seconds) setTimeout(ask, 100)
       })
     }
     ask()
@@ -164,10 +167,10 @@ const main = async () => {
         heap: mb(probed.heapUsed),
         external: mb(probed.external),
         rss: mb(probed.rss),
-        streams: String(fds() - fdsBefore),
-        api: api.millis === undefined
-          ? `waiting ${(performance.now() - api.sentAt).toFixed(0)} ms`
-          : `${api.millis.toFixed(1)} ms`
+        streams: String(held()),
+        api: api.millis === undefined && performance.now() - api.sentAt > 1_000
+          ? `waiting ${((performance.now() - api.sentAt) / 1000).toFixed(0)} s`
+          : `${api.last.toFixed(1)} ms`
       }
       samples.push(sample)
       console.error(
@@ -190,7 +193,7 @@ const main = async () => {
       ["heap", "V8 heap", "right"],
       ["external", "external", "right"],
       ["rss", "RSS", "right"],
-      ["streams", "streams held (fds)", "right"],
+      ["streams", "connections held", "right"],
       ["api", "GET /v1/routing?limit=1", "right"]
     ], shown)
     const bytes = received.map((one) => one.bytes).sort((a, b) => a - b)

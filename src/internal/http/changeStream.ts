@@ -401,12 +401,19 @@ const open = (source: Source, since: string | undefined, sink: Sink, release: ()
     const { routes, texts } = taken
     const cursor = History.cursorOf(store, taken.revision)
     let at = 0
+    // One write of whole events, about `CATCH_UP_BYTES`, a turn: one system call for hundreds of events, and a
+    // connection whose buffers take everything (a client that stopped reading, over loopback) holds the process for
+    // one such write a turn, not for all the buffers take.
     const next = (): void => {
-      while (at < routes.length && !stopped && sink.buffered() < CATCH_UP_BYTES) {
-        const route = routes[at]!
-        const text = texts[at] ??= Route.toJson(route)
-        at++
-        send(event("upsert", History.snapshotCursorOf(cursor, route), text))
+      if (sink.buffered() < CATCH_UP_BYTES) {
+        let chunk = ""
+        while (at < routes.length && chunk.length < CATCH_UP_BYTES) {
+          const route = routes[at]!
+          const text = texts[at] ??= Route.toJson(route)
+          at++
+          chunk += event("upsert", History.snapshotCursorOf(cursor, route), text)
+        }
+        if (chunk !== "") send(chunk)
       }
       if (stopped) return
       if (at < routes.length) return drained(next)
