@@ -474,6 +474,45 @@ describe("the AdminListener's connection of a follower that stops reading", () =
   })
 })
 
+describe("the AdminListener's snapshot", () => {
+  it("is written many events at a time, not one write per route", async () => {
+    const routes = 500
+    const watched = watchedTable(RouteRepository.layerMemory, undefined)
+    const listener = await AdminListener.fromLayer(watched.services)
+    let writes = 0
+    const served = await serveNode((req, res) => {
+      const write = res.write.bind(res) as (chunk: string) => boolean
+      res.write = ((chunk: string) => {
+        writes++
+        return write(chunk)
+      }) as typeof res.write
+      listener(req, res)
+    }, listener.dispose)
+    servers.push({ ...served, subscribed: watched.subscribed })
+    for (let n = 0; n < routes; n++) {
+      const created = await served.send({
+        method: "POST",
+        path: "/v1/routing",
+        headers: admin,
+        body: JSON.stringify(route(n))
+      })
+      assert.strictEqual(created.status, 201)
+    }
+    writes = 0
+    const url = new URL(served.origin)
+    const socket = Net.connect(Number(url.port), url.hostname)
+    let received = ""
+    socket.on("data", (chunk) => (received += chunk))
+    socket.on("error", () => {})
+    socket.write(`GET /v1/routing/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${READER}\r\n\r\n`)
+    await EventStream.eventually("the stream is live", () => received.includes("event: ready"))
+    socket.destroy()
+    assert.strictEqual(received.split("event: upsert\n").length - 1, routes)
+    // About 100 KB of events: two writes of them, and the ready event's.
+    assert.isAtMost(writes, 5, `writes: ${writes}`)
+  })
+})
+
 describe("changes made by another process on the Postgres store", () => {
   it.effect("arrive on the stream", () =>
     Effect.gen(function*() {
