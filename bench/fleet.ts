@@ -26,7 +26,8 @@
  * other (SIGTERM, `--rolling-changes` changes made through the other one while it is down, then started again on its
  * port); measured are the resets the followers took (target 0), the time from the first stop until every follower
  * holds the newest revision, and the bytes the registries sent meanwhile against a full snapshot for each follower
- * (what restarts cost when every cursor was answered with a reset).
+ * (what restarts cost when every cursor was answered with a reset), and the transactions the database committed
+ * meanwhile (`pg_stat_database`).
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Redacted } from "effect"
@@ -241,6 +242,22 @@ const connectionCounter = async (url: string) => {
 }
 
 type Counter = Awaited<ReturnType<typeof connectionCounter>>
+
+/**
+ * The transactions committed in the database (`pg_stat_database.xact_commit`): during a rolling restart, the changes
+ * made, each registry's start, and the reads of the log for the followers that resume.
+ */
+const statementCounter = async (url: string) => {
+  const client = new Pg.Client({ connectionString: url, application_name: "bench-fleet-transactions" })
+  await client.connect()
+  const count = async () =>
+    Number(
+      (await client.query<{ n: string }>(
+        "SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()"
+      )).rows[0]!.n
+    )
+  return { count, end: () => client.end() }
+}
 
 /** The most connections seen, sampled every 100 ms until `stop` is called. */
 const sampleConnections = (counter: Counter | undefined) => {
@@ -674,6 +691,8 @@ const rolling = async (url: string) => {
     // What the registries sent before (seeding's answers, the first snapshots) is not counted.
     const baseline = await Promise.all(registries.map((host) => host.probe(false)))
     let sent = 0
+    const statements = await statementCounter(url)
+    const statementsBefore = await statements.count()
     const startedAt = now()
     // How long each registry was away: from its stop to its listening again.
     const away: Array<number> = []
@@ -701,6 +720,10 @@ const rolling = async (url: string) => {
     const currentAfter = now() - startedAt
     const allCurrentAt = now()
     for (const host of registries) sent += (await host.probe(false)).bytesSent
+    // Postgres publishes a backend's counts within a second of its transactions.
+    await sleep(1_500)
+    const transactions = (await statements.count()) - statementsBefore
+    await statements.end()
     await stopFollowers(workers)
     return {
       followers: String(config.followers),
@@ -709,6 +732,7 @@ const rolling = async (url: string) => {
       current: `${state.current} / ${config.followers}`,
       currentAfter: `${(currentAfter / 1000).toFixed(1)} s`,
       currentAfterBack: `${((allCurrentAt - backAt) / 1000).toFixed(1)} s`,
+      transactions: transactions.toLocaleString("en-US"),
       away: away.map((millis) => `${(millis / 1000).toFixed(1)} s`).join(", "),
       sent: mb(sent),
       snapshots: mb(snapshot * config.followers),
@@ -752,6 +776,7 @@ const main = async () => {
       ["away", "each registry away (stop to listening)", "right"],
       ["currentAfter", "all current after the first stop", "right"],
       ["currentAfterBack", "… after the last start", "right"],
+      ["transactions", "database transactions", "right"],
       ["sent", "registries sent", "right"],
       ["snapshots", "a snapshot each", "right"],
       ["ratio", "sent / snapshots", "right"]
