@@ -318,13 +318,18 @@ export interface Creating {
 }
 
 // Creates and reads made at the same moment outside a host's transaction share one statement each (a batch per turn
-// of the event loop), so concurrent clients share round trips and commits. The batch holds the counter (`Log.lock`),
-// so no other writer of the store commits while it runs: a route of a method and shape stored, or given earlier in
-// the batch, is left out of the insert and takes the single-route path, which names the holder; the others take the
-// revisions after the counter's in their order, and their log entries, in the same statement. A row refused by the
-// method bound fails the whole statement: then each route takes the single-route path in a transaction of its own,
-// and only that one is refused. Rows of methods not stored yet go first, so a batch waits for the bound's lock before
-// it holds rows another writer could wait for (each waiting for the other would deadlock).
+// of the event loop), so concurrent clients share round trips and commits. The batch's one statement locks the
+// counter first of all (`Log.locked`, as a lone create does), so no other writer of the store commits while it runs: a
+// route of a method and shape stored, or given earlier in the batch, is left out of the insert and takes the
+// single-route path, which names the holder; the others take the revisions after the counter's in their order, and
+// their log entries, in the same statement. A shape another writer committed while the statement waited for the lock
+// is not in its snapshot: the unique index, which sees it, leaves that row out (`ON CONFLICT DO NOTHING`), its
+// revision is skipped, and the counter takes the largest written. A row refused by the method bound fails the whole
+// statement: then each route takes the single-route path in a transaction of its own, and only that one is refused.
+// Rows of methods not stored yet go first, so a batch waits for the bound's lock before it holds rows another writer
+// could wait for (each waiting for the other would deadlock). Both checks on stored rows are scalar subqueries, an
+// index probe per row of the batch: as `[NOT] EXISTS` the planner may hash the whole table instead, which took 3 ms of
+// a 50-row batch's 10 at 13,000 routes and grows with the table (docs/performance.md).
 export const createBatch = (store: Store) => {
   const { columns, deadline, isMethodLimit, settings, sql } = store
   const table = sql(settings.qualified)
@@ -334,10 +339,11 @@ export const createBatch = (store: Store) => {
     creating.length === 1 ?
       Effect.map(Effect.exit(deadline.write(alone(creating[0]!))), (exit) => [exit]) :
       deadline.write(Effect.gen(function*() {
-        const base = yield* Log.lock(store)
+        const base = sql`(SELECT revision FROM locked)`
         const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
         const inserted = yield* sql<Row.RouteRow>`
-        WITH input AS (
+        WITH ${Log.locked(store)},
+        input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
             ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
             created_at timestamptz, actor text
@@ -345,16 +351,18 @@ export const createBatch = (store: Store) => {
         ),
         fresh AS (
           SELECT DISTINCT ON (method, path_shape) * FROM input
-          WHERE NOT EXISTS (
-            SELECT 1 FROM ${table} AS stored WHERE stored.method = input.method AND stored.path_shape = input.path_shape
-          )
+          WHERE (
+            SELECT true FROM ${table} AS stored
+            WHERE stored.method = input.method AND stored.path_shape = input.path_shape LIMIT 1
+          ) IS NULL
           ORDER BY method, path_shape, ord
         ),
         numbered AS (SELECT *, ${base}::bigint + row_number() OVER (ORDER BY ord) AS revision FROM fresh),
         changed AS (
           INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
           SELECT id, method, path, path_shape, middleware, handler, created_at, revision FROM numbered
-          ORDER BY EXISTS (SELECT 1 FROM ${table} AS stored WHERE stored.method = numbered.method), ord
+          ORDER BY (SELECT true FROM ${table} AS stored WHERE stored.method = numbered.method LIMIT 1) IS NOT NULL, ord
+          ON CONFLICT (method, path_shape) DO NOTHING
           RETURNING ${columns}
         ),
         logged AS (
@@ -363,7 +371,7 @@ export const createBatch = (store: Store) => {
             ${Log.routeJson(sql, "changed")}
           FROM changed JOIN numbered ON numbered.id = changed.id
         ),
-        ${Log.advance(store, base, false)}
+        ${Log.advance(store, base, false, true)}
         SELECT ${columns} FROM changed`
         const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
         // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
