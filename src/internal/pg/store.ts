@@ -47,7 +47,7 @@ export interface Store {
 export type CreateError = RouteConflict | TooManyMethods
 
 /** The route that holds a method and shape another route asked for. */
-interface Holder {
+export interface Holder {
   readonly id: string
   readonly method: string
   readonly path: string
@@ -59,7 +59,7 @@ export const tooManyMethods = (method: string) => Effect.fail(new TooManyMethods
 
 // The conflict with the route that holds the method and shape, or, when none does any more (it moved or went away
 // between the refusal and the read), the operation again.
-const conflictOr = <A, E>(holders: ReadonlyArray<Holder>, retry: () => Effect.Effect<A, E>) =>
+export const conflictOr = <A, E>(holders: ReadonlyArray<Holder>, retry: () => Effect.Effect<A, E>) =>
   holders.length === 0
     ? retry()
     : Effect.fail(
@@ -191,6 +191,58 @@ export const updateStatement = (
     SELECT ${columns} FROM changed`
 }
 
+/**
+ * The route that holds the method and shape `patch` asks of route `id`, with that method and path: read after the unique
+ * index refused the change.
+ */
+export const holderOf = (
+  { readMark, settings, sql }: Store,
+  id: Route.RouteId,
+  patch: Route.RoutePatch
+): Effect.Effect<ReadonlyArray<Holder>, SqlError> => {
+  const table = sql(settings.qualified)
+  const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
+  return sql<Holder>`${readMark}
+    SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
+           COALESCE(${patch.path ?? null}, self.path) AS path
+    FROM ${table} AS self JOIN ${table} AS other
+      ON other.method = COALESCE(${patch.method ?? null}, self.method)
+      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
+    WHERE self.id = ${id}`
+}
+
+/**
+ * The update in a transaction that holds the counter at `base` (`Log.lock`): the statement and, when it changed
+ * nothing, why. A refusal by the method bound or the unique index fails with the database's error, which ends the
+ * transaction (or the savepoint it runs in).
+ */
+export const updateStep = (
+  store: Store,
+  id: Route.RouteId,
+  patch: Route.RoutePatch,
+  precondition: Precondition | undefined,
+  base: number,
+  change: Log.Change
+): Effect.Effect<Route.StoredRoute, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> => {
+  const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
+  const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
+    patch.handler === undefined
+  const attempt = (): Effect.Effect<
+    Route.StoredRoute,
+    RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError
+  > =>
+    empty ?
+      decide(store, id, precondition, unchanged, attempt) :
+      Effect.flatMap(
+        updateStatement(store, id, patch, precondition, base, change),
+        (rows) =>
+          rows.length > 0
+            ? Effect.succeed(Row.decode(rows[0]!))
+            : decide(store, id, precondition, unchanged, attempt)
+      )
+  return attempt()
+}
+
 /** Replaces the fields `patch` gives, checking the precondition and writing (and logging) only a real change. */
 export const update = (
   store: Store,
@@ -198,47 +250,23 @@ export const update = (
   patch: Route.RoutePatch,
   precondition: Precondition | undefined,
   change: Log.Change
-): Effect.Effect<Route.StoredRoute, WriteError | SqlError> => {
-  const { isMethodLimit, isShapeConflict, readMark, settings, sql } = store
-  const table = sql(settings.qualified)
-  const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
-  const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
-  const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
-    patch.handler === undefined
-  // The route that holds the new method and shape, and that method and path, read after the unique index refused.
-  const holder = sql<Holder>`${readMark}
-    SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
-           COALESCE(${patch.path ?? null}, self.path) AS path
-    FROM ${table} AS self JOIN ${table} AS other
-      ON other.method = COALESCE(${patch.method ?? null}, self.method)
-      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
-    WHERE self.id = ${id}`
-  // In one transaction: the statement and, when it changed nothing, why.
-  const attempt = (
-    base: number
-  ): Effect.Effect<Route.StoredRoute, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> =>
-    empty ?
-      decide(store, id, precondition, unchanged, () => attempt(base)) :
-      Effect.flatMap(
-        updateStatement(store, id, patch, precondition, base, change),
-        (rows) =>
-          rows.length > 0
-            ? Effect.succeed(Row.decode(rows[0]!))
-            : decide(store, id, precondition, unchanged, () => attempt(base))
-      )
+): Effect.Effect<Route.StoredRoute, WriteError | SqlError> =>
   // A refusal by the method bound or the unique index ends the transaction: both are answered after it.
-  return Log.write(store, Effect.flatMap(Log.lock(store), attempt), change.dryRun).pipe(
-    Effect.catchIf(isMethodLimit, () => tooManyMethods(patch.method!)),
+  Log.write(
+    store,
+    Effect.flatMap(Log.lock(store), (base) => updateStep(store, id, patch, precondition, base, change)),
+    change.dryRun
+  ).pipe(
+    Effect.catchIf(store.isMethodLimit, () => tooManyMethods(patch.method!)),
     Effect.catchIf(
-      isShapeConflict,
+      store.isShapeConflict,
       () =>
         Effect.flatMap(
-          store.deadline.read(holder),
+          store.deadline.read(holderOf(store, id, patch)),
           (holders) => conflictOr(holders, () => update(store, id, patch, precondition, change))
         )
     )
   )
-}
 
 /**
  * Removes the route, checking the precondition, and logs it; gives the removal's revision. One statement that locks
