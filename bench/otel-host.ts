@@ -6,8 +6,10 @@
  * built library as it is; `off`, the library kept from `@opentelemetry/api` (its import refused from the library's
  * OpenTelemetry module), so it names nothing; `toggle`, the built library naming or not as the parent says
  * (`"naming on"`, `"naming off"`: one flag read where the library checks for `@opentelemetry/api`), so that one process
- * can be measured both ways; `stripped`, a build with no telemetry code in the router (the router's two OpenTelemetry
- * lines cut from `dist/RouterListener.js` as it loads). The host fails if the lines it cuts or changes are not there. It tells
+ * can be measured both ways, and a third: the host's handler naming the route itself (`"naming by hand"`, as an expert
+ * host would, through the HTTP instrumentation's RPC metadata); `stripped`, a build with no telemetry code in the
+ * router (the router's two OpenTelemetry lines cut from `dist/RouterListener.js` as it loads). The host fails if the
+ * lines it cuts or changes are not there. It tells
  * its parent its port over IPC, answers `"cpu"` with the process's CPU time in microseconds, and profiles itself
  * between `"profile"` and `"stop"` (below).
  */
@@ -43,6 +45,17 @@ export async function load(url, context, next) {
 register(`data:text/javascript,${encodeURIComponent(hook)}`)
 
 const require = createRequire(import.meta.url)
+
+async function handNaming() {
+  const { context } = await import("@opentelemetry/api")
+  const { getRPCMetadata, RPCType } = await import("@opentelemetry/core")
+  return (route: { readonly path: string; readonly id: string }) => {
+    const metadata = getRPCMetadata(context.active())
+    if (metadata?.type !== RPCType.HTTP) return
+    metadata.route = route.path
+    metadata.span.setAttribute("route_registry.route.id", route.id)
+  }
+}
 
 if (process.env.OTEL === "sdk") {
   const { metrics } = await import("@opentelemetry/api")
@@ -85,8 +98,14 @@ await runtime.runPromise(
       Effect.forEach(routes, (route) => repository.create(Schema.decodeUnknownSync(Route.CreateRoute)(route)))
   ).pipe(Effect.orDie)
 )
+// `naming by hand`: the library names nothing and the handler names the route as an expert host would by itself, the
+// way the framework instrumentations do (the HTTP instrumentation's RPC metadata), with the route's id on the span: the
+// same span name, attributes and metric points as the library gives, so the two differ only in who writes them.
+let byHand = false
+const nameByHand = process.env.OTEL === "sdk" ? await handNaming() : () => {}
 const handler: import("route-registry/RouterListener").RouteFunction = (req, res) => {
   const { params, route } = RouterListener.matchOf(req)!
+  if (byHand) nameByHand(route)
   const body = Scenario.answer(route.handler, params)
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
   res.end(body)
@@ -119,8 +138,9 @@ const stop = () =>
 process.on("message", (message) => {
   if (message === "profile") return profile()
   if (message === "stop") return stop()
-  if (message === "naming on" || message === "naming off") {
-    ;(globalThis as Record<symbol, unknown>)[Symbol.for("bench/otel/off")] = message === "naming off"
+  if (message === "naming on" || message === "naming off" || message === "naming by hand") {
+    ;(globalThis as Record<symbol, unknown>)[Symbol.for("bench/otel/off")] = message !== "naming on"
+    byHand = message === "naming by hand"
   }
   const { system, user } = process.cpuUsage()
   process.send!({ cpu: user + system })

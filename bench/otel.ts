@@ -35,6 +35,8 @@ interface Variant {
   readonly env: Readonly<Record<string, string>>
   /** The variant whose process this one's passes run in (with the library's naming off). */
   readonly sharing?: Key
+  /** What the shared process is told before each of this variant's passes (default `"naming off"`). */
+  readonly naming?: string
 }
 
 // In the order they take turns, which keeps the two variants sharing a process apart: a pass right after another pass
@@ -44,6 +46,12 @@ const variants = {
   namedHost: { name: "SDK + HTTP instrumentation, routes named (a process)", env: { OTEL: "sdk", NAMING: "on" } },
   api: { name: "no SDK, @opentelemetry/api seen by the library", env: { OTEL: "none", NAMING: "on" } },
   unnamed: { name: "SDK + HTTP instrumentation, library names nothing (the same process)", env: {}, sharing: "named" },
+  byHand: {
+    name: "SDK + HTTP instrumentation, the host's handler names the route itself (the same process)",
+    env: {},
+    sharing: "named",
+    naming: "naming by hand"
+  },
   unnamedHost: {
     name: "SDK + HTTP instrumentation, library names nothing (another process)",
     env: { OTEL: "sdk", NAMING: "off" }
@@ -51,12 +59,14 @@ const variants = {
   noApi: { name: "no SDK, @opentelemetry/api not seen by the library", env: { OTEL: "none", NAMING: "off" } },
   stripped: { name: "no SDK, a build with no telemetry code in the router", env: { OTEL: "none", NAMING: "stripped" } }
 } satisfies Record<string, Variant>
-type Key = "named" | "unnamed" | "namedHost" | "unnamedHost" | "api" | "noApi" | "stripped"
+type Key = "named" | "unnamed" | "byHand" | "namedHost" | "unnamedHost" | "api" | "noApi" | "stripped"
 // `VARIANTS=named,unnamed` runs only those (and the comparisons between them).
 const keys = (process.env.VARIANTS?.split(",") ?? Object.keys(variants)).filter((key): key is Key => key in variants)
 
 const comparisons: ReadonlyArray<readonly [label: string, a: Key, b: Key]> = [
   ["naming, with the SDK, in one process (named / names nothing)", "named", "unnamed"],
+  ["naming, with the SDK, in one process (named / the host naming by hand)", "named", "byHand"],
+  ["naming by hand, with the SDK, in one process (by hand / names nothing)", "byHand", "unnamed"],
   ["naming, with the SDK, in two processes (named / names nothing)", "namedHost", "unnamedHost"],
   ["@opentelemetry/api installed, no SDK (seen / not seen)", "api", "noApi"],
   ["@opentelemetry/api not installed (not seen / no telemetry code)", "noApi", "stripped"],
@@ -166,7 +176,7 @@ const round = async (index: number): Promise<Record<Key, number>> => {
     const hosts: Array<Host> = []
     for (const key of keys) {
       const variant: Variant = variants[key]
-      const naming = variant.env.NAMING === "toggle" ? "naming on" : variant.sharing && "naming off"
+      const naming = variant.env.NAMING === "toggle" ? "naming on" : variant.sharing && (variant.naming ?? "naming off")
       hosts.push({ process: await processOf(key), naming, cpu: 0 })
     }
     for (const host of hosts) {

@@ -121,7 +121,8 @@ const killListeners = async (url: string, first: number, every: number, end: num
       kills.push(performance.timeOrigin + performance.now())
       await admin.query(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() " +
-          "AND pid <> pg_backend_pid() AND query LIKE 'LISTEN %'"
+          // A listening connection's last statement is its LISTEN, or a ping it sent itself (NOTIFY).
+          "AND pid <> pg_backend_pid() AND (query LIKE 'LISTEN %' OR query LIKE 'NOTIFY %')"
       )
     }
   } finally {

@@ -104,9 +104,10 @@ export interface Options {
   readonly snapshotTimeout?: Duration.DurationInput | undefined
   /**
    * How many of its last changes the follower keeps for its own followers to resume from (a relay), as
-   * `RouteTable.LayerOptions.historyCapacity`; a relay keeps no log, so one that was away longer is sent every route
-   * again (a `reset`). Its cursors are the registry's, so its followers may also resume at the registry. Default
-   * `RouteTable.DEFAULT_HISTORY_CAPACITY`.
+   * `RouteTable.LayerOptions.historyCapacity`. A relay keeps no log: one of its followers that was away longer is
+   * caught up from the registry's log, through a catch-up stream from the process the relay follows, and sent every
+   * route again (a `reset`) only when that log no longer holds its changes either. Its cursors are the registry's, so
+   * its followers may also resume at the registry. Default `RouteTable.DEFAULT_HISTORY_CAPACITY`.
    */
   readonly historyCapacity?: number | undefined
 }
@@ -135,8 +136,10 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
  *   takes each change as it arrives, in order;
  * - `RouteRepository`, a read-only store over the same routes: `findById` and `list` answer from memory as the memory
  *   store does, `history` reads a page of the registry's change log (`GET <url>/v1/routing/history`, with `token`;
- *   `StoreUnavailable` when it cannot be had within 10 s), and every write fails with `ReadOnlyStore` (the routing
- *   API answers it `405 method_not_allowed`);
+ *   `StoreUnavailable` when it cannot be had within 10 s), `logAfter` the changes after a revision through a catch-up
+ *   stream (`GET <url>/v1/routing/changes` from that revision: what its own change stream sends a follower whose
+ *   cursor is older than its history), and every write fails with `ReadOnlyStore` (the routing API answers it
+ *   `405 method_not_allowed`);
  * - `TableStatus` (`following: "stream"`): current (staleness 0) while the stream is live and the registry says it is
  *   current itself, its staleness growing while the registry cannot be reached (or, for a relay, cannot reach its own);
  * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
@@ -148,8 +151,9 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
  *
  * While the stream is lost (the registry restarts, the network fails, the stream falls silent for `idleTimeout`) the
  * table keeps routing as it is, and the follower reconnects by itself with backoff and jitter, resuming after the
- * last event it applied; when the registry cannot resume from there (it restarted, or its history moved past it) it
- * sends every route again, and the table ends equal to it, having routed with its old routes meanwhile. Building the
+ * last event it applied; when the registry cannot resume from there (its log no longer holds the changes, or it is
+ * another store) it sends every route again, and the table ends equal to it, having routed with its old routes
+ * meanwhile. Building the
  * layer fails with `FollowFailed` when the registry refuses the token or the URL, or the routes do not arrive within
  * `startTimeout`, and with `InvalidOption` naming an option out of its range. With `Telemetry.layer` in context, it
  * keeps the table's gauges as `layer` does.

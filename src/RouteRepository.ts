@@ -5,6 +5,7 @@
  */
 import type { Duration, Either } from "effect"
 import { Context, Effect, Layer } from "effect"
+import type { ChangeFeed } from "./internal/store/changeFeed.js"
 import * as Memory from "./internal/store/memory.js"
 import * as Route from "./Route.js"
 
@@ -27,6 +28,8 @@ import type {
 export * from "./internal/store/errors.js"
 
 export { Actor } from "./internal/store/actor.js"
+
+export type { ChangeFeed, ChangeListener, Changes } from "./internal/store/changeFeed.js"
 
 export {
   answerAgain,
@@ -247,60 +250,6 @@ export interface LogRead {
 export interface Restored {
   readonly route: Route.StoredRoute
   readonly created: boolean
-}
-
-/**
- * What changed in a store after a cursor (see `ChangeFeed`).
- *
- * @since 0.2.0
- */
-export interface Changes {
-  /** The position these changes bring a reader to: the cursor of the next read. */
-  readonly cursor: string
-  /** Routes created or updated since the cursor read, each as it is now (its newest revision). */
-  readonly upserted: ReadonlyArray<Route.StoredRoute>
-  /** Ids of the routes removed since the cursor read. Ids are never reused, so a removed route stays removed. */
-  readonly removed: ReadonlyArray<string>
-  /**
-   * `false` when the store no longer holds the whole history since the cursor (it was pruned while the reader was
-   * away): the reader must load every route again from a new cursor. `upserted` and `removed` are then empty.
-   */
-  readonly complete: boolean
-}
-
-/**
- * How a store shared by several processes tells each of them what the others changed. A reader takes a `cursor`,
- * loads every route, then reads `since` that cursor again and again: each read gives exactly the changes committed
- * after the previous one, whatever order their transactions started in, and the reader ends equal to the store.
- *
- * @since 0.2.0
- */
-export interface ChangeFeed {
-  /** A position at the store's present: every change committed after it is in the next `since`. */
-  readonly cursor: Effect.Effect<string, StoreUnavailable>
-  /** The changes committed after `cursor`, and the cursor to read from next. */
-  readonly since: (cursor: string) => Effect.Effect<Changes, StoreUnavailable>
-  /** How often a reader reads `since` when nothing wakes it. */
-  readonly pollInterval: Duration.Duration
-  /**
-   * Present when the store can tell of a commit as it happens: runs until interrupted, giving `listener` the changes
-   * other processes announce once they committed them, and calling `listener.wake` when it heard of a change it
-   * cannot give, and once whenever it starts hearing again (what was said in between is lost). Hints only: the
-   * reader still reads `since` every poll interval, which is what makes it complete.
-   */
-  readonly listen?: ((listener: ChangeListener) => Effect.Effect<never>) | undefined
-}
-
-/**
- * What a `ChangeFeed` tells of as it hears of it.
- *
- * @since 0.2.0
- */
-export interface ChangeListener {
-  /** Routes as a committed change left them (a reader keeps the newest revision), and ids of removed routes. */
-  readonly apply: (upserted: ReadonlyArray<Route.StoredRoute>, removed: ReadonlyArray<string>) => void
-  /** Something changed: read `since` now. */
-  readonly wake: () => void
 }
 
 /**

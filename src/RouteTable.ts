@@ -337,9 +337,9 @@ export interface LayerOptions {
    * How many of the last changes the process keeps in memory for the change stream (`GET /v1/routing/changes`) to
    * resume a client from. A client further behind (or coming from another process on the store, or from before a
    * restart) is sent the changes from the store's change log (`RouteRepository.logAfter`), and a `reset` with the
-   * whole table only when the log no longer holds them, or the store keeps no log. A whole number from 1; default
-   * `DEFAULT_HISTORY_CAPACITY`. Each change kept holds the route and its JSON, a few hundred bytes for an ordinary
-   * route.
+   * whole table only when the log no longer holds them, or the store keeps no log (a follower's store reads the
+   * registry's: `RouteFollower`). A whole number from 1; default `DEFAULT_HISTORY_CAPACITY`. Each change kept holds
+   * the route and its JSON, a few hundred bytes for an ordinary route.
    */
   readonly historyCapacity?: number | undefined
 }

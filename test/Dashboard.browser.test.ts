@@ -447,6 +447,23 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
+  it("learns whether a token may write from the dry run of a delete of no route, and changes nothing", async () => {
+    const before = (await api("GET", "?limit=1000")).body
+    for (const [token, writes] of [[ADMIN, true], [READER, false]] as const) {
+      const page = await browser.newPage()
+      const deletes: Array<URL> = []
+      page.on("request", (request) => {
+        if (request.method() === "DELETE") deletes.push(new URL(request.url()))
+      })
+      await signIn(token, page)
+      assert.strictEqual(deletes.length, 1, token)
+      assert.strictEqual(deletes[0]!.search, "?dryRun=true")
+      assert.strictEqual(await page.getByRole("button", { name: "New route" }).count(), writes ? 1 : 0)
+      await page.close()
+    }
+    assert.deepStrictEqual((await api("GET", "?limit=1000")).body, before)
+  })
+
   it("two tabs editing one route: the second save is a conflict showing both versions, never overwriting", async () => {
     const prefix = fresh()
     const made = await create("GET", `${prefix}/shared`, "original")

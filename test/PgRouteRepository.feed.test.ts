@@ -51,14 +51,19 @@ const contents = (table: RouteTable.Table<Route.StoredRoute>) =>
 const storedRows = (store: Store) =>
   Effect.map(store.list({ limit: 1000 }), (page) => page.items.map((route) => `${route.id}@${route.revision}`).sort())
 
-/** The pid of the one connection listening on `table`'s channel once there is one other than `killed`, within 10 s. */
+/**
+ * The pid of the one connection listening on `table`'s channel once there is one other than `killed`, within 10 s: its
+ * last statement is its `LISTEN`, or a ping it sent itself (`NOTIFY`; the pool's connections send `pg_notify()`).
+ */
 const listenerOf = (table: string, killed?: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const deadline = Date.now() + 10_000
     for (;;) {
       const rows = yield* sql<{ pid: number }>`
-        SELECT pid FROM pg_stat_activity WHERE query = ${`LISTEN "${table}_changes"`} AND pid <> pg_backend_pid()`
+        SELECT pid FROM pg_stat_activity
+        WHERE (query = ${`LISTEN "${table}_changes"`} OR starts_with(query, ${`NOTIFY "${table}_changes", `}))
+          AND pid <> pg_backend_pid()`
       if (rows.length === 1 && rows[0]!.pid !== killed) return rows[0]!.pid
       if (Date.now() > deadline) return yield* Effect.die(new Error(`no new listener on ${table}: ${rows.length}`))
       yield* Effect.sleep(20)

@@ -35,8 +35,9 @@ afterEach(async () => {
 })
 
 // A registry process over `store`: its own table, its own history, its routing API on a port of its own.
-const registry = async (store: Layer.Layer<RouteRepository.RouteRepository, unknown>) => {
-  const listener = await AdminListener.fromLayer(Layer.merge(RouteTable.layer.pipe(Layer.provide(store)), tokens))
+const registry = async (store: Layer.Layer<RouteRepository.RouteRepository, unknown>, historyCapacity?: number) => {
+  const table = historyCapacity === undefined ? RouteTable.layer : RouteTable.layerWith({ historyCapacity })
+  const listener = await AdminListener.fromLayer(Layer.merge(table.pipe(Layer.provide(store)), tokens))
   const served = await serveNode(listener, listener.dispose)
   opened.push(served)
   return served
@@ -184,6 +185,140 @@ describe("a relay", () => {
       await closeServer(server)
       await relayed.close()
     }
+  })
+})
+
+// A relay of `origin` keeping only `historyCapacity` changes, its routing API served on a port of its own.
+const relayOf = async (origin: Served, historyCapacity: number) => {
+  const relayed = await follow(origin.origin, READER, { historyCapacity }, Authenticator.layerStaticTokens(tokenList))
+  const listener = await relayed.runtime.runPromise(AdminListener.make())
+  const server = Http.createServer((req, res) => listener(req, res, () => res.writeHead(404).end()))
+  const relay = { origin: await listen(server), relayed }
+  opened.push({ close: () => closeServer(server).then(() => relayed.close()) } as Served)
+  return relay
+}
+
+// Waits until the relay holds the registry's latest change.
+const caughtUp = async (
+  relay: { readonly relayed: { readonly history: { revision: () => number } } },
+  origin: Served
+) => {
+  const latest = revisionOf((await untilReady(await open(origin))).cursor)
+  await EventStream.eventually("the relay has every change", () => relay.relayed.history.revision() >= latest)
+}
+
+const summary = (events: ReadonlyArray<EventStream.Event>) =>
+  events.map((event) => `${event.event} ${event.id} ${event.event === "ready" ? "" : JSON.stringify(event.data)}`)
+
+describe("a relay whose history no longer holds a client's cursor", () => {
+  it("catches the client up from the registry's log: exactly the missed changes, no reset, then live", async () => {
+    const origin = await registry(RouteRepository.layerMemory)
+    const kept = await create(origin, "/kept")
+    const gone = await create(origin, "/gone")
+    const relay = await relayOf(origin, 2)
+    const { cursor } = await untilReady(await open(relay))
+
+    // More changes than the relay keeps, one per route, while the client is away.
+    const added = [await create(origin, "/a"), await create(origin, "/b"), await create(origin, "/c")]
+    await update(origin, kept.id, "moved")
+    await remove(origin, gone.id)
+    await caughtUp(relay, origin)
+    assert.isBelow(revisionOf(cursor), relay.relayed.history.revision() - 2, "older than the relay's history")
+
+    const stream = await open(relay, cursor)
+    const events = await stream.waitFor((event) => event.event === "ready")
+    assert.deepStrictEqual(kinds(events), ["upsert", "upsert", "upsert", "upsert", "delete", "ready"])
+    assert.deepStrictEqual(
+      events.slice(0, 5).map((event) => event.data.id),
+      [...added.map((route) => route.id), kept.id, gone.id]
+    )
+    // The same events, cursors and all, as the registry sends from that cursor.
+    const atRegistry = await untilReady(await open(origin, cursor))
+    assert.deepStrictEqual(summary(events.slice(0, 5)), summary(atRegistry.events.slice(0, 5)))
+    assert.strictEqual(events.at(-1)!.id, atRegistry.cursor)
+
+    // The catch-up stream the relay opened at the registry is no member of the fleet: only the relay is listed.
+    const fleet = await origin.send({ method: "GET", path: "/v1/routing/followers", headers: auth(READER) })
+    assert.deepStrictEqual((fleet.json as { items: ReadonlyArray<unknown> }).items.length, 1, fleet.text)
+
+    // Live from there: the next change arrives, once.
+    const caught = events.length
+    const later = await create(origin, "/later")
+    const next = await stream.waitFor((event) => event.event === "upsert" && event.data.id === later.id)
+    assert.deepStrictEqual(next.slice(caught).map((event) => `${event.event} ${event.data.id}`), [`upsert ${later.id}`])
+  })
+
+  it("catches up page by page past a page of the log, then from the relay's own history, with no gap and no duplicate", async () => {
+    const origin = await registry(RouteRepository.layerMemory, 50)
+    const relay = await relayOf(origin, 10)
+    const { cursor } = await untilReady(await open(relay))
+    // More than a page of the log (1,000 changes), so that the catch-up ends inside the relay's own history.
+    const ids: Array<string> = []
+    for (let n = 0; n < 1005; n++) ids.push((await create(origin, `/page/${n}`)).id)
+    await caughtUp(relay, origin)
+    const events = await (await open(relay, cursor)).waitFor((event) => event.event === "ready", 20_000)
+    assert.deepStrictEqual(kinds(events), [...ids.map(() => "upsert"), "ready"])
+    assert.deepStrictEqual(events.slice(0, -1).map((event) => event.data.id), ids)
+    const atRegistry = await untilReady(await open(origin, cursor))
+    assert.deepStrictEqual(events.map((event) => event.id), atRegistry.events.map((event) => event.id))
+  })
+
+  it("closes the client's stream, with no reset, while the registry cannot be reached for the catch-up", async () => {
+    const origin = await registry(RouteRepository.layerMemory)
+    const relay = await relayOf(origin, 1)
+    const { cursor } = await untilReady(await open(relay))
+    for (const path of ["/a", "/b", "/c"]) await create(origin, path)
+    await caughtUp(relay, origin)
+    await origin.close()
+    opened = opened.filter((served) => served !== origin)
+    // Closed before anything was sent (its head included, as a registry that cannot read its log does): the client
+    // resumes later from the same cursor.
+    const sent = await open(relay, cursor).then(
+      async (stream) => {
+        await stream.ended
+        return kinds(stream.events)
+      },
+      () => []
+    )
+    assert.deepStrictEqual(sent, [])
+    // The relay itself routes on, and serves a stream that needs nothing from the registry.
+    assert.deepStrictEqual(kinds((await untilReady(await open(relay))).events), ["upsert", "upsert", "upsert", "ready"])
+  })
+
+  it("refuses a cursor past the registry's newest revision, as the registry does: no process issued it", async () => {
+    const origin = await registry(RouteRepository.layerMemory)
+    await create(origin, "/one")
+    const relay = await relayOf(origin, 2)
+    const { cursor } = await untilReady(await open(relay))
+    const [store] = cursor.split(".")
+    const refused = await open(relay, `${store}.${(revisionOf(cursor) + 100).toString(36)}`)
+    assert.strictEqual(refused.status, 400, refused.text)
+    assert.strictEqual(JSON.parse(refused.text).code, "invalid_query")
+  })
+
+  it("resets a cursor of another store", async () => {
+    const other = await registry(RouteRepository.layerMemory)
+    await create(other, "/elsewhere")
+    const foreign = (await untilReady(await open(other))).cursor
+    const origin = await registry(RouteRepository.layerMemory)
+    await create(origin, "/here")
+    const relay = await relayOf(origin, 2)
+    const events = await (await open(relay, foreign)).waitFor((event) => event.event === "ready")
+    assert.deepStrictEqual(kinds(events), ["reset", "upsert", "ready"])
+    assert.strictEqual(events[1]!.data.path, "/here")
+  })
+
+  it("resets the client when the registry's log was pruned past its cursor too", async () => {
+    const origin = await registry(RouteRepository.layerMemoryWith({ historyCapacity: 2 }), 2)
+    await create(origin, "/first")
+    const relay = await relayOf(origin, 2)
+    const { cursor } = await untilReady(await open(relay))
+    for (const path of ["/a", "/b", "/c", "/d", "/e"]) await create(origin, path)
+    await caughtUp(relay, origin)
+    const atRegistry = await (await open(origin, cursor)).waitFor((event) => event.event === "ready")
+    assert.strictEqual(atRegistry[0]!.event, "reset", "the registry no longer has the changes")
+    const events = await (await open(relay, cursor)).waitFor((event) => event.event === "ready")
+    assert.deepStrictEqual(kinds(events), ["reset", ...Array.from({ length: 6 }, () => "upsert"), "ready"])
   })
 })
 

@@ -28,8 +28,6 @@ export const BASE: string = new URL("..", location.href).pathname.replace(/\/$/,
 /** A signed-in tab: the token, and whether it may write (decided by asking the API). */
 export class Session {
   writable = false
-  /** Whether the API checks writes without making them (`dryRun=true`, docs/history.md). */
-  dryRuns = false
   readonly #token: string
   constructor(token: string) {
     this.#token = token
@@ -110,18 +108,19 @@ export const call = async <A>(session: Session, path: string, options: Call = {}
   return { status: response.status, headers: response.headers, value: undefined, problem: await problemOf(response) }
 }
 
-/** An id no route can have: asking to delete it tells whether this token may write, and changes nothing. */
+/** An id no route can have (the nil UUID; route ids are UUIDv7): a delete of it finds nothing to delete. */
 const NO_ROUTE = "00000000-0000-0000-0000-000000000000"
 
 /**
- * What a token may do, by asking: a delete of an id that can never exist, with an invalid `dryRun`. A token that may
- * not write is refused (403; 405 on a follower) before anything else is looked at; one that may is told the query is
- * invalid where the API takes dry runs (400), or that there is no such route where it does not (404).
+ * What a token may do, by asking, as the API offers no read of a token's scopes: the dry run of a delete of an id no
+ * route can have (`dryRun=true`, which every write of the API that serves this page takes, docs/history.md). A dry run
+ * is checked as the real delete is, token and scope first: a token that may not write is refused (401, 403; 405 on a
+ * follower), one that may is told there is no such route (404). Nothing changes, and nothing could: the id has no
+ * route to delete even where a dry run were not understood.
  */
 export const probe = async (session: Session): Promise<void> => {
-  const answer = await call(session, `/${NO_ROUTE}`, { method: "DELETE", query: { dryRun: "probe" } })
+  const answer = await call(session, `/${NO_ROUTE}`, { method: "DELETE", query: { dryRun: "true" } })
   session.writable = answer.status !== 403 && answer.status !== 405 && answer.status !== 401
-  session.dryRuns = answer.status === 400
 }
 
 /** The whole sentence of a problem, for places that show one line. */

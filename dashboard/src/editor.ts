@@ -255,9 +255,8 @@ const form = (session: Session, initial: Editing | undefined, resolve: (route: R
     show(answer.problem!)
   }
 
-  if (session.dryRuns) {
-    const check = debounce(300, () => void submit(true))
-    for (const f of fields.values()) f.input.addEventListener("input", check)
-  }
+  // Checked as the person types by dry runs, which the API that serves this page takes on every write.
+  const check = debounce(300, () => void submit(true))
+  for (const f of fields.values()) f.input.addEventListener("input", check)
   fields.get("method")!.input.focus()
 }

@@ -281,13 +281,16 @@ const opened = (state: State) => (stream: string | undefined) => {
 const readOnly = (operation: string) => Effect.fail(new RouteRepository.ReadOnlyStore({ operation }, true))
 
 /**
- * The follower's store: reads from its memory index, the change log from the registry it follows (`log`), writes
- * and restores refused with `ReadOnlyStore`.
+ * The follower's store: reads from its memory index, the change log from the registry it follows (`log`; after a
+ * revision, through a catch-up stream from the process followed, so a relay resumes a cursor older than its history
+ * as a registry does from its store's log), writes and restores refused with `ReadOnlyStore`.
  */
-export const store = (state: State, log: Log.Target): Store =>
-  RouteRepository.RouteRepository.of({
+export const store = (state: State, log: Log.Target): Store => {
+  const upstream: Log.Upstream = { history: log, changes: { ...state.settings.target, name: undefined } }
+  return RouteRepository.RouteRepository.of({
     readOnly: true,
     history: (query) => Log.history(log, query),
+    logAfter: (revision, limit) => Log.after(upstream, state.history.store(), revision, limit),
     create: () => readOnly("create"),
     createIdempotent: () => readOnly("create"),
     update: () => readOnly("update"),
@@ -302,6 +305,7 @@ export const store = (state: State, log: Log.Target): Store =>
       }),
     list: (query) => Effect.sync(() => Memory.listMemory(state.memory, query))
   })
+}
 
 /**
  * The table's status. A follower whose stream is live, not silent past `idleMillis`, and whose registry says it is

@@ -4,7 +4,8 @@
  *
  * A stream first catches up: the history's routes as of one revision (a snapshot, when the client gives no cursor or
  * one this process cannot resume from), or the store's log after the client's revision when it is older than what the
- * history keeps, then the history's changes after that, written only as fast as the connection sends them. A cursor
+ * history keeps (a relay's store reads it from the process it follows: `follow/log.ts`), then the history's changes
+ * after that, written only as fast as the connection sends them. A cursor
  * ahead of the history (issued by a process that is ahead of this one) is held until the history reaches it. Once it
  * holds nothing more to send it subscribes to the history in the same step (so no change falls between), writes
  * `ready`, and from then on each change is written into the connection by the history's listener, synchronously, as
@@ -22,6 +23,7 @@ import * as Heartbeat from "../follow/heartbeat.js"
 import * as History from "../table/history.js"
 import type { Status } from "../table/liveTable.js"
 import type { OpenBody, Sink } from "./exchange.js"
+import { endTurn, type LogReads, takeTurn } from "./logReads.js"
 
 /** Reads the store's log after a revision (`RouteRepository.logAfter`), outside any fiber. */
 export type ReadLog = (revision: number, limit: number) => Promise<LogRead>
@@ -47,33 +49,10 @@ export interface Source {
   shared: WeakRef<Snapshot> | undefined
 }
 
-/** At most `MAX_LOG_READS` streams read the log at once; the others wait in turn, so a crowd never starves the API. */
-export interface LogReads {
-  running: number
-  readonly waiting: Array<() => void>
-}
-
-export const MAX_LOG_READS = 4
+export { type LogReads, logReads, MAX_LOG_READS } from "./logReads.js"
 
 // How many log entries a catch-up reads at a time.
 const LOG_PAGE = 1000
-
-export const logReads = (): LogReads => ({ running: 0, waiting: [] })
-
-const takeTurn = (reads: LogReads, start: () => void): void => {
-  if (reads.running < MAX_LOG_READS) {
-    reads.running++
-    start()
-  } else {
-    reads.waiting.push(start)
-  }
-}
-
-const endTurn = (reads: LogReads): void => {
-  const next = reads.waiting.shift()
-  if (next === undefined) reads.running--
-  else next()
-}
 
 /** The content type of the stream. */
 export const CONTENT_TYPE = "text/event-stream"
@@ -390,7 +369,8 @@ const open = (source: Source, since: string | undefined, sink: Sink, release: ()
           if (stopped) return
           if (!page.complete || page.store !== store) return first ? reset() : cut()
           const last = page.entries[page.entries.length - 1]
-          if (last === undefined) return catchUp(store, Math.max(revision, history.revision()))
+          // Nothing after `revision` up to the log's newest: on from there, or the history's revision when behind it.
+          if (last === undefined) return catchUp(store, Math.max(revision, Math.min(page.revision, history.revision())))
           write(netEvents(store, page.entries), () => catchUp(store, last.revision))
         },
         () => {

@@ -18,6 +18,7 @@ import * as ChangeStream from "./changeStream.js"
 import * as Content from "./content.js"
 import { COLLECTION, type OpenBody, type Request, type Response } from "./exchange.js"
 import { parseParameters } from "./listQuery.js"
+import type * as Shared from "./steps.js"
 
 /** The fleet's path. */
 export const FOLLOWERS = `${COLLECTION}/followers`
@@ -35,23 +36,8 @@ export const STREAM_HEADER = "follower-stream"
 export const MAX_WAIT_SECONDS = 60
 
 /** The steps of `operations.ts` the fleet's operations are made of. */
-export interface Steps<Core> {
-  readonly run: (core: Core, steps: Effect.Effect<Response, any>) => Effect.Effect<Response>
-  readonly authorize: (
-    core: Core,
-    request: Request,
-    scope: Authenticator.Scope,
-    refusal: Response
-  ) => Effect.Effect<Authenticator.Principal, any>
-  readonly served: (
-    core: Core,
-    request: Request,
-    route: string,
-    operation: "followers" | "report" | "method_not_allowed",
-    build: () => Effect.Effect<Response>
-  ) => Effect.Effect<Response>
+export interface Steps<Core> extends Shared.Steps<Core, "followers" | "report"> {
   readonly source: (core: Core) => ChangeStream.Source | undefined
-  readonly limits: (core: Core) => Content.BodyLimits
 }
 
 const NO_FLEET = Answers.problem(

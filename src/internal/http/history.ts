@@ -7,7 +7,6 @@
  * @internal
  */
 import { Effect, Either } from "effect"
-import type * as Authenticator from "../../Authenticator.js"
 import * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import { MAX_ISSUES } from "../route/validate.js"
@@ -18,6 +17,7 @@ import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
 import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
 import * as Ownership from "./ownership.js"
+import type * as Shared from "./steps.js"
 
 /** The log's path. */
 export const HISTORY = `${COLLECTION}/history`
@@ -34,29 +34,14 @@ export const DEFAULT_HISTORY_PAGE = 50
 export const MAX_HISTORY_PAGE = 200
 
 /** The steps of `operations.ts` the log's operations are made of. */
-export interface Steps<Core> {
-  readonly run: (core: Core, steps: Effect.Effect<Response, any>, id?: string) => Effect.Effect<Response>
-  readonly authorize: (
-    core: Core,
-    request: Request,
-    scope: Authenticator.Scope,
-    refusal: Response
-  ) => Effect.Effect<Authenticator.Principal, any>
+export interface Steps<Core> extends Shared.Steps<Core, "history" | "restore"> {
   readonly withRoute: (
     core: Core,
     status: number,
     route: Route.StoredRoute,
     headers?: Record<string, string>
   ) => Effect.Effect<Response>
-  readonly served: (
-    core: Core,
-    request: Request,
-    route: string,
-    operation: "history" | "restore" | "method_not_allowed",
-    build: () => Effect.Effect<Response>
-  ) => Effect.Effect<Response>
   readonly repository: (core: Core) => RouteRepository.RouteRepository["Type"]
-  readonly limits: (core: Core) => Content.BodyLimits
   /** Forgets what the core keeps of a route's answers once it changed. */
   readonly changed: (core: Core, id: string) => void
 }

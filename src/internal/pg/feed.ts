@@ -141,11 +141,16 @@ export const make = ({ columns, guard, pg, readMark, settings, sql }: Parts): Fe
   }
 }
 
-/** Listening on one connection: `open` starts it, and gives an Effect that fails when that connection dies. */
+/** Listening on one connection: `open` starts it. */
 interface Channel {
-  readonly open: (
-    heard: (payload: string) => void
-  ) => Effect.Effect<Effect.Effect<never, unknown>, unknown, Scope.Scope>
+  readonly open: (heard: (payload: string) => void) => Effect.Effect<Listening, unknown, Scope.Scope>
+}
+
+interface Listening {
+  /** Fails when the connection dies. */
+  readonly died: Effect.Effect<never, unknown>
+  /** Sends a notification on the listening connection itself, where it is the store's own (it then hears it too). */
+  readonly notify: ((payload: string) => Effect.Effect<void, unknown>) | undefined
 }
 
 /**
@@ -178,14 +183,23 @@ const channelsOf = (pg: PgClient.PgClient, name: string): Channels => {
             return client
           })
           yield* Effect.tryPromise(() => client.query(`LISTEN ${Pg.escapeIdentifier(name)}`))
-          return Deferred.await(dead)
+          return {
+            died: Deferred.await(dead),
+            // NOTIFY rather than the pool's `SELECT pg_notify(...)`: in pg_stat_activity the listening connection
+            // shows LISTEN or NOTIFY on its channel, told apart from the pool's connections.
+            notify: (payload) =>
+              Effect.tryPromise(() => client.query(`NOTIFY ${Pg.escapeIdentifier(name)}, ${Pg.escapeLiteral(payload)}`))
+          }
         })
     },
     shared: {
       open: (heard) =>
         Effect.map(
           Effect.forkScoped(S.runForEach(pg.listen(name), (payload) => Effect.sync(() => heard(payload)))),
-          (fiber) => Effect.zipRight(Fiber.join(fiber), Effect.fail("the listening stream ended"))
+          (fiber) => ({
+            died: Effect.zipRight(Fiber.join(fiber), Effect.fail("the listening stream ended")),
+            notify: undefined
+          })
         )
     }
   }
@@ -197,7 +211,8 @@ const channelsOf = (pg: PgClient.PgClient, name: string): Channels => {
  * meanwhile. The pings also find out a connection that dies without a word (a network that drops everything): one
  * that has not heard its own ping for a few periods is taken as dead too. A connection of the store's own that never
  * heard a ping reaches another database than the pool (a config that does not say how the pool connects, such as a
- * PGlite pool's): after a second such one, the table listens through `PgClient.listen` for good.
+ * PGlite pool's): after a second such one, the table listens through `PgClient.listen` for good. Once it has heard
+ * one, it pings on itself, so the pool serves only the polls while the process is idle (docs/scaling-out.md).
  */
 const hear = (
   channels: Channels,
@@ -232,19 +247,28 @@ const hear = (
       openedAt = undefined
       let heardAt: number | undefined
       return Effect.scoped(Effect.gen(function*() {
-        const died = yield* using.open((payload) => {
+        const { died, notify } = yield* using.open((payload) => {
           if (payload === ping) {
             if (heardAt === undefined) listener.wake()
             // Heard on the connection's own callback, outside any fiber: the clock is read directly.
             heardAt = clock.unsafeCurrentTimeMillis()
+            if (using === channels.own) verified = true
           } else if (!payload.startsWith(PING_PREFIX)) {
             heard(payload)
           }
         })
         const startedAt = yield* Clock.currentTimeMillis
         openedAt = startedAt
+        // Through the pool until the store's own connection has heard a ping (so it reaches the pool's database),
+        // then on that connection itself: an idle process's pings and polls never take two pool connections at once.
+        // A ping the connection does not answer is given up after a period; its silence then ends the session.
+        const send = Effect.suspend(() =>
+          notify !== undefined && verified
+            ? Effect.timeout(notify(ping), period)
+            : sql`SELECT pg_notify(${settings.channel}, ${ping})`
+        )
         const pinging = Effect.forever(Effect.gen(function*() {
-          yield* Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${ping})`)
+          yield* Effect.ignore(send)
           // Until the first ping comes back, `LISTEN` may not be in place (through PgClient.listen): ping again soon.
           yield* Effect.sleep(heardAt === undefined ? FIRST_PING_MILLIS : period)
           if ((yield* Clock.currentTimeMillis) - (heardAt ?? startedAt) > DEAF_PERIODS * period) {
@@ -253,9 +277,7 @@ const hear = (
         }))
         return yield* Effect.raceFirst(died, pinging)
       })).pipe(Effect.ensuring(Effect.sync(() => {
-        if (using !== channels.own) return
-        if (heardAt !== undefined) verified = true
-        else if (!verified) unheard++
+        if (using === channels.own && !verified) unheard++
       })))
     })
     // A connection that listened a while is replaced at once, and the backoff starts over. One that could not be

@@ -24,7 +24,7 @@ import type { InvalidOption } from "../../InvalidOption.js"
 import * as Route from "../../Route.js"
 import { positiveInteger } from "../optionChecks.js"
 
-/** One change, at its revision. `text` is its JSON, made once however many streams send it. */
+/** One change, at its revision. `text` is its JSON, made at most once however many streams send it. */
 export type Change =
   | { readonly _tag: "Upsert"; readonly revision: number; readonly route: Route.StoredRoute; readonly text: string }
   | { readonly _tag: "Delete"; readonly revision: number; readonly id: string; readonly text: string }
@@ -130,12 +130,20 @@ const INVALID: Since = {
   reason: "is not a cursor this API issued: resume from the id of the last event received"
 }
 
-const upsertOf = (route: Route.StoredRoute, revision: number, text: string | undefined): Change => ({
-  _tag: "Upsert",
-  revision,
-  route,
-  text: text ?? Route.toJson(route)
-})
+// Its JSON is made when a stream first sends it, not when it is recorded: a registry that nobody follows never makes it.
+class Upsert {
+  readonly _tag = "Upsert"
+  #text: string | undefined
+  constructor(readonly revision: number, readonly route: Route.StoredRoute, text: string | undefined) {
+    this.#text = text
+  }
+  get text(): string {
+    return this.#text ??= Route.toJson(this.route)
+  }
+}
+
+const upsertOf = (route: Route.StoredRoute, revision: number, text: string | undefined): Change =>
+  new Upsert(revision, route, text)
 
 const deleteOf = (id: string, revision: number): Change => ({
   _tag: "Delete",

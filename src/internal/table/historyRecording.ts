@@ -36,15 +36,17 @@ const LOG_PAGE = 1000
 // How long the history waits before reading the log again after a read failed (the table reports the outage).
 const LOG_RETRY_MILLIS = 1000
 
+// The route as of a log entry: the entry's own when a store logged the stored route itself (the memory store does).
+const storedAt = (after: Route.Route, revision: number): Route.StoredRoute => {
+  if (after instanceof Route.StoredRoute && after.revision === revision) return after
+  const { createdAt, handler, id, method, middleware, path } = after
+  return new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
+}
+
 const recordEntry = (history: History.History, entry: RouteRepository.HistoryEntry): void => {
   const after = entry.after
   if (after === null) return history.deleted(entry.routeId, entry.revision)
-  const { createdAt, handler, id, method, middleware, path } = after
-  const route = new Route.StoredRoute(
-    { id, method, path, middleware, handler, createdAt, revision: entry.revision },
-    true
-  )
-  history.upserted(route, entry.revision)
+  history.upserted(storedAt(after, entry.revision), entry.revision)
 }
 
 type LogAfter = NonNullable<Store["logAfter"]>
