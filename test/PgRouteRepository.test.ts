@@ -473,6 +473,71 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
     }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
   })
 
+  it.effect("a batch of creates waiting for the counter while another writer stores one of its shapes: that one is refused", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const repo = yield* RouteRepository.RouteRepository
+      yield* Effect.flatMap(body("/first"), repo.create)
+      const connect = Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new Pg.Client({ connectionString: TestDatabase.url })
+          await client.connect()
+          return client
+        }),
+        (client) => Effect.promise(() => client.end())
+      )
+      const other = yield* connect
+      // Watched from a session outside any transaction: a transaction sees pg_stat_activity as it first read it.
+      const watcher = yield* connect
+      const query = (text: string, values: ReadonlyArray<unknown> = []) =>
+        Effect.promise(() => other.query(text, [...values]))
+      // Another writer holds the counter, so the batch's statement (its snapshot taken) waits for it.
+      yield* query(`BEGIN; SELECT revision FROM ${table}_revision FOR UPDATE`)
+      const batch = yield* Effect.fork(Effect.all(
+        ["/a", "/taken/:x", "/b"].map((path) => Effect.either(Effect.flatMap(body(path), repo.create))),
+        { concurrency: "unbounded" }
+      ))
+      // Waited for on the real clock (the test's clock stands still).
+      yield* Effect.promise(async () => {
+        for (;;) {
+          const waiting = await watcher.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+              AND query LIKE '%json_to_recordset%'`
+          )
+          if (waiting.rows.length > 0) return
+          await new Promise((resolve) => setTimeout(resolve, 10))
+        }
+      })
+      const taken = yield* query(
+        `INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at)
+          VALUES (gen_random_uuid(), 'GET', '/taken/:y', $1, '{}', 'h', now()) RETURNING id::text`,
+        [Route.shapeOf("/taken/:y" as Route.RoutePath)]
+      )
+      yield* query("COMMIT")
+      const results = yield* Fiber.join(batch)
+      assert.deepStrictEqual(results.map((result) => result._tag === "Right" ? result.right.path : result.left._tag), [
+        "/a",
+        "RouteConflict",
+        "/b"
+      ])
+      const conflict = results[1]!
+      assert.strictEqual(
+        conflict._tag === "Left" && conflict.left._tag === "RouteConflict" && conflict.left.conflictingRouteId,
+        taken.rows[0]!.id
+      )
+      // The two created routes have their entries; the revision numbered for the refused one is skipped, never reused.
+      const [a, b] = [results[0]!, results[2]!].flatMap((result) => result._tag === "Right" ? [result.right] : [])
+      const entries = (yield* repo.history!({ limit: 10, action: "create" })).items
+      assert.deepStrictEqual(entries.slice(0, 2).map((entry) => [entry.revision, entry.routeId]), [
+        [b!.revision, b!.id],
+        [a!.revision, a!.id]
+      ])
+      assert.isAbove(b!.revision, a!.revision)
+      const next = yield* Effect.flatMap(body("/next"), repo.create)
+      assert.isAbove(next.revision, b!.revision)
+    }).pipe(Effect.scoped, Effect.provide(TestDatabase.storeLayer({ table })))
+  })
+
   it.effect("every listing filter reads an index, never the whole table (EXPLAIN over 4,000 routes)", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {
