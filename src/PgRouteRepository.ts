@@ -21,6 +21,7 @@ import * as Restore from "./internal/pg/restore.js"
 import * as Row from "./internal/pg/row.js"
 import * as Schema from "./internal/pg/schema.js"
 import * as Store from "./internal/pg/store.js"
+import * as UpdateBatch from "./internal/pg/updateBatch.js"
 import * as Actor from "./internal/store/actor.js"
 import * as RouteRepository from "./RouteRepository.js"
 
@@ -117,6 +118,7 @@ export const make = (
     const guard = <A, E>(effect: Effect.Effect<A, E | SqlError>) => deadline.read(Errors.storeErrors(effect))
     const createBatch = Store.createBatch(store)
     const findBatch = Store.findBatch(store)
+    const updateBatch = UpdateBatch.make(store)
     const feed = ChangeFeed.make({ pg, sql, settings, columns: store.columns, guard, readMark: store.readMark })
     // A change as its log entry records it: who makes it, and when (read from the clock, as a create's `createdAt`).
     const changeOf = <A, E, R>(
@@ -165,7 +167,14 @@ export const make = (
       update: (id, patch, precondition, options) =>
         changeOf(
           options,
-          (change) => Store.withRouteId(id, (routeId) => Store.update(store, routeId, patch, precondition, change))
+          (change) =>
+            Store.withRouteId(id, (routeId) => {
+              const alone = Store.update(store, routeId, patch, precondition, change)
+              // Concurrent updates share a transaction (internal/pg/updateBatch.ts); a dry run is rolled back alone.
+              return change.dryRun === true
+                ? alone
+                : Store.unlessInTransaction(updateBatch({ id: routeId, patch, precondition, change }), alone)
+            })
         ).pipe(unlessDry(options, (route) => feed.announce({ upserted: route }))),
       // Removals are what the feed keeps history of, so the process that removes prunes it.
       remove: (id, precondition, options) =>

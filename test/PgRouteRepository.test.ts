@@ -401,6 +401,143 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
     }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
   })
 
+  it.effect("concurrent updates share a transaction; a refused one leaves the others, each logged at its revision", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const repo = yield* RouteRepository.RouteRepository
+      const held = yield* Effect.flatMap(body("/held"), repo.create)
+      const routes = yield* Effect.forEach([0, 1, 2, 3, 4, 5], (i) => Effect.flatMap(body(`/u/${i}`), repo.create))
+      const [r0, r1, r2, r3, r4, r5] = routes as [Route.StoredRoute, ...Array<Route.StoredRoute>]
+      const start = (yield* repo.logAfter!(0, 0)).revision
+      const sent: Array<string> = []
+      const counting = Statement.withTransformer((statement) =>
+        Effect.sync(() => (sent.push(statement.compile(true)[0]), statement))
+      )
+      const handler = (name: string) => ({ handler: name as Route.HandlerName })
+      // All at the same moment: four that land (r0 twice, the second after the first) and four refusals of each kind.
+      const results = yield* Effect.all(
+        [
+          repo.update(r0.id, handler("first")),
+          repo.update(r1!.id, { path: "/held" as Route.RoutePath }),
+          repo.update(r2!.id, handler("late"), { ifMatch: [r2!.revision + 100] }),
+          repo.update("01a20830-0000-7000-8000-000000000000", handler("nobody")),
+          repo.update(r3!.id, { path: "/moved/:x" as Route.RoutePath }),
+          repo.update(r4!.id, handler("theirs"), { pathPrefixes: ["/elsewhere"] }),
+          repo.update(r0.id, handler("second")),
+          repo.update(r5!.id, { middleware: ["c"] as Array<Route.MiddlewareName> })
+        ].map(Effect.either),
+        { concurrency: "unbounded" }
+      ).pipe(counting)
+      const locks = sent.filter((text) => text.includes("FOR UPDATE"))
+      assert.isBelow(locks.length, results.length / 2, `updates shared a transaction: ${locks.length} locks`)
+      assert.deepStrictEqual(results.map((result) => result._tag === "Right" ? "ok" : result.left._tag), [
+        "ok",
+        "RouteConflict",
+        "PreconditionFailed",
+        "RouteNotFound",
+        "ok",
+        "OutsidePrefixes",
+        "ok",
+        "ok"
+      ])
+      const conflict = results[1]!
+      assert.strictEqual(
+        conflict._tag === "Left" && conflict.left._tag === "RouteConflict" && conflict.left.conflictingRouteId,
+        held.id
+      )
+      const landed = [0, 4, 6, 7].flatMap((i) => {
+        const result = results[i]!
+        return result._tag === "Right" ? [result.right] : []
+      })
+      assert.strictEqual(landed.length, 4)
+      const revisions = landed.map((route) => route.revision)
+      assert.isAbove(revisions[0]!, start)
+      assert.isTrue(revisions.every((revision, i) => i === 0 || revision > revisions[i - 1]!), `${revisions}`)
+      // The log holds the four changes and nothing of the refused ones; each entry's before is the route as the
+      // change before it in the batch left it.
+      const log = yield* repo.logAfter!(start, 100)
+      assert.deepStrictEqual(log.entries.map((entry) => [entry.revision, entry.action, entry.routeId]), [
+        [revisions[0], "update", r0.id],
+        [revisions[1], "update", r3!.id],
+        [revisions[2], "update", r0.id],
+        [revisions[3], "update", r5!.id]
+      ])
+      assert.strictEqual(log.entries[0]!.before!.handler, "h")
+      assert.strictEqual(log.entries[2]!.before!.handler, "first")
+      assert.strictEqual(log.entries[2]!.after!.handler, "second")
+      assert.strictEqual(log.entries[1]!.after!.path, "/moved/:x")
+      assert.strictEqual(log.revision, revisions[3])
+      // Nothing of a refused change was written.
+      for (const route of [r1!, r2!, r4!]) assert.deepStrictEqual(yield* repo.findById(route.id), route)
+      assert.strictEqual((yield* repo.findById(r0.id)).handler, "second")
+    }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
+  })
+
+  it.effect("a batch of creates waiting for the counter while another writer stores one of its shapes: that one is refused", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const repo = yield* RouteRepository.RouteRepository
+      yield* Effect.flatMap(body("/first"), repo.create)
+      const connect = Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new Pg.Client({ connectionString: TestDatabase.url })
+          await client.connect()
+          return client
+        }),
+        (client) => Effect.promise(() => client.end())
+      )
+      const other = yield* connect
+      // Watched from a session outside any transaction: a transaction sees pg_stat_activity as it first read it.
+      const watcher = yield* connect
+      const query = (text: string, values: ReadonlyArray<unknown> = []) =>
+        Effect.promise(() => other.query(text, [...values]))
+      // Another writer holds the counter, so the batch's statement (its snapshot taken) waits for it.
+      yield* query(`BEGIN; SELECT revision FROM ${table}_revision FOR UPDATE`)
+      const batch = yield* Effect.fork(Effect.all(
+        ["/a", "/taken/:x", "/b"].map((path) => Effect.either(Effect.flatMap(body(path), repo.create))),
+        { concurrency: "unbounded" }
+      ))
+      // Waited for on the real clock (the test's clock stands still).
+      yield* Effect.promise(async () => {
+        for (;;) {
+          const waiting = await watcher.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+              AND query LIKE '%json_to_recordset%'`
+          )
+          if (waiting.rows.length > 0) return
+          await new Promise((resolve) => setTimeout(resolve, 10))
+        }
+      })
+      const taken = yield* query(
+        `INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at)
+          VALUES (gen_random_uuid(), 'GET', '/taken/:y', $1, '{}', 'h', now()) RETURNING id::text`,
+        [Route.shapeOf("/taken/:y" as Route.RoutePath)]
+      )
+      yield* query("COMMIT")
+      const results = yield* Fiber.join(batch)
+      assert.deepStrictEqual(results.map((result) => result._tag === "Right" ? result.right.path : result.left._tag), [
+        "/a",
+        "RouteConflict",
+        "/b"
+      ])
+      const conflict = results[1]!
+      assert.strictEqual(
+        conflict._tag === "Left" && conflict.left._tag === "RouteConflict" && conflict.left.conflictingRouteId,
+        taken.rows[0]!.id
+      )
+      // The two created routes have their entries; the revision numbered for the refused one is skipped, never reused.
+      const [a, b] = [results[0]!, results[2]!].flatMap((result) => result._tag === "Right" ? [result.right] : [])
+      const entries = (yield* repo.history!({ limit: 10, action: "create" })).items
+      assert.deepStrictEqual(entries.slice(0, 2).map((entry) => [entry.revision, entry.routeId]), [
+        [b!.revision, b!.id],
+        [a!.revision, a!.id]
+      ])
+      assert.isAbove(b!.revision, a!.revision)
+      const next = yield* Effect.flatMap(body("/next"), repo.create)
+      assert.isAbove(next.revision, b!.revision)
+    }).pipe(Effect.scoped, Effect.provide(TestDatabase.storeLayer({ table })))
+  })
+
   it.effect("every listing filter reads an index, never the whole table (EXPLAIN over 4,000 routes)", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {

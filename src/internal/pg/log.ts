@@ -67,7 +67,9 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
 /**
  * The end of a change statement whose `changed` CTE holds the rows it changed: the counter advanced past the
  * revisions they took (from `base`, the revision `lock` gave, or `locked`'s in the statement), and the oldest entries
- * past the retention pruned.
+ * past the retention pruned. Their revisions follow `base` one by one, unless `skipping`: then some of the revisions
+ * after `base` were left out (rows the statement numbered and then did not write), and the counter takes the largest
+ * in `changed`.
  * The sequence follows, so a host of an earlier release inserting meanwhile takes a larger revision than any this store
  * gave; it never moves back below a revision such a host already took. A dry run leaves it: setting a sequence is not
  * undone by a rollback, and the next change would skip the revision.
@@ -75,19 +77,23 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
 export const advance = (
   { settings, sql }: Store,
   base: number | Statement.Fragment,
-  dryRun: boolean | undefined
+  dryRun: boolean | undefined,
+  skipping = false
 ): Statement.Fragment => {
   const history = sql(settings.history)
   const follow = dryRun === true
     ? sql`revision`
     : sql`setval(${settings.sequence}, GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})))`
+  const newest = skipping
+    ? sql`(SELECT max(revision) FROM changed)`
+    : sql`${base}::bigint + (SELECT count(*) FROM changed)`
   return sql`
-    advanced AS (UPDATE ${sql(settings.counter)} SET revision = ${base}::bigint + taken.count
-      FROM (SELECT count(*) FROM changed) AS taken WHERE taken.count > 0
+    advanced AS (UPDATE ${sql(settings.counter)} SET revision = ${newest}
+      WHERE EXISTS (SELECT FROM changed)
       RETURNING ${follow}),
     pruned AS (DELETE FROM ${history} WHERE revision IN (
       SELECT revision FROM ${history}
-      WHERE revision <= ${base}::bigint + (SELECT count(*) FROM changed) - ${settings.historyCapacity}::bigint
+      WHERE revision <= ${newest} - ${settings.historyCapacity}::bigint
       ORDER BY revision LIMIT (SELECT count(*) FROM changed) + ${PRUNE_EXTRA}))`
 }
 

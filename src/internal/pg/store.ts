@@ -47,7 +47,7 @@ export interface Store {
 export type CreateError = RouteConflict | TooManyMethods
 
 /** The route that holds a method and shape another route asked for. */
-interface Holder {
+export interface Holder {
   readonly id: string
   readonly method: string
   readonly path: string
@@ -59,7 +59,7 @@ export const tooManyMethods = (method: string) => Effect.fail(new TooManyMethods
 
 // The conflict with the route that holds the method and shape, or, when none does any more (it moved or went away
 // between the refusal and the read), the operation again.
-const conflictOr = <A, E>(holders: ReadonlyArray<Holder>, retry: () => Effect.Effect<A, E>) =>
+export const conflictOr = <A, E>(holders: ReadonlyArray<Holder>, retry: () => Effect.Effect<A, E>) =>
   holders.length === 0
     ? retry()
     : Effect.fail(
@@ -191,6 +191,58 @@ export const updateStatement = (
     SELECT ${columns} FROM changed`
 }
 
+/**
+ * The route that holds the method and shape `patch` asks of route `id`, with that method and path: read after the unique
+ * index refused the change.
+ */
+export const holderOf = (
+  { readMark, settings, sql }: Store,
+  id: Route.RouteId,
+  patch: Route.RoutePatch
+): Effect.Effect<ReadonlyArray<Holder>, SqlError> => {
+  const table = sql(settings.qualified)
+  const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
+  return sql<Holder>`${readMark}
+    SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
+           COALESCE(${patch.path ?? null}, self.path) AS path
+    FROM ${table} AS self JOIN ${table} AS other
+      ON other.method = COALESCE(${patch.method ?? null}, self.method)
+      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
+    WHERE self.id = ${id}`
+}
+
+/**
+ * The update in a transaction that holds the counter at `base` (`Log.lock`): the statement and, when it changed
+ * nothing, why. A refusal by the method bound or the unique index fails with the database's error, which ends the
+ * transaction (or the savepoint it runs in).
+ */
+export const updateStep = (
+  store: Store,
+  id: Route.RouteId,
+  patch: Route.RoutePatch,
+  precondition: Precondition | undefined,
+  base: number,
+  change: Log.Change
+): Effect.Effect<Route.StoredRoute, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> => {
+  const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
+  const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
+    patch.handler === undefined
+  const attempt = (): Effect.Effect<
+    Route.StoredRoute,
+    RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError
+  > =>
+    empty ?
+      decide(store, id, precondition, unchanged, attempt) :
+      Effect.flatMap(
+        updateStatement(store, id, patch, precondition, base, change),
+        (rows) =>
+          rows.length > 0
+            ? Effect.succeed(Row.decode(rows[0]!))
+            : decide(store, id, precondition, unchanged, attempt)
+      )
+  return attempt()
+}
+
 /** Replaces the fields `patch` gives, checking the precondition and writing (and logging) only a real change. */
 export const update = (
   store: Store,
@@ -198,47 +250,23 @@ export const update = (
   patch: Route.RoutePatch,
   precondition: Precondition | undefined,
   change: Log.Change
-): Effect.Effect<Route.StoredRoute, WriteError | SqlError> => {
-  const { isMethodLimit, isShapeConflict, readMark, settings, sql } = store
-  const table = sql(settings.qualified)
-  const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
-  const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
-  const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
-    patch.handler === undefined
-  // The route that holds the new method and shape, and that method and path, read after the unique index refused.
-  const holder = sql<Holder>`${readMark}
-    SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
-           COALESCE(${patch.path ?? null}, self.path) AS path
-    FROM ${table} AS self JOIN ${table} AS other
-      ON other.method = COALESCE(${patch.method ?? null}, self.method)
-      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
-    WHERE self.id = ${id}`
-  // In one transaction: the statement and, when it changed nothing, why.
-  const attempt = (
-    base: number
-  ): Effect.Effect<Route.StoredRoute, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> =>
-    empty ?
-      decide(store, id, precondition, unchanged, () => attempt(base)) :
-      Effect.flatMap(
-        updateStatement(store, id, patch, precondition, base, change),
-        (rows) =>
-          rows.length > 0
-            ? Effect.succeed(Row.decode(rows[0]!))
-            : decide(store, id, precondition, unchanged, () => attempt(base))
-      )
+): Effect.Effect<Route.StoredRoute, WriteError | SqlError> =>
   // A refusal by the method bound or the unique index ends the transaction: both are answered after it.
-  return Log.write(store, Effect.flatMap(Log.lock(store), attempt), change.dryRun).pipe(
-    Effect.catchIf(isMethodLimit, () => tooManyMethods(patch.method!)),
+  Log.write(
+    store,
+    Effect.flatMap(Log.lock(store), (base) => updateStep(store, id, patch, precondition, base, change)),
+    change.dryRun
+  ).pipe(
+    Effect.catchIf(store.isMethodLimit, () => tooManyMethods(patch.method!)),
     Effect.catchIf(
-      isShapeConflict,
+      store.isShapeConflict,
       () =>
         Effect.flatMap(
-          store.deadline.read(holder),
+          store.deadline.read(holderOf(store, id, patch)),
           (holders) => conflictOr(holders, () => update(store, id, patch, precondition, change))
         )
     )
   )
-}
 
 /**
  * Removes the route, checking the precondition, and logs it; gives the removal's revision. One statement that locks
@@ -318,13 +346,18 @@ export interface Creating {
 }
 
 // Creates and reads made at the same moment outside a host's transaction share one statement each (a batch per turn
-// of the event loop), so concurrent clients share round trips and commits. The batch holds the counter (`Log.lock`),
-// so no other writer of the store commits while it runs: a route of a method and shape stored, or given earlier in
-// the batch, is left out of the insert and takes the single-route path, which names the holder; the others take the
-// revisions after the counter's in their order, and their log entries, in the same statement. A row refused by the
-// method bound fails the whole statement: then each route takes the single-route path in a transaction of its own,
-// and only that one is refused. Rows of methods not stored yet go first, so a batch waits for the bound's lock before
-// it holds rows another writer could wait for (each waiting for the other would deadlock).
+// of the event loop), so concurrent clients share round trips and commits. The batch's one statement locks the
+// counter first of all (`Log.locked`, as a lone create does), so no other writer of the store commits while it runs: a
+// route of a method and shape stored, or given earlier in the batch, is left out of the insert and takes the
+// single-route path, which names the holder; the others take the revisions after the counter's in their order, and
+// their log entries, in the same statement. A shape another writer committed while the statement waited for the lock
+// is not in its snapshot: the unique index, which sees it, leaves that row out (`ON CONFLICT DO NOTHING`), its
+// revision is skipped, and the counter takes the largest written. A row refused by the method bound fails the whole
+// statement: then each route takes the single-route path in a transaction of its own, and only that one is refused.
+// Rows of methods not stored yet go first, so a batch waits for the bound's lock before it holds rows another writer
+// could wait for (each waiting for the other would deadlock). Both checks on stored rows are scalar subqueries, an
+// index probe per row of the batch: as `[NOT] EXISTS` the planner may hash the whole table instead, which took 3 ms of
+// a 50-row batch's 10 at 13,000 routes and grows with the table (docs/performance.md).
 export const createBatch = (store: Store) => {
   const { columns, deadline, isMethodLimit, settings, sql } = store
   const table = sql(settings.qualified)
@@ -334,10 +367,11 @@ export const createBatch = (store: Store) => {
     creating.length === 1 ?
       Effect.map(Effect.exit(deadline.write(alone(creating[0]!))), (exit) => [exit]) :
       deadline.write(Effect.gen(function*() {
-        const base = yield* Log.lock(store)
+        const base = sql`(SELECT revision FROM locked)`
         const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
         const inserted = yield* sql<Row.RouteRow>`
-        WITH input AS (
+        WITH ${Log.locked(store)},
+        input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
             ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
             created_at timestamptz, actor text
@@ -345,16 +379,18 @@ export const createBatch = (store: Store) => {
         ),
         fresh AS (
           SELECT DISTINCT ON (method, path_shape) * FROM input
-          WHERE NOT EXISTS (
-            SELECT 1 FROM ${table} AS stored WHERE stored.method = input.method AND stored.path_shape = input.path_shape
-          )
+          WHERE (
+            SELECT true FROM ${table} AS stored
+            WHERE stored.method = input.method AND stored.path_shape = input.path_shape LIMIT 1
+          ) IS NULL
           ORDER BY method, path_shape, ord
         ),
         numbered AS (SELECT *, ${base}::bigint + row_number() OVER (ORDER BY ord) AS revision FROM fresh),
         changed AS (
           INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
           SELECT id, method, path, path_shape, middleware, handler, created_at, revision FROM numbered
-          ORDER BY EXISTS (SELECT 1 FROM ${table} AS stored WHERE stored.method = numbered.method), ord
+          ORDER BY (SELECT true FROM ${table} AS stored WHERE stored.method = numbered.method LIMIT 1) IS NOT NULL, ord
+          ON CONFLICT (method, path_shape) DO NOTHING
           RETURNING ${columns}
         ),
         logged AS (
@@ -363,7 +399,7 @@ export const createBatch = (store: Store) => {
             ${Log.routeJson(sql, "changed")}
           FROM changed JOIN numbered ON numbered.id = changed.id
         ),
-        ${Log.advance(store, base, false)}
+        ${Log.advance(store, base, false, true)}
         SELECT ${columns} FROM changed`
         const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
         // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.

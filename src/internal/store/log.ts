@@ -42,8 +42,9 @@ export const append = (log: Log, entry: HistoryEntry): void => {
   if (size(log.all) <= log.capacity) return
   const dropped = shift(log.all)
   const run = log.byRoute.get(dropped.routeId)!
-  shift(run)
-  if (size(run) === 0) log.byRoute.delete(dropped.routeId)
+  // A route's only entry (every created route's at first) goes with its run, without cutting the run's array first.
+  if (size(run) === 1) log.byRoute.delete(dropped.routeId)
+  else shift(run)
 }
 
 /** The position in a run of the first entry at or after `revision`. */
@@ -115,13 +116,8 @@ export const entry = (
   before: Route.Route | null,
   after: Route.Route | null,
   restoredFrom?: number
-): HistoryEntry => ({
-  revision,
-  at: new Date(millis),
-  actor,
-  action,
-  routeId,
-  before,
-  after,
-  ...(restoredFrom === undefined ? {} : { restoredFrom })
-})
+): HistoryEntry =>
+  // Two literals rather than a spread, which builds the entry property by property on every change.
+  restoredFrom === undefined
+    ? { revision, at: new Date(millis), actor, action, routeId, before, after }
+    : { revision, at: new Date(millis), actor, action, routeId, before, after, restoredFrom }

@@ -18,7 +18,7 @@ import type {
   RouteRepository,
   WriteError
 } from "../../RouteRepository.js"
-import { withActor } from "./actor.js"
+import { withActor, withActorAndClock } from "./actor.js"
 import {
   IdempotencyKeyReused,
   InvalidRestore,
@@ -213,15 +213,14 @@ export const make = (
       : Effect.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
   return {
     create: (input, options) =>
-      withActor(
+      withActorAndClock(
         options,
-        (actor) =>
-          Effect.clockWith((clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
-            const decided = insert(input, clock.unsafeCurrentTimeMillis(), { actor, dryRun: options?.dryRun })
-            if (Either.isLeft(decided)) return Effect.fail(decided.left)
-            const outcome = decided.right
-            return Either.isRight(outcome) ? Effect.succeed(outcome.right) : Effect.fail(outcome.left)
-          })
+        (actor, clock): Effect.Effect<Route.StoredRoute, RouteConflict | TooManyMethods> => {
+          const decided = insert(input, clock.unsafeCurrentTimeMillis(), { actor, dryRun: options?.dryRun })
+          if (Either.isLeft(decided)) return Effect.fail(decided.left)
+          const outcome = decided.right
+          return Either.isRight(outcome) ? Effect.succeed(outcome.right) : Effect.fail(outcome.left)
+        }
       ),
     // Read, decided and written without yielding: no other create with the key can start in between, so none is
     // ever in flight here, and the principal's bounds hold exactly.
