@@ -119,8 +119,7 @@ export const makeStoredRoute = (
   input: Route.CreateRoute,
   millis: number,
   revision: number
-): Route.StoredRoute =>
-  storedRoute(ids.next(millis), input, new Date(millis), revision)
+): Route.StoredRoute => storedRoute(ids.next(millis), input, new Date(millis), revision)
 
 /**
  * A `StoredRoute` of fields already valid, as `new StoredRoute(fields, true)` makes it (its prototype, then its own
