@@ -149,6 +149,8 @@ StoredRouteOf.prototype = Route.StoredRoute.prototype
  * A `StoredRoute` of fields already valid, as `new StoredRoute(fields, true)` makes it (its prototype, then its own
  * fields in their order), without the class's two copies of the fields and its look for defaults (a StoredRoute has
  * none): the memory store makes one per change, and the constructor cost a create about 3% (bench/core.ts).
+ *
+ * @since 0.4.0
  */
 export const storedRoute = (
   id: Route.RouteId,
