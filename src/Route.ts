@@ -49,8 +49,19 @@ export class InvalidRoute extends Schema.TaggedError<InvalidRoute>()("InvalidRou
  *
  * @since 0.1.0
  */
-export const isRouteId = (u: unknown): u is RouteId =>
-  typeof u === "string" && u.length === 36 && Uuid.validate(u) && Uuid.version(u) === 7 && u === u.toLowerCase()
+export const isRouteId = (u: unknown): u is RouteId => {
+  if (typeof u !== "string" || u.length !== 36) return false
+  // What `uuid`'s validate, its version 7 and lowercase say together, read character by character: it runs on every
+  // route a store answers with, and the regular expression and `toLowerCase` cost a create about 1% (bench/core.ts).
+  for (let i = 0; i < 36; i++) {
+    const c = u.charCodeAt(i)
+    if (i === 8 || i === 13 || i === 18 || i === 23 ? c !== 45 : !((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) {
+      return false
+    }
+  }
+  const variant = u.charCodeAt(19)
+  return u.charCodeAt(14) === 55 && (variant === 56 || variant === 57 || variant === 97 || variant === 98)
+}
 
 /**
  * @since 0.1.0

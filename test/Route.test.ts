@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, Equal, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as Uuid from "uuid"
 import { accepted, refused } from "./fixtures/samples.js"
 
 describe("Route.validateCreate", () => {
@@ -259,6 +261,49 @@ describe("Route.RouteId", () => {
     assert.isFalse(Route.isRouteId("not-a-uuid"))
     assert.isFalse(Route.isRouteId(42))
   })
+  it("agrees with uuid's validate, version 7 and lowercase on every one-character change of an id", () => {
+    const id = Route.makeRouteId(Date.parse("2026-11-21T09:30:12.345Z"))
+    const oracle = (u: string) => Uuid.validate(u) && Uuid.version(u) === 7 && u === u.toLowerCase()
+    const chars = "0123456789abcdefABCDEFgz-_ 7\u00e9"
+    let accepted = 0
+    for (let i = 0; i < id.length; i++) {
+      for (const c of chars) {
+        const changed = id.slice(0, i) + c + id.slice(i + 1)
+        assert.strictEqual(Route.isRouteId(changed), oracle(changed), changed)
+        if (oracle(changed)) accepted++
+      }
+    }
+    for (
+      const u of [id + "0", id.slice(1), "00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"]
+    ) {
+      assert.strictEqual(Route.isRouteId(u), oracle(u), u)
+    }
+    assert.isAbove(accepted, 400)
+  })
+})
+
+describe("a route the memory store creates", () => {
+  it.effect("is the StoredRoute the class's constructor makes of its fields", () =>
+    Effect.gen(function*() {
+      const store = yield* RouteRepository.makeMemory
+      const input = yield* Route.decodeCreate({ method: "GET", path: "/a/:id", middleware: ["auth"], handler: "h" })
+      const created = yield* store.create(input)
+      const made = new Route.StoredRoute({ ...created }, true)
+      assert.instanceOf(created, Route.StoredRoute)
+      assert.strictEqual(Object.getPrototypeOf(created), Object.getPrototypeOf(made))
+      assert.deepStrictEqual(Object.keys(created), Object.keys(made))
+      assert.isTrue(Equal.equals(created, made))
+      assert.strictEqual(JSON.stringify(created), JSON.stringify(made))
+      assert.strictEqual(String(created), String(made))
+      const updated = yield* store.update(created.id, { handler: "g" as typeof created.handler })
+      assert.deepStrictEqual(Object.keys(updated), Object.keys(made))
+      assert.isTrue(
+        Equal.equals(
+          updated,
+          new Route.StoredRoute({ ...created, handler: "g" as typeof created.handler, revision: 2 }, true)
+        )
+      )
+    }))
 })
 
 describe("Route.Route", () => {

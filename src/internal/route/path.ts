@@ -388,8 +388,35 @@ const percentProblem = (path: string, i: number, end: number): string | null => 
   return `"%" at index ${i} does not start a percent-escape: write "%" followed by two uppercase hex digits (a literal "%" is %25)`
 }
 
+// A create takes its path's shape and parse more than once in a row (validating the body, the store's conflict key,
+// the route table's insert): the last of each is kept, so that the same path is worked out once.
+let lastShaped = "/"
+let lastShape = "/"
+let lastParsed: Either.Either<ParsedPath, ReadonlyArray<PathIssue>> = Either.right({
+  path: "/" as RoutePath,
+  segments: [],
+  params: [],
+  shape: "/"
+})
+
 /**
  * The shape of a valid path: every parameter and wildcard name removed (`/users/:id` → `/users/:`, `/:file.:ext` →
  * `/:.:`, `/files/*rest` → `/files/*`). Two routes with the same method and shape conflict.
  */
-export const shapeOf = (path: RoutePath): string => path.replace(/([:*])[A-Za-z0-9_]+/g, "$1")
+export const shapeOf = (path: RoutePath): string => {
+  if (path !== lastShaped) {
+    lastShape = path.replace(/([:*])[A-Za-z0-9_]+/g, "$1")
+    lastShaped = path
+  }
+  return lastShape
+}
+
+/**
+ * `parsePath`, answered from the last call when it parsed the same path: its result is shared, so read it only (the
+ * library's own callers: validation, which reads it, and the route table, which keeps its arrays unchanged).
+ */
+export const parsePathReused = (path: string): Either.Either<ParsedPath, ReadonlyArray<PathIssue>> => {
+  const last = lastParsed
+  if (Either.isRight(last) && last.right.path === path) return last
+  return lastParsed = parsePath(path)
+}

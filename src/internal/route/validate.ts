@@ -66,7 +66,7 @@ const checkField: Record<Field, (value: unknown, issues: Issues) => void> = {
     if (typeof value !== "string") {
       return issues.add("path", `must be a string such as "/users/:id" (got ${describeType(value)})`)
     }
-    const parsed = Path.parsePath(value)
+    const parsed = Path.parsePathReused(value)
     if (Either.isLeft(parsed)) { for (const issue of parsed.left) issues.add("path", issue.message) }
     else if (Grammar.isRoutingApiPath(value)) issues.add("path", Grammar.routingApiPathTaken(value))
   },

@@ -34,15 +34,17 @@ import { addRoute, dropRoute, emptyMemory, listMemory, replaceRoute } from "./me
 import * as Rules from "./rules.js"
 
 const patched = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: number): Route.StoredRoute =>
-  new Route.StoredRoute({
-    id: route.id,
-    method: patch.method ?? route.method,
-    path: patch.path ?? route.path,
-    middleware: patch.middleware ?? route.middleware,
-    handler: patch.handler ?? route.handler,
-    createdAt: route.createdAt,
+  Rules.storedRoute(
+    route.id,
+    {
+      method: patch.method ?? route.method,
+      path: patch.path ?? route.path,
+      middleware: patch.middleware ?? route.middleware,
+      handler: patch.handler ?? route.handler
+    },
+    route.createdAt,
     revision
-  }, true)
+  )
 
 /** What a change is made with: its actor, whether it is only tried, and the revision a restore goes back to. */
 interface Change {

@@ -189,7 +189,7 @@ const poll = (
 const applied = <E>(state: State, effect: Effect.Effect<Route.StoredRoute, E>) =>
   Effect.tap(effect, (route) => {
     const refused = upsert(state, route)
-    return Effect.zipRight(refused === undefined ? Effect.void : skipped([refused]), settled(state))
+    return refused === undefined ? settled(state) : Effect.zipRight(skipped([refused]), settled(state))
   })
 
 const settled = (state: State): Effect.Effect<void> => state.recorder?.settled ?? Effect.void

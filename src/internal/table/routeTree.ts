@@ -85,7 +85,7 @@ const childOf = <R extends Route.Route>(node: Node<R>, segment: Path.PathSegment
  * which a `Route` rules out.
  */
 export const insert = <R extends Route.Route>(tree: Tree<R>, route: R): void => {
-  const parsed = Path.parsePath(route.path)
+  const parsed = Path.parsePathReused(route.path)
   if (Either.isLeft(parsed)) {
     throw new TypeError(`RouteTable: route ${route.id} has an invalid path: ${parsed.left[0]!.message}`)
   }
