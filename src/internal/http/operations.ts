@@ -26,6 +26,7 @@ import * as Idempotency from "./idempotency.js"
 import * as ListQuery from "./listQuery.js"
 import * as Match from "./match.js"
 import * as Ownership from "./ownership.js"
+import * as RouteAnswers from "./routeAnswers.js"
 import * as ServiceErrors from "./serviceErrors.js"
 
 /** What telemetry calls an operation: one per method served on a path, and the 405s. */
@@ -82,9 +83,9 @@ export interface Core {
   /**
    * Routes' 200s by id, each built once per revision (for the route object it was built for), when the store keeps
    * its routes in memory (it offers `unsafeFindById` and hands out one object per revision), as a hand-written server
-   * keeps them; for `KEPT_ANSWERS` ids at most.
+   * keeps them; for `RouteAnswers.KEPT_ANSWERS` ids at most.
    */
-  readonly answers: Map<string, KeptAnswer> | undefined
+  readonly answers: RouteAnswers.Kept | undefined
   /** Telemetry, when the host turned it on. */
   readonly instrument: Instrument | undefined
   /** What the change stream reads, when the API is built over a route table: its table and history. */
@@ -160,61 +161,13 @@ const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, ServiceE
   return route === undefined ? Effect.fail(new RouteRepository.RouteNotFound({ id }, true)) : Effect.succeed(route)
 }
 
-// How many routes' 200s are kept. Keeping every route's made a store of 200,000 routes answer at 0.63x of one of
-// 1,000 (bench/, the scale scenario), and evicting the oldest at 0.40x: under reads spread over many routes, building
-// and dropping answers costs more than it saves. So the first ids answered are kept, and no more.
-const KEPT_ANSWERS = 10_000
-
-export interface KeptAnswer {
-  readonly route: Route.StoredRoute
-  readonly answer: Answers.Reused
-}
-
-// A route's answer with its ETag. The Location and ETag headers are built from the id and revision alone: a route of
-// any other form (a faulty store) is a defect, never a header. A 200 is kept per revision when the store keeps its
-// routes in memory; another answer reuses a kept 200's body.
+// A route's answer with its ETag, kept per revision when the store keeps its routes in memory (routeAnswers.ts).
 const withRoute = (
   core: Core,
   status: number,
   route: Route.StoredRoute,
   headers?: Record<string, string>
-): Effect.Effect<Response> => {
-  const entry = core.answers?.get(route.id)
-  const kept = entry?.route === route ? entry.answer : undefined
-  if (kept !== undefined) {
-    return Effect.succeed(
-      status === 200 && headers === undefined ? kept : Answers.json(status, kept.body, { ...kept.headers, ...headers })
-    )
-  }
-  if (!(Route.isRouteId(route.id) && Number.isSafeInteger(route.revision))) {
-    return Effect.dieMessage(
-      `the store returned a malformed route: id ${JSON.stringify(route.id)}, revision ${String(route.revision)}`
-    )
-  }
-  const body = Route.toJson(route)
-  const etag = Conditional.etagOf(route.revision)
-  // A new revision replaces its route's entry; past KEPT_ANSWERS ids, other routes are answered without keeping.
-  if (
-    status !== 200 || headers !== undefined || core.answers === undefined ||
-    (entry === undefined && core.answers.size >= KEPT_ANSWERS)
-  ) {
-    return Effect.succeed(Answers.json(status, body, { etag, ...headers }))
-  }
-  const answer = new Answers.Reused(200, { "content-type": Answers.JSON_TYPE, etag }, body)
-  core.answers.set(route.id, { route, answer })
-  return Effect.succeed(answer)
-}
-
-const page = (query: RouteRepository.ListQuery, result: RouteRepository.Page, base: string): Response => {
-  const last = result.items[result.items.length - 1]
-  const next = result.hasMore && last !== undefined ? last.id : undefined
-  const items = result.items.map(Route.toJson).join(",")
-  return Answers.json(
-    200,
-    `{"items":[${items}],"nextCursor":${next === undefined ? "null" : `"${ListQuery.encodeCursor(next)}"`}}`,
-    next === undefined ? undefined : { link: ListQuery.nextLink(base + COLLECTION, query, next) }
-  )
-}
+): Effect.Effect<Response> => RouteAnswers.answer(core.answers, status, route, headers)
 
 // ---------------------------------------------------------------------------------------------------------------
 // The operations
@@ -284,7 +237,7 @@ const list = (core: Core, request: Request): Effect.Effect<Response> =>
   Effect.gen(function*() {
     yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
     const query = yield* validated(ListQuery.parse(request.query), Answers.invalidQuery)
-    return page(query, yield* core.repository.list(query), request.base ?? "")
+    return RouteAnswers.page(query, yield* core.repository.list(query), request.base ?? "")
   }).pipe(answered(core))
 
 const update = (core: Core, request: Request, id: string): Effect.Effect<Response> =>
