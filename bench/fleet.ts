@@ -38,12 +38,12 @@ import { cpus, loadavg } from "node:os"
 import { fileURLToPath } from "node:url"
 import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
-import type { Probe, Probed } from "./fleet-probe.js"
+import type { Probed } from "./fleet-probe.js"
 import type { Command, Expected, Report } from "./fleet-worker.js"
 import { seedInput } from "./peers/shared.js"
 import { type Change, digest, percentile, plan } from "./plan.js"
 import { printMarkdownTable } from "./print.js"
-import { listeningOrigin, npmStartCommand, npmStartEnv } from "./run.js"
+import { listeningOrigin, npmStartCommand, npmStartEnv, prober } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "fleet-admin-token"
@@ -134,17 +134,7 @@ const startHost = (name: string, env: Record<string, string>): Promise<Host> => 
       stdio: ["ignore", "pipe", "pipe", "ipc"]
     }
   )
-  let asking = Promise.resolve<unknown>(undefined)
-  const probe = (gc: boolean) => {
-    const answer = asking.then(() =>
-      new Promise<Probed>((resolve) => {
-        child.once("message", (message: Probed) => resolve(message))
-        child.send({ type: "probe", gc } satisfies Probe)
-      })
-    )
-    asking = answer
-    return answer
-  }
+  const probe = prober(child)
   return listeningOrigin(child, name, 60_000).then(({ origin, output }) => {
     child.once("exit", (code, signal) => {
       if (signal !== "SIGTERM" && code !== 0) console.error(`${name} exited with ${code ?? signal}\n${output()}`)

@@ -22,6 +22,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import type { Probe, Probed } from "./fleet-probe.js"
 import { seedInput } from "./peers/shared.js"
 import { type Column, printTable } from "./print.js"
 import * as Router from "./router.js"
@@ -384,6 +385,24 @@ export const npmStartEnv = (
   DATABASE_URL: "",
   ...extra
 })
+
+/**
+ * Asks a host started with `bench/fleet-probe.ts` preloaded for its heap, RSS and CPU (`gc`: after a collection),
+ * one question at a time, so each answer is the one its question asked for.
+ */
+export const prober = (child: ChildProcess) => {
+  let asking = Promise.resolve<unknown>(undefined)
+  return (gc: boolean): Promise<Probed> => {
+    const answer = asking.then(() =>
+      new Promise<Probed>((resolve) => {
+        child.once("message", (message: Probed) => resolve(message))
+        child.send({ type: "probe", gc } satisfies Probe)
+      })
+    )
+    asking = answer
+    return answer
+  }
+}
 
 /**
  * Waits for a started `npm start` host to print `listening on <origin>`, collecting what it prints; a host that exits

@@ -17,9 +17,8 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { connect, type Socket } from "node:net"
 import { cpus, loadavg } from "node:os"
 import { fileURLToPath } from "node:url"
-import type { Probe, Probed } from "./fleet-probe.js"
 import { printMarkdownTable } from "./print.js"
-import { listeningOrigin, npmStartCommand, npmStartEnv, seedConcurrently, wholeOption } from "./run.js"
+import { listeningOrigin, npmStartCommand, npmStartEnv, prober, seedConcurrently, wholeOption } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "stalled-admin-token"
@@ -46,17 +45,7 @@ const startRegistry = async () => {
     }
   )
   const { origin } = await listeningOrigin(child, "registry", 60_000)
-  let asking = Promise.resolve<unknown>(undefined)
-  const probe = (gc: boolean) => {
-    const answer = asking.then(() =>
-      new Promise<Probed>((resolve) => {
-        child.once("message", (message: Probed) => resolve(message))
-        child.send({ type: "probe", gc } satisfies Probe)
-      })
-    )
-    asking = answer
-    return answer
-  }
+  const probe = prober(child)
   return { child, origin, probe }
 }
 
