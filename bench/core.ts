@@ -1,6 +1,6 @@
 /**
  * The HTTP core alone, no socket: CPU per request of the admin API's create or get by id over the memory store, as
- * `RoutingHandler.handle` answers it. `npm run bench:core [-- --op create|get] [--rounds R] [--requests N]`.
+ * `RoutingHandler.handle` answers it. `npm run bench:core [-- --op create|get] [--rounds R] [--requests N] [--alloc]`.
  *
  * The compiled library in dist/ (run `npm run build` first; the npm script does), one process: a handler built on a
  * route table over the memory store with a static token, as `npm start` builds it, called in a loop with one request
@@ -8,8 +8,12 @@
  * median of R rounds (default 7) is reported with their spread. A create posts a new path each time; a get reads one
  * of 1,000 routes created beforehand. Being CPU time, it moves less with the machine's load than a rate does, but
  * compare builds by alternating them in rounds all the same.
+ *
+ * `--alloc` reports instead the bytes a request allocates, by function: V8's sampling heap profiler (through
+ * `node:inspector`) over N requests after the warm-up, counting the objects the collector has already freed too.
  */
 import { Effect, Exit, Layer, ManagedRuntime, Redacted } from "effect"
+import { Session } from "node:inspector/promises"
 import * as Authenticator from "route-registry/Authenticator"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
@@ -29,6 +33,7 @@ const OP = argument("--op") ?? "create"
 if (OP !== "create" && OP !== "get") throw new Error("--op is create or get")
 const ROUNDS = count("--rounds", 7)
 const REQUESTS = count("--requests", 20_000)
+const ALLOC = argv.includes("--alloc")
 
 const layer = RouteTable.layer.pipe(
   Layer.provideMerge(Layer.merge(
@@ -98,14 +103,61 @@ const round = async (): Promise<number> => {
   return (used.user + used.system) / REQUESTS
 }
 
+interface SamplingNode {
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly selfSize: number
+  readonly children: ReadonlyArray<SamplingNode>
+}
+
+// Bytes allocated by each function (its own allocations, not its callees'), summed over the profile's tree.
+const bytesByFunction = (node: SamplingNode, into = new Map<string, number>()): Map<string, number> => {
+  const { functionName, lineNumber, url } = node.callFrame
+  const name = `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`
+  into.set(name, (into.get(name) ?? 0) + node.selfSize)
+  for (const child of node.children) bytesByFunction(child, into)
+  return into
+}
+
+/** The bytes `REQUESTS` requests allocate, by function, sampled every 256 bytes, freed objects included. */
+const allocations = async (): Promise<Map<string, number>> => {
+  const session = new Session()
+  session.connect()
+  await session.post("HeapProfiler.enable")
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: 256,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true
+  })
+  for (let i = 0; i < REQUESTS; i++) await answer(next())
+  const { profile } = await session.post("HeapProfiler.stopSampling")
+  session.disconnect()
+  return bytesByFunction(profile.head as SamplingNode)
+}
+
+const reportAllocations = (bytes: Map<string, number>) => {
+  const total = [...bytes.values()].reduce((sum, n) => sum + n, 0)
+  console.log(`${OP}: ${Math.round(total / REQUESTS)} bytes allocated per request (${REQUESTS} requests), by function:`)
+  for (const [name, n] of [...bytes].sort((a, b) => b[1] - a[1]).slice(0, 30)) {
+    console.log(`${String(Math.round(n / REQUESTS)).padStart(7)}  ${name}`)
+  }
+}
+
+const reportCpu = (results: ReadonlyArray<number>) => {
+  const sorted = [...results].sort((a, b) => a - b)
+  const median = sorted[Math.floor(sorted.length / 2)]!
+  console.log(
+    `${OP}: ${median.toFixed(1)} µs CPU per request (median of ${ROUNDS} rounds of ${REQUESTS}; ` +
+      `min ${sorted[0]!.toFixed(1)}, max ${sorted[sorted.length - 1]!.toFixed(1)}; ` +
+      `rounds ${results.map((r) => r.toFixed(1)).join(" ")})`
+  )
+}
+
 await round()
-const results: Array<number> = []
-for (let i = 0; i < ROUNDS; i++) results.push(await round())
+if (ALLOC) {
+  reportAllocations(await allocations())
+} else {
+  const results: Array<number> = []
+  for (let i = 0; i < ROUNDS; i++) results.push(await round())
+  reportCpu(results)
+}
 await runtime.dispose()
-const sorted = [...results].sort((a, b) => a - b)
-const median = sorted[Math.floor(sorted.length / 2)]!
-console.log(
-  `${OP}: ${median.toFixed(1)} µs CPU per request (median of ${ROUNDS} rounds of ${REQUESTS}; ` +
-    `min ${sorted[0]!.toFixed(1)}, max ${sorted[sorted.length - 1]!.toFixed(1)}; ` +
-    `rounds ${results.map((r) => r.toFixed(1)).join(" ")})`
-)
