@@ -7,7 +7,7 @@
  * compiled sources (as the published one maps them to dist/) and a link to dashboard/ (the dashboard's page is read
  * relative to its module). globalSetup.ts makes it and removes it when the run ends; test/utils/spawned.ts runs it.
  */
-import { transform } from "esbuild"
+import { build, transform } from "esbuild"
 import { mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
 
@@ -26,6 +26,29 @@ const compileFile = async (root: string, out: string, file: string) => {
   const target = join(out, file.replace(/\.ts$/, ".js"))
   await mkdir(dirname(target), { recursive: true })
   await writeFile(target, code)
+}
+
+/**
+ * Replaces the compiled `file` with one module holding it and all it imports, its dependencies included: the command
+ * runs as a process of its own forty-odd times a run, and a bundle loads in about a third of the CPU time of the
+ * hundreds of modules it imports. It stays where its compiled file was, so what it reads relative to itself (the
+ * package.json above src/) is where it was.
+ */
+const bundle = async (root: string, out: string, file: string) => {
+  await build({
+    entryPoints: [join(root, file)],
+    outfile: join(out, file.replace(/\.ts$/, ".js")),
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    logLevel: "warning",
+    // The CommonJS dependencies (pg) call require, which an ES module has only by createRequire.
+    banner: {
+      js:
+        "import { createRequire as bundleRequire } from \"node:module\"; const require = bundleRequire(import.meta.url);"
+    }
+  })
 }
 
 /**
@@ -63,5 +86,6 @@ export const compile = async (
     JSON.stringify({ name: manifest.name, version: manifest.version, type: "module", exports })
   )
   await symlink(join(root, "dashboard"), join(directory, "dashboard"), "dir")
+  await bundle(root, directory, "src/bin.ts")
   return { directory, remove: () => rm(directory, { recursive: true, force: true }) }
 }
