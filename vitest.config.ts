@@ -1,11 +1,12 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
-import { basename, join } from "node:path"
+import { basename, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { configDefaults, defineConfig } from "vitest/config"
 import type { TestSpecification } from "vitest/node"
 import { BaseSequencer } from "vitest/node"
 
+const root = fileURLToPath(new URL(".", import.meta.url))
 const src = fileURLToPath(new URL("./src/", import.meta.url))
 
 /**
@@ -25,9 +26,9 @@ const testFiles = (dir: string): Array<string> =>
 
 /**
  * The suites that run whole processes (npm, tsx, vitest, linters, a browser, the example servers) or hold the machine
- * busy for seconds (the soak): the "process" project. A file that imports `node:child_process`, `utils/spawned.ts` or
+ * busy for seconds (the soak): the process files. A file that imports `node:child_process`, `utils/spawned.ts` or
  * `utils/browser.ts` is one without a word; one that loads the machine without spawning is named here. Every other
- * file is "unit".
+ * file runs beside them.
  */
 const PROCESS = [
   ...new Set([
@@ -44,14 +45,20 @@ const PROCESS = [
 class ProcessFirst extends BaseSequencer {
   override async sort(files: Array<TestSpecification>) {
     const sorted = await super.sort(files)
-    const first = (spec: TestSpecification) => (spec.project.name === "process" ? 0 : 1)
+    const first = (spec: TestSpecification) => (PROCESS.includes(relative(root, spec.moduleId)) ? 0 : 1)
     return sorted.sort((a, b) => first(a) - first(b))
   }
 }
 
-// Above the sum of the deadlines any process-level test waits for (spawned.ts: 90 s for a process to start): a loaded
-// machine makes a process slow to start, never wrong. Their tests set no timeout of their own.
-const PROCESS_TIMEOUT = 240_000
+// A bound for a hung test, far above what any takes on a loaded machine (a property run of 66 s, 1,050 creates one
+// after another on PostgreSQL), and above the sum of the deadlines any process-level test waits for (spawned.ts: 90 s
+// for a process to start): a loaded machine makes a process slow to start, never wrong. A test of its own sets none
+// lower.
+const TIMEOUT = 240_000
+
+// Most tests wait on sockets, timers and PostgreSQL rather than on a core: one process more than there are cores (two
+// more leave the tests that wait on a deadline less room on a loaded machine: docs/development.md).
+const WORKERS = availableParallelism() + 1
 
 export default defineConfig({
   resolve: {
@@ -71,31 +78,26 @@ export default defineConfig({
     globalSetup: ["test/utils/globalSetup.ts"],
     setupFiles: ["test/utils/workerSetup.ts"],
     fileParallelism: true,
-    // The unit and process files share the first group, the process files first (ProcessFirst).
+    // The process files start first (ProcessFirst).
     sequence: { sequencer: ProcessFirst },
-    // Most tests wait on sockets, timers and PostgreSQL rather than on a core: one process more than there are cores
-    // (two more leave the tests that wait on a deadline less room on a loaded machine: docs/development.md).
-    maxWorkers: availableParallelism() + 1,
-    // A bound for a hung test, far above what any takes on a loaded machine (a property run of 66 s, 1,050 creates
-    // one after another on PostgreSQL): a test of its own sets none lower.
-    testTimeout: 180_000,
-    hookTimeout: 180_000,
+    // A test process runs one file after another, loading the sources and their dependencies once (isolating each file
+    // in a process of its own loads them again for each: most of the CPU of a small file). The pool runs the files of
+    // one project at a time when it does not isolate them: the unit and process files are one project, so that the
+    // unit files fill the cores while the process files wait on their children.
+    poolOptions: { forks: { isolate: false } },
+    maxWorkers: WORKERS,
+    // The pool stops a process it finds idle above its minimum, and a file handed to it meanwhile fails ("Terminating
+    // worker thread"): it keeps them all.
+    minWorkers: WORKERS,
+    testTimeout: TIMEOUT,
+    hookTimeout: TIMEOUT,
     projects: [
       {
         extends: true,
         test: {
-          name: "unit",
+          name: "suite",
           include: ["test/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, ...PROCESS, ...RESTARTING]
-        }
-      },
-      {
-        extends: true,
-        test: {
-          name: "process",
-          include: PROCESS,
-          testTimeout: PROCESS_TIMEOUT,
-          hookTimeout: PROCESS_TIMEOUT
+          exclude: [...configDefaults.exclude, ...RESTARTING]
         }
       },
       // Groups run one after another, and a group of one file runs alone.
@@ -104,9 +106,7 @@ export default defineConfig({
         test: {
           name: `restarting: ${basename(file, ".test.ts")}`,
           include: [file],
-          sequence: { groupOrder: 1 + i },
-          testTimeout: PROCESS_TIMEOUT,
-          hookTimeout: PROCESS_TIMEOUT
+          sequence: { groupOrder: 1 + i }
         }
       }))
     ]

@@ -229,7 +229,8 @@ const allScenarios: ReadonlyArray<Scenario> = [
     part: "router",
     title: `router: the GitHub REST API's ${GITHUB.toLocaleString("en-US")} routes (memory)`,
     mode: "router",
-    // Express's and Hono's own routers cannot express the mixed segment `:base...:head` (test/bench-peers.test.ts).
+    // Express's and Hono's own routers cannot express the mixed segment `:base...:head`
+    // (test/bench-peers/routers.test.ts).
     servers: [
       "ours-router-github",
       "find-my-way-github",

@@ -15,6 +15,7 @@ import {
   failureContract,
   get,
   httpContract,
+  limitContract,
   nodeSocketContract,
   post,
   tokens
@@ -27,7 +28,7 @@ describe("AdminListener", () => {
   for (const [name, store] of stores) describe(name, () => httpContract(nodeListener, store))
   describe("failures", () => failureContract(nodeListener))
   describe("on a Node socket", () => nodeSocketContract(nodeListener))
-  describe("a 1 KiB body limit", () => httpContract(nodeListener, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
+  describe("a 1 KiB body limit", () => limitContract(nodeListener, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
 
   it("hands paths outside /v1/routing to next(); without next answers 404 not_found", async () => {
     const listener = await AdminListener.fromLayer(Layer.merge(RouteRepository.layerMemory, tokens))

@@ -11,7 +11,7 @@ import routeRegistry, * as RR from "route-registry/fastify"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, fetchFrom } from "./utils/adapters.js"
-import { assertProblem, failureContract, httpContract, tokens } from "./utils/httpContract.js"
+import { assertProblem, failureContract, httpContract, limitContract, tokens } from "./utils/httpContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
 import { admin, failingAfterStart } from "./utils/routerHost.js"
 import { adapterStores, stores } from "./utils/stores.js"
@@ -83,7 +83,7 @@ describe("route-registry/fastify", () => {
   for (const [name, store] of stores) {
     describe(`the stored routes on the ${name}`, () => integrationContract(integration, store))
   }
-  describe("a 1 KiB body limit", () => httpContract(fastify, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
+  describe("a 1 KiB body limit", () => limitContract(fastify, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
   describe("failures", () => failureContract({ ...fastify, start: (s, o) => fastify.start(failingAfterStart(s), o) }))
 
   it("is a Fastify plugin: the default export and `routeRegistry`, named for Fastify", () => {

@@ -12,7 +12,7 @@ import type * as RR from "route-registry/hono"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, serveNode } from "./utils/adapters.js"
-import { failureContract, httpContract, tokens } from "./utils/httpContract.js"
+import { failureContract, httpContract, limitContract, tokens } from "./utils/httpContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
 import { admin, failingAfterStart } from "./utils/routerHost.js"
 import { adapterStores, memory } from "./utils/stores.js"
@@ -81,7 +81,7 @@ describe("route-registry/hono", () => {
     describe(`the routing API on the ${name}`, () => httpContract(honoAdapter, store))
   }
   describe(`the stored routes on the ${memory[0]}`, () => integrationContract(integration, memory[1]))
-  describe("a 1 KiB body limit", () => httpContract(honoAdapter, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
+  describe("a 1 KiB body limit", () => limitContract(honoAdapter, RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
   describe("failures", () =>
     failureContract({ ...honoAdapter, start: (s, o) => honoAdapter.start(failingAfterStart(s), o) }))
 

@@ -139,6 +139,27 @@ export const storeLayer = (options: PgRouteRepository.Options = {}) =>
     return PgRouteRepository.layer({ ...options, table: installed.table })
   }))
 
+/**
+ * A table as `storeLayer` gives one (installed, emptied), named for a server that installs the table it is given
+ * (the benchmark's servers: their migration finds it done), on `pool`; `release` empties it for the next.
+ */
+export const leaseTable = async (
+  pool: Pg.Pool
+): Promise<{ readonly table: string; readonly release: () => Promise<void> }> => {
+  const onPool = <A>(f: (sql: SqlClient.SqlClient) => Effect.Effect<A>) =>
+    Effect.runPromise(
+      Effect.flatMap(SqlClient.SqlClient, f).pipe(
+        Effect.provide(PgClient.layerFromPool({ acquire: Effect.succeed(pool) })),
+        Effect.orDie
+      )
+    )
+  const installed = idle.pop() ?? (await onPool((sql) => settled(install(freshTable()), sql)))
+  return {
+    table: installed.table,
+    release: () => onPool((sql) => settled(empty(installed), sql)).then(() => void idle.push(installed))
+  }
+}
+
 /** A client whose every connection is refused: nothing listens on port 1. */
 export const unreachable: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError> = PgClient.layerFromPool({
   acquire: Effect.acquireRelease(

@@ -112,7 +112,9 @@ export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHa
 export const bodyRows = (adapter: Adapter, options?: RoutingHandler.Options) =>
   requestRows(serving(adapter, RouteRepository.layerMemory, options), options)
 
-const requestRows = (send: (request: Sent) => Promise<Received>, options?: RoutingHandler.Options) => {
+type Send = (request: Sent) => Promise<Received>
+
+const requestRows = (send: Send, options?: RoutingHandler.Options) => {
   // Samples larger than a small configured limit would only test the limit.
   const fits = (body: unknown) => JSON.stringify(body).length < limitOf(options)
 
@@ -293,6 +295,11 @@ const requestRows = (send: (request: Sent) => Promise<Received>, options?: Routi
     }
   })
 
+  limitRows(send, options)
+}
+
+/** The rows of a body at the limit and over it, declared or streamed: what a configured body limit changes. */
+const limitRows = (send: Send, options?: RoutingHandler.Options) => {
   describe("limits", () => {
     const limit = options?.maxBodyBytes ?? 64 * 1024
     const padded = (size: number) => {
@@ -410,15 +417,7 @@ export const createGetContract = (adapter: Adapter, store: Store, options?: Rout
     it("scope before content type", async () => {
       assertProblem(await send(post("x", { ...auth(READER), "content-type": "text/plain" })), "insufficient_scope")
     })
-    it("content type before size", async () => {
-      assertProblem(
-        await send(post("x".repeat(limitOf(options) + 10), { ...auth(ADMIN), "content-type": "text/plain" })),
-        "unsupported_media_type"
-      )
-    })
-    it("size before JSON", async () => {
-      assertProblem(await send(post("{".repeat(limitOf(options) + 10))), "payload_too_large")
-    })
+    sizeOrderRows(send, options)
     it("JSON before the body rules", async () => {
       assertProblem(await send(post("{\"method\": \"get\",")), "malformed_json")
     })
@@ -427,6 +426,31 @@ export const createGetContract = (adapter: Adapter, store: Store, options?: Rout
       assertProblem(await send(post({ ...sample, extra: 1 })), "invalid_route", ["errors"]) // not 409
     })
   })
+}
+
+/** Where the size check stands among the checks of a POST: after the content type, before the JSON. */
+const sizeOrderRows = (send: Send, options?: RoutingHandler.Options) => {
+  it("content type before size", async () => {
+    assertProblem(
+      await send(post("x".repeat(limitOf(options) + 10), { ...auth(ADMIN), "content-type": "text/plain" })),
+      "unsupported_media_type"
+    )
+  })
+  it("size before JSON", async () => {
+    assertProblem(await send(post("{".repeat(limitOf(options) + 10))), "payload_too_large")
+  })
+}
+
+/**
+ * The rows whose outcome a configured body limit changes: a body at the limit and over it, and where the size check
+ * stands among the others, on POST and (`updates`) on PATCH. Every other row sends bodies far under any limit a test
+ * configures, so it answers alike whatever the limit: the whole contract runs at the default one.
+ */
+export const limitContract = (adapter: Adapter, store: Store, options: RoutingHandler.Options, updates = true) => {
+  const send = serving(adapter, store, options)
+  limitRows(send, options)
+  describe("the order of checks", () => sizeOrderRows(send, options))
+  if (updates) describe("the order of checks on PATCH", () => patchOrderRow(send, options))
 }
 
 export const patch = (
@@ -452,6 +476,12 @@ export const list = (query = "", headers: Record<string, string> = auth(ADMIN)):
   headers
 })
 
+const createOn = async (send: Send, body: Record<string, unknown> = sample) => {
+  const response = await send(post(body))
+  assert.strictEqual(response.status, 201, response.text)
+  return response
+}
+
 const paths = (response: Received): Array<string> => response.json.errors.map((e: { path: string }) => e.path)
 
 /** Listing, update, delete and versions (docs/http-api.md: "Listing", "Updating", "Deleting"), and the rules they bring. */
@@ -463,11 +493,7 @@ export const changeContract = (
 ) => {
   const send = serving(adapter, store, options)
   if (edition === "v4") logRows(send)
-  const create = async (body: Record<string, unknown> = sample) => {
-    const response = await send(post(body))
-    assert.strictEqual(response.status, 201, response.text)
-    return response
-  }
+  const create = (body: Record<string, unknown> = sample) => createOn(send, body)
 
   it("a huge invalid body: at most Route.MAX_ISSUES problems, and the detail says there may be more", async () => {
     const body = { ...sample, middleware: Array.from({ length: 400 }, () => "bad name") }
@@ -932,17 +958,7 @@ export const changeContract = (
       assertProblem(await send(patch(id, "{not json", json)), "unauthenticated")
       assertProblem(await send(patch(id, "x", { ...auth(READER), "content-type": "text/plain" })), "insufficient_scope")
     })
-    it("415 before 413 before malformed_json before invalid_route before the store", async () => {
-      const id = (await create()).json.id
-      const big = "{".repeat(limitOf(options) + 10)
-      assertProblem(
-        await send(patch(id, big, { ...auth(ADMIN), "content-type": "text/plain" })),
-        "unsupported_media_type"
-      )
-      assertProblem(await send(patch(id, big)), "payload_too_large")
-      assertProblem(await send(patch(Route.makeRouteId(0), "{")), "malformed_json")
-      assertProblem(await send(patch(Route.makeRouteId(0), { id: "x" })), "invalid_route", ["errors"])
-    })
+    patchOrderRow(send, options)
   })
 
   describe("the method bound", () => {
@@ -982,6 +998,20 @@ export const changeContract = (
     })
   })
 }
+
+/** Where the size check stands among the checks of a PATCH. */
+const patchOrderRow = (send: Send, options?: RoutingHandler.Options) =>
+  it("415 before 413 before malformed_json before invalid_route before the store", async () => {
+    const id = (await createOn(send)).json.id
+    const big = "{".repeat(limitOf(options) + 10)
+    assertProblem(
+      await send(patch(id, big, { ...auth(ADMIN), "content-type": "text/plain" })),
+      "unsupported_media_type"
+    )
+    assertProblem(await send(patch(id, big)), "payload_too_large")
+    assertProblem(await send(patch(Route.makeRouteId(0), "{")), "malformed_json")
+    assertProblem(await send(patch(Route.makeRouteId(0), { id: "x" })), "invalid_route", ["errors"])
+  })
 
 const limitOf = (options?: RoutingHandler.Options) => options?.maxBodyBytes ?? 64 * 1024
 

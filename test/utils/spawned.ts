@@ -56,7 +56,7 @@ export const run = (file: string, env: Record<string, string> = {}): Run => {
 
 /**
  * The longest a process may take to print that it listens, on a loaded machine (loading its modules first). The
- * suites that start processes run in the "process" project, whose tests' timeout is well above it (vitest.config.ts).
+ * tests' timeout is well above it (vitest.config.ts).
  */
 export const START_MS = 90_000
 

@@ -1,0 +1,26 @@
+/**
+ * The benchmark's lean peers serve the whole contract as it stood before the change log, the search, prefix owners
+ * and match (docs/performance.md says what that leaves out of the comparison), and pass all of that suite, and the
+ * rows a 1 KiB body limit changes.
+ */
+import { describe } from "@effect/vitest"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as FastifyPlain from "../../bench/peers/fastify-plain.js"
+import * as LeanNode from "../../bench/peers/lean-node.js"
+import { asAdapter, type Start } from "../utils/benchPeers.js"
+import { limitContract, nodeSocketContract, peerContract } from "../utils/httpContract.js"
+
+const lean: ReadonlyArray<readonly [string, Start]> = [
+  ["lean node:http", LeanNode.start],
+  ["plain Fastify", FastifyPlain.start]
+]
+
+describe("benchmark servers", () => {
+  for (const [name, start] of lean) {
+    describe(name, () => peerContract(asAdapter(name, start), RouteRepository.layerMemory))
+    describe(`${name}, 1 KiB body limit`, () =>
+      limitContract(asAdapter(name, start), RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
+  }
+  // Written on node:http directly, it also honours what only a Node socket shows (Fastify writes its own status line).
+  describe("lean node:http on a Node socket", () => nodeSocketContract(asAdapter("lean node:http", LeanNode.start)))
+})
