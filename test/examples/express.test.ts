@@ -3,7 +3,7 @@ import { Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { makeApp } from "../../examples/express.js"
 import { type Adapter, serveNode } from "../utils/adapters.js"
-import { ADMIN, failingStore, failureContract, httpContract, post, tokens } from "../utils/httpContract.js"
+import { ADMIN, createGetContract, failingStore, failureContract, post, tokens } from "../utils/httpContract.js"
 import { failingAfterStart } from "../utils/routerHost.js"
 import { stores } from "../utils/stores.js"
 import { servesUsers } from "./usersHost.js"
@@ -22,7 +22,10 @@ const expressStoreFailingLater: Adapter = {
 }
 
 describe("examples/express", () => {
-  describe("the routing API mounted in Express", () => httpContract(express, RouteRepository.layerMemory))
+  // The whole contract runs over the integration itself (test/Express.test.ts); the example changes only how requests
+  // reach it and what reads their bodies.
+  describe("the routing API mounted in Express: create and get, authentication, the body and its limits", () =>
+    createGetContract(express, RouteRepository.layerMemory))
   describe("failures of the store after start-up", () => failureContract(expressStoreFailingLater))
 
   it("does not start over a store it cannot load the table from", async () => {

@@ -4,7 +4,7 @@ import { Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { makeApp } from "../../examples/hono.js"
 import { type Adapter, serveNode } from "../utils/adapters.js"
-import { ADMIN, failingStore, failureContract, httpContract, tokens } from "../utils/httpContract.js"
+import { ADMIN, createGetContract, failingStore, failureContract, tokens } from "../utils/httpContract.js"
 import { failingAfterStart } from "../utils/routerHost.js"
 import { stores } from "../utils/stores.js"
 import { servesUsers } from "./usersHost.js"
@@ -23,7 +23,10 @@ const honoStoreFailingLater: Adapter = {
 }
 
 describe("examples/hono", () => {
-  describe("the routing API mounted in Hono", () => httpContract(hono, RouteRepository.layerMemory))
+  // The whole contract runs over the integration itself (test/Hono.test.ts); the example changes only how requests
+  // reach it and what reads their bodies.
+  describe("the routing API mounted in Hono: create and get, authentication, the body and its limits", () =>
+    createGetContract(hono, RouteRepository.layerMemory))
   describe("failures of the store after start-up", () => failureContract(honoStoreFailingLater))
 
   it("does not start over a store it cannot load the table from", async () => {
