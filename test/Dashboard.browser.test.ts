@@ -1,7 +1,7 @@
 /**
- * The dashboard in a real browser (docs/dashboard.md): Chromium, driven by Playwright through each task by the
- * accessible names docs/dashboard.md lists, on the Postgres store, against `npm start`'s host with the dashboard on.
- * Also: an XSS attempt through an echoed problem detail, a read-only token, two tabs editing one route, and axe-core.
+ * The dashboard in a real browser (docs/dashboard.md): Chromium, driven by Playwright through each task by the accessible
+ * names docs/dashboard.md lists, on both stores, against `npm start`'s host with the dashboard on. Also: an XSS attempt
+ * through an echoed problem detail, a read-only token, two tabs editing one route, and axe-core.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Layer } from "effect"
@@ -16,7 +16,7 @@ import { makeHost, withTable } from "../examples/server.js"
 import { launch, listen, screenshotDir } from "./utils/browser.js"
 import { follow } from "./utils/followers.js"
 import { ADMIN, READER, tokens } from "./utils/httpContract.js"
-import { postgres } from "./utils/stores.js"
+import { stores } from "./utils/stores.js"
 
 const axeSource = Fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
 
@@ -86,20 +86,19 @@ describe("dashboard under a prefix mount (Express, app.use(\"/admin\", …))", (
   })
 })
 
-// The page sees the store only through the API, whose answers are the same on both stores (the HTTP contract runs the
-// whole API over both, test/AdminListener.test.ts): it runs on the one whose answers and change feed come later, from
-// a socket, as in production.
-describe("dashboard on the postgres store", () => {
+describe.each(stores)("dashboard on the %s", (storeName, store) => {
   let origin: string
   let closeHost: () => Promise<void>
   let closeStreams: () => void
-  // Screenshots for docs/dashboard.md.
+  // Screenshots for docs/dashboard.md, from one store's run.
   const shoot = (page: Page, name: string) =>
-    page.screenshot({ path: Path.join(screenshotDir, `dashboard-${name}.png`) })
+    storeName === "memory store"
+      ? page.screenshot({ path: Path.join(screenshotDir, `dashboard-${name}.png`) })
+      : undefined
 
   beforeAll(async () => {
     const host = await makeHost({
-      services: withTable(Layer.merge(postgres[1], tokens)),
+      services: withTable(Layer.merge(store, tokens)),
       functions: Demo.functions,
       dashboard: true
     })
