@@ -1,7 +1,7 @@
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
-import { makeHost, type SpanView } from "../../examples/opentelemetry.js"
+import { makeHost, type metricsView, type SpanView } from "../../examples/opentelemetry.js"
 import { serveNode } from "../utils/adapters.js"
 import { get, post, tokens } from "../utils/httpContract.js"
 
@@ -16,7 +16,7 @@ const valueOf = (
 ): unknown =>
   points?.find((point) => Object.entries(attributes).every(([key, value]) => point.attributes[key] === value))?.value
 
-type Metrics = Awaited<ReturnType<Awaited<ReturnType<typeof makeHost>>["metrics"]>>
+type Metrics = ReturnType<typeof metricsView>
 
 // Effect keeps its metrics per process, and a test process runs other files before this one: what these requests
 // added is the difference from before them. A histogram's value counts its observations.

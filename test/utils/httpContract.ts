@@ -11,7 +11,7 @@ import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
-import type * as RoutingHandler from "route-registry/RoutingHandler"
+import * as RoutingHandler from "route-registry/RoutingHandler"
 import { accepted, refused } from "../fixtures/samples.js"
 import type { Adapter, Received, Sent, Served } from "./adapters.js"
 import { rawRequest } from "./adapters.js"
@@ -301,7 +301,7 @@ const requestRows = (send: Send, options?: RoutingHandler.Options) => {
 /** The rows of a body at the limit and over it, declared or streamed: what a configured body limit changes. */
 const limitRows = (send: Send, options?: RoutingHandler.Options) => {
   describe("limits", () => {
-    const limit = options?.maxBodyBytes ?? 64 * 1024
+    const limit = limitOf(options)
     const padded = (size: number) => {
       const base = JSON.stringify({ ...sample, handler: "" })
       return JSON.stringify({ ...sample, handler: "h".repeat(size - base.length) })
@@ -1013,7 +1013,7 @@ const patchOrderRow = (send: Send, options?: RoutingHandler.Options) =>
     assertProblem(await send(patch(Route.makeRouteId(0), { id: "x" })), "invalid_route", ["errors"])
   })
 
-const limitOf = (options?: RoutingHandler.Options) => options?.maxBodyBytes ?? 64 * 1024
+const limitOf = (options?: RoutingHandler.Options) => options?.maxBodyBytes ?? RoutingHandler.DEFAULT_MAX_BODY_BYTES
 
 /** A store that fails every call, for the 503 and 500 rows: typed, with a defect, or by throwing. */
 export const failingStore = (failure: "unavailable" | "defect" | "throw"): Store => {
