@@ -464,27 +464,78 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     assert.deepStrictEqual((await api("GET", "?limit=1000")).body, before)
   })
 
-  it("two tabs editing one route: the second save is a conflict showing both versions, never overwriting", async () => {
+  it("two tabs editing one route: a conflict shows both versions; \"Apply my changes\" applies only this person's fields on the current version, \"Use current version\" takes it", async () => {
     const prefix = fresh()
     const made = await create("GET", `${prefix}/shared`, "original")
     const context = await browser.newContext()
     const first = await signIn(ADMIN, await context.newPage())
     const second = await signIn(ADMIN, await context.newPage())
+    const patches: Array<{ body: unknown; ifMatch: string | undefined }> = []
+    second.on("request", (request) => {
+      if (request.method() === "PATCH" && !request.url().includes("dryRun")) {
+        patches.push({ body: JSON.parse(request.postData() ?? "null"), ifMatch: request.headers()["if-match"] })
+      }
+    })
     await row(first, `${prefix}/shared`).getByRole("button", { name: "Edit" }).click()
     await row(second, `${prefix}/shared`).getByRole("button", { name: "Edit" }).click()
     const one = first.getByRole("dialog", { name: "Edit route" })
     const two = second.getByRole("dialog", { name: "Edit route" })
-    await one.getByRole("textbox", { name: "Handler" }).fill("fromFirst")
-    await two.getByRole("textbox", { name: "Handler" }).fill("fromSecond")
+    // The first person changes the middleware, the second the handler: two different fields.
+    await one.getByRole("textbox", { name: "Middleware" }).fill("requestId")
     await one.getByRole("button", { name: "Save" }).click()
     await one.waitFor({ state: "detached" })
+    await two.getByRole("textbox", { name: "Handler" }).fill("fromSecond")
     await two.getByRole("button", { name: "Save" }).click()
     await two.getByRole("heading", { name: "Your version" }).waitFor()
     await two.getByRole("heading", { name: "Current version" }).waitFor()
-    await two.getByText("fromFirst").waitFor()
+    await two.getByText("requestId (changed meanwhile)", { exact: true }).waitFor()
     await shoot(second, "conflict")
-    assert.strictEqual((await api("GET", `/${made.id}`)).body.handler, "fromFirst")
+    assert.deepStrictEqual((await api("GET", `/${made.id}`)).body.middleware, ["requestId"])
+
+    // Changed once more before "Apply my changes" arrives: the conflict is shown again, with the newer version.
+    const third = await api("PATCH", `/${made.id}`, { middleware: ["requestId", "timing"] })
+    await two.getByRole("button", { name: "Apply my changes" }).click()
+    await two.getByText("requestId, timing (changed meanwhile)", { exact: true }).waitFor()
+    await two.getByRole("button", { name: "Apply my changes" }).click()
+    await two.waitFor({ state: "detached" })
+    const stored = (await api("GET", `/${made.id}`)).body
+    assert.strictEqual(stored.handler, "fromSecond")
+    assert.deepStrictEqual(stored.middleware, ["requestId", "timing"]) // the other people's edits survive
+    // Each save sent the person's own field only, the last against the version that had just been shown.
+    assert.deepStrictEqual(patches.map((p) => p.body), [{ handler: "fromSecond" }, { handler: "fromSecond" }, {
+      handler: "fromSecond"
+    }])
+    assert.strictEqual(patches[2]!.ifMatch, third.headers.get("etag"))
+
+    // "Use current version": the form takes the stored route, and saving it unchanged sends nothing.
+    await row(second, `${prefix}/shared`).getByRole("button", { name: "Edit" }).click()
+    await two.getByRole("textbox", { name: "Handler" }).fill("mine")
+    await api("PATCH", `/${made.id}`, { middleware: [] })
+    await two.getByRole("button", { name: "Save" }).click()
+    await two.getByRole("button", { name: "Use current version" }).click()
+    await two.getByRole("heading", { name: "Current version" }).waitFor({ state: "detached" })
+    assert.strictEqual(await two.getByRole("textbox", { name: "Handler" }).inputValue(), "fromSecond")
+    assert.strictEqual(await two.getByRole("textbox", { name: "Middleware" }).inputValue(), "")
+    await two.getByRole("button", { name: "Save" }).click()
+    await two.waitFor({ state: "detached" })
+    assert.strictEqual(patches.length, 4) // the save that met the conflict; none after it
+    const kept = (await api("GET", `/${made.id}`)).body
+    assert.deepStrictEqual([kept.handler, kept.middleware], ["fromSecond", []])
     await context.close()
+  })
+
+  it("names the route a 409 conflicts with by its method and path", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/items/:id`, "echo")
+    const page = await signIn()
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/items/:name`)
+    await form.getByRole("textbox", { name: "Handler" }).fill("echo")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.getByText(`The route already stored is GET ${prefix}/items/:id (handler echo).`).waitFor()
+    await page.close()
   })
 
   it("is usable with the keyboard alone: sign in, create a route, close a dialog", async () => {

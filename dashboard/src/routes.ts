@@ -4,6 +4,7 @@
  */
 import { call, describe, type Route, type Session } from "./api.js"
 import { debounce, type Field, field, h, replace } from "./dom.js"
+import { FIELDS, same } from "./fields.js"
 import type { Change } from "./stream.js"
 
 /** Routes in one page: the first rows arrive with one request. */
@@ -237,7 +238,7 @@ export class RouteList {
     for (const route of routes.values()) {
       if (last !== undefined && route.id > last) continue
       const shown = this.#rows.get(route.id)
-      if (shown === undefined || !same(shown.route, route)) this.upsert(route)
+      if (shown === undefined || !FIELDS.every((field) => same(shown.route, route, field.name))) this.upsert(route)
     }
   }
 
@@ -246,7 +247,3 @@ export class RouteList {
     replace(this.#problem, text)
   }
 }
-
-const same = (a: Route, b: Route) =>
-  a.method === b.method && a.path === b.path && a.handler === b.handler &&
-  a.middleware.length === b.middleware.length && a.middleware.every((name, i) => name === b.middleware[i])
