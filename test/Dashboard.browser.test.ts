@@ -9,7 +9,7 @@ import express from "express"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
-import type { Browser, Page } from "playwright-core"
+import type { Browser, BrowserContextOptions, Locator, Page } from "playwright-core"
 import { routeRegistry as expressRegistry } from "route-registry/express"
 import * as Demo from "../examples/catalog.js"
 import { makeHost, withTable } from "../examples/server.js"
@@ -43,8 +43,8 @@ beforeAll(async () => {
       page.setDefaultTimeout(STEP_TIMEOUT_MILLIS)
       return page
     },
-    newContext: async () => {
-      const context = await newContext()
+    newContext: async (options?: BrowserContextOptions) => {
+      const context = await newContext(options)
       context.setDefaultTimeout(STEP_TIMEOUT_MILLIS)
       return context
     }
@@ -145,6 +145,15 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await tab.getByRole("table", { name: "Routes" }).waitFor()
     await tab.getByRole("status").filter({ hasText: /^live$/ }).waitFor()
     return tab
+  }
+
+  /** That `time` shows `iso` in the reader's zone (an en-US reader), with `iso` in UTC on hover and in `datetime`. */
+  const shows = async (time: Locator, iso: string, timeZone: string) => {
+    assert.strictEqual(await time.getAttribute("datetime"), iso)
+    assert.strictEqual(await time.getAttribute("title"), `${iso.replace("T", " ").replace("Z", "")} UTC`)
+    const local = (options: Intl.DateTimeFormatOptions) =>
+      new Intl.DateTimeFormat("en-US", { ...options, timeZone }).format(new Date(iso))
+    assert.strictEqual(await time.textContent(), `${local({ dateStyle: "medium" })} ${local({ timeStyle: "medium" })}`)
   }
 
   const row = (page: Page, path: string) =>
@@ -367,18 +376,22 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     const prefix = fresh()
     const made = await create("GET", `${prefix}/history`, "first")
     await api("PATCH", `/${made.id}`, { handler: "second" })
-    const page = await signIn()
+    const context = await browser.newContext({ timezoneId: "America/St_Johns", locale: "en-US" })
+    const page = await signIn(ADMIN, await context.newPage())
     await row(page, `${prefix}/history`).getByRole("button", { name: "History" }).click()
     const history = page.getByRole("dialog", { name: `History of GET ${prefix}/history` })
     await history.getByText("update").first().waitFor()
     await history.getByText("admin").first().waitFor()
     await shoot(page, "history")
+    // Times in the reader's time zone, UTC on hover.
+    const [update] = (await api("GET", `/${made.id}/history?limit=1`)).body.items
+    await shows(history.locator("time").first(), update.at, "America/St_Johns")
     // The create's revision, restored: the handler is "first" again.
     await history.getByRole("button", { name: "Restore" }).last().click()
     await page.getByRole("dialog", { name: "Restore this revision?" }).getByRole("button", { name: "Confirm" }).click()
     await history.getByText(/Restored revision/).waitFor()
     assert.strictEqual((await api("GET", `/${made.id}`)).body.handler, "first")
-    await page.close()
+    await context.close()
   })
 
   it("task 6: shows the fleet: each follower, the revision it applied, how far behind it is, and those that left", async () => {
@@ -444,6 +457,9 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     assert.strictEqual(await page.getByRole("button", { name: "Edit" }).count(), 0)
     assert.strictEqual(await page.getByRole("button", { name: "Delete" }).count(), 0)
     assert.isAbove(await page.getByRole("button", { name: "History" }).count(), 0)
+    const changes = page.getByRole("table", { name: "Recent changes" })
+    await changes.getByRole("row").filter({ hasText: `GET ${prefix}/readable` }).waitFor()
+    assert.strictEqual(await changes.getByRole("button", { name: "Restore" }).count(), 0)
     await page.close()
   })
 
@@ -535,6 +551,69 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await form.getByRole("textbox", { name: "Handler" }).fill("echo")
     await form.getByRole("button", { name: "Save" }).click()
     await form.getByText(`The route already stored is GET ${prefix}/items/:id (handler echo).`).waitFor()
+    await page.close()
+  })
+
+  it("recent changes: a route deleted in the dashboard comes back from the registry's log, after confirming", async () => {
+    const prefix = fresh()
+    const made = await create("GET", `${prefix}/gone`, "echo", ["requestId"])
+    // A time zone of its own, to see times shown in it, and UTC on hover.
+    const context = await browser.newContext({ timezoneId: "Asia/Kathmandu", locale: "en-US" })
+    const page = await signIn(ADMIN, await context.newPage())
+    await row(page, `${prefix}/gone`).getByRole("button", { name: "Delete" }).click()
+    await page.getByRole("dialog", { name: "Delete this route?" }).getByRole("button", { name: "Confirm" }).click()
+    await row(page, `${prefix}/gone`).waitFor({ state: "detached" })
+
+    const changes = page.getByRole("table", { name: "Recent changes" })
+    const entry = changes.getByRole("row").filter({ hasText: `GET ${prefix}/gone` }).filter({ hasText: "delete" })
+    await entry.waitFor()
+    const [deleted] = (await api("GET", `/${made.id}/history?limit=1`)).body.items
+    await shows(entry.locator("time"), deleted.at, "Asia/Kathmandu")
+
+    await entry.getByRole("button", { name: "Restore" }).click()
+    const ask = page.getByRole("dialog", { name: "Restore this deleted route?" })
+    await ask.getByText(`GET ${prefix}/gone is stored again`).waitFor()
+    await shoot(page, "restore-deleted")
+    await ask.getByRole("button", { name: "Confirm" }).click()
+    await page.getByText(/^Restored revision \d+ as revision \d+: GET .* is stored again, under a new id\.$/).waitFor()
+    await row(page, `${prefix}/gone`).waitFor()
+    const [back] = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
+    assert.deepStrictEqual([back.method, back.path, back.middleware, back.handler], [
+      "GET",
+      `${prefix}/gone`,
+      ["requestId"],
+      "echo"
+    ])
+    assert.notStrictEqual(back.id, made.id)
+    await changes.getByRole("row").filter({ hasText: `GET ${prefix}/gone` }).filter({
+      hasText: /restore of revision/
+    })
+      .waitFor()
+    await shoot(page, "recent-changes")
+    await context.close()
+  })
+
+  it("recent changes: newest first, a page at a time", async () => {
+    const prefix = fresh()
+    for (let i = 0; i < 26; i++) await create("GET", `${prefix}/r${i}`)
+    const page = await signIn()
+    const changes = page.getByRole("table", { name: "Recent changes" })
+    await changes.getByRole("row").filter({ hasText: `GET ${prefix}/r25` }).waitFor()
+    const revisions = async () => (await changes.locator("tbody tr").evaluateAll((rows) =>
+      rows.map((r) =>
+        Number(r.querySelector("td")!.textContent)
+      )
+    ))
+    assert.strictEqual((await revisions()).length, 25)
+    await page.getByRole("button", { name: "Older changes" }).click()
+    await changes.getByRole("row").filter({ hasText: `GET ${prefix}/r0` }).waitFor()
+    const all = await revisions()
+    assert.isAbove(all.length, 26)
+    assert.deepStrictEqual(all, [...all].sort((a, b) => b - a))
+    assert.strictEqual(new Set(all).size, all.length)
+    // A change made elsewhere comes on top by itself.
+    await create("GET", `${prefix}/later`)
+    await changes.locator("tbody tr").first().filter({ hasText: `GET ${prefix}/later` }).waitFor()
     await page.close()
   })
 

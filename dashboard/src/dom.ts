@@ -114,3 +114,24 @@ export const confirm = (title: string, question: string): Promise<boolean> =>
     )
     element.addEventListener("close", () => resolve(confirmed))
   })
+
+/** A path as code, which a narrow column breaks before a `/` rather than anywhere (its text stays the same). */
+export const pathCode = (path: string): HTMLElement =>
+  h("code", { class: "path" }, ...path.split(/(?=\/)/).flatMap((part, i) => i === 0 ? [part] : [h("wbr"), part]))
+
+// The reader's own locale and time zone; the date and the time apart, so that a narrow column wraps between them.
+const LOCAL_DATE = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" })
+const LOCAL_TIME = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" })
+
+/** A time from the API (ISO 8601, UTC) in the reader's time zone, its UTC form on hover and in `datetime`. */
+export const time = (iso: string): HTMLTimeElement => {
+  const date = new Date(iso)
+  if (Number.isNaN(date.getTime())) return h("time", {}, iso)
+  return h(
+    "time",
+    { datetime: date.toISOString(), title: date.toISOString().replace("T", " ").replace("Z", " UTC") },
+    h("span", {}, LOCAL_DATE.format(date)),
+    " ",
+    h("span", {}, LOCAL_TIME.format(date))
+  )
+}
