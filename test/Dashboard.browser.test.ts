@@ -91,9 +91,9 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
   let closeHost: () => Promise<void>
   let closeStreams: () => void
   // Screenshots for docs/dashboard.md, from one store's run.
-  const shoot = (page: Page, name: string) =>
+  const shoot = (page: Page, name: string, options: { readonly fullPage?: boolean } = {}) =>
     storeName === "memory store"
-      ? page.screenshot({ path: Path.join(screenshotDir, `dashboard-${name}.png`) })
+      ? page.screenshot({ ...options, path: Path.join(screenshotDir, `dashboard-${name}.png`) })
       : undefined
 
   beforeAll(async () => {
@@ -615,6 +615,61 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await create("GET", `${prefix}/later`)
     await changes.locator("tbody tr").first().filter({ hasText: `GET ${prefix}/later` }).waitFor()
     await page.close()
+  })
+
+  it("fits a phone, a laptop and a wide screen: no sideways scroll of the page, each row's actions on one line, the fleet whole at 1920 px", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/repos/:owner/:repo/pulls/:pull_number/reviews/:review_id/comments`, "echo", [
+      "requestId",
+      "timing"
+    ])
+    const name = `edge-${prefix.slice(1)}`
+    const follower = await follow(origin, READER, { name })
+    try {
+      const page = await signIn()
+      await page.getByRole("table", { name: "Followers" }).getByRole("row").filter({ hasText: name }).waitFor()
+      await row(page, `${prefix}/repos/:owner/:repo/pulls/:pull_number/reviews/:review_id/comments`).waitFor()
+      for (const width of [375, 1280, 1920]) {
+        await page.setViewportSize({ width, height: 900 })
+        const facts = await page.evaluate(() => {
+          const fleet = document.querySelector<HTMLElement>("table[aria-label=\"Followers\"]")!
+          const box = fleet.parentElement!
+          return {
+            pageOverflow: document.documentElement.scrollWidth - innerWidth,
+            actionRows: Array.from(
+              document.querySelectorAll<HTMLTableRowElement>("table[aria-label=\"Routes\"] tbody tr")
+            ).map(
+              (tr) => {
+                const cell = tr.cells[tr.cells.length - 1]!
+                const [r, c] = [tr.getBoundingClientRect(), cell.getBoundingClientRect()]
+                return {
+                  lines: new Set(
+                    Array.from(cell.querySelectorAll("button")).map((b) => Math.round(b.getBoundingClientRect().top))
+                  )
+                    .size,
+                  fillsRow: Math.abs(r.top - c.top) < 1 && Math.abs(r.bottom - c.bottom) < 1
+                }
+              }
+            ),
+            fleetClipped: box.scrollWidth - box.clientWidth
+          }
+        })
+        assert.isAtMost(facts.pageOverflow, 0, `the page scrolls sideways at ${width} px`)
+        assert.isAbove(facts.actionRows.length, 0)
+        for (const actions of facts.actionRows) {
+          assert.deepStrictEqual(
+            actions,
+            { lines: 1, fillsRow: true },
+            `${width} px`
+          )
+        }
+        if (width === 1920) assert.isAtMost(facts.fleetClipped, 0, "the fleet table is clipped at 1920 px")
+        if (width !== 1280) await shoot(page, `${width}px`, { fullPage: width === 375 })
+      }
+      await page.close()
+    } finally {
+      await follower.close()
+    }
   })
 
   it("is usable with the keyboard alone: sign in, create a route, close a dialog", async () => {
