@@ -378,6 +378,8 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await api("PATCH", `/${made.id}`, { handler: "second" })
     const context = await browser.newContext({ timezoneId: "America/St_Johns", locale: "en-US" })
     const page = await signIn(ADMIN, await context.newPage())
+    await page.getByRole("region", { name: "Recent changes" }).getByRole("button", { name: "Restore" }).first()
+      .waitFor()
     await row(page, `${prefix}/history`).getByRole("button", { name: "History" }).click()
     const history = page.getByRole("dialog", { name: `History of GET ${prefix}/history` })
     await history.getByText("update").first().waitFor()
@@ -386,6 +388,12 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     // Times in the reader's time zone, UTC on hover.
     const [update] = (await api("GET", `/${made.id}/history?limit=1`)).body.items
     await shows(history.locator("time").first(), update.at, "America/St_Johns")
+    // While the dialog is open, the page behind it (Recent changes, with a "Restore" of its own per entry) is hidden
+    // from assistive technology: a reader, or a query by accessible name, finds the dialog's buttons alone.
+    assert.strictEqual(
+      await page.getByRole("button", { name: "Restore" }).count(),
+      await history.getByRole("button", { name: "Restore" }).count()
+    )
     // The create's revision, restored: the handler is "first" again.
     await history.getByRole("button", { name: "Restore" }).last().click()
     await page.getByRole("dialog", { name: "Restore this revision?" }).getByRole("button", { name: "Confirm" }).click()

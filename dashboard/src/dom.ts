@@ -84,12 +84,36 @@ export const debounce = <A extends ReadonlyArray<unknown>>(millis: number, f: (.
   }
 }
 
+// While a modal dialog is open, the page behind it is hidden from assistive technology as well as inert (the ARIA
+// practices' modal pattern, for readers that ignore `aria-modal`): a reader, or a test finding controls by their
+// accessible names, sees the dialog's "Restore" and not those of "Recent changes" behind it. Gives what undoes it,
+// leaving what an outer dialog hid to that dialog.
+const hideAround = (dialog: HTMLElement): () => void => {
+  const hidden = Array.from(document.body.children).filter((element) =>
+    element !== dialog && element.getAttribute("aria-hidden") !== "true"
+  )
+  for (const element of hidden) {
+    element.setAttribute("aria-hidden", "true")
+    element.setAttribute("inert", "")
+  }
+  return () => {
+    for (const element of hidden) {
+      element.removeAttribute("aria-hidden")
+      element.removeAttribute("inert")
+    }
+  }
+}
+
 /** A modal dialog, named by its heading, removed from the page once closed. */
 export const dialog = (title: string, ...children: ReadonlyArray<Child>): HTMLDialogElement => {
   const id = uid("dialog")
   const element = h("dialog", { "aria-labelledby": id }, h("h2", { id }, title), ...children)
-  element.addEventListener("close", () => element.remove())
   document.body.appendChild(element)
+  const shown = hideAround(element)
+  element.addEventListener("close", () => {
+    shown()
+    element.remove()
+  })
   element.showModal()
   return element
 }
