@@ -9,7 +9,7 @@ import express from "express"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
-import type { Browser, Page } from "playwright-core"
+import type { Browser, BrowserContextOptions, Locator, Page } from "playwright-core"
 import { routeRegistry as expressRegistry } from "route-registry/express"
 import * as Demo from "../examples/catalog.js"
 import { makeHost, withTable } from "../examples/server.js"
@@ -43,8 +43,8 @@ beforeAll(async () => {
       page.setDefaultTimeout(STEP_TIMEOUT_MILLIS)
       return page
     },
-    newContext: async () => {
-      const context = await newContext()
+    newContext: async (options?: BrowserContextOptions) => {
+      const context = await newContext(options)
       context.setDefaultTimeout(STEP_TIMEOUT_MILLIS)
       return context
     }
@@ -91,9 +91,9 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
   let closeHost: () => Promise<void>
   let closeStreams: () => void
   // Screenshots for docs/dashboard.md, from one store's run.
-  const shoot = (page: Page, name: string) =>
+  const shoot = (page: Page, name: string, options: { readonly fullPage?: boolean } = {}) =>
     storeName === "memory store"
-      ? page.screenshot({ path: Path.join(screenshotDir, `dashboard-${name}.png`) })
+      ? page.screenshot({ ...options, path: Path.join(screenshotDir, `dashboard-${name}.png`) })
       : undefined
 
   beforeAll(async () => {
@@ -145,6 +145,15 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await tab.getByRole("table", { name: "Routes" }).waitFor()
     await tab.getByRole("status").filter({ hasText: /^live$/ }).waitFor()
     return tab
+  }
+
+  /** That `time` shows `iso` in the reader's zone (an en-US reader), with `iso` in UTC on hover and in `datetime`. */
+  const shows = async (time: Locator, iso: string, timeZone: string) => {
+    assert.strictEqual(await time.getAttribute("datetime"), iso)
+    assert.strictEqual(await time.getAttribute("title"), `${iso.replace("T", " ").replace("Z", "")} UTC`)
+    const local = (options: Intl.DateTimeFormatOptions) =>
+      new Intl.DateTimeFormat("en-US", { ...options, timeZone }).format(new Date(iso))
+    assert.strictEqual(await time.textContent(), `${local({ dateStyle: "medium" })} ${local({ timeStyle: "medium" })}`)
   }
 
   const row = (page: Page, path: string) =>
@@ -367,18 +376,30 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     const prefix = fresh()
     const made = await create("GET", `${prefix}/history`, "first")
     await api("PATCH", `/${made.id}`, { handler: "second" })
-    const page = await signIn()
+    const context = await browser.newContext({ timezoneId: "America/St_Johns", locale: "en-US" })
+    const page = await signIn(ADMIN, await context.newPage())
+    await page.getByRole("region", { name: "Recent changes" }).getByRole("button", { name: "Restore" }).first()
+      .waitFor()
     await row(page, `${prefix}/history`).getByRole("button", { name: "History" }).click()
     const history = page.getByRole("dialog", { name: `History of GET ${prefix}/history` })
     await history.getByText("update").first().waitFor()
     await history.getByText("admin").first().waitFor()
     await shoot(page, "history")
+    // Times in the reader's time zone, UTC on hover.
+    const [update] = (await api("GET", `/${made.id}/history?limit=1`)).body.items
+    await shows(history.locator("time").first(), update.at, "America/St_Johns")
+    // While the dialog is open, the page behind it (Recent changes, with a "Restore" of its own per entry) is hidden
+    // from assistive technology: a reader, or a query by accessible name, finds the dialog's buttons alone.
+    assert.strictEqual(
+      await page.getByRole("button", { name: "Restore" }).count(),
+      await history.getByRole("button", { name: "Restore" }).count()
+    )
     // The create's revision, restored: the handler is "first" again.
     await history.getByRole("button", { name: "Restore" }).last().click()
     await page.getByRole("dialog", { name: "Restore this revision?" }).getByRole("button", { name: "Confirm" }).click()
     await history.getByText(/Restored revision/).waitFor()
     assert.strictEqual((await api("GET", `/${made.id}`)).body.handler, "first")
-    await page.close()
+    await context.close()
   })
 
   it("task 6: shows the fleet: each follower, the revision it applied, how far behind it is, and those that left", async () => {
@@ -444,6 +465,9 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     assert.strictEqual(await page.getByRole("button", { name: "Edit" }).count(), 0)
     assert.strictEqual(await page.getByRole("button", { name: "Delete" }).count(), 0)
     assert.isAbove(await page.getByRole("button", { name: "History" }).count(), 0)
+    const changes = page.getByRole("table", { name: "Recent changes" })
+    await changes.getByRole("row").filter({ hasText: `GET ${prefix}/readable` }).waitFor()
+    assert.strictEqual(await changes.getByRole("button", { name: "Restore" }).count(), 0)
     await page.close()
   })
 
@@ -464,27 +488,196 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     assert.deepStrictEqual((await api("GET", "?limit=1000")).body, before)
   })
 
-  it("two tabs editing one route: the second save is a conflict showing both versions, never overwriting", async () => {
+  it("two tabs editing one route: a conflict shows both versions; \"Apply my changes\" applies only this person's fields on the current version, \"Use current version\" takes it", async () => {
     const prefix = fresh()
     const made = await create("GET", `${prefix}/shared`, "original")
     const context = await browser.newContext()
     const first = await signIn(ADMIN, await context.newPage())
     const second = await signIn(ADMIN, await context.newPage())
+    const patches: Array<{ body: unknown; ifMatch: string | undefined }> = []
+    second.on("request", (request) => {
+      if (request.method() === "PATCH" && !request.url().includes("dryRun")) {
+        patches.push({ body: JSON.parse(request.postData() ?? "null"), ifMatch: request.headers()["if-match"] })
+      }
+    })
     await row(first, `${prefix}/shared`).getByRole("button", { name: "Edit" }).click()
     await row(second, `${prefix}/shared`).getByRole("button", { name: "Edit" }).click()
     const one = first.getByRole("dialog", { name: "Edit route" })
     const two = second.getByRole("dialog", { name: "Edit route" })
-    await one.getByRole("textbox", { name: "Handler" }).fill("fromFirst")
-    await two.getByRole("textbox", { name: "Handler" }).fill("fromSecond")
+    // The first person changes the middleware, the second the handler: two different fields.
+    await one.getByRole("textbox", { name: "Middleware" }).fill("requestId")
     await one.getByRole("button", { name: "Save" }).click()
     await one.waitFor({ state: "detached" })
+    await two.getByRole("textbox", { name: "Handler" }).fill("fromSecond")
     await two.getByRole("button", { name: "Save" }).click()
     await two.getByRole("heading", { name: "Your version" }).waitFor()
     await two.getByRole("heading", { name: "Current version" }).waitFor()
-    await two.getByText("fromFirst").waitFor()
+    await two.getByText("requestId (changed meanwhile)", { exact: true }).waitFor()
     await shoot(second, "conflict")
-    assert.strictEqual((await api("GET", `/${made.id}`)).body.handler, "fromFirst")
+    assert.deepStrictEqual((await api("GET", `/${made.id}`)).body.middleware, ["requestId"])
+
+    // Changed once more before "Apply my changes" arrives: the conflict is shown again, with the newer version.
+    const third = await api("PATCH", `/${made.id}`, { middleware: ["requestId", "timing"] })
+    await two.getByRole("button", { name: "Apply my changes" }).click()
+    await two.getByText("requestId, timing (changed meanwhile)", { exact: true }).waitFor()
+    await two.getByRole("button", { name: "Apply my changes" }).click()
+    await two.waitFor({ state: "detached" })
+    const stored = (await api("GET", `/${made.id}`)).body
+    assert.strictEqual(stored.handler, "fromSecond")
+    assert.deepStrictEqual(stored.middleware, ["requestId", "timing"]) // the other people's edits survive
+    // Each save sent the person's own field only, the last against the version that had just been shown.
+    assert.deepStrictEqual(patches.map((p) => p.body), [{ handler: "fromSecond" }, { handler: "fromSecond" }, {
+      handler: "fromSecond"
+    }])
+    assert.strictEqual(patches[2]!.ifMatch, third.headers.get("etag"))
+
+    // "Use current version": the form takes the stored route, and saving it unchanged sends nothing.
+    await row(second, `${prefix}/shared`).getByRole("button", { name: "Edit" }).click()
+    await two.getByRole("textbox", { name: "Handler" }).fill("mine")
+    await api("PATCH", `/${made.id}`, { middleware: [] })
+    await two.getByRole("button", { name: "Save" }).click()
+    await two.getByRole("button", { name: "Use current version" }).click()
+    await two.getByRole("heading", { name: "Current version" }).waitFor({ state: "detached" })
+    assert.strictEqual(await two.getByRole("textbox", { name: "Handler" }).inputValue(), "fromSecond")
+    assert.strictEqual(await two.getByRole("textbox", { name: "Middleware" }).inputValue(), "")
+    await two.getByRole("button", { name: "Save" }).click()
+    await two.waitFor({ state: "detached" })
+    assert.strictEqual(patches.length, 4) // the save that met the conflict; none after it
+    const kept = (await api("GET", `/${made.id}`)).body
+    assert.deepStrictEqual([kept.handler, kept.middleware], ["fromSecond", []])
     await context.close()
+  })
+
+  it("names the route a 409 conflicts with by its method and path", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/items/:id`, "echo")
+    const page = await signIn()
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/items/:name`)
+    await form.getByRole("textbox", { name: "Handler" }).fill("echo")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.getByText(`The route already stored is GET ${prefix}/items/:id (handler echo).`).waitFor()
+    await page.close()
+  })
+
+  it("recent changes: a route deleted in the dashboard comes back from the registry's log, after confirming", async () => {
+    const prefix = fresh()
+    const made = await create("GET", `${prefix}/gone`, "echo", ["requestId"])
+    // A time zone of its own, to see times shown in it, and UTC on hover.
+    const context = await browser.newContext({ timezoneId: "Asia/Kathmandu", locale: "en-US" })
+    const page = await signIn(ADMIN, await context.newPage())
+    await row(page, `${prefix}/gone`).getByRole("button", { name: "Delete" }).click()
+    await page.getByRole("dialog", { name: "Delete this route?" }).getByRole("button", { name: "Confirm" }).click()
+    await row(page, `${prefix}/gone`).waitFor({ state: "detached" })
+
+    const changes = page.getByRole("table", { name: "Recent changes" })
+    const entry = changes.getByRole("row").filter({ hasText: `GET ${prefix}/gone` }).filter({ hasText: "delete" })
+    await entry.waitFor()
+    const [deleted] = (await api("GET", `/${made.id}/history?limit=1`)).body.items
+    await shows(entry.locator("time"), deleted.at, "Asia/Kathmandu")
+
+    await entry.getByRole("button", { name: "Restore" }).click()
+    const ask = page.getByRole("dialog", { name: "Restore this deleted route?" })
+    await ask.getByText(`GET ${prefix}/gone is stored again`).waitFor()
+    await shoot(page, "restore-deleted")
+    await ask.getByRole("button", { name: "Confirm" }).click()
+    await page.getByText(/^Restored revision \d+ as revision \d+: GET .* is stored again, under a new id\.$/).waitFor()
+    await row(page, `${prefix}/gone`).waitFor()
+    const [back] = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
+    assert.deepStrictEqual([back.method, back.path, back.middleware, back.handler], [
+      "GET",
+      `${prefix}/gone`,
+      ["requestId"],
+      "echo"
+    ])
+    assert.notStrictEqual(back.id, made.id)
+    await changes.getByRole("row").filter({ hasText: `GET ${prefix}/gone` }).filter({
+      hasText: /restore of revision/
+    })
+      .waitFor()
+    await shoot(page, "recent-changes")
+    await context.close()
+  })
+
+  it("recent changes: newest first, a page at a time", async () => {
+    const prefix = fresh()
+    for (let i = 0; i < 26; i++) await create("GET", `${prefix}/r${i}`)
+    const page = await signIn()
+    const changes = page.getByRole("table", { name: "Recent changes" })
+    await changes.getByRole("row").filter({ hasText: `GET ${prefix}/r25` }).waitFor()
+    const revisions = async () => (await changes.locator("tbody tr").evaluateAll((rows) =>
+      rows.map((r) =>
+        Number(r.querySelector("td")!.textContent)
+      )
+    ))
+    assert.strictEqual((await revisions()).length, 25)
+    await page.getByRole("button", { name: "Older changes" }).click()
+    await changes.getByRole("row").filter({ hasText: `GET ${prefix}/r0` }).waitFor()
+    const all = await revisions()
+    assert.isAbove(all.length, 26)
+    assert.deepStrictEqual(all, [...all].sort((a, b) => b - a))
+    assert.strictEqual(new Set(all).size, all.length)
+    // A change made elsewhere comes on top by itself.
+    await create("GET", `${prefix}/later`)
+    await changes.locator("tbody tr").first().filter({ hasText: `GET ${prefix}/later` }).waitFor()
+    await page.close()
+  })
+
+  it("fits a phone, a laptop and a wide screen: no sideways scroll of the page, each row's actions on one line, the fleet whole at 1920 px", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/repos/:owner/:repo/pulls/:pull_number/reviews/:review_id/comments`, "echo", [
+      "requestId",
+      "timing"
+    ])
+    const name = `edge-${prefix.slice(1)}`
+    const follower = await follow(origin, READER, { name })
+    try {
+      const page = await signIn()
+      await page.getByRole("table", { name: "Followers" }).getByRole("row").filter({ hasText: name }).waitFor()
+      await row(page, `${prefix}/repos/:owner/:repo/pulls/:pull_number/reviews/:review_id/comments`).waitFor()
+      for (const width of [375, 1280, 1920]) {
+        await page.setViewportSize({ width, height: 900 })
+        const facts = await page.evaluate(() => {
+          const fleet = document.querySelector<HTMLElement>("table[aria-label=\"Followers\"]")!
+          const box = fleet.parentElement!
+          return {
+            pageOverflow: document.documentElement.scrollWidth - innerWidth,
+            actionRows: Array.from(
+              document.querySelectorAll<HTMLTableRowElement>("table[aria-label=\"Routes\"] tbody tr")
+            ).map(
+              (tr) => {
+                const cell = tr.cells[tr.cells.length - 1]!
+                const [r, c] = [tr.getBoundingClientRect(), cell.getBoundingClientRect()]
+                return {
+                  lines: new Set(
+                    Array.from(cell.querySelectorAll("button")).map((b) => Math.round(b.getBoundingClientRect().top))
+                  )
+                    .size,
+                  fillsRow: Math.abs(r.top - c.top) < 1 && Math.abs(r.bottom - c.bottom) < 1
+                }
+              }
+            ),
+            fleetClipped: box.scrollWidth - box.clientWidth
+          }
+        })
+        assert.isAtMost(facts.pageOverflow, 0, `the page scrolls sideways at ${width} px`)
+        assert.isAbove(facts.actionRows.length, 0)
+        for (const actions of facts.actionRows) {
+          assert.deepStrictEqual(
+            actions,
+            { lines: 1, fillsRow: true },
+            `${width} px`
+          )
+        }
+        if (width === 1920) assert.isAtMost(facts.fleetClipped, 0, "the fleet table is clipped at 1920 px")
+        if (width !== 1280) await shoot(page, `${width}px`, { fullPage: width === 375 })
+      }
+      await page.close()
+    } finally {
+      await follower.close()
+    }
   })
 
   it("is usable with the keyboard alone: sign in, create a route, close a dialog", async () => {

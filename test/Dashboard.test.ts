@@ -10,6 +10,7 @@ import express from "express"
 import Fastify from "fastify"
 import { Hono } from "hono"
 import * as Http from "node:http"
+import * as Zlib from "node:zlib"
 import * as AdminListener from "route-registry/AdminListener"
 import { routeRegistry as expressRegistry } from "route-registry/express"
 import fastifyRegistry from "route-registry/fastify"
@@ -119,6 +120,16 @@ describe("the dashboard", () => {
       await registry.close()
     })
     await servesTheDashboard(sendTo(origin), "/admin")
+  })
+
+  it("ships at most 150 KB of compressed assets, naming no other host", () => {
+    const assets = Dashboard.load()
+    assert.isTrue(Either.isRight(assets))
+    if (Either.isLeft(assets)) return
+    const bodies = [assets.right.page, ...assets.right.files.values()].map((file) => String(file.body))
+    const compressed = bodies.reduce((sum, body) => sum + Zlib.gzipSync(body, { level: 9 }).length, 0)
+    assert.isAtMost(compressed, 150_000)
+    for (const body of bodies) assert.notMatch(body, /\b(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}\//i)
   })
 
   it("refuses a dashboard option that is not a boolean, naming it", async () => {

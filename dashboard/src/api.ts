@@ -4,11 +4,25 @@
  */
 import type * as ProblemModule from "../../src/Problem.js"
 import type * as RouteModule from "../../src/Route.js"
+import type * as RouteRepositoryModule from "../../src/RouteRepository.js"
 
 /** A route as the API answers it (the page imports the library's types, never its code). */
 export type Route = typeof RouteModule.Route.Encoded
 
 export type RouteFields = Pick<Route, "method" | "path" | "middleware" | "handler">
+
+/** An entry of the change log as the API answers it (docs/history.md): its routes and time in their JSON forms. */
+export type Entry = Omit<RouteRepositoryModule.HistoryEntry, "at" | "before" | "after"> & {
+  readonly at: string
+  readonly before: Route | null
+  readonly after: Route | null
+}
+
+/** A page of the log, newest first. */
+export interface EntryPage {
+  readonly items: ReadonlyArray<Entry>
+  readonly nextCursor: string | null
+}
 
 /** An RFC 9457 problem document, as the API answers errors; a network failure is one with status 0. */
 export type Problem = Omit<ProblemModule.Problem, "type" | "code"> & { readonly code?: string }
@@ -126,3 +140,22 @@ export const probe = async (session: Session): Promise<void> => {
 /** The whole sentence of a problem, for places that show one line. */
 export const describe = (problem: Problem): string =>
   problem.status === 0 ? problem.detail : `${problem.title} (${problem.status}): ${problem.detail}`
+
+/** A route as people name it: its method and path. */
+export const routeName = (route: Pick<Route, "method" | "path">): string => `${route.method} ${route.path}`
+
+/**
+ * The stored route a `409 route_conflict` names, read from the API (the problem carries its id only), as a sentence;
+ * undefined for another problem, or when that route cannot be read (deleted meanwhile).
+ */
+export const conflictingRoute = async (session: Session, problem: Problem): Promise<string | undefined> => {
+  if (problem.code !== "route_conflict" || problem.conflictingRouteId === undefined) return undefined
+  const other = await call<Route>(session, `/${problem.conflictingRouteId}`)
+  return other.value === undefined
+    ? undefined
+    : `The route already stored is ${routeName(other.value)} (handler ${other.value.handler}).`
+}
+
+/** A problem's sentence, with the method and path of the route a conflict names. */
+export const explain = async (session: Session, problem: Problem): Promise<string> =>
+  [describe(problem), await conflictingRoute(session, problem)].filter(Boolean).join(" ")

@@ -84,12 +84,36 @@ export const debounce = <A extends ReadonlyArray<unknown>>(millis: number, f: (.
   }
 }
 
+// While a modal dialog is open, the page behind it is hidden from assistive technology as well as inert (the ARIA
+// practices' modal pattern, for readers that ignore `aria-modal`): a reader, or a test finding controls by their
+// accessible names, sees the dialog's "Restore" and not those of "Recent changes" behind it. Gives what undoes it,
+// leaving what an outer dialog hid to that dialog.
+const hideAround = (dialog: HTMLElement): () => void => {
+  const hidden = Array.from(document.body.children).filter((element) =>
+    element !== dialog && element.getAttribute("aria-hidden") !== "true"
+  )
+  for (const element of hidden) {
+    element.setAttribute("aria-hidden", "true")
+    element.setAttribute("inert", "")
+  }
+  return () => {
+    for (const element of hidden) {
+      element.removeAttribute("aria-hidden")
+      element.removeAttribute("inert")
+    }
+  }
+}
+
 /** A modal dialog, named by its heading, removed from the page once closed. */
 export const dialog = (title: string, ...children: ReadonlyArray<Child>): HTMLDialogElement => {
   const id = uid("dialog")
   const element = h("dialog", { "aria-labelledby": id }, h("h2", { id }, title), ...children)
-  element.addEventListener("close", () => element.remove())
   document.body.appendChild(element)
+  const shown = hideAround(element)
+  element.addEventListener("close", () => {
+    shown()
+    element.remove()
+  })
   element.showModal()
   return element
 }
@@ -114,3 +138,24 @@ export const confirm = (title: string, question: string): Promise<boolean> =>
     )
     element.addEventListener("close", () => resolve(confirmed))
   })
+
+/** A path as code, which a narrow column breaks before a `/` rather than anywhere (its text stays the same). */
+export const pathCode = (path: string): HTMLElement =>
+  h("code", { class: "path" }, ...path.split(/(?=\/)/).flatMap((part, i) => i === 0 ? [part] : [h("wbr"), part]))
+
+// The reader's own locale and time zone; the date and the time apart, so that a narrow column wraps between them.
+const LOCAL_DATE = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" })
+const LOCAL_TIME = new Intl.DateTimeFormat(undefined, { timeStyle: "medium" })
+
+/** A time from the API (ISO 8601, UTC) in the reader's time zone, its UTC form on hover and in `datetime`. */
+export const time = (iso: string): HTMLTimeElement => {
+  const date = new Date(iso)
+  if (Number.isNaN(date.getTime())) return h("time", {}, iso)
+  return h(
+    "time",
+    { datetime: date.toISOString(), title: date.toISOString().replace("T", " ").replace("Z", " UTC") },
+    h("span", {}, LOCAL_DATE.format(date)),
+    " ",
+    h("span", {}, LOCAL_TIME.format(date))
+  )
+}

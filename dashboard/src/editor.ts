@@ -3,33 +3,18 @@
  * path's problems at their position, checked as the person types through dry runs. An edit sends only the fields that
  * changed, with `If-Match`; a change made meanwhile is shown beside the person's own, never overwritten silently.
  */
-import { type Answer, call, describe, type Problem, type Route, type RouteFields, type Session } from "./api.js"
+import {
+  type Answer,
+  call,
+  conflictingRoute,
+  describe,
+  type Problem,
+  type Route,
+  type RouteFields,
+  type Session
+} from "./api.js"
 import { debounce, dialog, type Field, field, h, replace } from "./dom.js"
-
-type Name = keyof RouteFields
-
-const NAMES: ReadonlyArray<Name> = ["method", "path", "middleware", "handler"]
-
-/** The names of a "Middleware" field: separated by commas, spaces around them ignored, empty entries dropped. */
-const namesOf = (text: string): Array<string> =>
-  text.split(",").map((name) => name.trim()).filter((name) => name !== "")
-
-const valuesOf = (fields: ReadonlyMap<Name, Field>): RouteFields => ({
-  method: fields.get("method")!.input.value.trim(),
-  path: fields.get("path")!.input.value,
-  middleware: namesOf(fields.get("middleware")!.input.value),
-  handler: fields.get("handler")!.input.value.trim()
-})
-
-/** The fields that differ from the route as it was loaded: what an edit sends. */
-const changed = (before: RouteFields, after: RouteFields): Partial<RouteFields> => {
-  const patch: Record<string, unknown> = {}
-  if (after.method !== before.method) patch.method = after.method
-  if (after.path !== before.path) patch.path = after.path
-  if (after.handler !== before.handler) patch.handler = after.handler
-  if (after.middleware.join("\u0000") !== before.middleware.join("\u0000")) patch.middleware = after.middleware
-  return patch as Partial<RouteFields>
-}
+import { changedNames, FIELDS, type Name, pick } from "./fields.js"
 
 // "at index 7" in the grammar's messages: where in the path each problem is.
 const positionsOf = (message: string): Array<number> =>
@@ -52,14 +37,15 @@ const markedPath = (path: string, positions: ReadonlyArray<number>): HTMLElement
   return code
 }
 
-interface Editing {
+/** A version of the route as the API answered it, with its `ETag`. */
+interface Version {
   readonly route: Route
   readonly etag: string
 }
 
 /** Opens the form, for `route` or (undefined) a new one; resolves with the saved route, or undefined. */
 export const open = async (session: Session, route: Route | undefined): Promise<Route | undefined> => {
-  let editing: Editing | undefined
+  let editing: Version | undefined
   if (route !== undefined) {
     const current = await call<Route>(session, `/${route.id}`)
     if (current.value === undefined) {
@@ -76,29 +62,31 @@ const alertProblem = (problem: Problem) => {
   element.append(h("button", { type: "button", onclick: () => element.close() }, "Close"))
 }
 
-const form = (session: Session, initial: Editing | undefined, resolve: (route: Route | undefined) => void) => {
-  let editing = initial
+const labelled = (names: Iterable<Name>) =>
+  FIELDS.filter((f) => [...names].includes(f.name)).map((f) => f.label.toLowerCase()).join(", ")
+
+const form = (session: Session, initial: Version | undefined, resolve: (route: Route | undefined) => void) => {
+  // The person's changes are the fields that differ from `base`, the version they started from; a save names
+  // `against` in If-Match. The two are one version until a conflict shows a newer one and the person applies their
+  // changes to it: then only their own fields are sent, and what someone else changed meanwhile stays.
+  let base = initial
+  let against = initial
   let saved: Route | undefined
-  const fields = new Map<Name, Field>([
-    ["method", field("Method", { required: true, autocapitalize: "characters" }, "such as GET, POST or PROPFIND")],
-    ["path", field("Path", { required: true }, "such as /users/:id")],
-    ["middleware", field("Middleware", {}, "names separated by commas")],
-    ["handler", field("Handler", { required: true })]
-  ])
+  const fields = new Map<Name, Field>(FIELDS.map((f) => [f.name, field(f.label, f.props, f.hint)]))
+  const input = (name: Name) => fields.get(name)!.input
+  const valuesOf = (): RouteFields =>
+    Object.fromEntries(FIELDS.map((f) => [f.name, f.read(input(f.name).value)])) as unknown as RouteFields
   const fill = (route: RouteFields) => {
-    fields.get("method")!.input.value = route.method
-    fields.get("path")!.input.value = route.path
-    fields.get("middleware")!.input.value = route.middleware.join(", ")
-    fields.get("handler")!.input.value = route.handler
+    for (const f of FIELDS) input(f.name).value = f.text(route)
   }
-  if (editing !== undefined) fill(editing.route)
+  if (base !== undefined) fill(base.route)
   const pathMarks = h("div", { class: "path-marks" })
   const status = h("p", { class: "status-line", role: "status" })
   const general = h("div", { class: "problem", role: "alert" })
   const conflict = h("div", { class: "conflict" })
   const save = h("button", { type: "submit", class: "primary" }, "Save")
   const element = dialog(
-    editing === undefined ? "New route" : "Edit route",
+    base === undefined ? "New route" : "Edit route",
     h(
       "form",
       {
@@ -108,11 +96,8 @@ const form = (session: Session, initial: Editing | undefined, resolve: (route: R
           void submit(false)
         }
       },
-      fields.get("method")!.row,
-      fields.get("path")!.row,
-      pathMarks,
-      fields.get("middleware")!.row,
-      fields.get("handler")!.row,
+      // A path's problems are marked in it, under its field.
+      ...FIELDS.flatMap((f) => f.name === "path" ? [fields.get(f.name)!.row, pathMarks] : [fields.get(f.name)!.row]),
       general,
       conflict,
       status,
@@ -140,7 +125,7 @@ const form = (session: Session, initial: Editing | undefined, resolve: (route: R
     clear()
     const issues = problem.errors ?? []
     for (const issue of issues) {
-      const name = NAMES.find((n) => issue.path === n || issue.path.startsWith(`${n}[`))
+      const name = FIELDS.find((f) => issue.path === f.name || issue.path.startsWith(`${f.name}[`))?.name
       const f = name === undefined ? undefined : fields.get(name)
       if (f === undefined) {
         general.append(h("p", {}, `${issue.path}: ${issue.message}`))
@@ -155,35 +140,44 @@ const form = (session: Session, initial: Editing | undefined, resolve: (route: R
     }
     if (problem.code === "route_conflict") {
       const f = fields.get("path")!
-      f.problem.append(h("p", {}, problem.detail))
+      const line = h("p", {}, problem.detail)
+      f.problem.append(line)
       f.input.setAttribute("aria-invalid", "true")
+      // The problem names the other route by id: its method and path say which one it is.
+      void conflictingRoute(session, problem).then((other) => {
+        if (other !== undefined && line.isConnected) line.after(h("p", {}, other))
+      })
     } else if (issues.length === 0) {
       general.append(h("p", {}, describe(problem)))
     }
   }
 
-  const request = (dryRun: boolean, etag?: string): Promise<Answer<Route>> | undefined => {
-    const values = valuesOf(fields)
+  const request = (dryRun: boolean): Promise<Answer<Route>> | undefined => {
+    const values = valuesOf()
     const query = dryRun ? { dryRun: "true" } : {}
-    if (editing === undefined) return call<Route>(session, "", { method: "POST", body: values, query })
-    const patch = changed(editing.route, values)
-    if (Object.keys(patch).length === 0) return undefined
-    return call<Route>(session, `/${editing.route.id}`, {
+    if (base === undefined || against === undefined) {
+      return call<Route>(session, "", { method: "POST", body: values, query })
+    }
+    const names = changedNames(base.route, values)
+    if (names.length === 0) return undefined
+    return call<Route>(session, `/${against.route.id}`, {
       method: "PATCH",
-      body: patch,
+      body: pick(values, names),
       query,
-      headers: { "if-match": etag ?? editing.etag }
+      headers: { "if-match": against.etag }
     })
   }
 
-  // Both versions side by side: the person's and the one stored meanwhile, to take one or re-apply theirs on it.
+  // Both versions side by side, each change marked: the person takes the current one, or applies theirs on top of it.
   const showConflict = async () => {
-    const current = await call<Route>(session, `/${editing!.route.id}`)
+    const current = await call<Route>(session, `/${against!.route.id}`)
     if (current.value === undefined) return show(current.problem!)
-    const theirs = current.value
-    const mine = valuesOf(fields)
-    const etag = current.headers.get("etag") ?? ""
-    const column = (title: string, route: RouteFields) =>
+    const theirs: Version = { route: current.value, etag: current.headers.get("etag") ?? "" }
+    const mine = valuesOf()
+    const yours = new Set(changedNames(base!.route, mine))
+    const meanwhile = new Set(changedNames(base!.route, theirs.route))
+    const both = [...yours].filter((name) => meanwhile.has(name))
+    const column = (title: string, route: RouteFields, marked: ReadonlySet<Name>, mark: string) =>
       h(
         "div",
         {},
@@ -191,36 +185,53 @@ const form = (session: Session, initial: Editing | undefined, resolve: (route: R
         h(
           "dl",
           {},
-          ...NAMES.flatMap((name) => [
-            h("dt", {}, name),
-            h("dd", {}, name === "middleware" ? route.middleware.join(", ") : route[name])
+          ...FIELDS.flatMap((f) => [
+            h("dt", {}, f.label),
+            h(
+              "dd",
+              { class: marked.has(f.name) ? "changed" : null },
+              f.text(route) || "(none)",
+              marked.has(f.name) ? h("small", {}, ` (${mark})`) : null
+            )
           ])
         )
       )
     replace(
       conflict,
       h("p", { role: "alert" }, "This route was changed by someone else while you edited it. Nothing was saved."),
-      h("div", { class: "versions" }, column("Your version", mine), column("Current version", theirs)),
+      h(
+        "div",
+        { class: "versions" },
+        column("Your version", mine, yours, "your change"),
+        column("Current version", theirs.route, meanwhile, "changed meanwhile")
+      ),
+      h(
+        "p",
+        {},
+        `"Apply my changes" sets ${labelled(yours)} on the current version and keeps the rest of it`,
+        both.length === 0 ? "." : `; ${labelled(both)} changed on both sides, and yours replaces theirs.`
+      ),
       h(
         "div",
         { class: "actions" },
         h("button", {
           type: "button",
           onclick: () => {
-            editing = { route: theirs, etag }
-            fill(theirs)
+            base = against = theirs
+            fill(theirs.route)
+            clear()
             conflict.replaceChildren()
           }
         }, "Use current version"),
         h("button", {
           type: "button",
           onclick: () => {
-            // The person's changes, sent again against the version they have now seen.
-            editing = { route: theirs, etag }
+            // Shown again if the route changes once more before this arrives.
+            against = theirs
             conflict.replaceChildren()
             void submit(false)
           }
-        }, "Apply my changes to it")
+        }, "Apply my changes")
       )
     )
   }
@@ -251,12 +262,17 @@ const form = (session: Session, initial: Editing | undefined, resolve: (route: R
       return
     }
     status.textContent = ""
-    if (answer.status === 412 && !dryRun) return showConflict()
+    if (answer.status === 412) {
+      if (!dryRun) return showConflict()
+      clear()
+      status.textContent = "Someone else changed this route meanwhile: Save shows both versions."
+      return
+    }
     show(answer.problem!)
   }
 
   // Checked as the person types by dry runs, which the API that serves this page takes on every write.
   const check = debounce(300, () => void submit(true))
   for (const f of fields.values()) f.input.addEventListener("input", check)
-  fields.get("method")!.input.focus()
+  input(FIELDS[0]!.name).focus()
 }

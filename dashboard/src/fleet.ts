@@ -3,7 +3,7 @@
  * far behind the registry it is, and those that left in the last minutes.
  */
 import { call, describe, type Session } from "./api.js"
-import { h, replace } from "./dom.js"
+import { h, replace, time } from "./dom.js"
 
 interface Follower {
   readonly name: string
@@ -58,7 +58,7 @@ export const fleet = (
           h("td", {}, String(f.appliedRevision)),
           h("td", {}, f.via ?? "direct"),
           h("td", {}, f.address),
-          h("td", {}, h("time", { datetime: f.reportedAt }, f.reportedAt))
+          h("td", {}, time(f.reportedAt))
         )
       )
     )

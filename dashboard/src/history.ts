@@ -2,29 +2,11 @@
  * A route's history (docs/dashboard.md task 5, over `GET /v1/routing/{id}/history` and `POST …/restore`): who changed
  * it, when, from what to what, side by side; any revision restored after confirming.
  */
-import { call, describe, type Route, type Session } from "./api.js"
-import { confirm, dialog, h } from "./dom.js"
+import { call, describe, type Entry, type EntryPage, explain, type Route, routeName, type Session } from "./api.js"
+import { confirm, dialog, h, time } from "./dom.js"
+import { FIELDS, type RouteField } from "./fields.js"
 
-interface Entry {
-  readonly revision: number
-  readonly at: string
-  readonly actor: string | null
-  readonly action: "create" | "update" | "delete" | "restore"
-  readonly routeId: string
-  readonly before: Route | null
-  readonly after: Route | null
-  readonly restoredFrom?: number
-}
-
-interface Page {
-  readonly items: ReadonlyArray<Entry>
-  readonly nextCursor: string | null
-}
-
-const FIELDS = ["method", "path", "middleware", "handler"] as const
-
-const text = (route: Route | null, name: typeof FIELDS[number]) =>
-  route === null ? "—" : name === "middleware" ? route.middleware.join(", ") || "(none)" : route[name]
+const text = (route: Route | null, field: RouteField) => route === null ? "—" : field.text(route) || "(none)"
 
 // Before and after, field by field; a field that changed is marked.
 const sideBySide = (entry: Entry) =>
@@ -45,13 +27,13 @@ const sideBySide = (entry: Entry) =>
     h(
       "tbody",
       {},
-      ...FIELDS.map((name) => {
-        const before = text(entry.before, name)
-        const after = text(entry.after, name)
+      ...FIELDS.map((field) => {
+        const before = text(entry.before, field)
+        const after = text(entry.after, field)
         return h(
           "tr",
           { class: before === after ? "" : "changed" },
-          h("th", { scope: "row" }, name),
+          h("th", { scope: "row" }, field.label),
           h("td", {}, before),
           h("td", {}, after)
         )
@@ -59,33 +41,46 @@ const sideBySide = (entry: Entry) =>
     )
   )
 
+/**
+ * Makes route `routeId` what it was right after `revision`, once the person confirms; resolves with the sentence
+ * saying what happened, or undefined when they did not confirm. A deleted route comes back under a new id.
+ */
+export const restore = async (
+  session: Session,
+  routeId: string,
+  revision: number,
+  question: { readonly title: string; readonly text: string }
+): Promise<string | undefined> => {
+  if (!(await confirm(question.title, question.text))) return undefined
+  const answer = await call<Route>(session, `/${routeId}/restore`, { method: "POST", body: { revision } })
+  if (answer.value === undefined) return explain(session, answer.problem!)
+  const as = answer.headers.get("registry-revision") ?? "(new)"
+  return answer.status === 201
+    ? `Restored revision ${revision} as revision ${as}: ${routeName(answer.value)} is stored again, under a new id.`
+    : `Restored revision ${revision} as revision ${as}: ${routeName(answer.value)} is as it was then.`
+}
+
 export const open = (session: Session, route: Route): void => {
   const list = h("ol", { class: "history" })
   const status = h("p", { role: "status" })
   const more = h("button", { type: "button", hidden: true }, "Load more")
   let cursor: string | null = null
   const element = dialog(
-    `History of ${route.method} ${route.path}`,
+    `History of ${routeName(route)}`,
     status,
     list,
     more,
     h("div", { class: "actions" }, h("button", { type: "button", onclick: () => element.close() }, "Close"))
   )
 
-  const restore = async (entry: Entry) => {
-    const yes = await confirm(
-      "Restore this revision?",
-      `${route.method} ${route.path} becomes what it was after revision ${entry.revision}.`
-    )
-    if (!yes) return
-    const answer = await call<Route>(session, `/${route.id}/restore`, {
-      method: "POST",
-      body: { revision: entry.revision }
+  const restoreEntry = async (entry: Entry) => {
+    const said = await restore(session, route.id, entry.revision, {
+      title: "Restore this revision?",
+      text: `${routeName(route)} becomes what it was after revision ${entry.revision}.`
     })
-    status.textContent = answer.value === undefined
-      ? describe(answer.problem!)
-      : `Restored revision ${entry.revision} as revision ${answer.headers.get("registry-revision") ?? "(new)"}.`
-    if (answer.value !== undefined) void load(undefined)
+    if (said === undefined) return
+    status.textContent = said
+    void load(undefined)
   }
 
   const item = (entry: Entry) =>
@@ -101,16 +96,16 @@ export const open = (session: Session, route: Route): void => {
         " · by ",
         entry.actor ?? "(code)",
         " · ",
-        h("time", { datetime: entry.at }, entry.at)
+        time(entry.at)
       ),
       sideBySide(entry),
       session.writable && entry.after !== null
-        ? h("button", { type: "button", onclick: () => void restore(entry) }, "Restore")
+        ? h("button", { type: "button", onclick: () => void restoreEntry(entry) }, "Restore")
         : null
     )
 
   const load = async (after: string | undefined) => {
-    const answer = await call<Page>(session, `/${route.id}/history`, { query: { cursor: after } })
+    const answer = await call<EntryPage>(session, `/${route.id}/history`, { query: { cursor: after } })
     if (answer.value === undefined) {
       status.textContent = describe(answer.problem!)
       return

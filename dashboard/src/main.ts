@@ -3,12 +3,13 @@
  * in memory for the tab's life; signing out forgets it and everything read with it.
  */
 import "./style.css"
-import { call, describe, probe, type Route, Session } from "./api.js"
+import { call, describe, probe, type Route, routeName, Session } from "./api.js"
 import * as Copy from "./copy.js"
 import { confirm, field, h, replace } from "./dom.js"
 import * as Editor from "./editor.js"
 import { fleet } from "./fleet.js"
 import * as History from "./history.js"
+import { recentChanges } from "./recent.js"
 import { RouteList } from "./routes.js"
 import { follow } from "./stream.js"
 import { tester } from "./tester.js"
@@ -69,10 +70,12 @@ const signedIn = (session: Session) => {
     if (saved !== undefined) list.upsert(saved)
   }
   const remove = async (route: Route) => {
-    if (!(await confirm("Delete this route?", `${route.method} ${route.path} stops being served at once.`))) return
+    if (!(await confirm("Delete this route?", `${routeName(route)} stops being served at once.`))) return
     const answer = await call(session, `/${route.id}`, { method: "DELETE" })
     if (answer.status === 204 || answer.status === 404) list.remove(route.id)
-    notice.textContent = answer.status === 204 ? `Deleted ${route.method} ${route.path}.` : describe(answer.problem!)
+    notice.textContent = answer.status === 204
+      ? `Deleted ${routeName(route)}: Recent changes can restore it.`
+      : describe(answer.problem!)
   }
   const newRoute = session.writable
     ? h("button", { type: "button", class: "primary", onclick: () => void edit(undefined) }, "New route")
@@ -88,6 +91,7 @@ const signedIn = (session: Session) => {
     newRoute
   )
   const followers = fleet(session, stop.signal)
+  const changes = recentChanges(session)
   const signOut = () => {
     stop.abort()
     document.querySelectorAll("dialog").forEach((open) => open.close())
@@ -104,9 +108,8 @@ const signedIn = (session: Session) => {
       h("button", { type: "button", onclick: signOut }, "Sign out")
     ),
     h("main", { class: "main" }, notice, list.element),
-    h("aside", { class: "side", "aria-label": "Tools" }, tester(session), followers.element)
-  ) // Exposed for the scale bench, which times the first rows and a filter's result in the browser.
-  ;(window as { routeList?: RouteList }).routeList = list
+    h("aside", { class: "side", "aria-label": "Tools" }, tester(session), followers.element, changes.element)
+  )
   void followers.refresh()
   // The stream starts once the first rows are shown: its first event is every route, which the page need not wait for.
   void list.load().then(() =>
@@ -114,8 +117,12 @@ const signedIn = (session: Session) => {
       change: (change) => {
         list.apply(change)
         void followers.refresh()
+        changes.refresh()
       },
-      snapshot: (routes) => list.reconcile(routes),
+      snapshot: (routes) => {
+        list.reconcile(routes)
+        changes.refresh()
+      },
       status: (status) => {
         live.textContent = status
       },

@@ -3,7 +3,8 @@
  * stream (docs/dashboard.md, tasks 1 and 2).
  */
 import { call, describe, type Route, type Session } from "./api.js"
-import { debounce, type Field, field, h, replace } from "./dom.js"
+import { debounce, type Field, field, h, pathCode, replace } from "./dom.js"
+import { FIELDS, same } from "./fields.js"
 import type { Change } from "./stream.js"
 
 /** Routes in one page: the first rows arrive with one request. */
@@ -66,23 +67,28 @@ export class RouteList {
       h("div", { class: "heading" }, h("h2", { id: "routes-heading" }, "Routes"), newRoute),
       filters,
       this.#problem,
+      // On a narrow screen the table scrolls sideways in its own box, not the page (its buttons take the focus).
       h(
-        "table",
-        { "aria-label": "Routes" },
+        "div",
+        { class: "scroll" },
         h(
-          "thead",
-          {},
+          "table",
+          { "aria-label": "Routes" },
           h(
-            "tr",
+            "thead",
             {},
-            h("th", { scope: "col" }, "Method"),
-            h("th", { scope: "col" }, "Path"),
-            h("th", { scope: "col" }, "Middleware"),
-            h("th", { scope: "col" }, "Handler"),
-            h("th", { scope: "col" }, "Actions")
-          )
-        ),
-        this.#body
+            h(
+              "tr",
+              {},
+              h("th", { scope: "col" }, "Method"),
+              h("th", { scope: "col" }, "Path"),
+              h("th", { scope: "col" }, "Middleware"),
+              h("th", { scope: "col" }, "Handler"),
+              h("th", { scope: "col" }, "Actions")
+            )
+          ),
+          this.#body
+        )
       ),
       this.#summary,
       this.#more
@@ -162,12 +168,12 @@ export class RouteList {
       "tr",
       { "data-id": route.id },
       h("td", { class: "method" }, route.method),
-      h("td", {}, h("code", {}, route.path)),
+      h("td", { class: "path" }, pathCode(route.path)),
       h("td", {}, route.middleware.join(", ")),
       h("td", {}, route.handler),
       h(
         "td",
-        { class: "actions" },
+        { class: "row-actions" },
         writable ? button("Edit", this.#actions.edit) : null,
         writable ? button("Delete", this.#actions.remove) : null,
         button("History", this.#actions.history),
@@ -237,7 +243,7 @@ export class RouteList {
     for (const route of routes.values()) {
       if (last !== undefined && route.id > last) continue
       const shown = this.#rows.get(route.id)
-      if (shown === undefined || !same(shown.route, route)) this.upsert(route)
+      if (shown === undefined || !FIELDS.every((field) => same(shown.route, route, field.name))) this.upsert(route)
     }
   }
 
@@ -246,7 +252,3 @@ export class RouteList {
     replace(this.#problem, text)
   }
 }
-
-const same = (a: Route, b: Route) =>
-  a.method === b.method && a.path === b.path && a.handler === b.handler &&
-  a.middleware.length === b.middleware.length && a.middleware.every((name, i) => name === b.middleware[i])
