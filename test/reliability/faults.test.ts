@@ -4,13 +4,14 @@
  * query timeout), no acknowledged create may be lost, service must resume within 5 s of the database coming back,
  * and the pool must not leak connections.
  *
- * It stops and starts the test server: the run's own, or the machine's where DATABASE_URL names it (CI).
+ * It stops and starts a PostgreSQL server of its own (EmbeddedServer.ts), never one anything else uses.
  */
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Layer, Logger, Redacted } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import { nodeListener, type Received } from "../utils/adapters.js"
+import * as EmbeddedServer from "../utils/EmbeddedServer.js"
 import { get, post, tokens } from "../utils/httpContract.js"
 import * as TestDatabase from "../utils/TestDatabase.js"
 
@@ -31,7 +32,7 @@ interface Outcome {
 
 describe("database faults under load", () => {
   it("connections killed, then the server stopped and started: only allowed answers, nothing lost", async () => {
-    const database = await TestDatabase.freshDatabase()
+    const database = await EmbeddedServer.make()
     const client = PgClient.layer({
       url: Redacted.make(database.url),
       applicationName: APPLICATION,
@@ -84,9 +85,9 @@ describe("database faults under load", () => {
       )
       assert.isAbove(killed.rowCount ?? 0, 0, "no connection of the store was found to kill")
       await pause(1_500)
-      TestDatabase.cluster("stop")
+      await EmbeddedServer.stop(database.control)
       await pause(2_000)
-      TestDatabase.cluster("start")
+      await EmbeddedServer.start(database.control)
       const back = Date.now()
       await pause(6_000)
       running = false
@@ -113,9 +114,8 @@ describe("database faults under load", () => {
       assert.isAtMost(open.rows[0].n, POOL)
     } finally {
       running = false
-      TestDatabase.keepUp()
       await server.close()
-      await database.drop()
+      await database.close()
     }
   })
 })
