@@ -328,6 +328,29 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository on
     }).pipe(Effect.scoped)
   })
 
+  it.effect("batches whose COMMIT answers are lost are answered as the database decided: stored", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const { proxy, repo } = yield* throughProxy(table)
+      const patched = yield* Effect.forEach([0, 1], (i) => Effect.flatMap(input(`/patched/${i}`), repo.create))
+      proxy.hold({ direction: "to client", after: "COMMIT\u0000" })
+      // Creates made at once share a transaction, as do updates: each is settled by the entries it wrote.
+      const [created, updated] = yield* Effect.all([
+        Effect.forEach([0, 1, 2], (i) => Effect.flatMap(input(`/batched/${i}`), repo.create), {
+          concurrency: "unbounded"
+        }),
+        Effect.forEach(patched, (route) => repo.update(route.id, { handler: "patched" as Route.HandlerName }), {
+          concurrency: "unbounded"
+        })
+      ], { concurrency: "unbounded" })
+      const rows = yield* rowsOf(table)
+      for (const route of [...created, ...updated]) {
+        const row = rows.find((row) => row.id === route.id)
+        assert.deepStrictEqual([row?.handler, row?.revision], [route.handler, String(route.revision)], route.path)
+      }
+    }).pipe(Effect.scoped)
+  })
+
   // A ROLLBACK can be refused under load: the transaction's `SET LOCAL statement_timeout`, still in force, or a cancel
   // meant for an earlier statement lands on it (seen as `25P02 current transaction is aborted` on the next write that
   // took the connection). Here the server refuses it because the proxy spoils it.
