@@ -52,7 +52,7 @@ export interface Figures {
   readonly statuses: Readonly<Record<string, number>>
   /** Creates refused (503) from the kill on. */
   readonly refused: number
-  /** From the first refused create's answer to the first acknowledged one answered after it. */
+  /** The write gap: from the first refused create's answer to the acknowledgment of the first create sent after it. */
   readonly gapMillis: number
   /** From the new primary accepting writes (its promotion done) to the first create acknowledged after it. */
   readonly recoveryMillis: number
@@ -60,7 +60,10 @@ export interface Figures {
   readonly caughtUpMillis: number
   /** `reset` events the follower was sent (target 0). */
   readonly followerResets: number
-  /** After the writes stopped: how long until every process served exactly the stored routes, and what still differed. */
+  /**
+   * After the writes stopped: when the look that found every process serving exactly the stored routes began (0: the
+   * first look did), and what still differed.
+   */
   readonly convergedMillis: number
   readonly differences: ReadonlyArray<string>
   /** Each registry's `/readyz` body at the end. */
@@ -236,17 +239,19 @@ export const failover = async (options: Options): Promise<Figures> => {
     for (const { status } of answers) statuses[status] = (statuses[status] ?? 0) + 1
     const refusals = answers.filter((answer) => answer.status !== 201 && answer.answeredAt >= killedAt)
     const firstRefusal = Math.min(...refusals.map((answer) => answer.answeredAt))
-    const resumed = acknowledged.filter((answer) => answer.answeredAt > firstRefusal)
+    const resumed = acknowledged.filter((answer) => answer.sentAt > firstRefusal)
     const recovered = acknowledged.filter((answer) => answer.answeredAt >= promotedAt)
 
     const stoppedAt = Date.now()
     let differences: ReadonlyArray<string> = []
+    let lookedAt = stoppedAt
     for (;;) {
       differences = await differencesOf(processes, rows)
       if (differences.length === 0 || Date.now() - stoppedAt > 20_000) break
       await pause(250)
+      lookedAt = Date.now()
     }
-    const convergedMillis = Date.now() - stoppedAt
+    const convergedMillis = lookedAt - stoppedAt
     const readiness = await Promise.all(
       registries.map((host) => fetch(`${host.origin}/readyz`).then((response) => response.json()))
     )
@@ -278,8 +283,8 @@ export const describe = (figures: Figures) =>
   `${figures.reusedRevisions} revisions answered twice, ${figures.refused} refused (503) during the gap, statuses ` +
   `${JSON.stringify(figures.statuses)}; gap ${figures.gapMillis} ms, first write ${figures.recoveryMillis} ms and ` +
   `every table ${figures.caughtUpMillis} ms after the promotion; follower resets ${figures.followerResets}; ` +
-  `tables equal to the rows ${figures.convergedMillis} ms after the writes stopped (${figures.differences.length} ` +
-  "differences)"
+  `every table equal to the rows ${figures.convergedMillis} ms after the writes stopped ` +
+  `(${figures.differences.length} differences)`
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const at = process.argv.indexOf("--runs")
