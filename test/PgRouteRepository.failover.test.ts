@@ -71,7 +71,7 @@ const stored = (url: string, path: string) =>
     .then((result) => result.rowCount)
 
 describe("PgRouteRepository behind an address that reaches a standby", () => {
-  it("answers writes 503, never 500, and writes again on the primary at once", async () => {
+  it("answers writes 503, never 500, and writes again on the primary at once; so does a primary made read-only", async () => {
     const cluster = await PgCluster.make()
     const address = await TcpProxy.start(cluster.primary.url)
     const writer = await host(address.url, { queryTimeout: Duration.seconds(1) })
@@ -86,6 +86,21 @@ describe("PgRouteRepository behind an address that reaches a standby", () => {
       address.point(cluster.primary.url)
       const after = await Promise.all([0, 1, 2, 3].map((i) => writer.create(`/after/${i}`)))
       for (const exit of after) assert.isTrue(Exit.isSuccess(exit), String(exit))
+      // A primary being demoted: read-only for every transaction, though not in recovery.
+      const readOnly = (on: boolean) =>
+        PgCluster.query(cluster.primary.url, async (client) => {
+          await client.query(`ALTER SYSTEM SET default_transaction_read_only = ${on}`)
+          await client.query("SELECT pg_reload_conf()")
+          // A new session has the setting once the server has read it again, and has told every session to.
+          const shown = () =>
+            PgCluster.query(cluster.primary.url, (fresh) => fresh.query("SHOW default_transaction_read_only"))
+          while ((await shown()).rows[0].default_transaction_read_only !== (on ? "on" : "off")) await pause(20)
+        })
+      await readOnly(true)
+      const demoted = await Promise.all([0, 1].map((i) => writer.create(`/demoted/${i}`)))
+      for (const exit of demoted) assert.isTrue(unavailable(exit), String(exit))
+      await readOnly(false)
+      assert.isTrue(Exit.isSuccess(await writer.create("/promoted-again")))
     } finally {
       await writer.runtime.dispose()
       await address.close()
