@@ -109,6 +109,37 @@ describe("PgRouteRepository behind an address that reaches a standby", () => {
   })
 })
 
+describe("PgRouteRepository on a server that crashed", () => {
+  // A crash (a backend killed) restarts every process of the server but its postmaster: ids of transactions it never
+  // wrote down may be given again, as after a failover.
+  it("reads nothing by a feed cursor taken before the crash: the table loads every route again", async () => {
+    const server = await EmbeddedServer.make()
+    const writer = await host(server.url)
+    try {
+      const changes = await writer.runtime.runPromise(
+        Effect.map(RouteRepository.RouteRepository, (repo) => repo.changes!)
+      )
+      const before = await writer.runtime.runPromise(changes.cursor)
+      assert.isTrue((await writer.runtime.runPromise(changes.since(before))).complete)
+      await PgCluster.query(server.url, async (client) => {
+        const { rows } = await client.query("SELECT pg_backend_pid() AS pid")
+        process.kill(rows[0].pid, "SIGKILL")
+      })
+      for (;;) {
+        const read = await writer.runtime.runPromiseExit(changes.since(before))
+        if (Exit.isSuccess(read)) {
+          assert.isFalse(read.value.complete)
+          break
+        }
+        await pause(50) // the server is restarting its processes
+      }
+    } finally {
+      await writer.runtime.dispose()
+      await server.close()
+    }
+  })
+})
+
 describe("PgRouteRepository across a failover", () => {
   // One failover, driven step by step; each test checks one consequence of it.
   let scenario: {

@@ -11,8 +11,9 @@
  * Transaction ids are one server's, from its start: a standby promoted after a failover gives the ids after the last
  * it received to new transactions, though the old primary had given some of them to transactions it never sent (and a
  * server restarted after a crash may do the same with ids it never wrote down). So a cursor names the server and
- * start it was taken on (`pg_postmaster_start_time()`), and a read from another answers that the cursor is lost: the
- * reader loads every route again, from a cursor of the server it reaches now.
+ * start it was taken on (`pg_postmaster_start_time()`, and the last reset of its statistics, which a crash resets),
+ * and a read from another answers that the cursor is lost: the reader loads every route again, from a cursor of the
+ * server it reaches now.
  *
  * `NOTIFY` makes it fast: once a change is committed, the process that made it announces the routes as it left them
  * (or the removed ids), and every listening process applies them at once, keeping the newest revision of each route.
@@ -63,8 +64,11 @@ export interface Parts {
   readonly guard: <A>(effect: Effect.Effect<A, SqlError>) => Effect.Effect<A, RouteRepository.StoreUnavailable>
 }
 
-// The server a cursor was taken on, since its start: its postmaster's start time, in microseconds.
-const SERVER_ID = "(extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint::text"
+// The server a cursor was taken on, since its start: its postmaster's start time, and when its shared statistics were
+// last reset, which a crash does too (a backend killed: the server restarts its processes, not its postmaster), each
+// in microseconds.
+const SERVER_ID = `(extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint::text || '.' ||
+  COALESCE((extract(epoch FROM (SELECT stats_reset FROM pg_stat_archiver)) * 1000000)::bigint::text, '')`
 
 /** A cursor's server (empty in a cursor of an earlier release, which is a snapshot alone) and snapshot. */
 const parseCursor = (cursor: string) => {
