@@ -35,7 +35,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Clock, Context, Effect, Exit, FiberId, Option, Runtime, Stream } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Fiber, FiberId, Option, Runtime, Stream } from "effect"
 import Pg from "pg"
 import type * as RouteRepository from "../../RouteRepository.js"
 import type * as Connect from "./connect.js"
@@ -98,6 +98,8 @@ interface State {
   value: unknown
   /** What settles it, once its COMMIT is sent. */
   witness: Effect.Effect<Verdict, SqlError> | undefined
+  /** Its settling, once begun: the write's fiber and the backstop both wait for the one. */
+  settling: Fiber.Fiber<Verdict> | undefined
   /** Whether an attempt found a read-only server. */
   readOnly: boolean
 }
@@ -239,9 +241,15 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
 
   // What a write answers once its COMMIT went unanswered: its value if it committed, else `failure`.
   const settled = <A, F>(state: State, value: A, failure: F): Effect.Effect<A, F> => {
+    const witness = state.witness
     // It wrote nothing whose loss would make its answer untrue.
-    if (state.witness === undefined) return Effect.succeed(value)
-    return Effect.flatMap(settle(state.xid!, state.witness), (committed) =>
+    if (witness === undefined) return Effect.succeed(value)
+    const settling = Effect.suspend(() =>
+      state.settling === undefined
+        ? Effect.tap(Effect.forkDaemon(settle(state.xid!, witness)), (fiber) => state.settling = fiber)
+        : Effect.succeed(state.settling)
+    )
+    return Effect.flatMap(Effect.flatMap(settling, Fiber.join), (committed) =>
       committed === undefined
         ? Effect.die(unknownOutcome())
         : committed
@@ -354,6 +362,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
             xid: undefined,
             value: undefined,
             witness: undefined,
+            settling: undefined,
             readOnly: false
           }
           const run = Runtime.runFork(runtime)
