@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
-import { basename, join, relative } from "node:path"
+import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { configDefaults, defineConfig } from "vitest/config"
 import type { TestSpecification } from "vitest/node"
@@ -9,13 +9,9 @@ import { BaseSequencer } from "vitest/node"
 const root = fileURLToPath(new URL(".", import.meta.url))
 const src = fileURLToPath(new URL("./src/", import.meta.url))
 
-/**
- * The suites that stop and start the PostgreSQL server: each runs alone, last, when no other test uses the server.
- */
-const RESTARTING = ["test/reliability/faults.test.ts", "test/reliability/processes.test.ts"]
-
-// What a file imports to start a process: node's own module, or the helpers that start an example or a browser.
-const SPAWNS = /from "(node:child_process|\.{1,2}\/(\.\.\/)*utils\/(spawned|browser)\.js)"/
+// What a file imports to start a process: node's own module, or the helpers that start an example, a browser or a
+// PostgreSQL server of the test's own (those that stop, kill or fail over a server never touch the run's).
+const SPAWNS = /from "(node:child_process|\.{1,2}\/(\.\.\/)*utils\/(spawned|browser|EmbeddedServer|PgCluster)\.js)"/
 
 const testFiles = (dir: string): Array<string> =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -25,15 +21,17 @@ const testFiles = (dir: string): Array<string> =>
   })
 
 /**
- * The suites that run whole processes (npm, tsx, vitest, linters, a browser, the example servers) or hold the machine
- * busy for seconds (the soak): the process files. A file that imports `node:child_process`, `utils/spawned.ts` or
- * `utils/browser.ts` is one without a word; one that loads the machine without spawning is named here. Every other
- * file runs beside them.
+ * The suites that run whole processes (npm, tsx, vitest, linters, a browser, the example servers, PostgreSQL servers)
+ * or hold the machine busy for seconds (the soak): the process files. A file that imports `node:child_process`,
+ * `utils/spawned.ts`, `utils/browser.ts`, `utils/EmbeddedServer.ts` or `utils/PgCluster.ts` is one without a word; one
+ * that loads the machine without spawning is named here. Every other file runs beside them.
  */
 const PROCESS = [
   ...new Set([
     "test/reliability/soak.test.ts",
-    ...testFiles("test").filter((file) => !RESTARTING.includes(file) && SPAWNS.test(readFileSync(file, "utf8")))
+    // Through bench/failover.ts: PostgreSQL servers and three `npm start` hosts.
+    "test/reliability/failover.test.ts",
+    ...testFiles("test").filter((file) => SPAWNS.test(readFileSync(file, "utf8")))
   ])
 ].sort()
 
@@ -94,21 +92,8 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: {
-          name: "suite",
-          include: ["test/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, ...RESTARTING]
-        }
-      },
-      // Groups run one after another, and a group of one file runs alone.
-      ...RESTARTING.map((file, i) => ({
-        extends: true as const,
-        test: {
-          name: `restarting: ${basename(file, ".test.ts")}`,
-          include: [file],
-          sequence: { groupOrder: 1 + i }
-        }
-      }))
+        test: { name: "suite", include: ["test/**/*.test.ts"], exclude: configDefaults.exclude }
+      }
     ]
   }
 })

@@ -22,6 +22,7 @@ import * as Row from "./internal/pg/row.js"
 import * as Schema from "./internal/pg/schema.js"
 import * as Store from "./internal/pg/store.js"
 import * as UpdateBatch from "./internal/pg/updateBatch.js"
+import * as Witness from "./internal/pg/witness.js"
 import * as Actor from "./internal/store/actor.js"
 import * as RouteRepository from "./RouteRepository.js"
 
@@ -100,6 +101,10 @@ export const make = (
           reason: `the database did not answer within ${Duration.format(queryTimeout)}`
         }),
       interrupted: () => new RouteRepository.StoreUnavailable({ reason: "the database operation was interrupted" }),
+      readOnly: () =>
+        new RouteRepository.StoreUnavailable({
+          reason: `${Errors.READ_ONLY_REASON}, and no primary answered within ${Duration.format(queryTimeout)}`
+        }),
       table: qualified,
       connect: pg === undefined ? undefined : Connect.fromConfig(pg.config)
     })
@@ -141,10 +146,10 @@ export const make = (
           const route = RouteRepository.makeRoute(store.ids, input, change.at.getTime())
           return Errors.storeErrors(
             change.dryRun === true
-              ? Log.write(store, Store.create(store, route, change), true)
+              ? Log.write(store, Store.create(store, route, change), true, Witness.route(store, change.at))
               : Store.unlessInTransaction(
                 createBatch({ route, actor: change.actor }),
-                deadline.write(Store.create(store, route, change))
+                deadline.write(Witness.route(store, change.at))(Store.create(store, route, change))
               )
           )
         }).pipe(unlessDry(options, (route) => feed.announce({ upserted: route }))),
@@ -196,7 +201,11 @@ export const make = (
         Effect.tap(
           changeOf(options, (change) =>
             Errors.storeErrors(
-              deadline.write(Keys.createIdempotent(store, input, idempotency, change))
+              deadline.write<RouteRepository.Remembered>(
+                // A replay wrote nothing; a conflict, only its key, whose loss leaves its answer true.
+                ({ outcome, replayed }) =>
+                  replayed || Either.isLeft(outcome) ? undefined : Witness.route(store, change.at)(outcome.right)
+              )(Keys.createIdempotent(store, input, idempotency, change))
             )),
           ({ outcome, replayed }) =>
             replayed || Either.isLeft(outcome) ? Effect.void : feed.announce({ upserted: outcome.right })

@@ -283,13 +283,13 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository re
 })
 
 /** The store over a client whose connections pass through `proxy`, and the direct client beside it. */
-const throughProxy = (table: string) =>
+const throughProxy = (table: string, maxConnections = 4) =>
   Effect.gen(function*() {
     const proxy = yield* Effect.acquireRelease(
       Effect.promise(() => TcpProxy.start(TestDatabase.url)),
       (proxy) => Effect.promise(() => proxy.close())
     )
-    const client = PgClient.layer({ url: Redacted.make(proxy.url), maxConnections: 4 })
+    const client = PgClient.layer({ url: Redacted.make(proxy.url), maxConnections })
     const context = yield* Layer.build(
       TestDatabase.storeLayer({ table, queryTimeout: DEADLINE }).pipe(Layer.provide(client))
     )
@@ -325,6 +325,48 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository on
       const created = yield* Effect.flatMap(input("/lost-answer"), repo.create)
       const rows = yield* rowsOf(table)
       assert.deepStrictEqual(rows.map((row) => row.id), [created.id])
+    }).pipe(Effect.scoped)
+  })
+
+  it.effect("batches whose COMMIT answers are lost are answered as the database decided: stored", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const { proxy, repo } = yield* throughProxy(table)
+      const patched = yield* Effect.forEach([0, 1], (i) => Effect.flatMap(input(`/patched/${i}`), repo.create))
+      proxy.hold({ direction: "to client", after: "COMMIT\u0000" })
+      // Creates made at once share a transaction, as do updates: each is settled by the entries it wrote.
+      const [created, updated] = yield* Effect.all([
+        Effect.forEach([0, 1, 2], (i) => Effect.flatMap(input(`/batched/${i}`), repo.create), {
+          concurrency: "unbounded"
+        }),
+        Effect.forEach(patched, (route) => repo.update(route.id, { handler: "patched" as Route.HandlerName }), {
+          concurrency: "unbounded"
+        })
+      ], { concurrency: "unbounded" })
+      const rows = yield* rowsOf(table)
+      for (const route of [...created, ...updated]) {
+        const row = rows.find((row) => row.id === route.id)
+        assert.deepStrictEqual([row?.handler, row?.revision], [route.handler, String(route.revision)], route.path)
+      }
+    }).pipe(Effect.scoped)
+  })
+
+  // A ROLLBACK can be refused under load: the transaction's `SET LOCAL statement_timeout`, still in force, or a cancel
+  // meant for an earlier statement lands on it (seen as `25P02 current transaction is aborted` on the next write that
+  // took the connection). Here the server refuses it because the proxy spoils it.
+  it.effect("a ROLLBACK the server refuses is sent again: the next write on the connection is not in a transaction", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const { proxy, repo } = yield* throughProxy(table, 1)
+      const route = yield* Effect.flatMap(input("/rolled-back"), repo.create)
+      yield* repo.remove(route.id)
+      proxy.replaceOnce("ROLLBACK", "ROLLBACX")
+      // Not found: its transaction is rolled back.
+      const missing = yield* Effect.exit(repo.update(route.id, { handler: "patched" as Route.HandlerName }))
+      assert.isTrue(Exit.isFailure(missing) && String(missing.cause).includes("RouteNotFound"), String(missing))
+      const next = yield* Effect.exit(Effect.flatMap(input("/next"), repo.create))
+      assert.isTrue(Exit.isSuccess(next), String(next))
+      assert.deepStrictEqual((yield* rowsOf(table)).map((row) => row.path), ["/next"])
     }).pipe(Effect.scoped)
   })
 

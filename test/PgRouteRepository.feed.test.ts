@@ -120,6 +120,21 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("the Postgres store's
     }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
   })
 
+  // Transaction ids are one server's since its start: a promoted standby gives again ids the old primary had given
+  // (test/PgRouteRepository.failover.test.ts). A cursor of another server, or of an earlier release, reads nothing.
+  it.effect("a cursor taken on another server, or before a restart, or by an earlier release, is lost", () =>
+    Effect.gen(function*() {
+      const feed = feedOf(yield* RouteRepository.RouteRepository)
+      const cursor = yield* feed.cursor
+      const [server, snapshot] = cursor.split("@") as [string, string]
+      assert.isTrue((yield* feed.since(cursor)).complete)
+      for (const other of [`${server}0@${snapshot}`, snapshot]) {
+        const read = yield* feed.since(other)
+        assert.isFalse(read.complete, other)
+        assert.isTrue((yield* feed.since(read.cursor)).complete, "the cursor it gives is this server's")
+      }
+    }).pipe(Effect.provide(TestDatabase.storeLayer())))
+
   it.effect("updates and removals, also those made with plain SQL, are read as the routes are now", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {

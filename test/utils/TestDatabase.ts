@@ -11,12 +11,9 @@ import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Redacted } from "effect"
-import { execFileSync, spawnSync } from "node:child_process"
-import { readdirSync } from "node:fs"
 import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import { inject } from "vitest"
-import * as EmbeddedServer from "./EmbeddedServer.js"
 import type {} from "./globalSetup.js"
 
 const database = inject("database")
@@ -181,26 +178,6 @@ export const freshDatabase = async (): Promise<{ readonly url: string; readonly 
       onServer((client) => client.query(`DROP DATABASE IF EXISTS ${Pg.escapeIdentifier(name)} WITH (FORCE)`))
         .then(() => undefined)
   }
-}
-
-/**
- * Stops or starts the test server: the run's own server, or, where DATABASE_URL names one (CI), the PostgreSQL server
- * the machine runs.
- */
-export const cluster = (action: "start" | "stop") => {
-  if (database.embedded !== undefined) return EmbeddedServer[action](database.embedded)
-  execFileSync("pg_ctlcluster", ["--skip-systemctl-redirect", readdirSync("/etc/postgresql")[0]!, "main", action], {
-    stdio: "ignore"
-  })
-}
-
-/** Starts the test server if a test stopped it and failed before starting it again: it is left up, whatever happened. */
-export const keepUp = () => {
-  const { hostname, port } = new URL(url)
-  const up = database.embedded !== undefined
-    ? EmbeddedServer.running(database.embedded)
-    : spawnSync("pg_isready", ["-q", "-h", hostname, "-p", port || "5432"]).status === 0
-  if (!up) cluster("start")
 }
 
 /** Runs `f` on a connection of its own to `url`, retrying for 5 s while the server starts. */

@@ -16,8 +16,6 @@ import * as EmbeddedServer from "./EmbeddedServer.js"
 
 export interface Database {
   readonly url: string
-  /** The run's own server, which the tests may stop and start; absent when DATABASE_URL names the server. */
-  readonly embedded?: EmbeddedServer.Control
   /**
    * What the name of every database this run makes starts with: the name of DATABASE_URL's database (or `postgres`),
    * then `_r` and the run's process id in base 36, so a later run knows whose they are.
@@ -95,7 +93,7 @@ const open = async (): Promise<{ readonly database: Database; readonly close: ()
       `started in ${Date.now() - started} ms in ${server.control.directory} (removed when the run ends)`
   )
   return {
-    database: { url: server.url, embedded: server.control, prefix: prefixOf(server.url, process.pid) },
+    database: { url: server.url, prefix: prefixOf(server.url, process.pid) },
     close: server.close
   }
 }

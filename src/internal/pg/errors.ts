@@ -9,9 +9,11 @@ import { Effect } from "effect"
 import { StoreUnavailable } from "../store/errors.js"
 
 // SQLSTATE classes that mean the database cannot serve us right now: connection exception (08), insufficient
-// resources (53), operator intervention such as a shutdown or a cancelled statement (57), system error (58), and
-// serialization failure or deadlock (40001, 40P01), which a retry resolves.
-const UNAVAILABLE_SQLSTATE = /^(08|53|57|58)|^40001$|^40P01$/
+// resources (53), operator intervention such as a shutdown or a cancelled statement (57), system error (58),
+// serialization failure or deadlock (40001, 40P01), which a retry resolves, and a read-only server (25006: a standby,
+// or a primary being demoted, reached through an address that has not moved to the new primary yet).
+const UNAVAILABLE_SQLSTATE = /^(08|53|57|58)|^40001$|^40P01$|^25006$/
+const READ_ONLY_SQLSTATE = "25006"
 const UNAVAILABLE_NODE_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -43,10 +45,23 @@ export const isUnavailable = (error: unknown): boolean => {
   return false
 }
 
+/** The server is read-only (`read_only_sql_transaction`): a standby, or a primary being demoted. */
+export const isReadOnly = (error: unknown): boolean =>
+  (error as { _tag?: unknown })._tag === "SqlError" &&
+  ((error as SqlError).cause as { code?: unknown } | undefined)?.code === READ_ONLY_SQLSTATE
+
+/** Why the store is unavailable, when it reached a read-only server. */
+export const READ_ONLY_REASON = "the database reached is read-only (a standby, or a primary being demoted)"
+
 /** `StoreUnavailable` for an unreachable database; any other SQL error is a defect. */
 export const toStoreError = (error: SqlError) =>
   isUnavailable(error)
-    ? Effect.fail(new StoreUnavailable({ reason: "the database could not be reached", cause: error }))
+    ? Effect.fail(
+      new StoreUnavailable({
+        reason: isReadOnly(error) ? READ_ONLY_REASON : "the database could not be reached",
+        cause: error
+      })
+    )
     : Effect.die(error)
 
 /** `effect` with its SQL errors turned into `StoreUnavailable` or a defect (`toStoreError`). */

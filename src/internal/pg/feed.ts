@@ -8,6 +8,13 @@
  * as the next cursor. Transaction ids, not revisions or clocks, decide: a writer that took revision 10 and commits
  * after another's 11 was running when the cursor was taken, so its row comes with the first read after its commit.
  *
+ * Transaction ids are one server's, from its start: a standby promoted after a failover gives the ids after the last
+ * it received to new transactions, though the old primary had given some of them to transactions it never sent (and a
+ * server restarted after a crash may do the same with ids it never wrote down). So a cursor names the server and
+ * start it was taken on (`pg_postmaster_start_time()`, and the last reset of its statistics, which a crash resets),
+ * and a read from another answers that the cursor is lost: the reader loads every route again, from a cursor of the
+ * server it reaches now.
+ *
  * `NOTIFY` makes it fast: once a change is committed, the process that made it announces the routes as it left them
  * (or the removed ids), and every listening process applies them at once, keeping the newest revision of each route.
  * It is a hint only: a notification lost while a connection was down costs latency, never a change, because readers
@@ -57,6 +64,18 @@ export interface Parts {
   readonly guard: <A>(effect: Effect.Effect<A, SqlError>) => Effect.Effect<A, RouteRepository.StoreUnavailable>
 }
 
+// The server a cursor was taken on, since its start: its postmaster's start time, and when its shared statistics were
+// last reset, which a crash does too (a backend killed: the server restarts its processes, not its postmaster), each
+// in microseconds.
+const SERVER_ID = `(extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint::text || '.' ||
+  COALESCE((extract(epoch FROM (SELECT stats_reset FROM pg_stat_archiver)) * 1000000)::bigint::text, '')`
+
+/** A cursor's server (empty in a cursor of an earlier release, which is a snapshot alone) and snapshot. */
+const parseCursor = (cursor: string) => {
+  const at = cursor.indexOf("@")
+  return { server: cursor.slice(0, Math.max(at, 0)), snapshot: cursor.slice(at + 1) }
+}
+
 const PING_PREFIX = "ping:"
 const CHANGED = "changed"
 // Postgres refuses a payload of 8,000 bytes or more; announcements are cut into payloads below this.
@@ -97,25 +116,33 @@ export interface Feed {
 
 export const make = ({ columns, guard, pg, readMark, settings, sql }: Parts): Feed => {
   const routes = sql(settings.qualified)
+  const thisServer = sql.literal(SERVER_ID)
   const removals = sql(settings.removals)
   const feed = sql(settings.feed)
 
-  const unseenBy = (cursor: string) =>
-    sql`txid >= pg_snapshot_xmin(${cursor}::pg_snapshot) AND NOT pg_visible_in_snapshot(txid, ${cursor}::pg_snapshot)`
+  const unseenBy = (snapshot: string) =>
+    sql`txid >= pg_snapshot_xmin(${snapshot}::pg_snapshot) AND NOT pg_visible_in_snapshot(txid, ${snapshot}::pg_snapshot)`
 
-  const since = (cursor: string) =>
-    Effect.map(
+  // A cursor of another server or start, or of an earlier release (a snapshot alone), is lost: nothing is read by it.
+  const since = (cursor: string) => {
+    const { server, snapshot } = parseCursor(cursor)
+    return Effect.map(
       sql<SinceRow>`${readMark}
-        SELECT pg_current_snapshot()::text AS cursor,
-          (SELECT pruned_through FROM ${feed}) >= pg_snapshot_xmin(${cursor}::pg_snapshot) AS lost,
-          (SELECT COALESCE(json_agg(changed), '[]') FROM (SELECT ${columns} FROM ${routes} WHERE ${unseenBy(cursor)})
-            AS changed) AS upserted,
-          (SELECT COALESCE(json_agg(DISTINCT id), '[]') FROM ${removals} WHERE ${unseenBy(cursor)}) AS removed`,
+        WITH here AS (SELECT ${thisServer} AS server),
+        seen AS (SELECT here.server <> ${server}
+          OR (SELECT pruned_through FROM ${feed}) >= pg_snapshot_xmin(${snapshot}::pg_snapshot) AS lost FROM here)
+        SELECT here.server || '@' || pg_current_snapshot()::text AS cursor, seen.lost,
+          CASE WHEN seen.lost THEN '[]'::json ELSE (SELECT COALESCE(json_agg(changed), '[]')
+            FROM (SELECT ${columns} FROM ${routes} WHERE ${unseenBy(snapshot)}) AS changed) END AS upserted,
+          CASE WHEN seen.lost THEN '[]'::json ELSE (SELECT COALESCE(json_agg(DISTINCT id), '[]')
+            FROM ${removals} WHERE ${unseenBy(snapshot)}) END AS removed
+        FROM here, seen`,
       ([row]): RouteRepository.Changes =>
         row!.lost
           ? { cursor: row!.cursor, upserted: [], removed: [], complete: false }
           : { cursor: row!.cursor, upserted: row!.upserted.map(Row.decode), removed: row!.removed, complete: true }
     )
+  }
 
   const channels = pg === undefined ? undefined : channelsOf(pg, settings.channel)
   // Names this store's announcements, so its own listener skips them: its table has those changes already.
@@ -123,7 +150,7 @@ export const make = ({ columns, guard, pg, readMark, settings, sql }: Parts): Fe
   const changes: RouteRepository.ChangeFeed = {
     cursor: guard(
       Effect.map(
-        sql<{ cursor: string }>`${readMark}SELECT pg_current_snapshot()::text AS cursor`,
+        sql<{ cursor: string }>`${readMark}SELECT ${thisServer} || '@' || pg_current_snapshot()::text AS cursor`,
         ([row]) => row!.cursor
       )
     ),

@@ -19,6 +19,7 @@ import { Data, Effect } from "effect"
 import * as Route from "../../Route.js"
 import type { Action, HistoryPage, HistoryQuery, LogRead } from "../../RouteRepository.js"
 import type { StoreUnavailable } from "../store/errors.js"
+import type * as Deadline from "./deadline.js"
 import * as Row from "./row.js"
 import type { Store } from "./store.js"
 
@@ -122,13 +123,17 @@ export const logOne = (
 /** A dry run's outcome, carried out of its transaction as a failure so that the transaction is rolled back. */
 class Undone extends Data.TaggedError("Undone")<{ readonly value: unknown }> {}
 
-/** Runs a write's work in its transaction; a dry run's is rolled back once done, and answered as it went. */
+/**
+ * Runs a write's work in its transaction, settled by `witness` if its COMMIT goes unanswered; a dry run's is rolled
+ * back once done, and answered as it went.
+ */
 export const write = <A, E>(
   store: Store,
   work: Effect.Effect<A, E | SqlError>,
-  dryRun: boolean | undefined
+  dryRun: boolean | undefined,
+  witness: Deadline.Witness<A>
 ): Effect.Effect<A, E | SqlError | StoreUnavailable> =>
-  dryRun !== true ? store.deadline.write(work) : store.deadline.write(
+  dryRun !== true ? store.deadline.write(witness)(work) : store.deadline.write(() => undefined)( // never committed
     Effect.flatMap(work, (value) => Effect.fail(new Undone({ value })))
   ).pipe(
     Effect.catchIf(

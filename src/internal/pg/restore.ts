@@ -19,6 +19,7 @@ import { barredBy, makeRoute, MAX_METHODS, patchChanges, restoredFields, withinP
 import * as Log from "./log.js"
 import * as Row from "./row.js"
 import * as Store from "./store.js"
+import * as Witness from "./witness.js"
 
 // The route other than `id` that holds the method and shape, read while the counter is held: no writer of the store
 // can store or free one until the restore commits, so the unique index never has to refuse it.
@@ -74,7 +75,7 @@ export const restore = (
     const route = makeRoute(store.ids, fields, change.at.getTime())
     return { route: yield* Store.create(store, route, change), created: true }
   })
-  return Log.write(store, work, change.dryRun).pipe(
+  return Log.write(store, work, change.dryRun, ({ route }) => Witness.route(store, change.at)(route)).pipe(
     Effect.catchIf(store.isMethodLimit, () => Effect.fail(new TooManyMethods({ method, limit: MAX_METHODS })))
   )
 }

@@ -26,6 +26,7 @@ import { storeErrors } from "./errors.js"
 import * as Log from "./log.js"
 import type { Settings } from "./options.js"
 import * as Row from "./row.js"
+import * as Witness from "./witness.js"
 
 /** What every operation of the store reads: the client, its names and statement parts, and the deadline. */
 export interface Store {
@@ -255,7 +256,8 @@ export const update = (
   Log.write(
     store,
     Effect.flatMap(Log.lock(store), (base) => updateStep(store, id, patch, precondition, base, change)),
-    change.dryRun
+    change.dryRun,
+    Witness.route(store, change.at)
   ).pipe(
     Effect.catchIf(store.isMethodLimit, () => tooManyMethods(patch.method!)),
     Effect.catchIf(
@@ -300,7 +302,8 @@ export const remove = (
           Effect.succeed(Number(deleted[0]!.revision)) :
           decide(store, id, precondition, () => undefined, () => attempt)
     )
-  return Log.write(store, attempt, change.dryRun)
+  const witness = (revision: number) => Witness.logged(store, [{ revision, routeId: id, at: change.at }])
+  return Log.write(store, attempt, change.dryRun, witness)
 }
 
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
@@ -362,11 +365,12 @@ export const createBatch = (store: Store) => {
   const { columns, deadline, isMethodLimit, settings, sql } = store
   const table = sql(settings.qualified)
   const alone = ({ actor, route }: Creating) => create(store, route, { actor, at: route.createdAt })
+  const aloneWritten = (one: Creating) => deadline.write(Witness.route(store, one.route.createdAt))(alone(one))
   return Batch.make((creating: ReadonlyArray<Creating>) =>
     // A create alone in its turn takes the single-route path: one statement, the lock in it.
     creating.length === 1 ?
-      Effect.map(Effect.exit(deadline.write(alone(creating[0]!))), (exit) => [exit]) :
-      deadline.write(Effect.gen(function*() {
+      Effect.map(Effect.exit(aloneWritten(creating[0]!)), (exit) => [exit]) :
+      deadline.write(Witness.routes(store, (i) => creating[i]!.route.createdAt))(Effect.gen(function*() {
         const base = sql`(SELECT revision FROM locked)`
         const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
         const inserted = yield* sql<Row.RouteRow>`
@@ -417,7 +421,7 @@ export const createBatch = (store: Store) => {
         Effect.catchIf(
           isMethodLimit,
           () =>
-            Effect.forEach(creating, (one) => Effect.exit(deadline.write(alone(one))), {
+            Effect.forEach(creating, (one) => Effect.exit(aloneWritten(one)), {
               concurrency: "unbounded"
             })
         )

@@ -20,6 +20,7 @@ import type { RouteConflict } from "../store/errors.js"
 import * as Batch from "./batch.js"
 import * as Log from "./log.js"
 import * as Store from "./store.js"
+import * as Witness from "./witness.js"
 
 /** An update waiting for its batch. */
 export interface Updating {
@@ -80,7 +81,7 @@ export const make = (store: Store.Store) => {
   return Batch.make((updating: ReadonlyArray<Updating>) =>
     updating.length === 1 ?
       Effect.map(Effect.exit(alone(updating[0]!)), (exit) => [exit]) :
-      deadline.write(Effect.gen(function*() {
+      deadline.write(Witness.routes(store, (i) => updating[i]!.change.at))(Effect.gen(function*() {
         let base = yield* Log.lock(store)
         const answers: Array<Step[0]> = []
         for (const one of updating) {
