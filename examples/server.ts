@@ -7,11 +7,12 @@
  * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL,
  * FOLLOW_TOKEN and FOLLOW_NAME (follow that registry instead, with no store: see `follower` below; FOLLOW_RETRY_MAX_MS, its longest wait
  * between reconnections), READY_MAX_STALENESS_MS (see
- * /readyz below), ROUTER_STRICT, DASHBOARD (`0` turns the dashboard at /v1/routing/ui/ off), and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
+ * /readyz below), ROUTER_STRICT, LOG_LEVEL (Effect's log levels: Info by default), DASHBOARD (`0` turns the dashboard at /v1/routing/ui/ off), and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
  * examples/env.ts).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Effect, Layer, ManagedRuntime, Redacted, Runtime } from "effect"
+import type { LogLevel } from "effect"
+import { Cause, Effect, Layer, Logger, ManagedRuntime, Redacted, Runtime } from "effect"
 import type * as Http from "node:http"
 import * as AdminListener from "route-registry/AdminListener"
 import type * as Authenticator from "route-registry/Authenticator"
@@ -152,6 +153,8 @@ export interface Parts<E> {
   readonly maxStalenessMillis?: number | undefined
   /** Serve the dashboard at /v1/routing/ui/ (on unless `DASHBOARD=0`). */
   readonly dashboard?: boolean | undefined
+  /** The least severe of the library's log lines printed (`LOG_LEVEL`); Effect's default, `Info`, when omitted. */
+  readonly logLevel?: LogLevel.LogLevel | undefined
 }
 
 /**
@@ -166,9 +169,12 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
   readonly closeStreams: () => void
   readonly dispose: () => Promise<void>
 }> => {
-  const services = parts.services
+  const services = parts.catalog === undefined
+    ? parts.services
+    : Layer.merge(parts.services, Catalog.layer(parts.catalog))
+  // Provided under the services, so that what they start as they are built (a follower's fibers) logs at it too.
   const runtime = ManagedRuntime.make(
-    parts.catalog === undefined ? services : Layer.merge(services, Catalog.layer(parts.catalog))
+    parts.logLevel === undefined ? services : Layer.provide(services, Logger.minimumLogLevel(parts.logLevel))
   )
   const options = { bodyTimeoutMillis: parts.bodyTimeoutMillis }
   const [api, router, tableStatus] = await runtime.runPromise(
@@ -217,7 +223,8 @@ if (Env.isMain(import.meta.url)) {
     catalog: process.env.ROUTER_STRICT === "1" ? Demo.names : undefined,
     bodyTimeoutMillis: timeouts.bodyMillis,
     maxStalenessMillis: Env.optionalMillis("READY_MAX_STALENESS_MS"),
-    dashboard
+    dashboard,
+    logLevel: Env.logLevel()
   }).catch((error: unknown) => Env.fail(`could not start the route store: ${explain(error)}`))
   Env.serve(listener, 3000, dispose, timeouts, closeStreams, dashboard ? RoutingHandler.DASHBOARD : undefined)
 }

@@ -286,8 +286,17 @@ export interface JwtOptions {
    * `publicKey`; HS256 with `secret` (the only one it allows).
    */
   readonly algorithms?: ReadonlyArray<JwtAlgorithm> | undefined
-  /** Leeway for `exp` and `nbf` against clock skew between the provider and this host. Default none. */
+  /**
+   * Leeway for `exp`, `nbf` and `iat` against clock skew between the provider and this host: a token issued (`iat`)
+   * further in the future than this is refused. Default none.
+   */
   readonly clockTolerance?: Duration.DurationInput | undefined
+  /**
+   * Prefixed to `sub` to make the principal id, the actor the change log records (`jwt:` makes `sub: "alice"` the
+   * actor `jwt:alice`, which no static token's name can be, since names hold no `:`). At most 64 printable characters.
+   * Default none: the principal id is `sub` as it is.
+   */
+  readonly actorPrefix?: string | undefined
   /** The claim that holds the scopes. Default: `scope` (space-separated), else `scp` (an array, or space-separated). */
   readonly scopeClaim?: string | undefined
   /** With `jwksUrl`: the least time between two fetches caused by a token of an unknown `kid`. Default 30 s. */
@@ -305,10 +314,11 @@ export interface JwtOptions {
 
 /**
  * An authenticator of JWT bearer tokens, verified with `jose` (loaded only when this is called): the signature with
- * the keys of the options, `iss` and `aud` against the options, `exp` required, `nbf` honoured, both on Effect's
- * `Clock`. The principal is `sub` (required), its scopes the scope claim. A token refused is `InvalidToken` with a
- * reason that never contains it; a key set that cannot be fetched is `AuthenticatorUnavailable`. Options that could
- * never verify a token (a secret under 32 bytes, no issuer…) fail with `InvalidOption` naming the option.
+ * the keys of the options, `iss` and `aud` against the options, `exp` required, `nbf` honoured and an `iat` in the
+ * future refused, all on Effect's `Clock`. The principal is `actorPrefix` followed by `sub` (required), its scopes the
+ * scope claim. A token refused is `InvalidToken` with a reason that never contains it; a key set that cannot be fetched
+ * is `AuthenticatorUnavailable`. Options that could never verify a token (a secret under 32 bytes, no issuer…) fail
+ * with `InvalidOption` naming the option.
  *
  * @since 0.4.0
  */

@@ -12,6 +12,7 @@ import type { Context } from "effect"
 import { Duration, Effect, Either, Option, Runtime } from "effect"
 import * as Authenticator from "./Authenticator.js"
 import * as Catalog from "./Catalog.js"
+import * as Principals from "./internal/auth/principals.js"
 import * as Answers from "./internal/http/answers.js"
 import * as ChangeStream from "./internal/http/changeStream.js"
 import * as Content from "./internal/http/content.js"
@@ -297,7 +298,7 @@ const makeCore = (
 ): RoutingHandler => {
   const core: Operations.Core = {
     repository,
-    authenticator,
+    authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
     unavailable: Answers.unavailable(config.retryAfterSeconds),
     catalog,

@@ -9,6 +9,7 @@
 import { Effect, Either } from "effect"
 import * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
+import * as Limits from "../limits.js"
 import { MAX_ISSUES } from "../route/validate.js"
 import { decodeCursor, encodeCursor } from "../store/historyCursor.js"
 import * as Answers from "./answers.js"
@@ -74,8 +75,8 @@ export const revisionHeaders = (revision: number, dryRun: boolean): Record<strin
 // --- the query of a page of the log --------------------------------------------------------------------------------
 
 const ACTIONS: ReadonlyArray<RouteRepository.Action> = ["create", "update", "delete", "restore"]
-/** The longest principal id the `actor` filter takes. */
-export const MAX_ACTOR_LENGTH = 256
+/** The longest principal id the `actor` filter takes: the longest the core accepts. */
+export const MAX_ACTOR_LENGTH = Limits.MAX_PRINCIPAL_ID_LENGTH
 
 const RULES: Record<string, (value: string) => string | undefined> = {
   limit: (value) =>
