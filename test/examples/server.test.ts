@@ -81,6 +81,31 @@ describe("examples/server.ts (npm start)", () => {
     assert.strictEqual((await fetch(`${server.origin}/nowhere`)).status, 404)
   })
 
+  it("declares /docs, /openapi.json, /readyz and /healthz as its own: no route takes them, match says the host serves them", async () => {
+    const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
+    onTestFinished(async () => {
+      await server.stop()
+    })
+    const healthz = await fetch(`${server.origin}/healthz`)
+    assert.strictEqual(healthz.status, 200)
+    assert.deepStrictEqual(await healthz.json(), { live: true })
+    for (const path of ["/docs", "/openapi.json", "/readyz", "/healthz"]) {
+      const refused = await create(server.origin, "t", { method: "GET", path, handler: "echo" })
+      assert.strictEqual(refused.status, 400, path)
+      const body = await refused.json()
+      assert.strictEqual(body.code, "invalid_route")
+      assert.include(body.errors[0].message, `${JSON.stringify(path)} is a path this host serves itself`)
+      const query = new URLSearchParams({ method: "GET", path })
+      const match = await (await fetch(`${server.origin}/v1/routing/match?${query}`, { headers: bearer("t") })).json()
+      assert.strictEqual(match.servedByHost, path)
+      assert.strictEqual(match.outcome, "not_found")
+    }
+    assert.strictEqual(
+      (await create(server.origin, "t", { method: "GET", path: "/docs/:page", handler: "echo" })).status,
+      201
+    )
+  })
+
   it("a method the stored routes do not serve on a path: 405 with Allow, not the host's 404", async () => {
     const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
     onTestFinished(async () => {
