@@ -15,27 +15,45 @@
  * @since 0.3.0
  */
 import * as Args from "@effect/cli/Args"
+import * as CliConfig from "@effect/cli/CliConfig"
 import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Config, Console, Effect, Either, Option, Schema } from "effect"
+import { Cause, Config, Console, Effect, Either, Exit, Option, Schema } from "effect"
 import { createRequire } from "node:module"
 import * as Registry from "./internal/cli/apiClient.js"
 import * as Apply from "./internal/cli/apply.js"
 import * as Table from "./internal/cli/display.js"
-import { FleetBehind, InvalidFile, MissingToken, RequestFailed, SyncFailed } from "./internal/cli/errors.js"
+import {
+  Differences,
+  FleetBehind,
+  InvalidFile,
+  MissingToken,
+  NoRoute,
+  RequestFailed,
+  SyncFailed,
+  Unanswered
+} from "./internal/cli/errors.js"
 import * as Fleet from "./internal/cli/fleet.js"
 import * as Plan from "./internal/cli/plan.js"
 import * as RoutesFile from "./internal/cli/routesFile.js"
 import * as History from "./internal/http/history.js"
 import { MAX_SEARCH_LENGTH } from "./internal/limits.js"
+import * as Grammar from "./internal/route/grammar.js"
 import * as Urls from "./internal/urls.js"
 import * as Route from "./Route.js"
 import * as RoutingApi from "./RoutingApi.js"
 
 export {
+  /**
+   * `diff --exit-code`: the registry differs from the file (the plan was printed); the command exits 1.
+   *
+   * @since 0.5.0
+   */
+  Differences,
   /**
    * `sync --wait`: followers were still behind the sync's last change when the wait ended (each was named).
    *
@@ -55,6 +73,12 @@ export {
    */
   MissingToken,
   /**
+   * `match`: no stored route serves the request (its decision was printed); the command exits 1.
+   *
+   * @since 0.5.0
+   */
+  NoRoute,
+  /**
    * A call to the registry failed: its problem code and detail, or why it could not be reached.
    *
    * @since 0.3.0
@@ -65,7 +89,14 @@ export {
    *
    * @since 0.3.0
    */
-  SyncFailed
+  SyncFailed,
+  /**
+   * `match` or `diff --exit-code` could not answer (`cause` says why); the command exits 2, so that its 1 always means
+   * the answer.
+   *
+   * @since 0.5.0
+   */
+  Unanswered
 }
 
 /**
@@ -115,6 +146,21 @@ const optionalFilter = <A>(name: string, schema: Schema.Schema<A, string>, descr
     Options.map(Option.getOrUndefined)
   )
 
+const decodeMethod = Schema.decodeUnknownEither(Route.HttpMethod)
+
+// A method as the API checks it: a lowercase one is refused with the API's own hint naming the uppercase method,
+// rather than a schema's failure tree.
+const methodOf = (name: string) => (text: string): Either.Either<Route.HttpMethod, HelpDoc.HelpDoc> =>
+  Either.mapLeft(
+    decodeMethod(text),
+    () => HelpDoc.p(`${name} ${JSON.stringify(text)}: ${Grammar.checkMethod(text) ?? "is not an HTTP method"}`)
+  )
+
+// `match`'s and `diff --exit-code`'s answer ("no route", "differences") fails as itself, exiting 1; anything else that
+// keeps them from answering is `Unanswered`, exiting 2.
+const answering = <A, E, R>(answer: abstract new(...args: any) => unknown) => (effect: Effect.Effect<A, E, R>) =>
+  Effect.mapError(effect, (error) => error instanceof answer ? error : new Unanswered({ cause: error }))
+
 // ---------------------------------------------------------------------------------------------------------------
 // Shared steps
 // ---------------------------------------------------------------------------------------------------------------
@@ -163,6 +209,23 @@ const planFor = (
 // Commands
 // ---------------------------------------------------------------------------------------------------------------
 
+const PURPOSE = "Routes as code: export a registry's routes to a file, diff and sync them back."
+
+// What each command is for, in one line: its help's description, and its line in the command's own help.
+const PURPOSES = {
+  export: "Write every route (or those under --path-prefix) to a routes file, in a stable order.",
+  diff: "Show what sync would change to make the registry match the file; change nothing.",
+  sync: "Make the registry match the file: print the plan, then create, update and (with --prune) delete routes.",
+  list: "List the routes, in creation order: a table, or JSON with --json.",
+  get: "Show one route: a field a line with its ETag, or JSON with --json.",
+  match: "Which stored route serves a request, its parameters, and why the others matching the path do not; exits 1 " +
+    "when none does.",
+  history: "The change log, newest first: who changed which route, when, and what changed; a table, or JSON with " +
+    "--json.",
+  restore: "Make a route what it was right after the change at a revision of its log; a deleted route comes back " +
+    "with a new id."
+} as const
+
 const exportCommand = Command.make("export", {
   url,
   pathPrefix,
@@ -189,14 +252,29 @@ const exportCommand = Command.make("export", {
     yield* fs.writeFileString(options.output.value, text)
     yield* Console.error(`wrote ${routes.length} routes to ${options.output.value}`)
   })).pipe(
-    Command.withDescription("Write every route (or those under --path-prefix) to a routes file, in a stable order.")
+    Command.withDescription(PURPOSES.export)
   )
 
-const diffCommand = Command.make(
-  "diff",
-  { url, pathPrefix, prune, file },
-  (options) => Effect.asVoid(planFor(options))
-).pipe(Command.withDescription("Show what sync would change to make the registry match the file; change nothing."))
+const diffCommand = Command.make("diff", {
+  url,
+  pathPrefix,
+  prune,
+  exitCode: Options.boolean("exit-code").pipe(Options.withDescription(
+    "Exit 1 when the registry differs from the file, 0 when it matches (as git diff --exit-code); 2 when the " +
+      "registry cannot be compared (unreachable, a refused token, a file with problems)."
+  )),
+  file
+}, ({ exitCode, ...options }) =>
+  exitCode
+    ? planFor(options).pipe(
+      Effect.flatMap(({ plan }) =>
+        plan.changes.length === 0 ? Effect.void : Effect.fail(new Differences({ changes: plan.changes.length }))
+      ),
+      answering(Differences)
+    )
+    : Effect.asVoid(planFor(options))).pipe(
+    Command.withDescription(PURPOSES.diff)
+  )
 
 const syncCommand = Command.make("sync", {
   url,
@@ -230,9 +308,7 @@ const syncCommand = Command.make("sync", {
     if (Option.isSome(options.wait) && revision !== undefined) {
       yield* Fleet.wait(registry, revision, options.wait.value)
     }
-  })).pipe(Command.withDescription(
-    "Make the registry match the file: print the plan, then create, update and (with --prune) delete routes."
-  ))
+  })).pipe(Command.withDescription(PURPOSES.sync))
 
 const listCommand = Command.make("list", {
   url,
@@ -242,20 +318,25 @@ const listCommand = Command.make("list", {
     Options.optional,
     Options.map(Option.getOrUndefined)
   ),
-  method: optionalFilter("method", Route.HttpMethod, "Only routes with exactly this method."),
+  method: Options.text("method").pipe(
+    Options.mapEffect((text) => Either.mapLeft(methodOf("--method")(text), ValidationError.invalidValue)),
+    Options.withDescription("Only routes with exactly this method (methods are case-sensitive: GET, not get)."),
+    Options.optional,
+    Options.map(Option.getOrUndefined)
+  ),
   handler: optionalFilter("handler", Route.HandlerName, "Only routes with exactly this handler."),
   middleware: optionalFilter("middleware", Route.MiddlewareName, "Only routes whose middleware includes this name."),
   q: optionalFilter(
     "q",
     Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_SEARCH_LENGTH)),
-    "Only routes whose path, handler or a middleware name contains this text, byte for byte."
+    "Only routes whose path, handler or a middleware name contains this text, byte for byte (-q or --q)."
   )
 }, ({ json, url, ...filters }) =>
   Effect.gen(function*() {
     const registry = yield* connect(url)
     const routes = yield* registry.list(filters)
     yield* print(json ? Table.json(routes) : Table.routes(routes))
-  })).pipe(Command.withDescription("List the routes, in creation order: a table, or JSON with --json."))
+  })).pipe(Command.withDescription(PURPOSES.list))
 
 const getCommand = Command.make("get", {
   url,
@@ -266,13 +347,13 @@ const getCommand = Command.make("get", {
     const registry = yield* connect(options.url)
     const { etag, route } = yield* registry.get(options.id)
     yield* print(options.json ? Table.json(route) : Table.route(route, etag))
-  })).pipe(Command.withDescription("Show one route: a field a line with its ETag, or JSON with --json."))
+  })).pipe(Command.withDescription(PURPOSES.get))
 
 const matchCommand = Command.make("match", {
   url,
   json,
   method: Args.text({ name: "METHOD" }).pipe(
-    Args.withSchema(Route.HttpMethod),
+    Args.mapEffect(methodOf("METHOD")),
     Args.withDescription("The request's method, such as GET (methods are case-sensitive).")
   ),
   path: Args.text({ name: "path" }).pipe(
@@ -284,10 +365,10 @@ const matchCommand = Command.make("match", {
     const registry = yield* connect(options.url)
     const answer = yield* registry.match(options.method, options.path)
     yield* print(options.json ? Table.matchJson(answer) : Table.match(answer))
-  })).pipe(Command.withDescription(
-    "Which stored route serves a request in the registry's table, its parameters, and why each other route " +
-      "matching the path does not: a field a line, or JSON with --json."
-  ))
+    if (answer.outcome !== "route" && answer.servedByHost === undefined) {
+      return yield* new NoRoute({ outcome: answer.outcome })
+    }
+  }).pipe(answering(NoRoute))).pipe(Command.withDescription(PURPOSES.match))
 
 const historyCommand = Command.make("history", {
   url,
@@ -316,9 +397,7 @@ const historyCommand = Command.make("history", {
     const registry = yield* connect(url)
     const entries = yield* registry.history(query, Option.getOrUndefined(id))
     yield* print(json ? Table.historyJson(entries) : Table.history(entries))
-  })).pipe(Command.withDescription(
-    "The change log, newest first: who changed which route, when, and what changed; a table, or JSON with --json."
-  ))
+  })).pipe(Command.withDescription(PURPOSES.history))
 
 const restoreCommand = Command.make("restore", {
   url,
@@ -339,10 +418,7 @@ const restoreCommand = Command.make("restore", {
     const what = created ? `route ${options.id} as new route ${route.id}` : `route ${route.id}`
     const outcome = options.dryRun ? "dry run, nothing changed" : `revision ${revision}`
     yield* print(`restored ${what} to revision ${options.revision} (${outcome})\n${Table.route(route, undefined)}`)
-  })).pipe(Command.withDescription(
-    "Make a route what it was right after the change at a revision of its log; a deleted route comes back with a " +
-      "new id."
-  ))
+  })).pipe(Command.withDescription(PURPOSES.restore))
 
 /**
  * The `route-registry` command and its subcommands, for a host that embeds it in a CLI of its own. Its handlers need
@@ -351,7 +427,7 @@ const restoreCommand = Command.make("restore", {
  * @since 0.3.0
  */
 export const command = Command.make("route-registry").pipe(
-  Command.withDescription("Routes as code: export a registry's routes to a file, diff and sync them back."),
+  Command.withDescription(PURPOSE),
   Command.withSubcommands([
     exportCommand,
     diffCommand,
@@ -368,21 +444,78 @@ export const command = Command.make("route-registry").pipe(
 const version = (): string =>
   (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
 
+// Below the commands in the help: where the rest is, and the built-in options every command takes.
+const FOOTER = "Run route-registry <command> --help for a command's options and arguments. Every command also takes " +
+  "--help, --version, --log-level and --completions. The registry's token is ROUTING_TOKEN; its URL --url, else " +
+  "ROUTING_URL (default " + DEFAULT_URL + "). Exit codes: docs/cli.md."
+
+// The command's own help (no command, --help or -h): each command and its purpose, a line each, then the footer.
+// @effect/cli's lists the built-in options first and each command's whole usage beside its purpose.
+const help = (): string => {
+  const width = Math.max(...Object.keys(PURPOSES).map((name) => name.length))
+  return [
+    `route-registry ${version()}`,
+    PURPOSE,
+    "",
+    "USAGE",
+    "  route-registry <command> [options]",
+    "",
+    "COMMANDS",
+    ...Object.entries(PURPOSES).map(([name, purpose]) => `  ${name.padEnd(width)}  ${purpose}`),
+    "",
+    FOOTER,
+    ""
+  ].join("\n")
+}
+
+const asksForHelp = (args: ReadonlyArray<string>): boolean =>
+  args.length === 0 || (args.length === 1 && (args[0] === "--help" || args[0] === "-h"))
+
+// @effect/cli spells a one-letter option `-q` only; the API's parameter is `q`, and `--q` is what people type:
+// `--q text` and `--q=text` are read as `-q text`.
+const shortQ = (argv: ReadonlyArray<string>): Array<string> =>
+  argv.flatMap((arg, i) =>
+    i < 2 || !(arg === "--q" || arg.startsWith("--q=")) ? [arg] : arg === "--q" ? ["-q"] : ["-q", arg.slice(4)]
+  )
+
 /**
  * Runs the command with `argv` as `process.argv` holds it (the first two entries are skipped). A failure is printed
- * on stderr as `error: …` (usage errors with the help) and fails the effect, so the process can exit non-zero.
- * HTTP calls go through `fetch`.
+ * on stderr as `error: …` (usage errors with the help; `match`'s "no route" and `diff --exit-code`'s differences were
+ * printed as its output) and fails the effect, so the process can exit with `exitCode`. HTTP calls go through `fetch`.
  *
  * @since 0.3.0
  */
 export const run = (argv: ReadonlyArray<string>) =>
-  Command.run(command, { name: "route-registry", version: version() })(argv).pipe(
-    Effect.tapError((error) =>
-      ValidationError.isValidationError(error) ? Effect.void : Console.error(`error: ${messageOf(error)}`)
-    ),
-    Effect.provide(FetchHttpClient.layer),
-    plainUnlessTerminal
-  )
+  (asksForHelp(argv.slice(2)) ? print(help()) : Command.run(command, {
+    name: "route-registry",
+    version: version(),
+    footer: HelpDoc.p(FOOTER)
+  })(shortQ(argv)))
+    .pipe(
+      Effect.tapError((error) =>
+        ValidationError.isValidationError(error) || error instanceof NoRoute || error instanceof Differences
+          ? Effect.void
+          : Console.error(`error: ${messageOf(error)}`)
+      ),
+      Effect.provide(FetchHttpClient.layer),
+      // The commands and their purpose first in the help, not under some 50 lines of built-in options.
+      Effect.provide(CliConfig.layer({ showBuiltIns: false })),
+      plainUnlessTerminal
+    )
+
+/**
+ * The exit code of a run of `run` (docs/cli.md, "Exit codes"): 0 when it succeeded; 1 when it failed, and when `match`
+ * found no route or `diff --exit-code` a difference; 2 for a usage error (an unknown option, a bad argument), and when
+ * `match` or `diff --exit-code` could not answer; 130 when it was interrupted (Ctrl-C).
+ *
+ * @since 0.5.0
+ */
+export const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {
+  if (Exit.isSuccess(exit)) return 0
+  if (Cause.isInterruptedOnly(exit.cause)) return 130
+  const failure = Option.getOrUndefined(Cause.failureOption(exit.cause))
+  return ValidationError.isValidationError(failure) || failure instanceof Unanswered ? 2 : 1
+}
 
 // Escape sequences that style text (SGR): @effect/cli writes help and usage errors with them.
 const STYLE = /\x1b\[[0-9;]*m/g
