@@ -17,6 +17,7 @@ import * as Telemetry from "../../Telemetry.js"
 import * as Disposable from "../disposable.js"
 import * as RouterCore from "../router/core.js"
 import * as Otel from "../router/otel.js"
+import * as OtelTracer from "../router/otelTracer.js"
 import * as Answers from "../router/problems.js"
 import * as ApiPrefix from "./apiPrefix.js"
 
@@ -40,7 +41,11 @@ export interface Options<F, M = F> extends RoutingHandler.Options {
    * them (`400 invalid_route`), `match` answers them as the host's, and the router hands them to the framework.
    */
   readonly hostPaths?: ReadonlyArray<string> | undefined
-  /** Turns the library's telemetry on (`Telemetry.layer`): `true`, or `Telemetry.layer`'s options. Off when omitted. */
+  /**
+   * Turns the library's telemetry on (`Telemetry.layer`): `true`, or `Telemetry.layer`'s options. Off when omitted.
+   * On, the routing API's spans go to the host's OpenTelemetry SDK (through `@opentelemetry/api`), as children of the
+   * host's HTTP server span.
+   */
   readonly telemetry?: true | Telemetry.Options | undefined
   /**
    * The path below the mount the routing API is served under (`"/admin"`: `/admin/v1/routing`), while the stored
@@ -91,10 +96,17 @@ const loggerTo = (log: Log) =>
     })
   )
 
+// The library's telemetry, and Effect's tracer over the host's OpenTelemetry, whose spans it then reaches (a runtime of
+// the integration's own has no tracer of the host's otherwise).
+const telemetryOf = (options: Options<unknown, unknown>): Layer.Layer<never> => {
+  if (options.telemetry === undefined) return Layer.empty
+  const telemetry = Telemetry.layer(options.telemetry === true ? {} : options.telemetry)
+  const tracer = OtelTracer.loaded()
+  return tracer === undefined ? telemetry : Layer.merge(telemetry, Layer.setTracer(tracer))
+}
+
 const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
-  const telemetry = options.telemetry === undefined
-    ? Layer.empty
-    : Telemetry.layer(options.telemetry === true ? {} : options.telemetry)
+  const telemetry = telemetryOf(options)
   const store = RouteTable.layer.pipe(
     Layer.provideMerge(options.store ?? RouteRepository.layerMemory),
     Layer.provideMerge(telemetry)
