@@ -28,6 +28,8 @@ export interface Paths {
   readonly entries: ReadonlyArray<string>
   readonly exact: ReadonlySet<string>
   readonly below: ReadonlyArray<string>
+  /** The lengths of the exact paths: most requests are told apart by their path's length alone. */
+  readonly lengths: ReadonlySet<number>
 }
 
 /**
@@ -35,7 +37,7 @@ export interface Paths {
  *
  * @since 0.5.0
  */
-export const none: Paths = { entries: [], exact: new Set(), below: [] }
+export const none: Paths = { entries: [], exact: new Set(), below: [], lengths: new Set() }
 
 /**
  * The paths the host in context serves itself; `none` (the default) when it declared none.
@@ -86,10 +88,12 @@ export const check = (paths: ReadonlyArray<string>, option = "hostPaths"): Inval
 export const make = (paths: ReadonlyArray<string>): Paths => {
   const invalid = check(paths)
   if (invalid !== undefined) throw invalid
+  const exact = paths.filter((entry) => !entry.endsWith(BELOW))
   return {
     entries: [...paths],
-    exact: new Set(paths.filter((entry) => !entry.endsWith(BELOW))),
-    below: paths.filter((entry) => entry.endsWith(BELOW)).map((entry) => entry.slice(0, -BELOW.length))
+    exact: new Set(exact),
+    below: paths.filter((entry) => entry.endsWith(BELOW)).map((entry) => entry.slice(0, -BELOW.length)),
+    lengths: new Set(exact.map((entry) => entry.length))
   }
 }
 
@@ -107,8 +111,17 @@ export const layer = (paths: ReadonlyArray<string>): Layer.Layer<never, InvalidO
 // The entry as declared that takes `path` (a stored route's pattern or a normalised request path), or undefined.
 const entryOf = (paths: Paths, path: string): string | undefined => {
   if (paths.exact.has(path)) return path
-  const below = paths.below.find((prefix) => underPrefixes([prefix], path))
-  return below === undefined ? undefined : below + BELOW
+  for (const prefix of paths.below) if (underPrefixes([prefix], path)) return prefix + BELOW
+  return undefined
+}
+
+// `false` when the request target surely is no declared path, told at the cost of a scan for `?`: a plain target (no
+// percent-escape, which normalising could shorten) whose path has the length of no exact entry, when none is `/*`.
+const mayServe = (paths: Paths, target: string): boolean => {
+  if (paths.below.length > 0 || target.charCodeAt(0) !== 47 /* / */) return true
+  const query = target.indexOf("?")
+  const end = query === -1 ? target.length : query
+  return paths.lengths.has(end) || target.lastIndexOf("%", end) !== -1
 }
 
 /**
@@ -145,7 +158,7 @@ export const lookup = <R extends Route.Route>(
   method: string,
   target: string
 ): RouteTable.Resolution<R> =>
-  paths.entries.length === 0 || serving(paths, target) === undefined
+  paths.entries.length === 0 || !mayServe(paths, target) || serving(paths, target) === undefined
     ? RouteTable.lookup(table, method, target)
     : Node.notFound
 
