@@ -22,7 +22,7 @@ import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Cause, Config, Console, Effect, Either, Exit, Option, Schema } from "effect"
+import { Config, Console, Effect, Either, Exit, Option, Schema } from "effect"
 import { createRequire } from "node:module"
 import * as Registry from "./internal/cli/apiClient.js"
 import * as Apply from "./internal/cli/apply.js"
@@ -31,6 +31,7 @@ import {
   Differences,
   FleetBehind,
   InvalidFile,
+  messageOf,
   MissingToken,
   NoRoute,
   RequestFailed,
@@ -38,11 +39,22 @@ import {
   Unanswered
 } from "./internal/cli/errors.js"
 import * as Fleet from "./internal/cli/fleet.js"
+import {
+  file,
+  json,
+  methodArgument,
+  methodOption,
+  optionalFilter,
+  pathPrefix,
+  prune,
+  url
+} from "./internal/cli/options.js"
+import * as CliOptions from "./internal/cli/options.js"
 import * as Plan from "./internal/cli/plan.js"
 import * as RoutesFile from "./internal/cli/routesFile.js"
+import * as Usage from "./internal/cli/usage.js"
 import * as History from "./internal/http/history.js"
 import { MAX_SEARCH_LENGTH } from "./internal/limits.js"
-import * as Grammar from "./internal/route/grammar.js"
 import * as Urls from "./internal/urls.js"
 import * as Route from "./Route.js"
 import * as RoutingApi from "./RoutingApi.js"
@@ -104,62 +116,10 @@ export {
  *
  * @since 0.3.0
  */
-export const DEFAULT_URL = "http://127.0.0.1:3000"
+export const DEFAULT_URL: string = CliOptions.DEFAULT_URL
 
 // The most entries `history` prints: a bound on the pages one command walks.
 const MAX_HISTORY_ENTRIES = 100_000
-
-// ---------------------------------------------------------------------------------------------------------------
-// Options
-// ---------------------------------------------------------------------------------------------------------------
-
-const url = Options.text("url").pipe(
-  Options.withDescription(`The origin of the registry's API; ROUTING_URL when not given, else ${DEFAULT_URL}.`),
-  Options.withFallbackConfig(Config.string("ROUTING_URL")),
-  Options.withDefault(DEFAULT_URL)
-)
-
-const pathPrefix = Options.text("path-prefix").pipe(
-  Options.withSchema(Schema.String.pipe(Schema.startsWith("/"), Schema.maxLength(Route.MAX_PATH_LENGTH))),
-  Options.withDescription(
-    "Only routes whose path starts with this, byte for byte. With diff and sync the file must stay inside it and " +
-      "--prune deletes only inside it, so teams can own different prefixes of one registry."
-  ),
-  Options.withDefault("/")
-)
-
-const prune = Options.boolean("prune").pipe(
-  Options.withDescription("Delete the stored routes under --path-prefix that the file lacks.")
-)
-
-const json = Options.boolean("json").pipe(Options.withDescription("Print JSON, as the API answers, for scripts."))
-
-const file = Args.file({ name: "file", exists: "yes" }).pipe(
-  Args.withDescription("A routes file, as export writes it (YAML, or JSON when it ends in .json).")
-)
-
-const optionalFilter = <A>(name: string, schema: Schema.Schema<A, string>, description: string) =>
-  Options.text(name).pipe(
-    Options.withSchema(schema),
-    Options.withDescription(description),
-    Options.optional,
-    Options.map(Option.getOrUndefined)
-  )
-
-const decodeMethod = Schema.decodeUnknownEither(Route.HttpMethod)
-
-// A method as the API checks it: a lowercase one is refused with the API's own hint naming the uppercase method,
-// rather than a schema's failure tree.
-const methodOf = (name: string) => (text: string): Either.Either<Route.HttpMethod, HelpDoc.HelpDoc> =>
-  Either.mapLeft(
-    decodeMethod(text),
-    () => HelpDoc.p(`${name} ${JSON.stringify(text)}: ${Grammar.checkMethod(text) ?? "is not an HTTP method"}`)
-  )
-
-// `match`'s and `diff --exit-code`'s answer ("no route", "differences") fails as itself, exiting 1; anything else that
-// keeps them from answering is `Unanswered`, exiting 2.
-const answering = <A, E, R>(answer: abstract new(...args: any) => unknown) => (effect: Effect.Effect<A, E, R>) =>
-  Effect.mapError(effect, (error) => error instanceof answer ? error : new Unanswered({ cause: error }))
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shared steps
@@ -209,23 +169,6 @@ const planFor = (
 // Commands
 // ---------------------------------------------------------------------------------------------------------------
 
-const PURPOSE = "Routes as code: export a registry's routes to a file, diff and sync them back."
-
-// What each command is for, in one line: its help's description, and its line in the command's own help.
-const PURPOSES = {
-  export: "Write every route (or those under --path-prefix) to a routes file, in a stable order.",
-  diff: "Show what sync would change to make the registry match the file; change nothing.",
-  sync: "Make the registry match the file: print the plan, then create, update and (with --prune) delete routes.",
-  list: "List the routes, in creation order: a table, or JSON with --json.",
-  get: "Show one route: a field a line with its ETag, or JSON with --json.",
-  match: "Which stored route serves a request, its parameters, and why the others matching the path do not; exits 1 " +
-    "when none does.",
-  history: "The change log, newest first: who changed which route, when, and what changed; a table, or JSON with " +
-    "--json.",
-  restore: "Make a route what it was right after the change at a revision of its log; a deleted route comes back " +
-    "with a new id."
-} as const
-
 const exportCommand = Command.make("export", {
   url,
   pathPrefix,
@@ -252,7 +195,7 @@ const exportCommand = Command.make("export", {
     yield* fs.writeFileString(options.output.value, text)
     yield* Console.error(`wrote ${routes.length} routes to ${options.output.value}`)
   })).pipe(
-    Command.withDescription(PURPOSES.export)
+    Command.withDescription(Usage.PURPOSES.export)
   )
 
 const diffCommand = Command.make("diff", {
@@ -270,10 +213,10 @@ const diffCommand = Command.make("diff", {
       Effect.flatMap(({ plan }) =>
         plan.changes.length === 0 ? Effect.void : Effect.fail(new Differences({ changes: plan.changes.length }))
       ),
-      answering(Differences)
+      Usage.answering(Differences)
     )
     : Effect.asVoid(planFor(options))).pipe(
-    Command.withDescription(PURPOSES.diff)
+    Command.withDescription(Usage.PURPOSES.diff)
   )
 
 const syncCommand = Command.make("sync", {
@@ -308,7 +251,7 @@ const syncCommand = Command.make("sync", {
     if (Option.isSome(options.wait) && revision !== undefined) {
       yield* Fleet.wait(registry, revision, options.wait.value)
     }
-  })).pipe(Command.withDescription(PURPOSES.sync))
+  })).pipe(Command.withDescription(Usage.PURPOSES.sync))
 
 const listCommand = Command.make("list", {
   url,
@@ -318,8 +261,7 @@ const listCommand = Command.make("list", {
     Options.optional,
     Options.map(Option.getOrUndefined)
   ),
-  method: Options.text("method").pipe(
-    Options.mapEffect((text) => Either.mapLeft(methodOf("--method")(text), ValidationError.invalidValue)),
+  method: methodOption("method").pipe(
     Options.withDescription("Only routes with exactly this method (methods are case-sensitive: GET, not get)."),
     Options.optional,
     Options.map(Option.getOrUndefined)
@@ -336,7 +278,7 @@ const listCommand = Command.make("list", {
     const registry = yield* connect(url)
     const routes = yield* registry.list(filters)
     yield* print(json ? Table.json(routes) : Table.routes(routes))
-  })).pipe(Command.withDescription(PURPOSES.list))
+  })).pipe(Command.withDescription(Usage.PURPOSES.list))
 
 const getCommand = Command.make("get", {
   url,
@@ -347,13 +289,12 @@ const getCommand = Command.make("get", {
     const registry = yield* connect(options.url)
     const { etag, route } = yield* registry.get(options.id)
     yield* print(options.json ? Table.json(route) : Table.route(route, etag))
-  })).pipe(Command.withDescription(PURPOSES.get))
+  })).pipe(Command.withDescription(Usage.PURPOSES.get))
 
 const matchCommand = Command.make("match", {
   url,
   json,
-  method: Args.text({ name: "METHOD" }).pipe(
-    Args.mapEffect(methodOf("METHOD")),
+  method: methodArgument("METHOD").pipe(
     Args.withDescription("The request's method, such as GET (methods are case-sensitive).")
   ),
   path: Args.text({ name: "path" }).pipe(
@@ -368,7 +309,7 @@ const matchCommand = Command.make("match", {
     if (answer.outcome !== "route" && answer.servedByHost === undefined) {
       return yield* new NoRoute({ outcome: answer.outcome })
     }
-  }).pipe(answering(NoRoute))).pipe(Command.withDescription(PURPOSES.match))
+  }).pipe(Usage.answering(NoRoute))).pipe(Command.withDescription(Usage.PURPOSES.match))
 
 const historyCommand = Command.make("history", {
   url,
@@ -397,7 +338,7 @@ const historyCommand = Command.make("history", {
     const registry = yield* connect(url)
     const entries = yield* registry.history(query, Option.getOrUndefined(id))
     yield* print(json ? Table.historyJson(entries) : Table.history(entries))
-  })).pipe(Command.withDescription(PURPOSES.history))
+  })).pipe(Command.withDescription(Usage.PURPOSES.history))
 
 const restoreCommand = Command.make("restore", {
   url,
@@ -418,7 +359,7 @@ const restoreCommand = Command.make("restore", {
     const what = created ? `route ${options.id} as new route ${route.id}` : `route ${route.id}`
     const outcome = options.dryRun ? "dry run, nothing changed" : `revision ${revision}`
     yield* print(`restored ${what} to revision ${options.revision} (${outcome})\n${Table.route(route, undefined)}`)
-  })).pipe(Command.withDescription(PURPOSES.restore))
+  })).pipe(Command.withDescription(Usage.PURPOSES.restore))
 
 /**
  * The `route-registry` command and its subcommands, for a host that embeds it in a CLI of its own. Its handlers need
@@ -427,7 +368,7 @@ const restoreCommand = Command.make("restore", {
  * @since 0.3.0
  */
 export const command = Command.make("route-registry").pipe(
-  Command.withDescription(PURPOSE),
+  Command.withDescription(Usage.PURPOSE),
   Command.withSubcommands([
     exportCommand,
     diffCommand,
@@ -444,40 +385,6 @@ export const command = Command.make("route-registry").pipe(
 const version = (): string =>
   (createRequire(import.meta.url)("../package.json") as { readonly version: string }).version
 
-// Below the commands in the help: where the rest is, and the built-in options every command takes.
-const FOOTER = "Run route-registry <command> --help for a command's options and arguments. Every command also takes " +
-  "--help, --version, --log-level and --completions. The registry's token is ROUTING_TOKEN; its URL --url, else " +
-  "ROUTING_URL (default " + DEFAULT_URL + "). Exit codes: docs/cli.md."
-
-// The command's own help (no command, --help or -h): each command and its purpose, a line each, then the footer.
-// @effect/cli's lists the built-in options first and each command's whole usage beside its purpose.
-const help = (): string => {
-  const width = Math.max(...Object.keys(PURPOSES).map((name) => name.length))
-  return [
-    `route-registry ${version()}`,
-    PURPOSE,
-    "",
-    "USAGE",
-    "  route-registry <command> [options]",
-    "",
-    "COMMANDS",
-    ...Object.entries(PURPOSES).map(([name, purpose]) => `  ${name.padEnd(width)}  ${purpose}`),
-    "",
-    FOOTER,
-    ""
-  ].join("\n")
-}
-
-const asksForHelp = (args: ReadonlyArray<string>): boolean =>
-  args.length === 0 || (args.length === 1 && (args[0] === "--help" || args[0] === "-h"))
-
-// @effect/cli spells a one-letter option `-q` only; the API's parameter is `q`, and `--q` is what people type:
-// `--q text` and `--q=text` are read as `-q text`.
-const shortQ = (argv: ReadonlyArray<string>): Array<string> =>
-  argv.flatMap((arg, i) =>
-    i < 2 || !(arg === "--q" || arg.startsWith("--q=")) ? [arg] : arg === "--q" ? ["-q"] : ["-q", arg.slice(4)]
-  )
-
 /**
  * Runs the command with `argv` as `process.argv` holds it (the first two entries are skipped). A failure is printed
  * on stderr as `error: …` (usage errors with the help; `match`'s "no route" and `diff --exit-code`'s differences were
@@ -486,11 +393,11 @@ const shortQ = (argv: ReadonlyArray<string>): Array<string> =>
  * @since 0.3.0
  */
 export const run = (argv: ReadonlyArray<string>) =>
-  (asksForHelp(argv.slice(2)) ? print(help()) : Command.run(command, {
+  (Usage.asksForHelp(argv.slice(2)) ? print(Usage.help(version())) : Command.run(command, {
     name: "route-registry",
     version: version(),
-    footer: HelpDoc.p(FOOTER)
-  })(shortQ(argv)))
+    footer: HelpDoc.p(Usage.FOOTER)
+  })(Usage.shortQ(argv)))
     .pipe(
       Effect.tapError((error) =>
         ValidationError.isValidationError(error) || error instanceof NoRoute || error instanceof Differences
@@ -500,7 +407,7 @@ export const run = (argv: ReadonlyArray<string>) =>
       Effect.provide(FetchHttpClient.layer),
       // The commands and their purpose first in the help, not under some 50 lines of built-in options.
       Effect.provide(CliConfig.layer({ showBuiltIns: false })),
-      plainUnlessTerminal
+      Usage.plainUnlessTerminal
     )
 
 /**
@@ -510,32 +417,4 @@ export const run = (argv: ReadonlyArray<string>) =>
  *
  * @since 0.5.0
  */
-export const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {
-  if (Exit.isSuccess(exit)) return 0
-  if (Cause.isInterruptedOnly(exit.cause)) return 130
-  const failure = Option.getOrUndefined(Cause.failureOption(exit.cause))
-  return ValidationError.isValidationError(failure) || failure instanceof Unanswered ? 2 : 1
-}
-
-// Escape sequences that style text (SGR): @effect/cli writes help and usage errors with them.
-const STYLE = /\x1b\[[0-9;]*m/g
-
-const plain = (stream: NodeJS.WriteStream) =>
-  process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== "" || stream.isTTY !== true
-
-const unstyled = (args: ReadonlyArray<unknown>) =>
-  args.map((arg) => (typeof arg === "string" ? arg.replace(STYLE, "") : arg))
-
-// Styling only on a terminal: piped into a file, a pager or CI logs, help and errors are plain text (and NO_COLOR,
-// no-color.org, turns it off everywhere).
-const plainUnlessTerminal = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Console.consoleWith((console) =>
-    Console.withConsole(effect, {
-      ...console,
-      log: (...args) => console.log(...(plain(process.stdout) ? unstyled(args) : args)),
-      error: (...args) => console.error(...(plain(process.stderr) ? unstyled(args) : args))
-    })
-  )
-
-const messageOf = (error: unknown): string =>
-  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+export const exitCode: (exit: Exit.Exit<unknown, unknown>) => number = Usage.exitCode

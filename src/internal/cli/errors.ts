@@ -5,6 +5,10 @@
  */
 import { Schema } from "effect"
 
+/** What a failure says: its `message`, or its text. */
+export const messageOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+
 const Problem = Schema.Struct({ line: Schema.Number, column: Schema.Number, message: Schema.String })
 
 /** A call to the registry failed; `code` is the problem code when the registry answered with one. */
@@ -84,7 +88,6 @@ export class Unanswered extends Schema.TaggedError<Unanswered>()("Unanswered", {
   cause: Schema.Unknown
 }) {
   override get message(): string {
-    const cause = this.cause
-    return typeof cause === "object" && cause !== null && "message" in cause ? String(cause.message) : String(cause)
+    return messageOf(this.cause)
   }
 }
