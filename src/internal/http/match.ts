@@ -54,6 +54,9 @@ const OUTCOMES = {
   BadPath: "bad_path"
 } as const
 
+const candidateJson = ({ reason, route }: RouteTable.Candidate<Route.Route>): string =>
+  `{"route":${Route.toJson(route)},"reason":${JSON.stringify(reason)}}`
+
 /** The answer's body: `{ outcome, route, params, allow, candidates }`, each route as `GET /v1/routing/{id}` has it. */
 export const bodyOf = (explanation: RouteTable.Explanation<Route.Route>): string => {
   const resolution = explanation.resolution
@@ -62,15 +65,8 @@ export const bodyOf = (explanation: RouteTable.Explanation<Route.Route>): string
     found === undefined ? "null" : Route.toJson(found.route)
   },"params":${found === undefined ? "null" : JSON.stringify(found.params)},"allow":${
     JSON.stringify(explanation.allow)
-  },"candidates":${candidatesJson(explanation.candidates)}}`
+  },"candidates":[${explanation.candidates.map(candidateJson).join(",")}]}`
 }
-
-const candidatesJson = (candidates: ReadonlyArray<RouteTable.Candidate<Route.Route>>): string =>
-  `[${
-    candidates.map(({ reason, route }) => `{"route":${Route.toJson(route)},"reason":${JSON.stringify(reason)}}`).join(
-      ","
-    )
-  }]`
 
 /**
  * The answer's body for a path the host serves itself (`entry` declares it): no stored route serves it, whatever its
@@ -85,7 +81,7 @@ export const hostBodyOf = (explanation: RouteTable.Explanation<Route.Route>, ent
     ...explanation.candidates.map((c) => c.route)
   ]
   return `{"outcome":"not_found","route":null,"params":null,"allow":[],"servedByHost":${JSON.stringify(entry)},` +
-    `"candidates":${candidatesJson(routes.map((route) => ({ route, reason })))}}`
+    `"candidates":[${routes.map((route) => candidateJson({ route, reason })).join(",")}]}`
 }
 
 /**
