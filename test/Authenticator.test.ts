@@ -299,7 +299,7 @@ describe("the principals every authenticator gives the routing API", () => {
       assert.lengthOf(lines, 32, JSON.stringify(lines))
     }))
 
-  it.effect("a reason that quotes the token is withheld from the log", () =>
+  it.effect("a reason that quotes the token is withheld from the log; a long one is cut", () =>
     Effect.gen(function*() {
       const { lines, send } = yield* logging(Authenticator.Authenticator.of({
         authenticate: (token) =>
@@ -309,5 +309,11 @@ describe("the principals every authenticator gives the routing API", () => {
       assert.lengthOf(lines, 1)
       assert.notInclude(lines[0]!.message, "a-token-written-into-its-reason")
       assert.include(lines[0]!.message, "withheld")
+      // A long reason (one quoting the request, say) is cut: the log's lines stay bounded.
+      const { lines: long, send: sendLong } = yield* logging(Authenticator.Authenticator.of({
+        authenticate: () => Exit.fail(new Authenticator.InvalidToken({ reason: "x".repeat(10_000) }))
+      }))
+      yield* sendLong("some-token")
+      assert.isBelow(long[0]!.message.length, 400)
     }))
 })

@@ -76,12 +76,16 @@ const admit = (log: RefusalLog, now: number, reason: string): { readonly logged:
   return { logged: true, before }
 }
 
+/** The longest reason logged; a longer one (an authenticator of the host's may quote the request) is cut. */
+export const MAX_LOGGED_REASON = 256
+
 // The reason as logged: an authenticator of the host's that wrote the token into it is not believed.
 const shown = (reason: string, token: Redacted.Redacted<string>): string => {
   const value = Redacted.value(token)
-  return value.length >= TOKEN_IN_TEXT && reason.includes(value)
-    ? "(the authenticator's reason is withheld: it contains the token)"
-    : reason
+  if (value.length >= TOKEN_IN_TEXT && reason.includes(value)) {
+    return "(the authenticator's reason is withheld: it contains the token)"
+  }
+  return reason.length > MAX_LOGGED_REASON ? `${reason.slice(0, MAX_LOGGED_REASON)}…` : reason
 }
 
 const logged = (log: RefusalLog, token: Redacted.Redacted<string>, error: unknown): Effect.Effect<void> => {
