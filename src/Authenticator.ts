@@ -10,6 +10,7 @@ import type { Duration } from "effect"
 import { Context, Effect, Exit, Layer, Redacted, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { type AuthenticatorUnavailable, InvalidToken } from "./internal/auth/errors.js"
+import { TOKEN_IN_TEXT } from "./internal/auth/principals.js"
 import * as Scopes from "./internal/auth/scopes.js"
 import { InvalidOption } from "./InvalidOption.js"
 
@@ -122,15 +123,12 @@ export const principalIdOf = (token: Redacted.Redacted<string>): string =>
 // A principal's name: what logs, the change log and an actor filter show; printable, without spaces or "=".
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$/
 
-// A token at least this long found in a name is the token written into it, not a coincidence of a few characters.
-const TOKEN_IN_NAME = 8
-
 // The problem with a principal's name, or undefined. The token is never part of the message.
 const checkName = (name: unknown, token: string): string | undefined => {
   if (typeof name !== "string" || !NAME.test(name)) {
     return "has a name that is not 1–128 letters, digits and . _ @ + - (starting with a letter or digit)"
   }
-  return token.length >= TOKEN_IN_NAME && name.includes(token)
+  return token.length >= TOKEN_IN_TEXT && name.includes(token)
     ? "has a name that contains its token: a principal id must never show the token"
     : undefined
 }

@@ -45,10 +45,10 @@ export const TOKEN_IN_TEXT = 8
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Each reason is logged at most once per this interval. */
-export const REFUSAL_LOG_INTERVAL_MILLIS = 60_000
+const REFUSAL_LOG_INTERVAL_MILLIS = 60_000
 
 /** The most reasons logged per interval; refusals for further reasons are counted, not logged. */
-export const REFUSAL_LOG_REASONS = 32
+const REFUSAL_LOG_REASONS = 32
 
 /** The refusals of one interval: when it started, the reasons logged in it, and the refusals not logged. */
 export interface RefusalLog {
@@ -77,7 +77,7 @@ const admit = (log: RefusalLog, now: number, reason: string): { readonly logged:
 }
 
 /** The longest reason logged; a longer one (an authenticator of the host's may quote the request) is cut. */
-export const MAX_LOGGED_REASON = 256
+const MAX_LOGGED_REASON = 256
 
 // The reason as logged: an authenticator of the host's that wrote the token into it is not believed.
 const shown = (reason: string, token: Redacted.Redacted<string>): string => {
@@ -110,7 +110,7 @@ const checked = (principal: Principal): Effect.Effect<Principal, InvalidToken> =
 /**
  * `authenticator` as the core uses it: a principal whose id `checkId` refuses is refused as an invalid token, and every
  * refusal (`InvalidToken`, `AuthenticatorUnavailable`) is logged as a warning, each reason at most once per
- * `REFUSAL_LOG_INTERVAL_MILLIS`. A principal decided at once (an `Exit`) stays decided at once.
+ * a minute (`REFUSAL_LOG_INTERVAL_MILLIS`). A principal decided at once (an `Exit`) stays decided at once.
  */
 export const guarded = (authenticator: Service, log: RefusalLog): Service => ({
   authenticate: (token) => {
