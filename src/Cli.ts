@@ -85,7 +85,7 @@ export {
    */
   MissingToken,
   /**
-   * `match`: no stored route serves the request (its decision was printed); the command exits 1.
+   * `match`: no stored route matches the request's path (its decision was printed); the command exits 1.
    *
    * @since 0.5.0
    */
@@ -306,7 +306,9 @@ const matchCommand = Command.make("match", {
     const registry = yield* connect(options.url)
     const answer = yield* registry.match(options.method, options.path)
     yield* print(options.json ? Table.matchJson(answer) : Table.match(answer))
-    if (answer.outcome !== "route" && answer.servedByHost === undefined) {
+    // Routes that serve the path with other methods are an answer about routes that exist: only a path no stored
+    // route matches (or a bad one) is "no route".
+    if ((answer.outcome === "not_found" || answer.outcome === "bad_path") && answer.servedByHost === undefined) {
       return yield* new NoRoute({ outcome: answer.outcome })
     }
   }).pipe(Usage.answering(NoRoute))).pipe(Command.withDescription(Usage.PURPOSES.match))
@@ -411,9 +413,9 @@ export const run = (argv: ReadonlyArray<string>) =>
     )
 
 /**
- * The exit code of a run of `run` (docs/cli.md, "Exit codes"): 0 when it succeeded; 1 when it failed, and when `match`
- * found no route or `diff --exit-code` a difference; 2 for a usage error (an unknown option, a bad argument), and when
- * `match` or `diff --exit-code` could not answer; 130 when it was interrupted (Ctrl-C).
+ * The exit code of a run of `run` (docs/cli.md, "Exit codes"): 0 when it succeeded; 1 when it failed (a usage error
+ * included), and when `match` found no route or `diff --exit-code` a difference; 2 when `match` or `diff --exit-code`
+ * could not answer; 130 when it was interrupted (Ctrl-C).
  *
  * @since 0.5.0
  */

@@ -4,7 +4,6 @@
  *
  * @internal
  */
-import * as ValidationError from "@effect/cli/ValidationError"
 import { Cause, Console, Effect, Exit, Option } from "effect"
 import { Unanswered } from "./errors.js"
 import { DEFAULT_URL } from "./options.js"
@@ -75,15 +74,14 @@ export const answering = <A, E, R>(answer: abstract new(...args: any) => unknown
   Effect.mapError(effect, (error) => error instanceof answer ? error : new Unanswered({ cause: error }))
 
 /**
- * The exit code of a run of `Cli.run` (docs/cli.md, "Exit codes"): 0 when it succeeded; 1 when it failed, and when `match`
- * found no route or `diff --exit-code` a difference; 2 for a usage error (an unknown option, a bad argument), and when
- * `match` or `diff --exit-code` could not answer; 130 when it was interrupted (Ctrl-C).
+ * The exit code of a run of `Cli.run` (docs/cli.md, "Exit codes"): 0 when it succeeded; 1 when it failed (a usage error
+ * included, as in earlier releases), and when `match` found no route or `diff --exit-code` a difference; 2 when `match`
+ * or `diff --exit-code` could not answer, so that their 1 means the answer; 130 when it was interrupted (Ctrl-C).
  */
 export const exitCode = (exit: Exit.Exit<unknown, unknown>): number => {
   if (Exit.isSuccess(exit)) return 0
   if (Cause.isInterruptedOnly(exit.cause)) return 130
-  const failure = Option.getOrUndefined(Cause.failureOption(exit.cause))
-  return ValidationError.isValidationError(failure) || failure instanceof Unanswered ? 2 : 1
+  return Option.getOrUndefined(Cause.failureOption(exit.cause)) instanceof Unanswered ? 2 : 1
 }
 
 // Escape sequences that style text (SGR): @effect/cli writes help and usage errors with them.
