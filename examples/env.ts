@@ -3,7 +3,7 @@
  * variables of `npm start`, README's "Configuration"), and a graceful shutdown. Tests import the examples instead and pass
  * services of their own.
  */
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, LogLevel, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -33,6 +33,23 @@ export const port = (fallback: number): number => {
 }
 
 export const host = (): string => process.env.HOST || "127.0.0.1"
+
+// Effect's log levels by the names LOG_LEVEL takes, in any case: Effect's own (`Warning`) and its labels (`WARN`).
+const LOG_LEVELS: ReadonlyMap<string, LogLevel.LogLevel> = new Map(
+  LogLevel.allLevels.flatMap((level) => [[level._tag.toLowerCase(), level], [level.label.toLowerCase(), level]])
+)
+
+/**
+ * `LOG_LEVEL`: the least severe of the library's log lines the host prints (docs/configuration.md), one of Effect's
+ * levels: `All`, `Trace`, `Debug`, `Info` (the default), `Warning`, `Error`, `Fatal`, `None`, in any case (`warn` and
+ * `off`, Effect's labels, too).
+ */
+export const logLevel = (): LogLevel.LogLevel => {
+  const raw = process.env.LOG_LEVEL ?? ""
+  if (raw.trim() === "") return LogLevel.Info
+  return LOG_LEVELS.get(raw.trim().toLowerCase()) ??
+    fail(`LOG_LEVEL must be one of ${LogLevel.allLevels.map((level) => level._tag).join(", ")} (got "${raw}")`)
+}
 
 /** A whole number of milliseconds from `name`, or `undefined` when it is unset or empty. */
 export const optionalMillis = (name: string): number | undefined => {
@@ -172,7 +189,8 @@ const routingTokens = (): Array<Authenticator.StaticToken> => {
 
 /**
  * JWT bearer tokens (docs/authentication.md), when JWT_JWKS_URL, JWT_PUBLIC_KEY or JWT_SECRET is set: exactly one of them, with
- * JWT_ISSUER and JWT_AUDIENCE (comma-separated for several). A PEM key may be given on one line with `\n` escapes.
+ * JWT_ISSUER and JWT_AUDIENCE (comma-separated for several), and optionally JWT_ACTOR_PREFIX (prefixed to `sub` in the
+ * principal id). A PEM key may be given on one line with `\n` escapes.
  */
 export const jwtOptions = (): Authenticator.JwtOptions | undefined => {
   const keys = ["JWT_JWKS_URL", "JWT_PUBLIC_KEY", "JWT_SECRET"].filter((name) => (process.env[name] ?? "") !== "")
@@ -185,9 +203,11 @@ export const jwtOptions = (): Authenticator.JwtOptions | undefined => {
   const JWT_JWKS_URL = process.env.JWT_JWKS_URL
   const JWT_PUBLIC_KEY = process.env.JWT_PUBLIC_KEY
   const JWT_SECRET = process.env.JWT_SECRET
+  const JWT_ACTOR_PREFIX = process.env.JWT_ACTOR_PREFIX
   return {
     issuer,
     audience,
+    ...(JWT_ACTOR_PREFIX ? { actorPrefix: JWT_ACTOR_PREFIX } : {}),
     ...(JWT_JWKS_URL ? { jwksUrl: JWT_JWKS_URL } : {}),
     ...(JWT_PUBLIC_KEY ? { publicKey: JWT_PUBLIC_KEY.replaceAll("\\n", "\n") } : {}),
     ...(JWT_SECRET ? { secret: Redacted.make(JWT_SECRET) } : {})

@@ -1,21 +1,24 @@
 /**
  * The example host behind `npm start`: a plain `node:http` server that mounts the routing API, serves its
- * OpenAPI document at /openapi.json and a reference page at /docs, and shuts down gracefully.
+ * OpenAPI document at /openapi.json, a reference page at /docs, /readyz and /healthz (paths it declares as its own:
+ * `HOST_PATHS`), and shuts down gracefully.
  *
  * Environment: PORT (default 3000; 0 picks a free port), HOST (default 127.0.0.1), ROUTING_ADMIN_TOKENS and
  * ROUTING_READ_TOKENS (comma-separated, `token` or `name=token`), ROUTING_TOKENS (JSON), JWT_JWKS_URL, JWT_PUBLIC_KEY
  * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL,
  * FOLLOW_TOKEN and FOLLOW_NAME (follow that registry instead, with no store: see `follower` below; FOLLOW_RETRY_MAX_MS, its longest wait
  * between reconnections), READY_MAX_STALENESS_MS (see
- * /readyz below), ROUTER_STRICT, DASHBOARD (`0` turns the dashboard at /v1/routing/ui/ off), and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
+ * /readyz below), ROUTER_STRICT, LOG_LEVEL (Effect's log levels: Info by default), DASHBOARD (`0` turns the dashboard at /v1/routing/ui/ off), and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
  * examples/env.ts).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Effect, Layer, ManagedRuntime, Redacted, Runtime } from "effect"
+import type { LogLevel } from "effect"
+import { Cause, Effect, Layer, Logger, ManagedRuntime, Redacted, Runtime } from "effect"
 import type * as Http from "node:http"
 import * as AdminListener from "route-registry/AdminListener"
 import type * as Authenticator from "route-registry/Authenticator"
 import * as Catalog from "route-registry/Catalog"
+import * as HostPaths from "route-registry/HostPaths"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -152,13 +155,21 @@ export interface Parts<E> {
   readonly maxStalenessMillis?: number | undefined
   /** Serve the dashboard at /v1/routing/ui/ (on unless `DASHBOARD=0`). */
   readonly dashboard?: boolean | undefined
+  /** The least severe of the library's log lines printed (`LOG_LEVEL`); Effect's default, `Info`, when omitted. */
+  readonly logLevel?: LogLevel.LogLevel | undefined
 }
 
 /**
- * The host's listener: the routing API, then /readyz, /openapi.json and /docs, then the stored routes, then the
- * host's 404. One runtime, so the API and the router share one store and one table: a route created through the API
- * serves before its 201 is sent, and stops when it is deleted; on a follower, the API serves reads and the change
- * stream from the followed table, and answers writes 405. `dispose` releases the services.
+ * The paths this host serves itself, before the stored routes: declared to the library (`HostPaths`), so that no
+ * route is created on them (it would never serve) and `match` says the host serves them.
+ */
+export const HOST_PATHS = ["/docs", "/openapi.json", "/readyz", "/healthz"] as const
+
+/**
+ * The host's listener: the routing API, then its own paths (/readyz, /healthz, /openapi.json and /docs), then the
+ * stored routes, then the host's 404. One runtime, so the API and the router share one store and one table: a route
+ * created through the API serves before its 201 is sent, and stops when it is deleted; on a follower, the API serves
+ * reads and the change stream from the followed table, and answers writes 405. `dispose` releases the services.
  */
 export const makeHost = async <E>(parts: Parts<E>): Promise<{
   readonly listener: Http.RequestListener
@@ -166,9 +177,11 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
   readonly closeStreams: () => void
   readonly dispose: () => Promise<void>
 }> => {
-  const services = parts.services
+  const declared = Layer.merge(parts.services, HostPaths.layer(HOST_PATHS))
+  const services = parts.catalog === undefined ? declared : Layer.merge(declared, Catalog.layer(parts.catalog))
+  // Provided under the services, so that what they start as they are built (a follower's fibers) logs at it too.
   const runtime = ManagedRuntime.make(
-    parts.catalog === undefined ? services : Layer.merge(services, Catalog.layer(parts.catalog))
+    parts.logLevel === undefined ? services : Layer.provide(services, Logger.minimumLogLevel(parts.logLevel))
   )
   const options = { bodyTimeoutMillis: parts.bodyTimeoutMillis }
   const [api, router, tableStatus] = await runtime.runPromise(
@@ -192,18 +205,23 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
     res.writeHead(ready ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" }).end(body)
   }
 
+  // The host's own answers, each to a GET of its path; any other method goes on to the stored routes' 404 or 405.
+  const own: Record<(typeof HOST_PATHS)[number], (res: Http.ServerResponse) => void> = {
+    "/readyz": readiness,
+    // Liveness: the process answers. Never about the store or the registry, whose outage it routes through (a
+    // restart would not cure it): that is /readyz's.
+    "/healthz": (res) =>
+      res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end("{\"live\":true}"),
+    "/openapi.json": (res) => res.writeHead(200, { "content-type": "application/json" }).end(openApi),
+    "/docs": (res) => res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(docs)
+  }
+  const isOwn = (path: string): path is keyof typeof own => Object.hasOwn(own, path)
+
   const listener: Http.RequestListener = (req, res) =>
     api(req, res, () => {
-      const path = (req.url ?? "/").split("?")[0]
-      if (req.method === "GET" && path === "/readyz") {
-        readiness(res)
-      } else if (req.method === "GET" && path === "/openapi.json") {
-        res.writeHead(200, { "content-type": "application/json" }).end(openApi)
-      } else if (req.method === "GET" && path === "/docs") {
-        res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(docs)
-      } else {
-        router(req, res, (error) => error === undefined ? notFound(req, res) : failed(res, error))
-      }
+      const path = (req.url ?? "/").split("?")[0]!
+      if (req.method === "GET" && isOwn(path)) return own[path](res)
+      router(req, res, (error) => error === undefined ? notFound(req, res) : failed(res, error))
     })
   return { listener, closeStreams: api.closeStreams, dispose: () => runtime.dispose() }
 }
@@ -217,7 +235,8 @@ if (Env.isMain(import.meta.url)) {
     catalog: process.env.ROUTER_STRICT === "1" ? Demo.names : undefined,
     bodyTimeoutMillis: timeouts.bodyMillis,
     maxStalenessMillis: Env.optionalMillis("READY_MAX_STALENESS_MS"),
-    dashboard
+    dashboard,
+    logLevel: Env.logLevel()
   }).catch((error: unknown) => Env.fail(`could not start the route store: ${explain(error)}`))
   Env.serve(listener, 3000, dispose, timeouts, closeStreams, dashboard ? RoutingHandler.DASHBOARD : undefined)
 }

@@ -10,6 +10,7 @@ import type { Duration } from "effect"
 import { Context, Effect, Exit, Layer, Redacted, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { type AuthenticatorUnavailable, InvalidToken } from "./internal/auth/errors.js"
+import { TOKEN_IN_TEXT } from "./internal/auth/principals.js"
 import * as Scopes from "./internal/auth/scopes.js"
 import { InvalidOption } from "./InvalidOption.js"
 
@@ -122,15 +123,12 @@ export const principalIdOf = (token: Redacted.Redacted<string>): string =>
 // A principal's name: what logs, the change log and an actor filter show; printable, without spaces or "=".
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$/
 
-// A token at least this long found in a name is the token written into it, not a coincidence of a few characters.
-const TOKEN_IN_NAME = 8
-
 // The problem with a principal's name, or undefined. The token is never part of the message.
 const checkName = (name: unknown, token: string): string | undefined => {
   if (typeof name !== "string" || !NAME.test(name)) {
     return "has a name that is not 1–128 letters, digits and . _ @ + - (starting with a letter or digit)"
   }
-  return token.length >= TOKEN_IN_NAME && name.includes(token)
+  return token.length >= TOKEN_IN_TEXT && name.includes(token)
     ? "has a name that contains its token: a principal id must never show the token"
     : undefined
 }
@@ -286,8 +284,17 @@ export interface JwtOptions {
    * `publicKey`; HS256 with `secret` (the only one it allows).
    */
   readonly algorithms?: ReadonlyArray<JwtAlgorithm> | undefined
-  /** Leeway for `exp` and `nbf` against clock skew between the provider and this host. Default none. */
+  /**
+   * Leeway for `exp`, `nbf` and `iat` against clock skew between the provider and this host: a token issued (`iat`)
+   * further in the future than this is refused. Default none.
+   */
   readonly clockTolerance?: Duration.DurationInput | undefined
+  /**
+   * Prefixed to `sub` to make the principal id, the actor the change log records (`jwt:` makes `sub: "alice"` the
+   * actor `jwt:alice`, which no static token's name can be, since names hold no `:`). At most 64 printable characters.
+   * Default none: the principal id is `sub` as it is.
+   */
+  readonly actorPrefix?: string | undefined
   /** The claim that holds the scopes. Default: `scope` (space-separated), else `scp` (an array, or space-separated). */
   readonly scopeClaim?: string | undefined
   /** With `jwksUrl`: the least time between two fetches caused by a token of an unknown `kid`. Default 30 s. */
@@ -305,10 +312,11 @@ export interface JwtOptions {
 
 /**
  * An authenticator of JWT bearer tokens, verified with `jose` (loaded only when this is called): the signature with
- * the keys of the options, `iss` and `aud` against the options, `exp` required, `nbf` honoured, both on Effect's
- * `Clock`. The principal is `sub` (required), its scopes the scope claim. A token refused is `InvalidToken` with a
- * reason that never contains it; a key set that cannot be fetched is `AuthenticatorUnavailable`. Options that could
- * never verify a token (a secret under 32 bytes, no issuer…) fail with `InvalidOption` naming the option.
+ * the keys of the options, `iss` and `aud` against the options, `exp` required, `nbf` honoured and an `iat` in the
+ * future refused, all on Effect's `Clock`. The principal is `actorPrefix` followed by `sub` (required), its scopes the
+ * scope claim. A token refused is `InvalidToken` with a reason that never contains it; a key set that cannot be fetched
+ * is `AuthenticatorUnavailable`. Options that could never verify a token (a secret under 32 bytes, no issuer…) fail
+ * with `InvalidOption` naming the option.
  *
  * @since 0.4.0
  */

@@ -15,20 +15,44 @@
  * @since 0.3.0
  */
 import * as Args from "@effect/cli/Args"
+import * as CliConfig from "@effect/cli/CliConfig"
 import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Config, Console, Effect, Either, Option, Schema } from "effect"
+import { Config, Console, Effect, Either, Exit, Option, Schema } from "effect"
 import { createRequire } from "node:module"
 import * as Registry from "./internal/cli/apiClient.js"
 import * as Apply from "./internal/cli/apply.js"
 import * as Table from "./internal/cli/display.js"
-import { FleetBehind, InvalidFile, MissingToken, RequestFailed, SyncFailed } from "./internal/cli/errors.js"
+import {
+  Differences,
+  FleetBehind,
+  InvalidFile,
+  messageOf,
+  MissingToken,
+  NoRoute,
+  RequestFailed,
+  SyncFailed,
+  Unanswered
+} from "./internal/cli/errors.js"
 import * as Fleet from "./internal/cli/fleet.js"
+import {
+  file,
+  json,
+  methodArgument,
+  methodOption,
+  optionalFilter,
+  pathPrefix,
+  prune,
+  url
+} from "./internal/cli/options.js"
+import * as CliOptions from "./internal/cli/options.js"
 import * as Plan from "./internal/cli/plan.js"
 import * as RoutesFile from "./internal/cli/routesFile.js"
+import * as Usage from "./internal/cli/usage.js"
 import * as History from "./internal/http/history.js"
 import { MAX_SEARCH_LENGTH } from "./internal/limits.js"
 import * as Urls from "./internal/urls.js"
@@ -36,6 +60,12 @@ import * as Route from "./Route.js"
 import * as RoutingApi from "./RoutingApi.js"
 
 export {
+  /**
+   * `diff --exit-code`: the registry differs from the file (the plan was printed); the command exits 1.
+   *
+   * @since 0.5.0
+   */
+  Differences,
   /**
    * `sync --wait`: followers were still behind the sync's last change when the wait ended (each was named).
    *
@@ -55,6 +85,12 @@ export {
    */
   MissingToken,
   /**
+   * `match`: no stored route matches the request's path (its decision was printed); the command exits 1.
+   *
+   * @since 0.5.0
+   */
+  NoRoute,
+  /**
    * A call to the registry failed: its problem code and detail, or why it could not be reached.
    *
    * @since 0.3.0
@@ -65,7 +101,14 @@ export {
    *
    * @since 0.3.0
    */
-  SyncFailed
+  SyncFailed,
+  /**
+   * `match` or `diff --exit-code` could not answer (`cause` says why); the command exits 2, so that its 1 always means
+   * the answer.
+   *
+   * @since 0.5.0
+   */
+  Unanswered
 }
 
 /**
@@ -73,47 +116,10 @@ export {
  *
  * @since 0.3.0
  */
-export const DEFAULT_URL = "http://127.0.0.1:3000"
+export const DEFAULT_URL: string = CliOptions.DEFAULT_URL
 
 // The most entries `history` prints: a bound on the pages one command walks.
 const MAX_HISTORY_ENTRIES = 100_000
-
-// ---------------------------------------------------------------------------------------------------------------
-// Options
-// ---------------------------------------------------------------------------------------------------------------
-
-const url = Options.text("url").pipe(
-  Options.withDescription(`The origin of the registry's API; ROUTING_URL when not given, else ${DEFAULT_URL}.`),
-  Options.withFallbackConfig(Config.string("ROUTING_URL")),
-  Options.withDefault(DEFAULT_URL)
-)
-
-const pathPrefix = Options.text("path-prefix").pipe(
-  Options.withSchema(Schema.String.pipe(Schema.startsWith("/"), Schema.maxLength(Route.MAX_PATH_LENGTH))),
-  Options.withDescription(
-    "Only routes whose path starts with this, byte for byte. With diff and sync the file must stay inside it and " +
-      "--prune deletes only inside it, so teams can own different prefixes of one registry."
-  ),
-  Options.withDefault("/")
-)
-
-const prune = Options.boolean("prune").pipe(
-  Options.withDescription("Delete the stored routes under --path-prefix that the file lacks.")
-)
-
-const json = Options.boolean("json").pipe(Options.withDescription("Print JSON, as the API answers, for scripts."))
-
-const file = Args.file({ name: "file", exists: "yes" }).pipe(
-  Args.withDescription("A routes file, as export writes it (YAML, or JSON when it ends in .json).")
-)
-
-const optionalFilter = <A>(name: string, schema: Schema.Schema<A, string>, description: string) =>
-  Options.text(name).pipe(
-    Options.withSchema(schema),
-    Options.withDescription(description),
-    Options.optional,
-    Options.map(Option.getOrUndefined)
-  )
 
 // ---------------------------------------------------------------------------------------------------------------
 // Shared steps
@@ -189,14 +195,29 @@ const exportCommand = Command.make("export", {
     yield* fs.writeFileString(options.output.value, text)
     yield* Console.error(`wrote ${routes.length} routes to ${options.output.value}`)
   })).pipe(
-    Command.withDescription("Write every route (or those under --path-prefix) to a routes file, in a stable order.")
+    Command.withDescription(Usage.PURPOSES.export)
   )
 
-const diffCommand = Command.make(
-  "diff",
-  { url, pathPrefix, prune, file },
-  (options) => Effect.asVoid(planFor(options))
-).pipe(Command.withDescription("Show what sync would change to make the registry match the file; change nothing."))
+const diffCommand = Command.make("diff", {
+  url,
+  pathPrefix,
+  prune,
+  exitCode: Options.boolean("exit-code").pipe(Options.withDescription(
+    "Exit 1 when the registry differs from the file, 0 when it matches (as git diff --exit-code); 2 when the " +
+      "registry cannot be compared (unreachable, a refused token, a file with problems)."
+  )),
+  file
+}, ({ exitCode, ...options }) =>
+  exitCode
+    ? planFor(options).pipe(
+      Effect.flatMap(({ plan }) =>
+        plan.changes.length === 0 ? Effect.void : Effect.fail(new Differences({ changes: plan.changes.length }))
+      ),
+      Usage.answering(Differences)
+    )
+    : Effect.asVoid(planFor(options))).pipe(
+    Command.withDescription(Usage.PURPOSES.diff)
+  )
 
 const syncCommand = Command.make("sync", {
   url,
@@ -230,9 +251,7 @@ const syncCommand = Command.make("sync", {
     if (Option.isSome(options.wait) && revision !== undefined) {
       yield* Fleet.wait(registry, revision, options.wait.value)
     }
-  })).pipe(Command.withDescription(
-    "Make the registry match the file: print the plan, then create, update and (with --prune) delete routes."
-  ))
+  })).pipe(Command.withDescription(Usage.PURPOSES.sync))
 
 const listCommand = Command.make("list", {
   url,
@@ -242,20 +261,24 @@ const listCommand = Command.make("list", {
     Options.optional,
     Options.map(Option.getOrUndefined)
   ),
-  method: optionalFilter("method", Route.HttpMethod, "Only routes with exactly this method."),
+  method: methodOption("method").pipe(
+    Options.withDescription("Only routes with exactly this method (methods are case-sensitive: GET, not get)."),
+    Options.optional,
+    Options.map(Option.getOrUndefined)
+  ),
   handler: optionalFilter("handler", Route.HandlerName, "Only routes with exactly this handler."),
   middleware: optionalFilter("middleware", Route.MiddlewareName, "Only routes whose middleware includes this name."),
   q: optionalFilter(
     "q",
     Schema.String.pipe(Schema.minLength(1), Schema.maxLength(MAX_SEARCH_LENGTH)),
-    "Only routes whose path, handler or a middleware name contains this text, byte for byte."
+    "Only routes whose path, handler or a middleware name contains this text, byte for byte (-q or --q)."
   )
 }, ({ json, url, ...filters }) =>
   Effect.gen(function*() {
     const registry = yield* connect(url)
     const routes = yield* registry.list(filters)
     yield* print(json ? Table.json(routes) : Table.routes(routes))
-  })).pipe(Command.withDescription("List the routes, in creation order: a table, or JSON with --json."))
+  })).pipe(Command.withDescription(Usage.PURPOSES.list))
 
 const getCommand = Command.make("get", {
   url,
@@ -266,13 +289,12 @@ const getCommand = Command.make("get", {
     const registry = yield* connect(options.url)
     const { etag, route } = yield* registry.get(options.id)
     yield* print(options.json ? Table.json(route) : Table.route(route, etag))
-  })).pipe(Command.withDescription("Show one route: a field a line with its ETag, or JSON with --json."))
+  })).pipe(Command.withDescription(Usage.PURPOSES.get))
 
 const matchCommand = Command.make("match", {
   url,
   json,
-  method: Args.text({ name: "METHOD" }).pipe(
-    Args.withSchema(Route.HttpMethod),
+  method: methodArgument("METHOD").pipe(
     Args.withDescription("The request's method, such as GET (methods are case-sensitive).")
   ),
   path: Args.text({ name: "path" }).pipe(
@@ -284,10 +306,12 @@ const matchCommand = Command.make("match", {
     const registry = yield* connect(options.url)
     const answer = yield* registry.match(options.method, options.path)
     yield* print(options.json ? Table.matchJson(answer) : Table.match(answer))
-  })).pipe(Command.withDescription(
-    "Which stored route serves a request in the registry's table, its parameters, and why each other route " +
-      "matching the path does not: a field a line, or JSON with --json."
-  ))
+    // Routes that serve the path with other methods are an answer about routes that exist: only a path no stored
+    // route matches (or a bad one) is "no route".
+    if ((answer.outcome === "not_found" || answer.outcome === "bad_path") && answer.servedByHost === undefined) {
+      return yield* new NoRoute({ outcome: answer.outcome })
+    }
+  }).pipe(Usage.answering(NoRoute))).pipe(Command.withDescription(Usage.PURPOSES.match))
 
 const historyCommand = Command.make("history", {
   url,
@@ -316,9 +340,7 @@ const historyCommand = Command.make("history", {
     const registry = yield* connect(url)
     const entries = yield* registry.history(query, Option.getOrUndefined(id))
     yield* print(json ? Table.historyJson(entries) : Table.history(entries))
-  })).pipe(Command.withDescription(
-    "The change log, newest first: who changed which route, when, and what changed; a table, or JSON with --json."
-  ))
+  })).pipe(Command.withDescription(Usage.PURPOSES.history))
 
 const restoreCommand = Command.make("restore", {
   url,
@@ -339,10 +361,7 @@ const restoreCommand = Command.make("restore", {
     const what = created ? `route ${options.id} as new route ${route.id}` : `route ${route.id}`
     const outcome = options.dryRun ? "dry run, nothing changed" : `revision ${revision}`
     yield* print(`restored ${what} to revision ${options.revision} (${outcome})\n${Table.route(route, undefined)}`)
-  })).pipe(Command.withDescription(
-    "Make a route what it was right after the change at a revision of its log; a deleted route comes back with a " +
-      "new id."
-  ))
+  })).pipe(Command.withDescription(Usage.PURPOSES.restore))
 
 /**
  * The `route-registry` command and its subcommands, for a host that embeds it in a CLI of its own. Its handlers need
@@ -351,7 +370,7 @@ const restoreCommand = Command.make("restore", {
  * @since 0.3.0
  */
 export const command = Command.make("route-registry").pipe(
-  Command.withDescription("Routes as code: export a registry's routes to a file, diff and sync them back."),
+  Command.withDescription(Usage.PURPOSE),
   Command.withSubcommands([
     exportCommand,
     diffCommand,
@@ -370,39 +389,34 @@ const version = (): string =>
 
 /**
  * Runs the command with `argv` as `process.argv` holds it (the first two entries are skipped). A failure is printed
- * on stderr as `error: …` (usage errors with the help) and fails the effect, so the process can exit non-zero.
- * HTTP calls go through `fetch`.
+ * on stderr as `error: …` (usage errors with the help; `match`'s "no route" and `diff --exit-code`'s differences were
+ * printed as its output) and fails the effect, so the process can exit with `exitCode`. HTTP calls go through `fetch`.
  *
  * @since 0.3.0
  */
 export const run = (argv: ReadonlyArray<string>) =>
-  Command.run(command, { name: "route-registry", version: version() })(argv).pipe(
-    Effect.tapError((error) =>
-      ValidationError.isValidationError(error) ? Effect.void : Console.error(`error: ${messageOf(error)}`)
-    ),
-    Effect.provide(FetchHttpClient.layer),
-    plainUnlessTerminal
-  )
+  (Usage.asksForHelp(argv.slice(2)) ? print(Usage.help(version())) : Command.run(command, {
+    name: "route-registry",
+    version: version(),
+    footer: HelpDoc.p(Usage.FOOTER)
+  })(Usage.shortQ(argv)))
+    .pipe(
+      Effect.tapError((error) =>
+        ValidationError.isValidationError(error) || error instanceof NoRoute || error instanceof Differences
+          ? Effect.void
+          : Console.error(`error: ${messageOf(error)}`)
+      ),
+      Effect.provide(FetchHttpClient.layer),
+      // The commands and their purpose first in the help, not under some 50 lines of built-in options.
+      Effect.provide(CliConfig.layer({ showBuiltIns: false })),
+      Usage.plainUnlessTerminal
+    )
 
-// Escape sequences that style text (SGR): @effect/cli writes help and usage errors with them.
-const STYLE = /\x1b\[[0-9;]*m/g
-
-const plain = (stream: NodeJS.WriteStream) =>
-  process.env.NO_COLOR !== undefined && process.env.NO_COLOR !== "" || stream.isTTY !== true
-
-const unstyled = (args: ReadonlyArray<unknown>) =>
-  args.map((arg) => (typeof arg === "string" ? arg.replace(STYLE, "") : arg))
-
-// Styling only on a terminal: piped into a file, a pager or CI logs, help and errors are plain text (and NO_COLOR,
-// no-color.org, turns it off everywhere).
-const plainUnlessTerminal = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Console.consoleWith((console) =>
-    Console.withConsole(effect, {
-      ...console,
-      log: (...args) => console.log(...(plain(process.stdout) ? unstyled(args) : args)),
-      error: (...args) => console.error(...(plain(process.stderr) ? unstyled(args) : args))
-    })
-  )
-
-const messageOf = (error: unknown): string =>
-  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+/**
+ * The exit code of a run of `run` (docs/cli.md, "Exit codes"): 0 when it succeeded; 1 when it failed (a usage error
+ * included), and when `match` found no route or `diff --exit-code` a difference; 2 when `match` or `diff --exit-code`
+ * could not answer; 130 when it was interrupted (Ctrl-C).
+ *
+ * @since 0.5.0
+ */
+export const exitCode: (exit: Exit.Exit<unknown, unknown>) => number = Usage.exitCode

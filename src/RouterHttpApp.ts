@@ -14,6 +14,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Cause, Context, Effect, Either, Fiber, Runtime, Stream, Tracer } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as HostPaths from "./HostPaths.js"
 import * as RouterCore from "./internal/router/core.js"
 import * as Guard from "./internal/router/guard.js"
 import * as Otel from "./internal/router/otel.js"
@@ -109,7 +110,8 @@ const cutForGood = (res: ServerResponse) => {
 }
 
 /**
- * The app over the table in context. Lookups read the table in memory, never the store.
+ * The app over the table in context. Lookups read the table in memory, never the store. A path the host serves itself
+ * (`HostPaths` in context) fails with `RouteNotFound`, as a path no route serves does, whatever the table holds.
  *
  * Served by `@effect/platform-node`, a route's app never takes the process down or leaves a connection hanging when
  * it misbehaves on the Node response beneath the request: a write after the response ended, an answer started there
@@ -135,6 +137,7 @@ export const make = <E, R>(
 const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
+    const hostPaths = yield* HostPaths.HostPaths
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     yield* Effect.promise(Otel.load)
     const timedOut = Answers.requestTimeout(bodyTimeoutMillis)
@@ -240,7 +243,7 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
       E | HttpServerError.RouteNotFound,
       Exclude<R, Match>
     > => {
-      const found = RouteTable.lookup(table, request.method, request.url)
+      const found = HostPaths.lookup(hostPaths, table, request.method, request.url)
       switch (found._tag) {
         case "BadPath":
           return Effect.succeed(toResponse(Answers.malformedPath(found.reason)))

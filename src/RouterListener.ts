@@ -10,6 +10,7 @@
 import type { Layer } from "effect"
 import { Cause, Effect, Either, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as HostPaths from "./HostPaths.js"
 import * as Disposable from "./internal/disposable.js"
 import * as Connect from "./internal/router/chain.js"
 import * as RouterCore from "./internal/router/core.js"
@@ -124,7 +125,8 @@ const nameAt = (route: Route.StoredRoute, at: number): string =>
   at < route.middleware.length ? route.middleware[at]! : route.handler
 
 /**
- * The listener over the table in context. It looks routes up in memory, never in the store.
+ * The listener over the table in context. It looks routes up in memory, never in the store. A path the host serves
+ * itself (`HostPaths` in context) is handed to `next`, as a path no route serves is, whatever the table holds.
  *
  * A function that answers twice, writes after its answer ended, fails after its answer started or fails after it
  * passed on never takes the process down: each is logged once per route, function and kind. A function that fails
@@ -146,6 +148,7 @@ export const make = (
 const listener = (functions: Functions, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
+    const hostPaths = yield* HostPaths.HostPaths
     const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     yield* Effect.promise(Otel.load)
     const core = RouterCore.make<RouteFunction, RouteFunction, ReadonlyArray<RouteFunction>>(
@@ -226,7 +229,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
     }
 
     return ((req, res, next) => {
-      const found = RouteTable.lookup(table, req.method ?? "GET", req.url ?? "/")
+      const found = HostPaths.lookup(hostPaths, table, req.method ?? "GET", req.url ?? "/")
       switch (found._tag) {
         case "BadPath":
           return NodeResponse.write(req, res, Answers.malformedPath(found.reason))

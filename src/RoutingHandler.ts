@@ -12,6 +12,8 @@ import type { Context } from "effect"
 import { Duration, Effect, Either, Option, Runtime } from "effect"
 import * as Authenticator from "./Authenticator.js"
 import * as Catalog from "./Catalog.js"
+import * as HostPaths from "./HostPaths.js"
+import * as Principals from "./internal/auth/principals.js"
 import * as Answers from "./internal/http/answers.js"
 import * as ChangeStream from "./internal/http/changeStream.js"
 import * as Content from "./internal/http/content.js"
@@ -292,15 +294,17 @@ const makeCore = (
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   config: Options_.Config,
   catalog: Catalog.Names | undefined,
+  hostPaths: HostPaths.Paths,
   changes: Changes | undefined,
   instrument?: Operations.Instrument
 ): RoutingHandler => {
   const core: Operations.Core = {
     repository,
-    authenticator,
+    authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
     unavailable: Answers.unavailable(config.retryAfterSeconds),
     catalog,
+    hostPaths,
     keyExpiry: Duration.seconds(config.idempotencyKeyExpirySeconds),
     maxKeys: config.idempotencyKeysPerPrincipal,
     maxKeyBytes: config.idempotencyKeyBytesPerPrincipal,
@@ -350,8 +354,9 @@ const changesInContext: Effect.Effect<Changes | undefined> = Effect.map(
 )
 
 /**
- * Binds the core to the `RouteRepository` and `Authenticator` in context, and to the `Catalog` when the host
- * declared one; fails with `InvalidOption` naming the first option out of its range. With `Telemetry.layer` in
+ * Binds the core to the `RouteRepository` and `Authenticator` in context, to the `Catalog` when the host
+ * declared one, and to the `HostPaths` the host serves itself (a route may not take them; `match` answers them as the
+ * host's); fails with `InvalidOption` naming the first option out of its range. With `Telemetry.layer` in
  * context, the core and its store are instrumented; without it, they are left as they are. With the route table's
  * `RouteTable.RouteTable` and `RouteTable.ChangeHistory` in context (`RouteTable.layer`), it serves the change stream
  * `GET /v1/routing/changes`; without them, that path is answered `404 not_found`, saying why.
@@ -369,19 +374,21 @@ export const make = (
           RouteRepository.RouteRepository,
           Authenticator.Authenticator,
           Catalog.Catalog,
+          HostPaths.HostPaths,
           Telemetry.Telemetry,
           changesInContext,
           Effect.runtime<never>()
         ]),
-        ([repository, authenticator, catalog, telemetry, changes, runtime]) =>
+        ([repository, authenticator, catalog, hostPaths, telemetry, changes, runtime]) =>
           telemetry === undefined
-            ? makeCore(runtime, repository, authenticator, config, catalog, changes)
+            ? makeCore(runtime, repository, authenticator, config, catalog, hostPaths, changes)
             : makeCore(
               runtime,
               Telemetry.instrumentRepository(repository),
               authenticator,
               config,
               catalog,
+              hostPaths,
               changes,
               Telemetry_.request
             )
@@ -404,7 +411,8 @@ export const makeWith = (
     onLeft: (invalid) => {
       throw invalid
     },
-    onRight: (config) => makeCore(Runtime.defaultRuntime, repository, authenticator, config, catalog, undefined)
+    onRight: (config) =>
+      makeCore(Runtime.defaultRuntime, repository, authenticator, config, catalog, HostPaths.none, undefined)
   })
 
 /**

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `route-registry` executable: runs the command of `Cli` on Node and exits non-zero when it fails (the failure
- * is already printed). Its Effect packages are peers of the library: npm installs them with it, and where a package
+ * The `route-registry` executable: runs the command of `Cli` on Node and exits with its `Cli.exitCode` (a failure is
+ * already printed). Its Effect packages are peers of the library: npm installs them with it, and where a package
  * manager did not, the host is told what to install instead of shown a stack trace.
  *
  * @since 0.3.0
@@ -27,4 +27,7 @@ const modules = await Promise.all([
 })
 
 const [Effect, NodeContext, NodeRuntime, Cli] = modules
-Cli.run(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain({ disableErrorReporting: true }))
+Cli.run(process.argv).pipe(
+  Effect.provide(NodeContext.layer),
+  NodeRuntime.runMain({ disableErrorReporting: true, teardown: (exit, onExit) => onExit(Cli.exitCode(exit)) })
+)

@@ -32,6 +32,11 @@ export * as Authenticator from "./Authenticator.js"
 export * as Catalog from "./Catalog.js"
 
 /**
+ * @since 0.5.0
+ */
+export * as HostPaths from "./HostPaths.js"
+
+/**
  * @since 0.2.0
  */
 export * as InvalidOption from "./InvalidOption.js"

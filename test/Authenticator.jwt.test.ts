@@ -12,6 +12,7 @@ import * as InvalidOption from "route-registry/InvalidOption"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { nodeListener } from "./utils/adapters.js"
 import { assertProblem, get, post } from "./utils/httpContract.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
 
 const ISSUER = "https://idp.test/realms/routing"
 const AUDIENCE = "route-registry"
@@ -263,6 +264,88 @@ describe("Authenticator.jwt through the routing API", () => {
       assert.strictEqual(response.headers.get("www-authenticate"), "Bearer realm=\"routing\", error=\"invalid_token\"")
     }
   })
+})
+
+describe("Authenticator.jwt: what a sub may hold, iat, and actorPrefix", () => {
+  const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+  const json = { "content-type": "application/json" }
+  const options = { secret: Redacted.make(SECRET), issuer: ISSUER, audience: AUDIENCE }
+  const stores = [
+    ["memory", () => RouteRepository.layerMemory],
+    [
+      "Postgres",
+      () => TestDatabase.storeLayer({ table: TestDatabase.freshTable() }).pipe(Layer.provide(TestDatabase.layer()))
+    ]
+  ] as const
+
+  for (const [name, store] of stores) {
+    it(`a sub with a NUL, a lone surrogate or over 256 characters is 401 invalid_token on writes and reads (${name})`, async () => {
+      const server = await nodeListener.start(Layer.merge(store(), Authenticator.layerJwt(options)))
+      onTestFinished(() => server.close())
+      for (const sub of ["alice\u0000", "bob\uD800", "x".repeat(257)]) {
+        const token = await signHs({ sub })
+        const write = await server.send(
+          post({ method: "GET", path: "/nul", handler: "h" }, { ...bearer(token), ...json })
+        )
+        assertProblem(write, "invalid_token")
+        assertProblem(await server.send(get("x", bearer(token))), "invalid_token")
+      }
+      const created = await server.send(
+        post({ method: "GET", path: "/ok", handler: "h" }, {
+          ...bearer(await signHs({ sub: "x".repeat(256) })),
+          ...json
+        })
+      )
+      assert.strictEqual(created.status, 201, created.text)
+    })
+  }
+
+  it.effect("an iat in the future beyond the clock tolerance is refused; within it, accepted", () =>
+    Effect.gen(function*() {
+      const authenticator = yield* Authenticator.jwt({ ...options, clockTolerance: "30 seconds" })
+      yield* TestClock.setTime(1_000_000_000)
+      const future = yield* Effect.promise(() => signHs({ iat: 1_000_000 + 60, exp: 1_000_000 + 3600 }))
+      const error = yield* refusal(authenticator, future)
+      assert.strictEqual(error._tag, "InvalidToken")
+      assert.include(error.reason, "iat")
+      const skewed = yield* Effect.promise(() => signHs({ iat: 1_000_000 + 20, exp: 1_000_000 + 3600 }))
+      assert.strictEqual((yield* authenticate(authenticator, skewed)).id, "alice")
+      // An iat in the past is fine, however old: the age of a token is bounded by its exp.
+      const old = yield* Effect.promise(() => signHs({ iat: 1_000, exp: 1_000_000 + 3600 }))
+      assert.strictEqual((yield* authenticate(authenticator, old)).id, "alice")
+    }))
+
+  it("actorPrefix names JWT principals apart from static tokens in the change log", async () => {
+    const jwt = await Effect.runPromise(Authenticator.jwt({ ...options, actorPrefix: "jwt:" }))
+    const statics = Authenticator.makeStaticTokens([
+      { token: Redacted.make("static-alice-token"), scopes: ["routes:read", "routes:write"], id: "alice" }
+    ])
+    const server = await nodeListener.start(
+      Layer.merge(
+        RouteRepository.layerMemory,
+        Layer.succeed(Authenticator.Authenticator, Authenticator.orElse(statics, jwt))
+      )
+    )
+    onTestFinished(() => server.close())
+    const byJwt = await server.send(
+      post({ method: "GET", path: "/a", handler: "h" }, { ...bearer(await signHs()), ...json })
+    )
+    const byStatic = await server.send(
+      post({ method: "GET", path: "/b", handler: "h" }, { ...bearer("static-alice-token"), ...json })
+    )
+    assert.strictEqual(byJwt.status, 201)
+    assert.strictEqual(byStatic.status, 201)
+    const log = await server.send({ method: "GET", path: "/v1/routing/history", headers: bearer("static-alice-token") })
+    assert.deepStrictEqual(log.json.items.map((entry: { actor: string }) => entry.actor), ["alice", "jwt:alice"])
+  })
+
+  it.effect("an actorPrefix that is not short printable text fails with InvalidOption naming it", () =>
+    Effect.gen(function*() {
+      for (const actorPrefix of ["x".repeat(65), "jwt\n", 42 as unknown as string]) {
+        const error = yield* Effect.flip(Authenticator.jwt({ ...options, actorPrefix }))
+        assert.strictEqual(error.option, "actorPrefix")
+      }
+    }))
 })
 
 describe("Authenticator.jwt with a PEM key or a secret", () => {

@@ -1,7 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, Option, Redacted } from "effect"
+import type { Context } from "effect"
+import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
 import * as InvalidOption from "route-registry/InvalidOption"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as RoutingHandler from "route-registry/RoutingHandler"
 
 const authenticate = (token: string) =>
   Effect.flatMap(Authenticator.Authenticator, (auth) => auth.authenticate(Redacted.make(token)))
@@ -199,5 +202,118 @@ describe("Authenticator.orElse", () => {
       const error = yield* Effect.flip(Authenticator.orElse(down, second).authenticate(Redacted.make("other")))
       assert.strictEqual(error._tag, "AuthenticatorUnavailable")
       assert.deepStrictEqual(calls, [])
+    }))
+})
+
+// The routing API's core over a host's own authenticator: what it makes of the principals and refusals it is given.
+describe("the principals every authenticator gives the routing API", () => {
+  const READ = { method: "GET", path: "/v1/routing", query: "", body: () => Effect.die("no body") } as const
+  const request = (token: string): RoutingHandler.Request => ({
+    ...READ,
+    header: (name) => name === "authorization" ? `Bearer ${token}` : undefined
+  })
+  // A host's authenticator whose principal id is whatever the token's suffix says (after "id-").
+  const byToken = Authenticator.Authenticator.of({
+    authenticate: (token) => {
+      const value = Redacted.value(token)
+      if (value.startsWith("down")) {
+        return Effect.fail(new Authenticator.AuthenticatorUnavailable({ reason: "idp down", retryAfterMillis: 1000 }))
+      }
+      if (!value.startsWith("id-")) {
+        return Exit.fail(new Authenticator.InvalidToken({ reason: `unknown (${value.slice(6)})` }))
+      }
+      return Exit.succeed({ id: ids.get(value) ?? value.slice(3), scopes: ["routes:read"] })
+    }
+  })
+  const ids = new Map<string, string>()
+  const handler = RoutingHandler.makeWith(Effect.runSync(RouteRepository.makeMemory), byToken)
+  const statusOf = (token: string, id?: string) => {
+    if (id !== undefined) ids.set(token, id)
+    return Effect.map(handler.handle(request(token))!, (response) => response.status)
+  }
+
+  it.effect("an id that is not 1 to 256 printable characters is 401 invalid_token, whichever authenticator gave it", () =>
+    Effect.gen(function*() {
+      const refused: ReadonlyArray<readonly [string, string]> = [
+        ["nul", "alice\u0000"],
+        ["empty", ""],
+        ["long", "a".repeat(257)],
+        ["lone-surrogate", "bob\uD800"],
+        ["newline", "carol\nadmin"],
+        ["separator", "dave\u2028"],
+        ["override", "eve\u202Eevil"],
+        ["control", "\u009Bfrank"]
+      ]
+      for (const [name, id] of refused) assert.strictEqual(yield* statusOf(`id-${name}`, id), 401, name)
+      const accepted = ["alice", "a".repeat(256), "Jörg Müller", "svc:payments/42", "名前", "🙂 smile"]
+      for (const [i, id] of accepted.entries()) assert.strictEqual(yield* statusOf(`id-ok${i}`, id), 200, id)
+    }).pipe(Logger.withMinimumLogLevel(LogLevel.None)))
+
+  it("a usable principal decided at once is answered at once (an Exit), as before", () => {
+    ids.set("id-fast", "fast")
+    assert.isTrue(Exit.isExit(handler.handle(request("id-fast"))))
+  })
+
+  // The core over `authenticator`, built where the log lines go to `lines` (it runs requests on the runtime it is made in).
+  const logging = (authenticator: Context.Tag.Service<typeof Authenticator.Authenticator>) => {
+    const lines: Array<{ readonly level: string; readonly message: string }> = []
+    const core = RoutingHandler.make().pipe(
+      Effect.provide(RouteRepository.layerMemory),
+      Effect.provideService(Authenticator.Authenticator, authenticator),
+      Effect.provide(Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ logLevel, message }) =>
+          lines.push({ level: logLevel.label, message: (Array.isArray(message) ? message : [message]).join(" ") })
+        )
+      )),
+      Effect.provide(Logger.minimumLogLevel(LogLevel.All))
+    )
+    return Effect.map(core, (own) => ({ lines, send: (token: string) => own.handle(request(token))! }))
+  }
+
+  it.effect("each refusal's reason is logged as a warning, once per reason and minute, never with the token", () =>
+    Effect.gen(function*() {
+      const { lines, send } = yield* logging(byToken)
+      const secret = "not-a-valid-token-0123456789"
+      for (let i = 0; i < 5; i++) yield* send(secret)
+      yield* send("down-0123456789")
+      yield* send("down-0123456789")
+      ids.set("id-nul", "x\u0000")
+      yield* send("id-nul")
+      assert.deepStrictEqual(lines.map((line) => line.level), ["WARN", "WARN", "WARN"])
+      assert.include(lines[0]!.message, "token refused: unknown (valid-token-0123456789)")
+      assert.include(lines[1]!.message, "authenticator unavailable: idp down")
+      assert.include(lines[2]!.message, "the principal id holds a control character")
+      for (const line of lines) assert.notInclude(line.message, secret)
+
+      // A minute later the same reason is logged again, saying how many refusals the minute before did not log.
+      yield* TestClock.adjust("60 seconds")
+      yield* send(secret)
+      assert.lengthOf(lines, 4)
+      assert.include(lines[3]!.message, "(5 more refusals in the interval before were not logged)")
+
+      // At most 32 reasons a minute: a client sending ever new reasons cannot fill the log.
+      yield* TestClock.adjust("60 seconds")
+      lines.length = 0
+      for (let i = 0; i < 40; i++) yield* send(`other-${String(i).padStart(4, "0")}`)
+      assert.lengthOf(lines, 32, JSON.stringify(lines))
+    }))
+
+  it.effect("a reason that quotes the token is withheld from the log; a long one is cut", () =>
+    Effect.gen(function*() {
+      const { lines, send } = yield* logging(Authenticator.Authenticator.of({
+        authenticate: (token) =>
+          Exit.fail(new Authenticator.InvalidToken({ reason: `no such token: ${Redacted.value(token)}` }))
+      }))
+      yield* send("a-token-written-into-its-reason")
+      assert.lengthOf(lines, 1)
+      assert.notInclude(lines[0]!.message, "a-token-written-into-its-reason")
+      assert.include(lines[0]!.message, "withheld")
+      // A long reason (one quoting the request, say) is cut: the log's lines stay bounded.
+      const { lines: long, send: sendLong } = yield* logging(Authenticator.Authenticator.of({
+        authenticate: () => Exit.fail(new Authenticator.InvalidToken({ reason: "x".repeat(10_000) }))
+      }))
+      yield* sendLong("some-token")
+      assert.isBelow(long[0]!.message.length, 400)
     }))
 })

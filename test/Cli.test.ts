@@ -7,6 +7,8 @@ import { afterAll, assert, beforeAll, describe, it, onTestFinished, vi } from "@
 import { Effect, Either, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
+import * as Http from "node:http"
+import type * as Net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -397,6 +399,95 @@ describe("route-registry sync", () => {
   })
 })
 
+/**
+ * A proxy to `origin` that closes a kept-alive connection, unanswered, when a write arrives on it after an earlier
+ * request: the race of a server's keep-alive timeout closing an idle connection as the client sends its next request
+ * on it, made to happen every time. The write never reaches `origin`.
+ */
+const closingKeptAlive = async (origin: string) => {
+  const closed: Array<string> = []
+  const server = Http.createServer((req, res) => {
+    const socket = req.socket as Net.Socket & { requests?: number }
+    socket.requests = (socket.requests ?? 0) + 1
+    if (socket.requests > 1 && req.method !== "GET") {
+      closed.push(`${req.method} ${req.url}`)
+      return void socket.destroy()
+    }
+    const upstream = Http.request(origin + req.url, { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode!, answer.headers)
+      answer.pipe(res)
+    })
+    req.pipe(upstream)
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  onTestFinished(() => {
+    server.closeAllConnections()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  return { origin: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`, closed }
+}
+
+describe("route-registry diff --exit-code", () => {
+  it("exits 0 when the registry matches the file, 1 when it differs (as git diff --exit-code), 2 when it cannot compare", async () => {
+    const exported = join(dir, "exit-code.yaml")
+    assert.strictEqual((await cli(["export", "--url", source.origin, "--output", exported])).code, 0)
+    const same = await cli(["diff", "--exit-code", "--url", source.origin, exported])
+    assert.strictEqual(same.code, 0, same.stderr)
+    assert.include(same.stdout, "No changes")
+    const differing = await file(
+      "exit-code-more.yaml",
+      `${await readFile(exported, "utf8")}  - method: GET
+    path: /shop/new-in-file
+    handler: echo
+`
+    )
+    const drift = await cli(["diff", "--exit-code", "--url", source.origin, differing])
+    assert.strictEqual(drift.code, 1, drift.stderr)
+    assert.include(drift.stdout, "+ create GET /shop/new-in-file")
+    assert.strictEqual(drift.stderr, "")
+    // Without --exit-code, a diff that ran is a success, whatever it found.
+    assert.strictEqual((await cli(["diff", "--url", source.origin, differing])).code, 0)
+    const unreachable = await cli(["diff", "--exit-code", "--url", "http://127.0.0.1:9", exported])
+    assert.strictEqual(unreachable.code, 2)
+    const broken = await file("exit-code-broken.yaml", "routes:\n  - method: get\n    path: /x\n    handler: h\n")
+    const invalid = await cli(["diff", "--exit-code", "--url", source.origin, broken])
+    assert.strictEqual(invalid.code, 2)
+    assert.include(invalid.stderr, "use \"GET\" instead of \"get\"")
+    // Nothing was written.
+    assert.lengthOf(await stored(source.origin, "/shop/new-in-file"), 0)
+  })
+})
+
+describe("route-registry when the server closes a kept-alive connection as a request goes out on it", () => {
+  it("sync sends each create, update and delete again on a new connection, and each is applied once", async () => {
+    await create(target.origin, { method: "GET", path: "/keepalive/old", handler: "echo" })
+    const kept = await create(target.origin, { method: "GET", path: "/keepalive/:id", handler: "echo" })
+    const routes = await file(
+      "race-keepalive.yaml",
+      "routes:\n  - method: GET\n    path: /keepalive/:itemId\n    handler: echo\n" +
+        "  - method: POST\n    path: /keepalive\n    handler: echo\n"
+    )
+    const proxy = await closingKeptAlive(target.origin)
+    const before = (await historyOf(target.origin)).length
+    const result = await cli(["sync", "--url", proxy.origin, "--path-prefix", "/keepalive", "--prune", routes])
+    assert.strictEqual(result.code, 0, result.stderr)
+    // Each write met a closed connection at least once (again, when the next kept-alive connection was closed too).
+    assert.deepStrictEqual(
+      new Set(proxy.closed.map((request) => request.split(" ")[0])),
+      new Set(["DELETE", "PATCH", "POST"])
+    )
+    assert.deepStrictEqual(fields(await stored(target.origin, "/keepalive")).sort(byPathThenMethod), [
+      { method: "POST", path: "/keepalive", middleware: [], handler: "echo" },
+      { method: "GET", path: "/keepalive/:itemId", middleware: [], handler: "echo" }
+    ])
+    // One log entry per change: none was applied twice.
+    const after = await historyOf(target.origin)
+    const entries = after.slice(0, after.length - before)
+    assert.deepStrictEqual(entries.map((entry) => entry.action).sort(), ["create", "delete", "update"])
+    assert.strictEqual((await stored(target.origin, "/keepalive/:itemId"))[0]!.id, kept.id)
+  })
+})
+
 describe("route-registry sync --wait", () => {
   it("waits for the registry's followers to apply the sync, and names those still behind", async () => {
     const edge = await follow(target.origin, READER, { name: "cli-edge" })
@@ -466,6 +557,16 @@ describe("route-registry list and get", () => {
     assert.strictEqual(missing.code, 1)
     assert.include(missing.stderr, "error: 404 route_not_found")
   })
+
+  it("list takes the search text as --q (as docs/cli.md and the API's q say) and as -q", async () => {
+    const expected = (await stored(source.origin)).filter((route) => route.handler.includes("Users#"))
+    assert.isAbove(expected.length, 0)
+    for (const args of [["--q", "Users#"], ["-q", "Users#"], ["--q=Users#"]]) {
+      const found = await cli(["list", "--url", source.origin, "--json", ...args])
+      assert.strictEqual(found.code, 0, found.stderr)
+      assert.deepStrictEqual(JSON.parse(found.stdout), expected, args.join(" "))
+    }
+  })
 })
 
 describe("route-registry match", () => {
@@ -493,6 +594,46 @@ describe("route-registry match", () => {
     assert.strictEqual(refused.code, 1)
     const relative = await cli(["match", "--url", source.origin, "GET", "shop/users"], reader)
     assert.strictEqual(relative.code, 1)
+  })
+
+  it("exits 0 when a route (or the host) serves the request, 1 when no route matches the path, 2 when it cannot answer", async () => {
+    const reader = { ROUTING_TOKEN: READER }
+    const served = await cli(["match", "--url", source.origin, "GET", "/shop/users/42"], reader)
+    assert.strictEqual(served.code, 0, served.stderr)
+    const none = await cli(["match", "--url", source.origin, "GET", "/nowhere"], reader)
+    assert.strictEqual(none.code, 1, none.stderr)
+    assert.include(none.stdout, "outcome  not_found\n")
+    assert.strictEqual(none.stderr, "")
+    // Routes serve the path with other methods: an answer about routes that exist, 0 as in earlier releases.
+    const other = await cli(["match", "--url", source.origin, "PUT", "/shop/users"], reader)
+    assert.strictEqual(other.code, 0, other.stderr)
+    assert.include(other.stdout, "outcome  method_not_allowed\n")
+    // npm start serves /docs itself: the host line says so, and the request is served.
+    const host = await cli(["match", "--url", source.origin, "GET", "/docs"], reader)
+    assert.strictEqual(host.code, 0, host.stderr)
+    assert.include(
+      host.stdout,
+      "outcome  not_found\nhost     serves this path itself (it declares /docs), before any stored route\n"
+    )
+    const unreachable = await cli(["match", "--url", "http://127.0.0.1:9", "GET", "/x"], reader)
+    assert.strictEqual(unreachable.code, 2)
+    assert.include(unreachable.stderr, "error: cannot reach http://127.0.0.1:9")
+    const refused = await cli(["match", "--url", source.origin, "GET", "/x"], { ROUTING_TOKEN: "not-a-token" })
+    assert.strictEqual(refused.code, 2)
+    assert.include(refused.stderr, "401 invalid_token")
+  })
+
+  it("a lowercase method is refused with the API's hint naming the uppercase method, as a usage error", async () => {
+    for (const args of [["match", "get", "/shop/users"], ["list", "--method", "get"]]) {
+      const refused = await cli([...args, "--url", source.origin])
+      assert.strictEqual(refused.code, 1, args.join(" "))
+      assert.include(
+        refused.stderr,
+        "methods are case-sensitive and written in uppercase: use \"GET\" instead of \"get\""
+      )
+      assert.notInclude(refused.stderr, "Predicate refinement failure")
+      assert.notInclude(refused.stderr, "Brand")
+    }
   })
 })
 
@@ -559,7 +700,7 @@ describe("route-registry history and restore", () => {
 })
 
 describe("route-registry help", () => {
-  it("is plain text when piped, as are usage errors", async () => {
+  it("is plain text when piped, as are usage errors (exit 1)", async () => {
     const help = await cli(["--help"])
     assert.strictEqual(help.code, 0, help.stderr)
     assert.include(help.stdout, "USAGE")
@@ -568,5 +709,23 @@ describe("route-registry help", () => {
     assert.strictEqual(usage.code, 1)
     assert.include(usage.stderr, "Invalid subcommand")
     assert.notInclude(usage.stderr, "\x1b[")
+  })
+
+  it("lists the commands and their purpose first, a line each; the built-in options are one line at the end", async () => {
+    for (const args of [["--help"], ["-h"], []]) {
+      const help = await cli(args)
+      assert.strictEqual(help.code, 0, help.stderr)
+      const lines = help.stdout.split("\n")
+      const commands = lines.indexOf("COMMANDS")
+      assert.isAtMost(commands, 6, help.stdout)
+      const listed = lines.slice(commands + 1, commands + 9).map((line) => line.trim().split(/\s{2,}/)[0])
+      assert.deepStrictEqual(listed, ["export", "diff", "sync", "list", "get", "match", "history", "restore"])
+      assert.isBelow(lines.length, 20)
+      assert.notInclude(help.stdout, "--completions sh | bash")
+      assert.include(help.stdout, "--help, --version, --log-level and --completions")
+    }
+    const list = await cli(["list", "--help"])
+    assert.include(list.stdout, "-q text")
+    assert.notInclude(list.stdout, "--wizard")
   })
 })

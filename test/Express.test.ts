@@ -65,11 +65,11 @@ const expressAdapter = (parsed: boolean): Adapter => ({
 
 const integration: Integration = {
   name: "route-registry/express",
-  start: async (store, mount, apiPrefix) => {
+  start: async (store, mount, apiPrefix, hostPaths) => {
     const app = express()
     app.use(express.json())
     app.get("/health", (_req, res) => void res.json({ status: "ok" }))
-    const mounted = routeRegistry({ apiPrefix, authenticator: tokens, store, handlers, middleware })
+    const mounted = routeRegistry({ apiPrefix, hostPaths, authenticator: tokens, store, handlers, middleware })
     await mounted.ready
     if (mount === "") app.use(mounted)
     else app.use(mount, mounted)

@@ -65,11 +65,19 @@ const fastify: Adapter = {
 
 const integration: Integration = {
   name: "route-registry/fastify",
-  start: async (store, mount, apiPrefix) => {
+  start: async (store, mount, apiPrefix, hostPaths) => {
     const app = Fastify()
     app.setErrorHandler((error, _request, reply) => reply.code(418).send({ caught: (error as Error).message }))
     app.get("/health", async () => ({ status: "ok" }))
-    await app.register(routeRegistry, { prefix: mount, apiPrefix, authenticator: tokens, store, handlers, middleware })
+    await app.register(routeRegistry, {
+      prefix: mount,
+      apiPrefix,
+      hostPaths,
+      authenticator: tokens,
+      store,
+      handlers,
+      middleware
+    })
     const root = await listening(app)
     return { origin: root + mount, root, close: () => app.close() }
   }

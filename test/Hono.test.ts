@@ -64,11 +64,11 @@ const honoAdapter: Adapter = {
 
 const integration: Integration = {
   name: "route-registry/hono",
-  start: async (store, mount, apiPrefix) => {
+  start: async (store, mount, apiPrefix, hostPaths) => {
     const app = new Hono()
     app.onError((error, c) => c.json({ caught: error.message }, 418))
     app.get("/health", (c) => c.json({ status: "ok" }))
-    const registry = routeRegistry({ apiPrefix, authenticator: tokens, store, handlers, middleware })
+    const registry = routeRegistry({ apiPrefix, hostPaths, authenticator: tokens, store, handlers, middleware })
     await registry.ready
     app.route(mount === "" ? "/" : mount, registry)
     const { close, origin } = await serveNode(listenerOf(app), registry.close)

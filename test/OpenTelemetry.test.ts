@@ -14,6 +14,8 @@ interface SpanView {
   readonly name: string
   readonly kind: number
   readonly scope: string
+  readonly spanId: string
+  readonly parentSpanId: string | undefined
   readonly attributes: Readonly<Record<string, unknown>>
 }
 
@@ -22,6 +24,7 @@ interface Recorded {
   readonly points: ReadonlyArray<Readonly<Record<string, unknown>>>
 }
 
+const INTERNAL = 0
 const SERVER = 1
 const HTTP_SCOPE = "@opentelemetry/instrumentation-http"
 
@@ -56,8 +59,8 @@ const startHost = async (form: string, framework: boolean) => {
   const host = child
   return {
     ...started,
-    send: async (method: string, path: string) => {
-      const response = await fetch(started.origin + path, { method })
+    send: async (method: string, path: string, init: RequestInit = {}) => {
+      const response = await fetch(started.origin + path, { ...init, method })
       return { status: response.status, text: await response.text() }
     },
     // Spans end when their response has closed, just after the client has read it: asked until they are all there.
@@ -141,6 +144,46 @@ describe("OpenTelemetry names the requests stored routes serve", () => {
         assert.strictEqual(native.attributes["http.route"], "/native/:id")
         assert.strictEqual(native.name, "GET /native/:id")
       }
+    })
+  }
+})
+
+describe("telemetry: true in the integrations: the routing API's spans reach the host's OpenTelemetry SDK", () => {
+  const integrations = forms.filter(([form]) => form === "fastify" || form === "express" || form === "hono")
+  for (const [form, framework, label] of integrations) {
+    it(label, { timeout: 60_000 }, async () => {
+      const host = await startHost(form, framework)
+      const created = await host.send("POST", "/v1/routing", {
+        headers: { authorization: "Bearer admin-token", "content-type": "application/json" },
+        body: JSON.stringify({ method: "GET", path: "/traced/:id", handler: "show" })
+      })
+      assert.strictEqual(created.status, 201, created.text)
+      const recorded = await host.recorded(1)
+      const server = recorded.spans.find((span) =>
+        span.scope === HTTP_SCOPE && span.kind === SERVER && span.attributes["http.request.method"] === "POST"
+      )
+      assert.isDefined(server, JSON.stringify(recorded.spans))
+      const library = recorded.spans.filter((span) => span.scope === "route-registry")
+      const request = library.find((span) => span.name === "POST /v1/routing")
+      assert.isDefined(request, JSON.stringify(recorded.spans))
+      // A step of the host's request, not a second server span: below its HTTP server span (a child, or, with the
+      // framework's own instrumentation, a child of the framework's span of the request).
+      const ancestors = (span: SpanView): Array<string> => {
+        const parent = recorded.spans.find((other) => other.spanId === span.parentSpanId)
+        return parent === undefined ? [] : [parent.spanId, ...ancestors(parent)]
+      }
+      assert.include(ancestors(request), server.spanId)
+      assert.strictEqual(request.parentSpanId === server.spanId, !framework)
+      assert.strictEqual(request.kind, INTERNAL)
+      assert.deepInclude(request.attributes, {
+        "http.route": "/v1/routing",
+        "route_registry.operation": "create",
+        "http.response.status_code": 201
+      })
+      const store = library.find((span) => span.name.startsWith("RouteRepository."))
+      assert.isDefined(store, JSON.stringify(library))
+      assert.strictEqual(store.parentSpanId, request.spanId)
+      assert.strictEqual(store.attributes["route_registry.store.outcome"], "success")
     })
   }
 })

@@ -42,6 +42,7 @@ const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
   ["internal/pg/", "stores"],
   ["RouteTable.ts", "table"],
   ["RouteFollower.ts", "table"],
+  ["HostPaths.ts", "table"],
   ["internal/table/", "table"],
   ["internal/follow/", "table"],
   ["RoutingHandler.ts", "HTTP core"],

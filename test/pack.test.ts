@@ -6,6 +6,7 @@
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { execFile } from "node:child_process"
 import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -158,5 +159,48 @@ describe("the packed package", () => {
     // The package's command, as the host's scripts run it.
     const help = await exec("npx", ["--no-install", "route-registry", "--help"], { cwd: app })
     for (const command of ["export", "diff", "sync", "list", "get"]) assert.include(help.stdout, command)
+  })
+})
+
+// Node's own version ranges, as npm checks a package's `engines` (npm warns EBADENGINE, or refuses with engine-strict).
+const Semver = createRequire(import.meta.url)("semver") as {
+  readonly satisfies: (version: string, range: string) => boolean
+  readonly minVersion: (range: string) => { readonly version: string } | null
+}
+
+interface Locked {
+  readonly version?: string
+  readonly dev?: boolean
+  readonly engines?: { readonly node?: string } | ReadonlyArray<string>
+}
+
+describe("the Node versions the package and the clone state", () => {
+  it("every locked package accepts them: no EBADENGINE on a fresh clone or in a host's install", async () => {
+    const manifest = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8"))
+    const lock = JSON.parse(await readFile(join(ROOT, "package-lock.json"), "utf8"))
+    const readme = await readFile(join(ROOT, "README.md"), "utf8")
+    const development = await readFile(join(ROOT, "docs/development.md"), "utf8")
+    // The clone (npm install, npm test, npm start) needs what README and docs/development.md say; a host installing the
+    // package needs what package.json's engines say, for the packages it installs (the dependencies, not the dev tools).
+    const clone = /On a fresh clone, with Node (\d+(?:\.\d+)*) or later/.exec(readme)?.[1]
+    assert.isDefined(clone, "README states the Node version of a fresh clone")
+    assert.include(development, `On a fresh clone, with Node ${clone} or later`)
+    const cloneVersion = Semver.minVersion(clone!)!.version
+    const hostVersion = Semver.minVersion(manifest.engines.node)!.version
+    assert.isTrue(Semver.satisfies(cloneVersion, manifest.engines.node))
+    const refused: Array<string> = []
+    for (const [path, entry] of Object.entries(lock.packages as Record<string, Locked>)) {
+      const range = Array.isArray(entry.engines) ? undefined : (entry.engines as { node?: string } | undefined)?.node
+      if (path === "" || range === undefined) continue
+      for (const [who, version] of [["a clone", cloneVersion], ["this machine", process.versions.node]] as const) {
+        if (!Semver.satisfies(version, range)) {
+          refused.push(`${path}@${entry.version} needs node ${range} (${who}: ${version})`)
+        }
+      }
+      if (entry.dev !== true && !Semver.satisfies(hostVersion, range)) {
+        refused.push(`${path}@${entry.version} needs node ${range} (a host: ${hostVersion})`)
+      }
+    }
+    assert.deepStrictEqual(refused, [])
   })
 })

@@ -5,6 +5,12 @@
  * @internal
  */
 
+/**
+ * The longest principal id, in UTF-16 code units as JavaScript counts a string's length: what the core accepts from an
+ * authenticator, and what the change log's `actor` filter takes.
+ */
+export const MAX_PRINCIPAL_ID_LENGTH = 256
+
 /** Largest accepted request body in bytes by default (64 KiB). */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 

@@ -81,6 +81,31 @@ describe("examples/server.ts (npm start)", () => {
     assert.strictEqual((await fetch(`${server.origin}/nowhere`)).status, 404)
   })
 
+  it("declares /docs, /openapi.json, /readyz and /healthz as its own: no route takes them, match says the host serves them", async () => {
+    const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
+    onTestFinished(async () => {
+      await server.stop()
+    })
+    const healthz = await fetch(`${server.origin}/healthz`)
+    assert.strictEqual(healthz.status, 200)
+    assert.deepStrictEqual(await healthz.json(), { live: true })
+    for (const path of ["/docs", "/openapi.json", "/readyz", "/healthz"]) {
+      const refused = await create(server.origin, "t", { method: "GET", path, handler: "echo" })
+      assert.strictEqual(refused.status, 400, path)
+      const body = await refused.json()
+      assert.strictEqual(body.code, "invalid_route")
+      assert.include(body.errors[0].message, `${JSON.stringify(path)} is a path this host serves itself`)
+      const query = new URLSearchParams({ method: "GET", path })
+      const match = await (await fetch(`${server.origin}/v1/routing/match?${query}`, { headers: bearer("t") })).json()
+      assert.strictEqual(match.servedByHost, path)
+      assert.strictEqual(match.outcome, "not_found")
+    }
+    assert.strictEqual(
+      (await create(server.origin, "t", { method: "GET", path: "/docs/:page", handler: "echo" })).status,
+      201
+    )
+  })
+
   it("a method the stored routes do not serve on a path: 405 with Allow, not the host's 404", async () => {
     const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
     onTestFinished(async () => {
@@ -324,6 +349,23 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
     assert.notInclude(follower.output(), "s3cret-pw")
   })
 
+  it("warns when FOLLOW_TOKEN would cross the network in clear text (plain http:// to another host), not for this machine", async () => {
+    const remote = runFile(FILE, { PORT: "0", FOLLOW_URL: "http://registry.invalid:3000", FOLLOW_TOKEN: "reader" })
+    onTestFinished(() => void remote.child.kill("SIGKILL"))
+    await waitFor(async () => remote.output().includes("plain http://"), "the warning")
+    assert.include(remote.output(), "http://registry.invalid:3000 is plain http:// to another host")
+    assert.notInclude(remote.output(), "reader")
+    const registry = await start({ ROUTING_READ_TOKENS: "reader" })
+    onTestFinished(async () => {
+      await registry.stop()
+    })
+    const local = await start({ FOLLOW_URL: registry.origin, FOLLOW_TOKEN: "reader" })
+    onTestFinished(async () => {
+      await local.stop()
+    })
+    assert.notInclude(local.output(), "plain http://")
+  })
+
   it("refused, says so without FOLLOW_URL's password", async () => {
     const registry = await start({ ROUTING_ADMIN_TOKENS: "admin" })
     onTestFinished(async () => {
@@ -488,6 +530,37 @@ describe("examples/server.ts (npm start): slow clients", () => {
   })
 })
 
+describe("LOG_LEVEL and why tokens are refused (docs/configuration.md, docs/authentication.md)", () => {
+  const refusedLines = (output: string) => output.split("\n").filter((line) => line.includes("token refused"))
+  const unknown = (origin: string, token: string) => fetch(`${origin}/v1/routing`, { headers: bearer(token) })
+
+  it("a refused token's reason is a warning, once per reason and minute, never the token; LOG_LEVEL=error hides it", async () => {
+    const server = await start({ ROUTING_ADMIN_TOKENS: "admin" })
+    onTestFinished(async () => {
+      await server.stop()
+    })
+    for (let i = 0; i < 3; i++) assert.strictEqual((await unknown(server.origin, "not-the-token-1234")).status, 401)
+    const lines = refusedLines(server.output())
+    assert.lengthOf(lines, 1, server.output())
+    assert.include(lines[0]!, "level=WARN")
+    assert.include(lines[0]!, "the token is not one of the configured tokens")
+    assert.notInclude(server.output(), "not-the-token-1234")
+
+    const quiet = await start({ ROUTING_ADMIN_TOKENS: "admin", LOG_LEVEL: "error" })
+    onTestFinished(async () => {
+      await quiet.stop()
+    })
+    assert.strictEqual((await unknown(quiet.origin, "not-the-token-1234")).status, 401)
+    assert.lengthOf(refusedLines(quiet.output()), 0)
+  })
+
+  it("refuses a LOG_LEVEL that is not one of Effect's levels, naming them", async () => {
+    const result = await failsToStart({ ROUTING_ADMIN_TOKENS: "admin", LOG_LEVEL: "loud" })
+    assert.strictEqual(result.code, 1)
+    assert.include(result.output, "LOG_LEVEL must be one of All, Trace, Debug, Info, Warning, Error, Fatal, None")
+  })
+})
+
 describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/configuration.md)", () => {
   const route = (path: string) => ({ method: "GET", path, handler: "echo" })
 
@@ -549,10 +622,11 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
     const provider = await standInProvider("https://idp.test", "registry")
     onTestFinished(provider.close)
     const server = await start({
-      ROUTING_ADMIN_TOKENS: "ops=ops-s3cret",
+      ROUTING_ADMIN_TOKENS: "ops=ops-s3cret,svc=svc-s3cret",
       JWT_JWKS_URL: provider.jwksUrl,
       JWT_ISSUER: "https://idp.test",
-      JWT_AUDIENCE: "other-name, registry"
+      JWT_AUDIENCE: "other-name, registry",
+      JWT_ACTOR_PREFIX: "jwt:"
     })
     onTestFinished(async () => {
       await server.stop()
@@ -560,8 +634,11 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
     assert.notInclude(server.output(), "generated")
     const jwt = await provider.sign("svc", "routes:read routes:write")
     assert.strictEqual((await create(server.origin, jwt, route("/jwt"))).status, 201)
-    assert.strictEqual((await create(server.origin, "ops-s3cret", route("/static"))).status, 201)
+    assert.strictEqual((await create(server.origin, "svc-s3cret", route("/static"))).status, 201)
     assert.strictEqual((await create(server.origin, "unknown", route("/x"))).status, 401)
+    // JWT_ACTOR_PREFIX: the JWT subject "svc" and the static token named "svc" are told apart in the change log.
+    const log = await fetch(`${server.origin}/v1/routing/history`, { headers: bearer("ops-s3cret") })
+    assert.deepStrictEqual((await log.json()).items.map((entry: { actor: string }) => entry.actor), ["svc", "jwt:svc"])
     const foreign = await standInProvider("https://idp.test", "registry")
     onTestFinished(foreign.close)
     assert.strictEqual(

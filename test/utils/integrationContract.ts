@@ -33,10 +33,15 @@ export interface Host {
 export interface Integration {
   readonly name: string
   /**
-   * A host over `store` with the behaviours, the registry mounted at `mount` (`""`: the root), with `apiPrefix` when
-   * given; rejects with the registry's error when it does not start.
+   * A host over `store` with the behaviours, the registry mounted at `mount` (`""`: the root), with `apiPrefix` and
+   * `hostPaths` when given; rejects with the registry's error when it does not start.
    */
-  readonly start: (store: Store, mount: string, apiPrefix?: string) => Promise<Host>
+  readonly start: (
+    store: Store,
+    mount: string,
+    apiPrefix?: string,
+    hostPaths?: ReadonlyArray<string>
+  ) => Promise<Host>
 }
 
 const route = (method: string, path: string, handler: string, middleware: ReadonlyArray<string> = []) => ({
@@ -77,6 +82,48 @@ export const integrationContract = (integration: Integration, store: Store) => {
       assert.strictEqual(refused.option, "apiPrefix")
       assert.include(refused.message, fix)
     }
+  })
+  it("hostPaths: no stored route may take them, match says the host serves them, the router hands them on", async () => {
+    const host = await integration.start(store, "", undefined, ["/health", "/assets/*"])
+    try {
+      for (const path of ["/health", "/assets", "/assets/:file"]) {
+        const refused = await createAt(host.origin, route("GET", path, "other"))
+        assertProblem(refused, "invalid_route", ["errors"])
+        assert.strictEqual(refused.json.errors[0].path, "path")
+        assert.include(refused.json.errors[0].message, `${JSON.stringify(path)} is a path this host serves itself`)
+      }
+      const page = await createAt(host.origin, route("GET", "/:page", "other"))
+      const file = await createAt(host.origin, route("GET", "/:dir/:file", "other"))
+      assert.strictEqual(page.status, 201, page.text)
+      assert.strictEqual(file.status, 201, file.text)
+      const send = fetchFrom(host.origin)
+      // The framework's own /health answers; /assets/app.js, which the framework does not serve, is its not-found.
+      assert.deepStrictEqual((await send({ method: "GET", path: "/health" })).json, { status: "ok" })
+      assert.notDeepEqual((await send({ method: "GET", path: "/assets/app.js" })).json, { handler: "other" })
+      assert.deepStrictEqual((await send({ method: "GET", path: "/elsewhere/app.js" })).json, { handler: "other" })
+      for (
+        const [path, entry, candidate] of [["/health", "/health", page], ["/assets/app.js", "/assets/*", file]] as const
+      ) {
+        const match = await send({
+          method: "GET",
+          path: `/v1/routing/match?${new URLSearchParams({ method: "GET", path })}`,
+          headers: admin
+        })
+        assert.strictEqual(match.json.outcome, "not_found", path)
+        assert.strictEqual(match.json.servedByHost, entry, path)
+        assert.deepStrictEqual(match.json.candidates.map((c: { route: { id: string } }) => c.route.id), [
+          candidate.json.id
+        ])
+      }
+    } finally {
+      await host.close()
+    }
+    const invalid = await integration.start(store, "", undefined, ["/docs/:page"]).then(
+      (started) => started.close().then(() => assert.fail("a host path with a parameter was accepted")),
+      (error: unknown) => error as { readonly _tag: string; readonly option: string }
+    )
+    assert.strictEqual(invalid._tag, "InvalidOption")
+    assert.strictEqual(invalid.option, "hostPaths[0]")
   })
   it("an apiPrefix of every character a static segment allows", async () => {
     const apiPrefix = "/ops.v2-_~!$&'+,;=@/x"

@@ -10,6 +10,7 @@ import * as Jose from "jose"
 import type { Authenticator, JwtAlgorithm, JwtOptions, Principal } from "../../Authenticator.js"
 import { InvalidOption } from "../../InvalidOption.js"
 import { AuthenticatorUnavailable, InvalidToken } from "./errors.js"
+import { isPrintable } from "./principals.js"
 
 const ASYMMETRIC: ReadonlyArray<JwtAlgorithm> = ["RS256", "PS256", "ES256", "EdDSA"]
 
@@ -20,6 +21,9 @@ export const DEFAULT_COOLDOWN = Duration.seconds(30)
 export const DEFAULT_CACHE_MAX_AGE = Duration.minutes(10)
 export const DEFAULT_TIMEOUT = Duration.seconds(5)
 export const DEFAULT_RETRY_AFTER = Duration.seconds(5)
+
+/** The longest `actorPrefix`: it leaves most of a principal id's length to `sub`. */
+export const MAX_ACTOR_PREFIX_LENGTH = 64
 
 // The compact form: three base64url parts, the first a JSON header ("eyJ" is `{"` encoded). Anything else is refused
 // at once, without jose: a static token presented to a combined authenticator costs nothing here.
@@ -188,10 +192,35 @@ const checkClaims = (options: JwtOptions) => {
   return audiences
 }
 
-const principalOf = (payload: Jose.JWTPayload, claim: string | undefined): Effect.Effect<Principal, InvalidToken> =>
+const actorPrefixOf = (options: JwtOptions): string => {
+  const prefix: unknown = options.actorPrefix ?? ""
+  if (typeof prefix !== "string" || prefix.length > MAX_ACTOR_PREFIX_LENGTH || !isPrintable(prefix)) {
+    throw invalid(
+      "actorPrefix",
+      `actorPrefix must be at most ${MAX_ACTOR_PREFIX_LENGTH} printable characters, such as "jwt:"`
+    )
+  }
+  return prefix
+}
+
+// jose checks `iat` only against a maximum age; a token issued in the future is refused here, as `nbf` is.
+const issuedInTheFuture = (payload: Jose.JWTPayload, nowMillis: number, toleranceSeconds: number): boolean =>
+  typeof payload.iat === "number" && payload.iat > Math.floor(nowMillis / 1000) + toleranceSeconds
+
+const principalOf = (
+  payload: Jose.JWTPayload,
+  claim: string | undefined,
+  prefix: string
+): Effect.Effect<Principal, InvalidToken> =>
   typeof payload.sub === "string" && payload.sub !== ""
-    ? Exit.succeed({ id: payload.sub, scopes: scopesOf(payload, claim) })
+    ? Exit.succeed({ id: prefix + payload.sub, scopes: scopesOf(payload, claim) })
     : Exit.fail(new InvalidToken({ reason: "the \"sub\" claim is not a non-empty string" }))
+
+const FUTURE_IAT = Exit.fail(
+  new InvalidToken({
+    reason: "the \"iat\" claim was refused: the token is issued in the future, beyond the clock tolerance"
+  })
+)
 
 /** The authenticator of `options`, or the `InvalidOption` that names what is wrong with them. */
 export const make = (
@@ -201,22 +230,23 @@ export const make = (
     Effect.tryPromise({
       try: async () => {
         const audience = checkClaims(options)
+        const prefix = actorPrefixOf(options)
         const clockTolerance = millis("clockTolerance", options.clockTolerance, Duration.zero) / 1000
         const { algorithms, key } = await keysOf(options, clock)
-        return {
+        const verify = {
           // Pinned: the token's own header never chooses the algorithm (no "none", no HS/RS confusion).
           algorithms: [...algorithms],
           issuer: options.issuer,
           audience: [...audience],
           // A token without an expiry would be valid for ever; without a subject, no principal could be named.
           requiredClaims: ["exp", "sub"],
-          clockTolerance,
-          key
+          clockTolerance
         }
+        return { key, prefix, verify }
       },
       catch: (error) =>
         error instanceof InvalidOption ? error : invalid("jwt", `the JWT options could not be used: ${String(error)}`)
-    })).pipe(Effect.map(({ key, ...verify }) => ({
+    })).pipe(Effect.map(({ key, prefix, verify }) => ({
       authenticate: (token: Redacted.Redacted<string>) => {
         const compact = Redacted.value(token)
         if (!COMPACT.test(compact)) return notAJwt
@@ -233,7 +263,11 @@ export const make = (
                     retryAfterMillis: error.retryAfterMillis
                   })
                   : new InvalidToken({ reason: reasonOf(error) })
-            }).pipe(Effect.flatMap(({ payload }) => principalOf(payload, options.scopeClaim)))
+            }).pipe(Effect.flatMap(({ payload }) =>
+              issuedInTheFuture(payload, now, verify.clockTolerance)
+                ? FUTURE_IAT
+                : principalOf(payload, options.scopeClaim, prefix)
+            ))
         )
       }
     })))

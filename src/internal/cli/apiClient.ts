@@ -8,12 +8,15 @@ import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import { Effect, flow, ParseResult } from "effect"
+import { Effect, flow, ParseResult, Schedule } from "effect"
 import type { Redacted } from "effect"
+import { randomUUID } from "node:crypto"
 import type * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import * as RoutingApi from "../../RoutingApi.js"
+import { COLLECTION } from "../http/exchange.js"
 import { MAX_HISTORY_PAGE, REVISION_HEADER } from "../http/history.js"
+import { HEADER as IDEMPOTENCY_KEY } from "../http/idempotency.js"
 import * as Limits from "../limits.js"
 import * as Urls from "../urls.js"
 import { RequestFailed } from "./errors.js"
@@ -79,19 +82,58 @@ const failure = (origin: string) => (error: unknown): RequestFailed => {
 
 const ifMatch = (etag: string | undefined) => etag === undefined ? {} : { "if-match": etag }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Requests that failed to reach an answer
+// ---------------------------------------------------------------------------------------------------------------
+
+// A connection kept alive between two requests can be closed by the server (its keep-alive timeout) just as the next
+// request goes out on it: the request fails before any answer (fetch says "fetch failed: other side closed"), and the
+// server never read it. fetch sends GET again by itself, and nothing else. Here every request that can be sent twice
+// without being applied twice is: reads, a create with its Idempotency-Key (the registry answers the second with the
+// first's answer), and an update or delete with If-Match (the second finds the route changed, and changes nothing).
+const repeatable = (request: HttpClientRequest.HttpClientRequest): boolean =>
+  request.method === "GET" || request.method === "HEAD" || request.headers[IDEMPOTENCY_KEY] !== undefined ||
+  ((request.method === "PATCH" || request.method === "DELETE") && request.headers["if-match"] !== undefined)
+
+const failedToReach = (error: unknown): boolean =>
+  HttpClientError.isHttpClientError(error) && error._tag === "RequestError" && error.reason === "Transport"
+
+/** How often, and how soon, a repeatable request that failed to reach an answer is sent again. */
+const RETRIES = Schedule.exponential("100 millis").pipe(Schedule.intersect(Schedule.recurs(3)))
+
+const retrying = (client: HttpClient.HttpClient): HttpClient.HttpClient =>
+  HttpClient.transform(
+    client,
+    (effect, request) =>
+      repeatable(request) ? Effect.retry(effect, { schedule: RETRIES, while: failedToReach }) : effect
+  )
+
+// Each create carries an Idempotency-Key of its own, so that it can be sent again (above).
+const withIdempotencyKey = (request: HttpClientRequest.HttpClientRequest): HttpClientRequest.HttpClientRequest =>
+  request.method === "POST" && request.url.endsWith(COLLECTION)
+    ? HttpClientRequest.setHeader(request, IDEMPOTENCY_KEY, randomUUID())
+    : request
+
 /** A client of the registry at `origin`, calling it with `token`. */
 export const make = (origin: string, token: Redacted.Redacted<string>) =>
   Effect.gen(function*() {
     const client = yield* HttpApiClient.make(RoutingApi.RoutingApi, {
       baseUrl: origin,
-      transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
+      transformClient: flow(
+        retrying,
+        HttpClient.mapRequest(flow(HttpClientRequest.bearerToken(token), withIdempotencyKey))
+      )
     })
     const dryRunClient = yield* HttpApiClient.make(RoutingApi.RoutingApi, {
       baseUrl: origin,
-      transformClient: HttpClient.mapRequest(flow(
-        HttpClientRequest.bearerToken(token),
-        HttpClientRequest.setUrlParam("dryRun", "true")
-      ))
+      transformClient: flow(
+        retrying,
+        HttpClient.mapRequest(flow(
+          HttpClientRequest.bearerToken(token),
+          HttpClientRequest.setUrlParam("dryRun", "true"),
+          withIdempotencyKey
+        ))
+      )
     })
     // Its messages never show a password in the URL, the causes' own (fetch quotes the URL it refuses) included.
     const hide = Urls.hidingPassword(origin)

@@ -59,6 +59,9 @@ export const match = (answer: typeof RoutingApi.Match.Type): string => {
     : names(Object.entries(answer.params).map(([name, value]) => `${name}=${JSON.stringify(value)}`))
   const decision = pad([
     ["outcome", answer.outcome],
+    ...(answer.servedByHost === undefined
+      ? []
+      : [["host", `serves this path itself (it declares ${answer.servedByHost}), before any stored route`] as const]),
     ["route", answer.route === null ? "-" : named(answer.route)],
     ["params", params],
     ["allow", names(answer.allow)]

@@ -5,6 +5,10 @@
  */
 import { Schema } from "effect"
 
+/** What a failure says: its `message`, or its text. */
+export const messageOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+
 const Problem = Schema.Struct({ line: Schema.Number, column: Schema.Number, message: Schema.String })
 
 /** A call to the registry failed; `code` is the problem code when the registry answered with one. */
@@ -55,5 +59,35 @@ export class FleetBehind extends Schema.TaggedError<FleetBehind>()("FleetBehind"
   override get message(): string {
     return `${this.behind} follower${this.behind === 1 ? " has" : "s have"} not applied revision ${this.revision} ` +
       "(see above)"
+  }
+}
+
+/** `match`: no stored route serves the request (its decision was printed). The command exits 1. */
+export class NoRoute extends Schema.TaggedError<NoRoute>()("NoRoute", {
+  outcome: Schema.String
+}) {
+  override get message(): string {
+    return `no stored route serves the request (${this.outcome})`
+  }
+}
+
+/** `diff --exit-code`: the registry differs from the file (the plan was printed). The command exits 1. */
+export class Differences extends Schema.TaggedError<Differences>()("Differences", {
+  changes: Schema.Number
+}) {
+  override get message(): string {
+    return `the registry differs from the file: ${this.changes} change${this.changes === 1 ? "" : "s"} to make`
+  }
+}
+
+/**
+ * `match` or `diff --exit-code` could not answer (the registry cannot be reached, the token is refused, the file has
+ * problems): `cause` says why. The command exits 2, so that its 1 always means the answer.
+ */
+export class Unanswered extends Schema.TaggedError<Unanswered>()("Unanswered", {
+  cause: Schema.Unknown
+}) {
+  override get message(): string {
+    return messageOf(this.cause)
   }
 }

@@ -156,12 +156,18 @@ export const Match = Schema.Struct({
   route: Schema.NullOr(Route.Route),
   params: Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
   allow: Schema.Array(Schema.String),
+  servedByHost: Schema.optional(Schema.String.annotations({
+    description: "Present only for a path the host serves itself: the path it declares that takes this one " +
+      "(\"/docs\", or \"/static/*\" for a path and everything below it). The outcome is then not_found, whatever " +
+      "the method: no stored route serves the path, the host does."
+  })),
   candidates: Schema.Array(Schema.Struct({ route: Route.Route, reason: Schema.String }))
 }).annotations({
   identifier: "Match",
   description: "route and params are null unless outcome is route. allow is sorted, with HEAD wherever GET is; " +
     "empty for not_found and bad_path. candidates come the most specific first, each with a sentence saying why it " +
-    "does not serve: another method, or the segment and the rule of precedence by which the serving route beats it."
+    "does not serve: another method, or the segment and the rule of precedence by which the serving route beats it " +
+    "(for a path the host serves itself, every stored route matching it, because the host serves it)."
 })
 
 /**

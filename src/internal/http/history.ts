@@ -7,8 +7,10 @@
  * @internal
  */
 import { Effect, Either } from "effect"
+import * as HostPaths from "../../HostPaths.js"
 import * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
+import * as Limits from "../limits.js"
 import { MAX_ISSUES } from "../route/validate.js"
 import { decodeCursor, encodeCursor } from "../store/historyCursor.js"
 import * as Answers from "./answers.js"
@@ -42,6 +44,8 @@ export interface Steps<Core> extends Shared.Steps<Core, "history" | "restore"> {
     headers?: Record<string, string>
   ) => Effect.Effect<Response>
   readonly repository: (core: Core) => RouteRepository.RouteRepository["Type"]
+  /** The paths the host serves itself: a restore onto one is refused. */
+  readonly hostPaths: (core: Core) => HostPaths.Paths
   /** Forgets what the core keeps of a route's answers once it changed. */
   readonly changed: (core: Core, id: string) => void
 }
@@ -74,8 +78,8 @@ export const revisionHeaders = (revision: number, dryRun: boolean): Record<strin
 // --- the query of a page of the log --------------------------------------------------------------------------------
 
 const ACTIONS: ReadonlyArray<RouteRepository.Action> = ["create", "update", "delete", "restore"]
-/** The longest principal id the `actor` filter takes. */
-export const MAX_ACTOR_LENGTH = 256
+/** The longest principal id the `actor` filter takes: the longest the core accepts. */
+export const MAX_ACTOR_LENGTH = Limits.MAX_PRINCIPAL_ID_LENGTH
 
 const RULES: Record<string, (value: string) => string | undefined> = {
   limit: (value) =>
@@ -238,12 +242,22 @@ const restore = <Core>(steps: Steps<Core>, core: Core, request: Request, id: str
       const revision = yield* fromEither(Either.mapLeft(parseRestore(body), invalidRestoreBody))
       const restoreRoute = steps.repository(core).restore
       if (restoreRoute === undefined) return yield* refuse(NO_LOG)
-      const { created, route } = yield* restoreRoute(
-        id,
-        revision,
-        Ownership.guard(principal, Conditional.ifMatch(request.header("if-match"))),
-        { actor: principal.id, dryRun }
-      ).pipe(Effect.catchTag("InvalidRestore", (refused) => refuse(invalidRestore(refused))))
+      const precondition = Ownership.guard(principal, Conditional.ifMatch(request.header("if-match")))
+      const restored = (dryRun: boolean) =>
+        restoreRoute(id, revision, precondition, { actor: principal.id, dryRun }).pipe(
+          Effect.catchTag("InvalidRestore", (refused) => refuse(invalidRestore(refused)))
+        )
+      // Where the host serves paths itself, the route the revision holds is seen first (a dry run), so that a restore
+      // onto one of them is refused as a create would be.
+      const hostPaths = steps.hostPaths(core)
+      const seen = hostPaths.entries.length === 0 ? undefined : yield* restored(true)
+      const taken = seen === undefined ? undefined : HostPaths.taking(hostPaths, seen.route.path)
+      if (taken !== undefined) {
+        return yield* refuse(
+          Answers.invalidRoute([{ path: "path", message: HostPaths.taken(seen!.route.path, taken) }])
+        )
+      }
+      const { created, route } = dryRun && seen !== undefined ? seen : yield* restored(dryRun)
       if (!dryRun) steps.changed(core, id)
       const headers = revisionHeaders(route.revision, dryRun)
       return yield* created

@@ -6,6 +6,7 @@
  * @internal
  */
 import { Effect, Either } from "effect"
+import * as HostPaths from "../../HostPaths.js"
 import * as Route from "../../Route.js"
 import * as RouteTable from "../../RouteTable.js"
 import * as Grammar from "../route/grammar.js"
@@ -53,31 +54,51 @@ const OUTCOMES = {
   BadPath: "bad_path"
 } as const
 
+const candidateJson = ({ reason, route }: RouteTable.Candidate<Route.Route>): string =>
+  `{"route":${Route.toJson(route)},"reason":${JSON.stringify(reason)}}`
+
 /** The answer's body: `{ outcome, route, params, allow, candidates }`, each route as `GET /v1/routing/{id}` has it. */
 export const bodyOf = (explanation: RouteTable.Explanation<Route.Route>): string => {
   const resolution = explanation.resolution
   const found = resolution._tag === "Found" ? resolution : undefined
-  const candidates = explanation.candidates.map(({ reason, route }) =>
-    `{"route":${Route.toJson(route)},"reason":${JSON.stringify(reason)}}`
-  )
   return `{"outcome":"${OUTCOMES[resolution._tag]}","route":${
     found === undefined ? "null" : Route.toJson(found.route)
   },"params":${found === undefined ? "null" : JSON.stringify(found.params)},"allow":${
     JSON.stringify(explanation.allow)
-  },"candidates":[${candidates.join(",")}]}`
+  },"candidates":[${explanation.candidates.map(candidateJson).join(",")}]}`
 }
 
 /**
- * The answer for an authorized request: the table's decision, `404 not_found` when this process keeps no table,
- * `400 invalid_query` for a bad question.
+ * The answer's body for a path the host serves itself (`entry` declares it): no stored route serves it, whatever its
+ * method (`not_found`, the router hands it to the host), `servedByHost` names the entry, and every stored route whose
+ * pattern matches the path is a candidate, for that reason.
+ */
+export const hostBodyOf = (explanation: RouteTable.Explanation<Route.Route>, entry: string): string => {
+  const resolution = explanation.resolution
+  const reason = `the host serves this path itself (it declares ${JSON.stringify(entry)}), before any stored route`
+  const routes = [
+    ...(resolution._tag === "Found" ? [resolution.route] : []),
+    ...explanation.candidates.map((c) => c.route)
+  ]
+  return `{"outcome":"not_found","route":null,"params":null,"allow":[],"servedByHost":${JSON.stringify(entry)},` +
+    `"candidates":[${routes.map((route) => candidateJson({ route, reason })).join(",")}]}`
+}
+
+/**
+ * The answer for an authorized request: the table's decision (or, for a path the host serves itself, the host's),
+ * `404 not_found` when this process keeps no table, `400 invalid_query` for a bad question.
  */
 export const answer = (
   table: RouteTable.Table<Route.StoredRoute> | undefined,
-  request: Request
+  request: Request,
+  hostPaths: HostPaths.Paths
 ): Effect.Effect<Response, Refusal> =>
   Effect.gen(function*() {
     if (table === undefined) return yield* refuse(Answers.NO_TABLE)
     const question = parseQuestion(request.query)
     if (Either.isLeft(question)) return yield* refuse(Answers.invalidMatchQuery(question.left))
-    return Answers.json(200, bodyOf(RouteTable.explain(table, question.right.method, question.right.path)))
+    const { method, path } = question.right
+    const explanation = RouteTable.explain(table, method, path)
+    const entry = HostPaths.serving(hostPaths, path)
+    return Answers.json(200, entry === undefined ? bodyOf(explanation) : hostBodyOf(explanation, entry))
   })

@@ -10,6 +10,7 @@ import type { Context, Duration } from "effect"
 import { Cause, Effect, Either, Option, Redacted } from "effect"
 import type * as Authenticator from "../../Authenticator.js"
 import * as Catalog from "../../Catalog.js"
+import * as HostPaths from "../../HostPaths.js"
 import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as Answers from "./answers.js"
@@ -73,6 +74,8 @@ export interface Core {
   readonly unavailable: Response
   /** The host's function names, when it declared them: a route naming another is refused. */
   readonly catalog: Catalog.Names | undefined
+  /** The paths the host serves itself: no route may take them, and `match` answers them as the host's. */
+  readonly hostPaths: HostPaths.Paths
   /** How long a store remembers an idempotency key. */
   readonly keyExpiry: Duration.Duration
   /** How many keys, and how many bytes of them, one principal may hold at once. */
@@ -140,10 +143,18 @@ const validated = <A>(
   refusal: (errors: ReadonlyArray<Route.FieldIssue>) => Response
 ): Effect.Effect<A, Refusal> => Either.isRight(result) ? Effect.succeed(result.right) : refuse(refusal(result.left))
 
-// With catalog checking on, a route naming a function this process has not registered is refused.
-const cataloged = <A extends Parameters<typeof Catalog.check>[1]>(core: Core, input: A): Effect.Effect<A, Refusal> => {
-  if (core.catalog === undefined) return Effect.succeed(input)
-  const issues = Catalog.check(core.catalog, input)
+// A route on a path the host serves itself is refused; so is, with catalog checking on, a route naming a function
+// this process has not registered.
+const cataloged = <A extends Parameters<typeof Catalog.check>[1] & { readonly path?: string | undefined }>(
+  core: Core,
+  input: A
+): Effect.Effect<A, Refusal> => {
+  const taken = input.path === undefined ? undefined : HostPaths.taking(core.hostPaths, input.path)
+  if (core.catalog === undefined && taken === undefined) return Effect.succeed(input)
+  const issues = [
+    ...(taken === undefined ? [] : [{ path: "path", message: HostPaths.taken(input.path!, taken) }]),
+    ...(core.catalog === undefined ? [] : Catalog.check(core.catalog, input))
+  ]
   return issues.length === 0 ? Effect.succeed(input) : refuse(Answers.invalidRoute(issues))
 }
 
@@ -286,7 +297,7 @@ const changes = (core: Core, request: Request): Effect.Effect<Response> =>
 const match = (core: Core, request: Request): Effect.Effect<Response> =>
   Effect.gen(function*() {
     yield* authorize(core, request, "routes:read", Answers.READ_SCOPE)
-    return yield* Match.answer(core.changes?.table, request)
+    return yield* Match.answer(core.changes?.table, request, core.hostPaths)
   }).pipe(answered(core))
 
 // An answer, built; a request view that throws (an adapter's fault) is answered and logged, never thrown into the host.
@@ -334,6 +345,7 @@ const LOG_STEPS: History.Steps<Core> = {
   served,
   repository: (core) => core.repository,
   limits: (core) => core.limits,
+  hostPaths: (core) => core.hostPaths,
   changed: (core, id) => core.answers?.delete(id)
 }
 

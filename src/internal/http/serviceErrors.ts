@@ -43,19 +43,12 @@ type Table = { readonly [Tag in ServiceError["_tag"]]: Entry<Extract<ServiceErro
 
 /** Each declared error, by tag, with its problem. */
 export const table: Table = {
-  // The reason is the authenticator's, never the token.
-  InvalidToken: {
-    code: "invalid_token",
-    answer: (error) => Effect.as(Effect.logDebug("route-registry: token refused", error.reason), Answers.INVALID_TOKEN)
-  },
-  // The key set of a JWT authenticator cannot be fetched; the reason is the authenticator's, never the token.
+  // Both are logged where the core calls the authenticator (internal/auth/principals.ts), a bounded number of times.
+  InvalidToken: { code: "invalid_token", answer: () => Effect.succeed(Answers.INVALID_TOKEN) },
+  // The key set of a JWT authenticator cannot be fetched.
   AuthenticatorUnavailable: {
     code: "authenticator_unavailable",
-    answer: (error) =>
-      Effect.as(
-        Effect.logWarning("route-registry: authenticator unavailable", error.reason),
-        Answers.authenticatorUnavailable(error.retryAfterMillis)
-      )
+    answer: (error) => Effect.succeed(Answers.authenticatorUnavailable(error.retryAfterMillis))
   },
   // The stored route is outside the prefixes the principal owns (`Ownership.guard`), decided by the store.
   OutsidePrefixes: {

@@ -14,7 +14,6 @@
 import { Exit } from "effect"
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express"
 import type { EventEmitter } from "node:events"
-import * as RouteTable from "../../RouteTable.js"
 import type * as RoutingHandler from "../../RoutingHandler.js"
 import * as Target from "../http/target.js"
 import * as Otel from "../router/otel.js"
@@ -118,7 +117,7 @@ export const make = (options: Options): Mounted => {
   }
 
   const route = (registry: Registry.Registry<Handler, Handler>, req: Request, res: Response, next: NextFunction) => {
-    const found = RouteTable.lookup(registry.table, req.method, req.url)
+    const found = registry.lookup(req.method, req.url)
     switch (found._tag) {
       case "BadPath":
         return NodeResponse.write(req, res, Registry.answers.malformedPath(found.reason))

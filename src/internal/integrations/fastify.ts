@@ -20,7 +20,6 @@ import type {
 } from "fastify"
 import { METHODS } from "node:http"
 import type * as Route from "../../Route.js"
-import * as RouteTable from "../../RouteTable.js"
 import { COLLECTION } from "../http/exchange.js"
 import * as Otel from "../router/otel.js"
 import * as RouteMatch from "../router/routeMatch.js"
@@ -114,7 +113,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
   const chains = new WeakMap<FastifyRequest, Registry.Chain<Handler, Middleware>>()
 
   const onRequest: onRequestHookHandler = function(request, reply, done) {
-    const found = RouteTable.lookup(registry.table, request.method, targetOf(request, prefix))
+    const found = registry.lookup(request.method, targetOf(request, prefix))
     switch (found._tag) {
       case "BadPath":
         return void send(reply, Registry.answers.malformedPath(found.reason))

@@ -9,7 +9,6 @@
 import { Hono } from "hono"
 import type { Context, Handler as HonoHandler, MiddlewareHandler, Next } from "hono"
 import { HonoRequest } from "hono/request"
-import * as RouteTable from "../../RouteTable.js"
 import { COLLECTION } from "../http/exchange.js"
 import * as Otel from "../router/otel.js"
 import * as RouteMatch from "../router/routeMatch.js"
@@ -134,12 +133,12 @@ export const make = (options: Options): Mounted => {
     })
   }
   app.all(ROUTER_ROUTE, async (c, next) => {
-    const { chainOf, table } = await started()
+    const { chainOf, lookup } = await started()
     const base = baseOf(c, ROUTER_ROUTE)
     const target = targetBelow(c, base)
     if (target === undefined) return next()
     const { path, query } = target
-    const found = RouteTable.lookup(table, c.req.method, query === "" ? path : `${path}?${query}`)
+    const found = lookup(c.req.method, query === "" ? path : `${path}?${query}`)
     switch (found._tag) {
       case "BadPath":
         return WebResponse.toWeb(Registry.answers.malformedPath(found.reason))

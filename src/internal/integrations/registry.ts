@@ -8,6 +8,7 @@
 import { Cause, Effect, Exit, Layer, Logger, LogLevel, Runtime } from "effect"
 import type * as Authenticator from "../../Authenticator.js"
 import * as Catalog from "../../Catalog.js"
+import * as HostPaths from "../../HostPaths.js"
 import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as RouteTable from "../../RouteTable.js"
@@ -16,6 +17,7 @@ import * as Telemetry from "../../Telemetry.js"
 import * as Disposable from "../disposable.js"
 import * as RouterCore from "../router/core.js"
 import * as Otel from "../router/otel.js"
+import * as OtelTracer from "../router/otelTracer.js"
 import * as Answers from "../router/problems.js"
 import * as ApiPrefix from "./apiPrefix.js"
 
@@ -34,7 +36,16 @@ export interface Options<F, M = F> extends RoutingHandler.Options {
   readonly middleware?: Readonly<Record<string, M>> | undefined
   /** Refuse creates and updates naming a function not registered here (catalog checking). */
   readonly catalog?: true | undefined
-  /** Turns the library's telemetry on (`Telemetry.layer`): `true`, or `Telemetry.layer`'s options. Off when omitted. */
+  /**
+   * The paths the host serves itself, below the mount as stored routes are (`HostPaths`): no stored route may take
+   * them (`400 invalid_route`), `match` answers them as the host's, and the router hands them to the framework.
+   */
+  readonly hostPaths?: ReadonlyArray<string> | undefined
+  /**
+   * Turns the library's telemetry on (`Telemetry.layer`): `true`, or `Telemetry.layer`'s options. Off when omitted.
+   * On, the routing API's spans go to the host's OpenTelemetry SDK (through `@opentelemetry/api`), as children of the
+   * host's HTTP server span.
+   */
   readonly telemetry?: true | Telemetry.Options | undefined
   /**
    * The path below the mount the routing API is served under (`"/admin"`: `/admin/v1/routing`), while the stored
@@ -55,7 +66,8 @@ export interface Chain<F, M> {
 /** One mounted registry: its services, built, and what the integration needs of them. */
 export interface Registry<F, M> {
   readonly api: RoutingHandler.RoutingHandler
-  readonly table: RouteTable.Table<Route.StoredRoute>
+  /** What the router decides for a request (`HostPaths.lookup`): a path the host serves is not found. */
+  readonly lookup: (method: string, target: string) => RouteTable.Resolution<Route.StoredRoute>
   /** The route's functions, or the first name this process has not registered (logged once per name). */
   readonly chainOf: (route: Route.StoredRoute) => Chain<F, M> | string
   /** Runs an answer of the routing API's core: a completed one at once, without a fiber. */
@@ -84,17 +96,29 @@ const loggerTo = (log: Log) =>
     })
   )
 
+// The library's telemetry, and Effect's tracer over the host's OpenTelemetry, whose spans it then reaches (a runtime of
+// the integration's own has no tracer of the host's otherwise).
+const telemetryOf = (options: Options<unknown, unknown>): Layer.Layer<never> => {
+  if (options.telemetry === undefined) return Layer.empty
+  const telemetry = Telemetry.layer(options.telemetry === true ? {} : options.telemetry)
+  const tracer = OtelTracer.loaded()
+  return tracer === undefined ? telemetry : Layer.merge(telemetry, Layer.setTracer(tracer))
+}
+
 const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
-  const telemetry = options.telemetry === undefined
-    ? Layer.empty
-    : Telemetry.layer(options.telemetry === true ? {} : options.telemetry)
+  const telemetry = telemetryOf(options)
   const store = RouteTable.layer.pipe(
     Layer.provideMerge(options.store ?? RouteRepository.layerMemory),
     Layer.provideMerge(telemetry)
   )
-  const catalog = options.catalog === true
-    ? Catalog.layer({ handlers: Object.keys(options.handlers), middleware: Object.keys(options.middleware ?? {}) })
-    : Layer.empty
+  const catalog = Layer.merge(
+    options.catalog === true
+      ? Catalog.layer({ handlers: Object.keys(options.handlers), middleware: Object.keys(options.middleware ?? {}) })
+      : Layer.empty,
+    options.hostPaths === undefined
+      ? Layer.empty
+      : Layer.succeed(HostPaths.HostPaths, HostPaths.make(options.hostPaths))
+  )
   // The table's store last: where one layer provides both services, the store the API writes through must be the one
   // the table follows.
   return Layer.mergeAll(options.authenticator, catalog, store).pipe(Layer.provide(loggerTo(log)))
@@ -107,6 +131,7 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
       authenticator: _a,
       catalog: _c,
       handlers,
+      hostPaths: _h,
       middleware = {},
       store: _s,
       telemetry: _t,
@@ -114,6 +139,8 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
     } = options
     const api = yield* Effect.orDie(RoutingHandler.make(limits))
     const table = yield* RouteTable.RouteTable
+    const hostPaths = yield* HostPaths.HostPaths
+    const lookup = (method: string, target: string) => HostPaths.lookup(hostPaths, table, method, target)
     const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
     const core = RouterCore.make<F, M, Chain<F, M>>(
       { handlers, middleware },
@@ -129,16 +156,17 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
       const exit = effect as Exit.Exit<RoutingHandler.Response>
       return Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError
     }
-    return { api, table, chainOf, run }
+    return { api, lookup, chainOf, run }
   })
 
 /**
  * Builds the services of `options` now (the table is loaded before this resolves) and binds the routing API's core
  * to them. Rejects with `InvalidOption` before building anything when `apiPrefix` is unusable or a limit is out of its
- * range.
+ * range, or a host path cannot be declared.
  */
 export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<F, M>> => {
-  const invalid = ApiPrefix.check(options.apiPrefix) ?? RoutingHandler.checkOptions(options)
+  const invalid = ApiPrefix.check(options.apiPrefix) ?? RoutingHandler.checkOptions(options) ??
+    (options.hostPaths === undefined ? undefined : HostPaths.check(options.hostPaths))
   if (invalid !== undefined) return Promise.reject(invalid)
   // Open change streams are closed first: a server closing waits for its connections, and they never end.
   return Otel.load().then(() => Disposable.fromLayer(servicesOf(options, log), bind(options, log))).then((

@@ -50,6 +50,9 @@ export const load = (): Promise<void> =>
     rpcMetadataKey = api.createContextKey("OpenTelemetry SDK Context Key RPC_METADATA")
   }, () => {})
 
+/** `@opentelemetry/api` as loaded (`undefined` before `load` settled, or without it), for the tracer over it. */
+export const loadedApi = (): unknown => api
+
 /** Gives `span` the name and attributes of a request `route` served. */
 export const annotate = (span: Span, method: string, route: Route.StoredRoute): void => {
   span.updateName(`${method} ${route.path}`)
