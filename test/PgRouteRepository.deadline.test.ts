@@ -370,6 +370,20 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository on
     }).pipe(Effect.scoped)
   })
 
+  // A failover, a restart or a read-only server ends connections the pool holds idle; the pool may hand one out before
+  // it hears so. Nothing of a write reached the server when its BEGIN fails on such a connection.
+  it.effect("a write on a pooled connection its server ended goes on another one, once it is found lost at BEGIN", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const { proxy, repo } = yield* throughProxy(table, 1)
+      yield* Effect.flatMap(input("/first"), repo.create)
+      proxy.cutOnce("BEGIN") // the pool's one connection ends as the write below begins on it
+      const next = yield* Effect.exit(Effect.flatMap(input("/second"), repo.create))
+      assert.isTrue(Exit.isSuccess(next), String(next))
+      assert.deepStrictEqual((yield* rowsOf(table)).map((row) => row.path).sort(), ["/first", "/second"])
+    }).pipe(Effect.scoped)
+  })
+
   it.effect("a COMMIT that never reaches the database is answered 503, and nothing is stored", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {

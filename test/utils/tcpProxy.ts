@@ -30,6 +30,8 @@ export interface Proxy {
   readonly point: (databaseUrl: string | undefined) => void
   /** Cuts every connection open now, as a proxy does to those of a server it marks down. */
   readonly cut: () => void
+  /** Cuts the next connection whose client sends a chunk holding `text`, before the chunk passes on. */
+  readonly cutOnce: (text: string) => void
   /** In the next chunk a client sends that holds `from`, replaces it by `to`, which must be as long. */
   readonly replaceOnce: (from: string, to: string) => void
   readonly close: () => Promise<void>
@@ -56,6 +58,7 @@ export const start = async (databaseUrl: string): Promise<Proxy> => {
   const connections = new Set<Connection>()
   let armed: Hold | undefined
   let replacing: { readonly from: string; readonly to: string } | undefined
+  let cutting: string | undefined
 
   const pass = (pipe: Pipe, chunk: Buffer) => pipe.held === undefined ? pipe.to.write(chunk) : pipe.held.push(chunk)
 
@@ -88,6 +91,10 @@ export const start = async (databaseUrl: string): Promise<Proxy> => {
     }
     if (armed !== undefined && armed.after === undefined) startHolding(armed.direction)
     client.on("data", (chunk) => {
+      if (cutting !== undefined && chunk.includes(cutting)) {
+        cutting = undefined
+        return connection.end()
+      }
       if (armed?.after !== undefined && chunk.includes(armed.after)) startHolding(armed.direction)
       pass(connection.toServer, replaced(chunk))
     })
@@ -124,6 +131,9 @@ export const start = async (databaseUrl: string): Promise<Proxy> => {
     },
     cut: () => {
       for (const connection of [...connections]) connection.end()
+    },
+    cutOnce: (text) => {
+      cutting = text
     },
     replaceOnce: (from, to) => {
       if (Buffer.byteLength(from) !== Buffer.byteLength(to)) throw new Error("a replacement must be as long")

@@ -102,6 +102,8 @@ interface State {
   settling: Fiber.Fiber<Verdict> | undefined
   /** Whether an attempt found a read-only server. */
   readOnly: boolean
+  /** Whether the last attempt's connection was lost before its transaction began: nothing of it reached the server. */
+  unbegun: boolean
 }
 
 // How long past the deadline a write waits for a connection that does not answer at all before it stops waiting.
@@ -266,6 +268,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
     remaining: () => number
   ) =>
     Effect.scoped(Effect.gen(function*() {
+      state.unbegun = false
       const connection = yield* sql.reserve
       if (abandoned(state)) return yield* Effect.fail(pastDeadline()) // nothing was sent
       state.phase = "working"
@@ -278,7 +281,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
             "SELECT pg_current_xact_id()::xid::text AS xid",
           [],
           undefined
-        )
+        ).pipe(Effect.tapError((error) => Effect.sync(() => state.unbegun = !sessionGoesOn(error))))
         state.xid = String(lastRows(begun)[0]?.xid)
         return yield* Effect.provideService(work, SqlClient.TransactionConnection, [refusing(connection, state), 0])
       }).pipe(Effect.tapError((error) => Effect.sync(() => readOnly = state.readOnly = isReadOnly(error))))
@@ -298,7 +301,8 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
     }))
 
   // The write in a transaction of its own: on a read-only server, whose connection `release` closes, again on another
-  // after a pause, until the deadline gives it up.
+  // after a pause, until the deadline gives it up; on a pooled connection found lost at BEGIN (its server ended it
+  // after the pool took it back: a failover, a restart, a read-only server's), again at once on another.
   const own = <A, E>(
     work: Effect.Effect<A, E | SqlError>,
     witness: Witness<A>,
@@ -307,8 +311,12 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
   ): Effect.Effect<A, E | SqlError> =>
     Effect.catchIf(
       attempt(work, witness, state, remaining),
-      (error) => isReadOnly(error) && !abandoned(state),
-      () => Effect.zipRight(Effect.sleep(READ_ONLY_RETRY_MILLIS), own(work, witness, state, remaining))
+      (error) => (isReadOnly(error) || state.unbegun) && !abandoned(state),
+      (error) =>
+        Effect.zipRight(
+          isReadOnly(error) ? Effect.sleep(READ_ONLY_RETRY_MILLIS) : Effect.void,
+          own(work, witness, state, remaining)
+        )
     )
 
   // The write inside the host's transaction, under a savepoint: undone before the answer when it fails, or when the
@@ -363,7 +371,8 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
             value: undefined,
             witness: undefined,
             settling: undefined,
-            readOnly: false
+            readOnly: false,
+            unbegun: false
           }
           const run = Runtime.runFork(runtime)
           let answered = false

@@ -64,12 +64,6 @@ export interface Parts {
   readonly guard: <A>(effect: Effect.Effect<A, SqlError>) => Effect.Effect<A, RouteRepository.StoreUnavailable>
 }
 
-// The server a cursor was taken on, since its start: its postmaster's start time, and when its shared statistics were
-// last reset, which a crash does too (a backend killed: the server restarts its processes, not its postmaster), each
-// in microseconds.
-const SERVER_ID = `(extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint::text || '.' ||
-  COALESCE((extract(epoch FROM (SELECT stats_reset FROM pg_stat_archiver)) * 1000000)::bigint::text, '')`
-
 /** A cursor's server (empty in a cursor of an earlier release, which is a snapshot alone) and snapshot. */
 const parseCursor = (cursor: string) => {
   const at = cursor.indexOf("@")
@@ -116,7 +110,11 @@ export interface Feed {
 
 export const make = ({ columns, guard, pg, readMark, settings, sql }: Parts): Feed => {
   const routes = sql(settings.qualified)
-  const thisServer = sql.literal(SERVER_ID)
+  // The server a cursor was taken on, since its start: its postmaster's start time, and when its shared statistics
+  // were last reset, which a crash does too (a backend killed: the server restarts its processes, not its
+  // postmaster), each in microseconds.
+  const thisServer = sql`(extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint::text || '.' ||
+    COALESCE((extract(epoch FROM (SELECT stats_reset FROM pg_stat_archiver)) * 1000000)::bigint::text, '')`
   const removals = sql(settings.removals)
   const feed = sql(settings.feed)
 
