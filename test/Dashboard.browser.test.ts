@@ -330,7 +330,10 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     assert.deepStrictEqual(sent.filter((s) => s.method === "DELETE"), [])
     await created.getByRole("button", { name: "Delete" }).click()
     await shoot(page, "delete")
+    // The row can leave the page for a moment while the list is drawn again: the DELETE's answer is what to wait for.
+    const deleted = page.waitForResponse((response) => response.request().method() === "DELETE")
     await page.getByRole("dialog", { name: "Delete this route?" }).getByRole("button", { name: "Confirm" }).click()
+    assert.strictEqual((await deleted).status(), 204)
     await created.waitFor({ state: "detached" })
     const id = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
     assert.deepStrictEqual(id, [])
