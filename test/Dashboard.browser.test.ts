@@ -372,6 +372,11 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.getByRole("textbox", { name: "Request method" }).fill("DELETE")
     await page.getByRole("button", { name: "Test" }).click()
     await result.getByText("Allow: GET, HEAD").waitFor()
+    // A path the host serves itself is said to be the host's.
+    await page.getByRole("textbox", { name: "Request method" }).fill("GET")
+    await page.getByRole("textbox", { name: "Request URL" }).fill("/docs")
+    await page.getByRole("button", { name: "Test" }).click()
+    await result.getByText("Served by the host itself (it declares /docs), before any stored route").waitFor()
     await page.close()
   })
 

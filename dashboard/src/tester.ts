@@ -11,6 +11,8 @@ interface Match {
   readonly params: Readonly<Record<string, string>> | null
   readonly allow: ReadonlyArray<string>
   readonly candidates: ReadonlyArray<{ readonly route: Route; readonly reason: string }>
+  /** The entry the host declares when it serves the path itself (docs/http-api.md, match). */
+  readonly servedByHost?: string
 }
 
 const OUTCOMES: Record<Match["outcome"], string> = {
@@ -32,8 +34,13 @@ const targetOf = (text: string): string => {
   return trimmed
 }
 
+const outcomeOf = (match: Match): string =>
+  match.servedByHost === undefined
+    ? OUTCOMES[match.outcome] ?? match.outcome
+    : `Served by the host itself (it declares ${match.servedByHost}), before any stored route`
+
 const render = (match: Match): Array<Node> => {
-  const nodes: Array<Node> = [h("p", { class: "outcome" }, OUTCOMES[match.outcome] ?? match.outcome)]
+  const nodes: Array<Node> = [h("p", { class: "outcome" }, outcomeOf(match))]
   if (match.route !== null) nodes.push(h("p", {}, "Route: ", h("code", {}, routeLine(match.route))))
   const params = Object.entries(match.params ?? {})
   if (params.length > 0) {
