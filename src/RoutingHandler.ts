@@ -299,7 +299,7 @@ const makeCore = (
   catalog: Catalog.Names | undefined,
   hostPaths: HostPaths.Paths,
   changes: Changes | undefined,
-  instrument?: Steps.Instrument
+  instrument?: Endpoints.Instrument
 ): RoutingHandler => {
   const core: Steps.Core = {
     repository,

@@ -7,8 +7,9 @@
  *
  * @internal
  */
+import type { Effect } from "effect"
 import type * as Problem from "../../Problem.js"
-import { COLLECTION } from "./exchange.js"
+import { COLLECTION, type Request, type Response } from "./exchange.js"
 
 /** One route's path, as telemetry (`http.route`) and the OpenAPI document name it. */
 export const ITEM = `${COLLECTION}/{id}`
@@ -161,6 +162,17 @@ export type Name = keyof typeof ENDPOINTS
 
 /** What telemetry calls an operation: one per endpoint, and the 405s. */
 export type Operation = (typeof ENDPOINTS)[Name]["operation"] | "method_not_allowed"
+
+/**
+ * Records an operation's answer (a span, a count, a duration), given where it is known which operation runs and on
+ * which route (its path in the table).
+ */
+export type Instrument = (
+  request: Request,
+  route: string,
+  operation: Operation,
+  answer: Effect.Effect<Response>
+) => Effect.Effect<Response>
 
 /** The problems every endpoint may answer. */
 export const EVERY_ENDPOINT = [

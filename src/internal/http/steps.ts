@@ -21,22 +21,11 @@ import type * as ChangeStream from "./changeStream.js"
 import type * as Content from "./content.js"
 import * as Credentials from "./credentials.js"
 import type * as Dashboard from "./dashboard.js"
-import type { Operation, Scope } from "./endpoints.js"
+import type { Instrument, Operation, Scope } from "./endpoints.js"
 import type { Request, Response } from "./exchange.js"
 import * as Ownership from "./ownership.js"
 import * as RouteAnswers from "./routeAnswers.js"
 import * as ServiceErrors from "./serviceErrors.js"
-
-/**
- * Records an operation's answer (a span, a count, a duration), given where it is known which operation runs and on
- * which route (its path in the endpoint table).
- */
-export type Instrument = (
-  request: Request,
-  route: string,
-  operation: Operation,
-  answer: Effect.Effect<Response>
-) => Effect.Effect<Response>
 
 /** The core: its services, its configuration and what it keeps between requests. */
 export interface Core {
