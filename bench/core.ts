@@ -12,12 +12,14 @@
  * `--alloc` reports instead the bytes a request allocates, by function: V8's sampling heap profiler (through
  * `node:inspector`) over N requests after the warm-up, counting the objects the collector has already freed too.
  */
-import { Effect, Exit, Layer, ManagedRuntime, Redacted } from "effect"
+import { Effect, Exit, Fiber, Layer, ManagedRuntime, Redacted } from "effect"
 import { Session } from "node:inspector/promises"
 import * as Authenticator from "route-registry/Authenticator"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingHandler from "route-registry/RoutingHandler"
+// The adapters' runner is internal (a few lines over Effect's runFork, the same Effect as dist's).
+import * as Runner from "../src/internal/http/runner.js"
 
 const argv = process.argv.slice(2)
 const argument = (name: string): string | undefined => {
@@ -65,13 +67,13 @@ const request = (method: string, path: string, body?: string): RoutingHandler.Re
   }
 }
 
-// An answer given without waiting is an Exit; one that waited, an Effect to run.
+// Run as the library's adapters run it: started at once on an immediate scheduler, an Exit when nothing waited.
+const start = Runner.make(await runtime.runtime())
 const answer = async (req: RoutingHandler.Request): Promise<RoutingHandler.Response> => {
-  const started = handler.handle(req)
-  if (started === undefined) throw new Error(`no answer for ${req.method} ${req.path}`)
-  const exit = Exit.isExit(started)
-    ? started as Exit.Exit<RoutingHandler.Response>
-    : await Effect.runPromiseExit(started)
+  const effect = handler.handle(req)
+  if (effect === undefined) throw new Error(`no answer for ${req.method} ${req.path}`)
+  const started = start(effect)
+  const exit = Exit.isExit(started) ? started : await Effect.runPromise(Fiber.await(started))
   if (Exit.isFailure(exit)) throw new Error(`${req.method} ${req.path} failed`)
   const response = exit.value
   if (response.status >= 300) throw new Error(`${req.method} ${req.path}: ${response.status} ${response.body}`)

@@ -6,42 +6,13 @@
  * @since 0.1.0
  */
 import * as HttpApi from "@effect/platform/HttpApi"
-import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import {
-  AuthenticatorUnavailableProblem,
-  IdempotencyKeyInUseProblem,
-  IdempotencyKeyReusedProblem,
-  InsufficientScopeProblem,
-  InternalErrorProblem,
-  InvalidIdempotencyKeyProblem,
-  InvalidQueryProblem,
-  InvalidReportProblem,
-  InvalidRequestProblem,
-  InvalidRestoreProblem,
-  InvalidRouteProblem,
-  InvalidTokenProblem,
-  MalformedJsonProblem,
-  MethodNotAllowedProblem,
-  NotFoundProblem,
-  PayloadTooLargeProblem,
-  PreconditionFailedProblem,
-  RequestTimeoutProblem,
-  RouteConflictProblem,
-  RouteNotFoundProblem,
-  StoreUnavailableProblem,
-  StreamNotFoundProblem,
-  TooManyIdempotencyKeysProblem,
-  TooManyMethodsProblem,
-  TooManyReportsProblem,
-  UnauthenticatedProblem,
-  UnsupportedMediaTypeProblem
-} from "./internal/http/apiProblems.js"
+import { endpoint, everyEndpoint, problems } from "./internal/http/apiEndpoints.js"
 import {
   ChangeEvents,
   ChangesParams,
@@ -63,12 +34,8 @@ import {
   RouteHistoryParams,
   RoutePage
 } from "./internal/http/apiSchemas.js"
-import { COLLECTION } from "./internal/http/exchange.js"
 import { transform } from "./internal/http/openApi.js"
 import * as Route from "./Route.js"
-
-// The path of one route, in the HttpApi's syntax.
-const ITEM = `${COLLECTION}/:id` as const
 
 export * from "./internal/http/apiProblems.js"
 export * from "./internal/http/apiSchemas.js"
@@ -93,10 +60,10 @@ export class BearerAuth extends HttpApiMiddleware.Tag<BearerAuth>()("route-regis
  */
 export class RoutingGroup extends HttpApiGroup.make("routing")
   .add(
-    HttpApiEndpoint.get("list", COLLECTION)
+    endpoint("list")
       .setUrlParams(ListParams)
       .addSuccess(RoutePage)
-      .addError(InvalidQueryProblem)
+      .pipe(problems("list"))
       .annotate(OpenApi.Summary, "List routes")
       .annotate(
         OpenApi.Description,
@@ -106,12 +73,11 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.get("changes", `${COLLECTION}/changes`)
+    endpoint("changes")
       .setUrlParams(ChangesParams)
       .setHeaders(Schema.Struct({ ...LastEventId.fields, ...FollowerName.fields }))
       .addSuccess(ChangeEvents)
-      .addError(InvalidQueryProblem)
-      .addError(InvalidReportProblem)
+      .pipe(problems("changes"))
       .annotate(OpenApi.Summary, "Follow every change")
       .annotate(
         OpenApi.Description,
@@ -122,11 +88,10 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.get("followers", `${COLLECTION}/followers`)
+    endpoint("followers")
       .setUrlParams(FollowersParams)
       .addSuccess(Fleet)
-      .addError(InvalidQueryProblem)
-      .addError(NotFoundProblem)
+      .pipe(problems("followers"))
       .annotate(OpenApi.Summary, "Where every follower stands")
       .annotate(
         OpenApi.Description,
@@ -137,15 +102,10 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.post("report", `${COLLECTION}/followers`)
+    endpoint("report")
       .setPayload(FollowerReport)
       .addSuccess(HttpApiSchema.NoContent)
-      .addError(MalformedJsonProblem)
-      .addError(InvalidReportProblem)
-      .addError(StreamNotFoundProblem)
-      .addError(PayloadTooLargeProblem)
-      .addError(UnsupportedMediaTypeProblem)
-      .addError(TooManyReportsProblem)
+      .pipe(problems("report"))
       .annotate(OpenApi.Summary, "Report the revision a follower applied")
       .annotate(
         OpenApi.Description,
@@ -155,11 +115,10 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.get("match", `${COLLECTION}/match`)
+    endpoint("match")
       .setUrlParams(MatchParams)
       .addSuccess(Match)
-      .addError(InvalidQueryProblem)
-      .addError(NotFoundProblem)
+      .pipe(problems("match"))
       .annotate(OpenApi.Summary, "Which route serves a request")
       .annotate(
         OpenApi.Description,
@@ -170,20 +129,10 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.post("create", COLLECTION)
+    endpoint("create")
       .setPayload(Route.CreateRoute)
       .addSuccess(Route.Route, { status: 201 })
-      .addError(MalformedJsonProblem)
-      .addError(InvalidRouteProblem)
-      .addError(PayloadTooLargeProblem)
-      .addError(RequestTimeoutProblem)
-      .addError(UnsupportedMediaTypeProblem)
-      .addError(RouteConflictProblem)
-      .addError(InvalidIdempotencyKeyProblem)
-      .addError(IdempotencyKeyInUseProblem)
-      .addError(IdempotencyKeyReusedProblem)
-      .addError(TooManyIdempotencyKeysProblem)
-      .addError(TooManyMethodsProblem)
+      .pipe(problems("create"))
       .annotate(OpenApi.Summary, "Create a route")
       .annotate(
         OpenApi.Description,
@@ -193,10 +142,10 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.get("history", `${COLLECTION}/history`)
+    endpoint("history")
       .setUrlParams(HistoryParams)
       .addSuccess(HistoryPage)
-      .addError(InvalidQueryProblem)
+      .pipe(problems("history"))
       .annotate(OpenApi.Summary, "Read the change log")
       .annotate(
         OpenApi.Description,
@@ -204,12 +153,11 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.get("routeHistory", `${ITEM}/history`)
+    endpoint("routeHistory")
       .setPath(RouteIdParam)
       .setUrlParams(RouteHistoryParams)
       .addSuccess(HistoryPage)
-      .addError(InvalidQueryProblem)
-      .addError(RouteNotFoundProblem)
+      .pipe(problems("routeHistory"))
       .annotate(OpenApi.Summary, "Read one route's change log")
       .annotate(
         OpenApi.Description,
@@ -218,22 +166,14 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.post("restore", `${ITEM}/restore`)
+    endpoint("restore")
       .setPath(RouteIdParam)
       .setUrlParams(DryRunParams)
       .setHeaders(IfMatch)
       .setPayload(RestoreBody)
       .addSuccess(Route.Route)
       .addSuccess(Route.Route, { status: 201 })
-      .addError(MalformedJsonProblem)
-      .addError(InvalidRestoreProblem)
-      .addError(InvalidQueryProblem)
-      .addError(RouteNotFoundProblem)
-      .addError(RouteConflictProblem)
-      .addError(PreconditionFailedProblem)
-      .addError(PayloadTooLargeProblem)
-      .addError(UnsupportedMediaTypeProblem)
-      .addError(TooManyMethodsProblem)
+      .pipe(problems("restore"))
       .annotate(OpenApi.Summary, "Restore a route to a revision")
       .annotate(
         OpenApi.Description,
@@ -243,12 +183,12 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.get("get", ITEM)
+    endpoint("get")
       .setPath(RouteIdParam)
       .setHeaders(IfNoneMatch)
       .addSuccess(Route.Route)
       .addError(NotModified)
-      .addError(RouteNotFoundProblem)
+      .pipe(problems("get"))
       .annotate(OpenApi.Summary, "Get a route by id")
       .annotate(
         OpenApi.Description,
@@ -256,20 +196,12 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.patch("update", ITEM)
+    endpoint("update")
       .setPath(RouteIdParam)
       .setHeaders(IfMatch)
       .setPayload(Route.PatchRoute)
       .addSuccess(Route.Route)
-      .addError(MalformedJsonProblem)
-      .addError(InvalidRouteProblem)
-      .addError(RouteNotFoundProblem)
-      .addError(RequestTimeoutProblem)
-      .addError(RouteConflictProblem)
-      .addError(PreconditionFailedProblem)
-      .addError(PayloadTooLargeProblem)
-      .addError(UnsupportedMediaTypeProblem)
-      .addError(TooManyMethodsProblem)
+      .pipe(problems("update"))
       .annotate(OpenApi.Summary, "Update a route")
       .annotate(
         OpenApi.Description,
@@ -279,12 +211,11 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       )
   )
   .add(
-    HttpApiEndpoint.del("delete", ITEM)
+    endpoint("delete")
       .setPath(RouteIdParam)
       .setHeaders(IfMatch)
       .addSuccess(HttpApiSchema.NoContent)
-      .addError(RouteNotFoundProblem)
-      .addError(PreconditionFailedProblem)
+      .pipe(problems("delete"))
       .annotate(OpenApi.Summary, "Delete a route")
       .annotate(
         OpenApi.Description,
@@ -292,15 +223,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
           "Registry-Revision and ?dryRun=true as on create."
       )
   )
-  // Errors every endpoint can answer.
-  .addError(InvalidRequestProblem)
-  .addError(UnauthenticatedProblem)
-  .addError(InvalidTokenProblem)
-  .addError(InsufficientScopeProblem)
-  .addError(MethodNotAllowedProblem)
-  .addError(InternalErrorProblem)
-  .addError(StoreUnavailableProblem)
-  .addError(AuthenticatorUnavailableProblem)
+  .pipe(everyEndpoint)
   .middleware(BearerAuth)
   .annotate(OpenApi.Description, "Route definitions: create, read, list, update and delete them.")
 {}

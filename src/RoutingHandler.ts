@@ -4,7 +4,7 @@
  * `AdminWebHandler`, `AdminHttpApp`) only translate to and from their transport.
  *
  * Each operation below reads top to bottom in the contract's order of checks: authentication and scope, then the
- * body or the query, then the store: one `Effect.gen` each, started at once on the runtime the handler was made in.
+ * body or the query, then the store: one `Effect.gen` each, run by the adapter that asked.
  *
  * @since 0.1.0
  */
@@ -18,11 +18,14 @@ import * as Answers from "./internal/http/answers.js"
 import * as ChangeStream from "./internal/http/changeStream.js"
 import * as Content from "./internal/http/content.js"
 import * as Dashboard from "./internal/http/dashboard.js"
+import * as Dispatch from "./internal/http/dispatch.js"
+import * as Endpoints from "./internal/http/endpoints.js"
 import type * as Exchange from "./internal/http/exchange.js"
 import { COLLECTION as COLLECTION_PATH } from "./internal/http/exchange.js"
 import * as LogPages from "./internal/http/logPages.js"
 import * as Operations from "./internal/http/operations.js"
-import * as Runner from "./internal/http/runner.js"
+import * as ServiceErrors from "./internal/http/serviceErrors.js"
+import type * as Steps from "./internal/http/steps.js"
 import * as Limits from "./internal/limits.js"
 import * as Options_ from "./internal/options.js"
 import * as Telemetry_ from "./internal/telemetry.js"
@@ -187,14 +190,14 @@ export const DEFAULT_CHANGES_BUFFER_BYTES: number = Limits.DEFAULT_CHANGES_BUFFE
  *
  * @since 0.4.0
  */
-export const CHANGES: string = Answers.CHANGES
+export const CHANGES: string = Endpoints.CHANGES
 
 /**
  * The `Allow` header of a 405 on the change stream's path.
  *
  * @since 0.4.0
  */
-export const CHANGES_ALLOW: string = Answers.CHANGES_METHODS
+export const CHANGES_ALLOW: string = Endpoints.allowOf(Endpoints.CHANGES)
 
 /**
  * The collection path; a route lives at `${COLLECTION}/{id}`.
@@ -208,14 +211,14 @@ export const COLLECTION: typeof COLLECTION_PATH = COLLECTION_PATH
  *
  * @since 0.2.0
  */
-export const COLLECTION_ALLOW: string = Answers.COLLECTION_METHODS
+export const COLLECTION_ALLOW: string = Endpoints.allowOf(COLLECTION_PATH)
 
 /**
  * The `Allow` header of a 405 on one route: the methods it serves.
  *
  * @since 0.2.0
  */
-export const ROUTE_ALLOW: string = Answers.ROUTE_METHODS
+export const ROUTE_ALLOW: string = Endpoints.allowOf(Endpoints.ITEM)
 
 /**
  * Where the dashboard is served when the `dashboard` option is on: the page at `${DASHBOARD}/`, its assets below it.
@@ -233,10 +236,10 @@ export type Services = RouteRepository.RouteRepository | Authenticator.Authentic
 
 /**
  * The core bound to its services. `handle` returns `undefined`, synchronously, for a path outside `/v1/routing`,
- * so the adapter can hand the request back to the host. The request is started at once (with telemetry on, it is left
- * to the caller, whose span is its parent): when it waited for nothing (the services answered at once) the Effect is
- * already completed, an `Exit`, and an adapter may take its value as is. `handle` never throws and its Effect never
- * fails: whatever a service does is answered.
+ * so the adapter can hand the request back to the host; else the answer as an Effect that nothing has started: the
+ * adapter runs it (the library's own on a fiber resumed at once, so that an answer waiting for nothing is complete
+ * when the run returns), inside its own span if it has one, which the request's span is then a child of. `handle`
+ * never throws and its Effect never fails: whatever a service does is answered.
  *
  * @since 0.1.0
  */
@@ -296,13 +299,13 @@ const makeCore = (
   catalog: Catalog.Names | undefined,
   hostPaths: HostPaths.Paths,
   changes: Changes | undefined,
-  instrument?: Operations.Instrument
+  instrument?: Endpoints.Instrument
 ): RoutingHandler => {
-  const core: Operations.Core = {
+  const core: Steps.Core = {
     repository,
     authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
-    unavailable: Answers.unavailable(config.retryAfterSeconds),
+    failures: ServiceErrors.cases(Answers.unavailable(config.retryAfterSeconds)),
     catalog,
     hostPaths,
     keyExpiry: Duration.seconds(config.idempotencyKeyExpirySeconds),
@@ -326,14 +329,8 @@ const makeCore = (
     }
   }
   const changesSource = core.changes
-  const start = Runner.make(runtime)
   return {
-    // Started at once, so an answer that waits for nothing is complete (an `Exit`) when `handle` returns; with
-    // telemetry on, run by the caller, whose span the request's is a child of.
-    handle: (request) => {
-      const effect = Operations.handle(core, request)
-      return effect === undefined || instrument !== undefined ? effect : Runner.join(start(effect))
-    },
+    handle: (request) => Dispatch.handle(core, request),
     closeStreams: () => {
       if (changesSource !== undefined) ChangeStream.closeAll(changesSource)
     }

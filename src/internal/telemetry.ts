@@ -8,8 +8,8 @@ import type { Clock, Duration, Exit } from "effect"
 import { Cause, Effect, Metric, MetricBoundaries, MetricLabel, Option, Tracer } from "effect"
 import type * as Route from "../Route.js"
 import type * as RouteRepository from "../RouteRepository.js"
+import type * as Endpoints from "./http/endpoints.js"
 import type * as Exchange from "./http/exchange.js"
-import type * as Operations from "./http/operations.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Metrics
@@ -169,7 +169,7 @@ const answered = (operation: string, response: Exchange.Response, millis: number
  * named after the method and route, as OpenTelemetry's HTTP conventions name a server span. It is a server span when
  * it has no parent, and an internal one inside a host's own request span.
  */
-export const request: Operations.Instrument = (request, route, operation, effect) => {
+export const request: Endpoints.Instrument = (request, route, operation, effect) => {
   const method = KNOWN_METHODS.has(request.method) ? request.method : "_OTHER"
   const traced = timed(
     effect,

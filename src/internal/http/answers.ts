@@ -10,6 +10,7 @@ import type { TooManyIdempotencyKeys } from "../../RouteRepository.js"
 import { neededScope } from "../auth/scopes.js"
 import { MAX_ISSUES } from "../route/validate.js"
 import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "../store/rules.js"
+import { CHANGES, MATCH } from "./endpoints.js"
 import { COLLECTION, type Response } from "./exchange.js"
 
 export const JSON_TYPE = "application/json"
@@ -128,10 +129,6 @@ export const outsidePrefixes = (path: string) => {
 
 // --- paths and methods ---------------------------------------------------------------------------------------------
 
-/** The methods served on the collection and on one route, exactly as `Allow` lists them. */
-export const COLLECTION_METHODS = "GET, POST"
-export const ROUTE_METHODS = "GET, PATCH, DELETE"
-
 export const methodNotAllowed = (method: string, path: string, allow: string) =>
   problem("method_not_allowed", `${method} is not served on ${path}: use ${allow}.`, { allow })
 
@@ -212,12 +209,6 @@ export const invalidChangesQuery = (errors: ReadonlyArray<FieldIssue>) =>
 
 // --- the change stream ---------------------------------------------------------------------------------------------
 
-/** The change stream's path. */
-export const CHANGES = `${COLLECTION}/changes`
-
-/** The methods served on the change stream's path, as `Allow` lists them. */
-export const CHANGES_METHODS = "GET"
-
 export const NO_CHANGE_HISTORY = problem(
   "not_found",
   `This process keeps no change history, so it does not serve ${CHANGES}: its operator must build the routing API ` +
@@ -237,12 +228,6 @@ export const tooManyStreams = (limit: number) =>
   )
 
 // --- which route serves a request ---------------------------------------------------------------------------------
-
-/** The path of the question "which route serves this request?". */
-export const MATCH = `${COLLECTION}/match`
-
-/** The methods served on `MATCH`, as `Allow` lists them. */
-export const MATCH_METHODS = "GET"
 
 export const NO_TABLE = problem(
   "not_found",

@@ -193,3 +193,34 @@ export const StreamNotFoundProblem = problem("stream_not_found")
  * @since 0.4.0
  */
 export const TooManyReportsProblem = problem("too_many_reports")
+
+/** The schema of each problem the routing API answers, by code. */
+export const PROBLEMS = {
+  invalid_request: InvalidRequestProblem,
+  malformed_json: MalformedJsonProblem,
+  invalid_route: InvalidRouteProblem,
+  invalid_query: InvalidQueryProblem,
+  unauthenticated: UnauthenticatedProblem,
+  invalid_token: InvalidTokenProblem,
+  insufficient_scope: InsufficientScopeProblem,
+  route_not_found: RouteNotFoundProblem,
+  not_found: NotFoundProblem,
+  method_not_allowed: MethodNotAllowedProblem,
+  request_timeout: RequestTimeoutProblem,
+  route_conflict: RouteConflictProblem,
+  precondition_failed: PreconditionFailedProblem,
+  payload_too_large: PayloadTooLargeProblem,
+  unsupported_media_type: UnsupportedMediaTypeProblem,
+  internal_error: InternalErrorProblem,
+  store_unavailable: StoreUnavailableProblem,
+  authenticator_unavailable: AuthenticatorUnavailableProblem,
+  invalid_idempotency_key: InvalidIdempotencyKeyProblem,
+  idempotency_key_in_use: IdempotencyKeyInUseProblem,
+  idempotency_key_reused: IdempotencyKeyReusedProblem,
+  too_many_idempotency_keys: TooManyIdempotencyKeysProblem,
+  too_many_methods: TooManyMethodsProblem,
+  invalid_restore: InvalidRestoreProblem,
+  invalid_report: InvalidReportProblem,
+  stream_not_found: StreamNotFoundProblem,
+  too_many_reports: TooManyReportsProblem
+} as const satisfies Partial<Record<Problem.Code, Schema.Schema.Any>>

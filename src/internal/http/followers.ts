@@ -2,8 +2,8 @@
  * The fleet's operations of the routing API (docs/scaling-out.md, "The fleet"): `GET /v1/routing/followers` lists
  * every follower of this process and waits for them to apply a revision; `POST /v1/routing/followers` takes a
  * follower's report; and a change stream opened with `Follower-Name` joins the fleet (`joined`). The fleet itself
- * lives with the change history (`follow/fleet.ts`), so a relay's follower reads what its own API recorded. The steps
- * shared with the other operations come from `operations.ts` as `Steps`, so this module imports nothing of it.
+ * lives with the change history (`follow/fleet.ts`), so a relay's follower reads what its own API recorded. Their path,
+ * scopes and telemetry names are rows of the endpoint table (`endpoints.ts`).
  *
  * @internal
  */
@@ -16,15 +16,10 @@ import * as Answers from "./answers.js"
 import { type Refusal, refuse } from "./answers.js"
 import * as ChangeStream from "./changeStream.js"
 import * as Content from "./content.js"
-import { COLLECTION, type OpenBody, type Request, type Response } from "./exchange.js"
+import { FOLLOWERS } from "./endpoints.js"
+import type { OpenBody, Request, Response } from "./exchange.js"
 import { parseParameters } from "./listQuery.js"
-import type * as Shared from "./steps.js"
-
-/** The fleet's path. */
-export const FOLLOWERS = `${COLLECTION}/followers`
-
-/** The methods served on `FOLLOWERS`, as `Allow` lists them. */
-export const FOLLOWERS_METHODS = "GET, POST"
+import { fromEither, type Steps } from "./steps.js"
 
 /** The header a follower names itself with when it opens the change stream. */
 export const NAME_HEADER = "follower-name"
@@ -35,11 +30,6 @@ export const STREAM_HEADER = "follower-stream"
 /** The longest `wait` of a fleet query, in seconds. */
 export const MAX_WAIT_SECONDS = 60
 
-/** The steps of `operations.ts` the fleet's operations are made of. */
-export interface Steps<Core> extends Shared.Steps<Core, "followers" | "report"> {
-  readonly source: (core: Core) => ChangeStream.Source | undefined
-}
-
 const NO_FLEET = Answers.problem(
   "not_found",
   `This process keeps no change history, so no follower follows it and it serves no ${FOLLOWERS}: its operator must ` +
@@ -48,9 +38,6 @@ const NO_FLEET = Answers.problem(
 
 const fleetOf = (source: ChangeStream.Source): Effect.Effect<Fleet.Fleet> =>
   Effect.map(Effect.clock, (clock) => Fleet.of(source.history, clock))
-
-const fromEither = <A>(either: Either.Either<A, Response>): Effect.Effect<A, Refusal> =>
-  Either.isRight(either) ? Effect.succeed(either.right) : refuse(either.left)
 
 const invalidReport = (what: string) => (errors: ReadonlyArray<Route.FieldIssue>) =>
   Answers.problem(
@@ -287,64 +274,37 @@ const waitFor = (fleet: Fleet.Fleet, revision: number, waitMillis: number): Effe
   )
 }
 
-const list = <Core>(steps: Steps<Core>, core: Core, request: Request) =>
-  steps.run(
-    core,
-    Effect.gen(function*() {
-      yield* steps.authorize(core, request, "routes:read", Answers.READ_SCOPE)
-      const source = steps.source(core)
-      if (source === undefined) return yield* refuse(NO_FLEET)
-      const query = yield* fromEither(Either.mapLeft(parseQuery(request.query), fleetQueryProblem))
-      const fleet = yield* fleetOf(source)
-      const complete = query.revision === undefined
-        ? undefined
-        : yield* waitFor(fleet, query.revision, query.waitMillis)
-      return listed(fleet, source, complete)
-    })
-  )
-
 const fleetQueryProblem = (errors: ReadonlyArray<Route.FieldIssue>) =>
   Answers.problem("invalid_query", `The fleet query has ${errors.length} problem(s): see "errors".`, undefined, {
     errors
   })
 
-const report = <Core>(steps: Steps<Core>, core: Core, request: Request) =>
-  steps.run(
-    core,
-    Effect.gen(function*() {
-      const principal = yield* steps.authorize(core, request, "routes:read", Answers.READ_SCOPE)
-      const source = steps.source(core)
-      if (source === undefined) return yield* refuse(NO_FLEET)
-      const limits = steps.limits(core)
-      const body = yield* Content.readJson(request, Content.CREATE_TYPES, {
-        ...Content.bodyLimits(Fleet.MAX_REPORT_BYTES, limits.bodyTimeoutMillis),
-        tooLarge: reportTooLarge
-      })
-      const taken = yield* fromEither(Either.mapLeft(parseReport(body), invalidReport("The report")))
-      const refused = Fleet.report(yield* fleetOf(source), principal.id, taken)
-      if (refused === undefined) return Answers.empty(204)
-      return yield* refuse(
-        refused._tag === "UnknownStream" ? STREAM_NOT_FOUND : tooManyReports(refused.retryAfterMillis)
-      )
-    })
-  )
+/** `GET /v1/routing/followers`: the fleet, once it holds the revision asked for or the wait is over. */
+export const list: Steps = (core, request) =>
+  Effect.gen(function*() {
+    const source = core.changes
+    if (source === undefined) return yield* refuse(NO_FLEET)
+    const query = yield* fromEither(Either.mapLeft(parseQuery(request.query), fleetQueryProblem))
+    const fleet = yield* fleetOf(source)
+    const complete = query.revision === undefined
+      ? undefined
+      : yield* waitFor(fleet, query.revision, query.waitMillis)
+    return listed(fleet, source, complete)
+  })
 
-/**
- * The answer to a request on the fleet's path, `undefined` for any other path. Both methods are served by a follower
- * too: a relay lists its own followers and takes their reports.
- */
-export const dispatch = <Core>(
-  steps: Steps<Core>,
-  core: Core,
-  request: Request,
-  notAllowed: (route: string, allow: string) => Effect.Effect<Response>
-): Effect.Effect<Response> | undefined => {
-  if (request.path !== FOLLOWERS) return undefined
-  switch (request.method) {
-    case "GET":
-      return steps.served(core, request, FOLLOWERS, "followers", () => list(steps, core, request))
-    case "POST":
-      return steps.served(core, request, FOLLOWERS, "report", () => report(steps, core, request))
-  }
-  return notAllowed(FOLLOWERS, FOLLOWERS_METHODS)
-}
+/** `POST /v1/routing/followers`: a follower's report. */
+export const report: Steps = (core, request, principal) =>
+  Effect.gen(function*() {
+    const source = core.changes
+    if (source === undefined) return yield* refuse(NO_FLEET)
+    const body = yield* Content.readJson(request, Content.CREATE_TYPES, {
+      ...Content.bodyLimits(Fleet.MAX_REPORT_BYTES, core.limits.bodyTimeoutMillis),
+      tooLarge: reportTooLarge
+    })
+    const taken = yield* fromEither(Either.mapLeft(parseReport(body), invalidReport("The report")))
+    const refused = Fleet.report(yield* fleetOf(source), principal.id, taken)
+    if (refused === undefined) return Answers.empty(204)
+    return yield* refuse(
+      refused._tag === "UnknownStream" ? STREAM_NOT_FOUND : tooManyReports(refused.retryAfterMillis)
+    )
+  })

@@ -1,8 +1,7 @@
 /**
  * The change log's operations of the routing API (docs/history.md): `GET /v1/routing/history`, `GET
  * /v1/routing/{id}/history`, `POST /v1/routing/{id}/restore`, and the `dryRun` parameter and `Registry-Revision`
- * header of every write. The steps shared with the other operations come from `operations.ts` as `Steps`, so this
- * module imports nothing of it.
+ * header of every write; their paths, scopes and telemetry names are rows of the endpoint table (`endpoints.ts`).
  *
  * @internal
  */
@@ -14,19 +13,13 @@ import * as Limits from "../limits.js"
 import { MAX_ISSUES } from "../route/validate.js"
 import { decodeCursor, encodeCursor } from "../store/historyCursor.js"
 import * as Answers from "./answers.js"
-import { type Refusal, refuse } from "./answers.js"
+import { refuse } from "./answers.js"
 import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
-import { COLLECTION, ITEM_PREFIX, type Request, type Response } from "./exchange.js"
+import { HISTORY } from "./endpoints.js"
+import { ITEM_PREFIX, type Request, type Response } from "./exchange.js"
 import * as Ownership from "./ownership.js"
-import type * as Shared from "./steps.js"
-
-/** The log's path. */
-export const HISTORY = `${COLLECTION}/history`
-
-/** How telemetry names one route's history and its restore (`http.route`). */
-export const ROUTE_HISTORY = `${COLLECTION}/{id}/history`
-export const RESTORE = `${COLLECTION}/{id}/restore`
+import { type Core, type Failure, fromEither, type Steps, withRoute } from "./steps.js"
 
 /** The header of every write's answer: the revision of its change. */
 export const REVISION_HEADER = "registry-revision"
@@ -34,21 +27,6 @@ export const REVISION_HEADER = "registry-revision"
 /** Entries in one page of the log when the query gives no `limit`, and the most. */
 export const DEFAULT_HISTORY_PAGE = 50
 export const MAX_HISTORY_PAGE = 200
-
-/** The steps of `operations.ts` the log's operations are made of. */
-export interface Steps<Core> extends Shared.Steps<Core, "history" | "restore"> {
-  readonly withRoute: (
-    core: Core,
-    status: number,
-    route: Route.StoredRoute,
-    headers?: Record<string, string>
-  ) => Effect.Effect<Response>
-  readonly repository: (core: Core) => RouteRepository.RouteRepository["Type"]
-  /** The paths the host serves itself: a restore onto one is refused. */
-  readonly hostPaths: (core: Core) => HostPaths.Paths
-  /** Forgets what the core keeps of a route's answers once it changed. */
-  readonly changed: (core: Core, id: string) => void
-}
 
 // --- dry runs and revisions ----------------------------------------------------------------------------------------
 
@@ -208,96 +186,56 @@ export const parseRestore = (body: unknown): Either.Either<number, ReadonlyArray
   return issues.length > 0 ? Either.left(issues.slice(0, MAX_ISSUES)) : Either.right(revision as number)
 }
 
-const fromEither = <A>(either: Either.Either<A, Response>): Effect.Effect<A, Refusal> =>
-  Either.isRight(either) ? Effect.succeed(either.right) : refuse(either.left)
-
 // --- the operations ------------------------------------------------------------------------------------------------
 
-const history = <Core>(steps: Steps<Core>, core: Core, request: Request, routeId: string | undefined) =>
-  steps.run(
-    core,
-    Effect.gen(function*() {
-      yield* steps.authorize(core, request, "routes:read", Answers.READ_SCOPE)
-      const read = steps.repository(core).history
-      if (read === undefined) return yield* refuse(NO_LOG)
-      const query = yield* fromEither(Either.mapLeft(parseQuery(request.query, routeId), Answers.invalidQuery))
-      const page = yield* read(query)
-      // A route's history is not found only when the log holds nothing of it.
-      if (routeId !== undefined && query.before === undefined && page.items.length === 0) {
-        return Answers.routeNotFound(routeId)
-      }
-      const path = (request.base ?? "") + (routeId === undefined ? HISTORY : `${ITEM_PREFIX}${routeId}/history`)
-      return pageAnswer(path, query, routeId !== undefined, page)
-    }),
-    routeId
-  )
+// A page of the log, or of one route's (`routeId`).
+const page = (core: Core, request: Request, routeId: string | undefined): Effect.Effect<Response, Failure> =>
+  Effect.gen(function*() {
+    const read = core.repository.history
+    if (read === undefined) return yield* refuse(NO_LOG)
+    const query = yield* fromEither(Either.mapLeft(parseQuery(request.query, routeId), Answers.invalidQuery))
+    const page = yield* read(query)
+    // A route's history is not found only when the log holds nothing of it.
+    if (routeId !== undefined && query.before === undefined && page.items.length === 0) {
+      return Answers.routeNotFound(routeId)
+    }
+    const path = (request.base ?? "") + (routeId === undefined ? HISTORY : `${ITEM_PREFIX}${routeId}/history`)
+    return pageAnswer(path, query, routeId !== undefined, page)
+  })
 
-const restore = <Core>(steps: Steps<Core>, core: Core, request: Request, id: string) =>
-  steps.run(
-    core,
-    Effect.gen(function*() {
-      const principal = yield* steps.authorize(core, request, "routes:write", Answers.WRITE_SCOPE)
-      const dryRun = yield* fromEither(dryRunOf(request.query))
-      const body = yield* Content.readJson(request, Content.CREATE_TYPES, steps.limits(core))
-      const revision = yield* fromEither(Either.mapLeft(parseRestore(body), invalidRestoreBody))
-      const restoreRoute = steps.repository(core).restore
-      if (restoreRoute === undefined) return yield* refuse(NO_LOG)
-      const precondition = Ownership.guard(principal, Conditional.ifMatch(request.header("if-match")))
-      const restored = (dryRun: boolean) =>
-        restoreRoute(id, revision, precondition, { actor: principal.id, dryRun }).pipe(
-          Effect.catchTag("InvalidRestore", (refused) => refuse(invalidRestore(refused)))
-        )
-      // Where the host serves paths itself, the route the revision holds is seen first (a dry run), so that a restore
-      // onto one of them is refused as a create would be.
-      const hostPaths = steps.hostPaths(core)
-      const seen = hostPaths.entries.length === 0 ? undefined : yield* restored(true)
-      const taken = seen === undefined ? undefined : HostPaths.taking(hostPaths, seen.route.path)
-      if (taken !== undefined) {
-        return yield* refuse(
-          Answers.invalidRoute([{ path: "path", message: HostPaths.taken(seen!.route.path, taken) }])
-        )
-      }
-      const { created, route } = dryRun && seen !== undefined ? seen : yield* restored(dryRun)
-      if (!dryRun) steps.changed(core, id)
-      const headers = revisionHeaders(route.revision, dryRun)
-      return yield* created
-        ? steps.withRoute(core, 201, route, { location: (request.base ?? "") + ITEM_PREFIX + route.id, ...headers })
-        : steps.withRoute(core, 200, route, headers)
-    }),
-    id
-  )
+/** `GET /v1/routing/history`. */
+export const history: Steps = (core, request) => page(core, request, undefined)
 
-/**
- * The answer to a request on one of the log's paths, `undefined` for any other path. Restore is a write: a
- * follower's read-only store answers it `readOnly`.
- */
-export const dispatch = <Core>(
-  steps: Steps<Core>,
-  core: Core,
-  request: Request,
-  readOnly: () => Effect.Effect<Response>,
-  notAllowed: (route: string, allow: string) => Effect.Effect<Response>
-): Effect.Effect<Response> | undefined => {
-  const path = request.path
-  if (path === HISTORY) {
-    return request.method === "GET"
-      ? steps.served(core, request, HISTORY, "history", () => history(steps, core, request, undefined))
-      : notAllowed(HISTORY, "GET")
-  }
-  if (!path.startsWith(ITEM_PREFIX)) return undefined
-  const slash = path.indexOf("/", ITEM_PREFIX.length)
-  if (slash === -1) return undefined
-  const id = path.slice(ITEM_PREFIX.length, slash)
-  const rest = path.slice(slash)
-  if (rest === "/history") {
-    return request.method === "GET"
-      ? steps.served(core, request, ROUTE_HISTORY, "history", () => history(steps, core, request, id))
-      : notAllowed(ROUTE_HISTORY, "GET")
-  }
-  if (rest === "/restore") {
-    if (request.method !== "POST") return notAllowed(RESTORE, "POST")
-    if (steps.repository(core).readOnly === true) return readOnly()
-    return steps.served(core, request, RESTORE, "restore", () => restore(steps, core, request, id))
-  }
-  return undefined
-}
+/** `GET /v1/routing/{id}/history`. */
+export const routeHistory: Steps = (core, request, _, id) => page(core, request, id)
+
+/** `POST /v1/routing/{id}/restore`. */
+export const restore: Steps = (core, request, principal, id) =>
+  Effect.gen(function*() {
+    const dryRun = yield* fromEither(dryRunOf(request.query))
+    const body = yield* Content.readJson(request, Content.CREATE_TYPES, core.limits)
+    const revision = yield* fromEither(Either.mapLeft(parseRestore(body), invalidRestoreBody))
+    const restoreRoute = core.repository.restore
+    if (restoreRoute === undefined) return yield* refuse(NO_LOG)
+    const precondition = Ownership.guard(principal, Conditional.ifMatch(request.header("if-match")))
+    const restored = (dryRun: boolean) =>
+      restoreRoute(id, revision, precondition, { actor: principal.id, dryRun }).pipe(
+        Effect.catchTag("InvalidRestore", (refused) => refuse(invalidRestore(refused)))
+      )
+    // Where the host serves paths itself, the route the revision holds is seen first (a dry run), so that a restore
+    // onto one of them is refused as a create would be.
+    const hostPaths = core.hostPaths
+    const seen = hostPaths.entries.length === 0 ? undefined : yield* restored(true)
+    const taken = seen === undefined ? undefined : HostPaths.taking(hostPaths, seen.route.path)
+    if (taken !== undefined) {
+      return yield* refuse(
+        Answers.invalidRoute([{ path: "path", message: HostPaths.taken(seen!.route.path, taken) }])
+      )
+    }
+    const { created, route } = dryRun && seen !== undefined ? seen : yield* restored(dryRun)
+    if (!dryRun) core.answers?.delete(id)
+    const headers = revisionHeaders(route.revision, dryRun)
+    return yield* created
+      ? withRoute(core, 201, route, { location: (request.base ?? "") + ITEM_PREFIX + route.id, ...headers })
+      : withRoute(core, 200, route, headers)
+  })

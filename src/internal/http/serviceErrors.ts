@@ -1,6 +1,6 @@
 /**
  * The declared errors of the services the core calls (the authenticator and the store), each bound to its answer in
- * one table: an operation's steps fail with them, and `answer` turns each into its problem.
+ * one table: an operation's steps fail with them, and `cases` gives each its problem, for `Effect.catchTags`.
  *
  * @internal
  */
@@ -9,6 +9,7 @@ import type * as Authenticator from "../../Authenticator.js"
 import type * as Problem from "../../Problem.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import * as Answers from "./answers.js"
+import type { Refusal } from "./answers.js"
 import type { Response } from "./exchange.js"
 import * as Idempotency from "./idempotency.js"
 
@@ -27,16 +28,10 @@ export type ServiceError =
   | RouteRepository.TooManyMethods
   | RouteRepository.ReadOnlyStore
 
-/** What an answer may need beyond its error: the configured 503, and the id the request named. */
-export interface Context {
-  readonly unavailable: Response
-  readonly id: string
-}
-
-/** One error's problem: its code, and the answer built from the error. */
+/** One error's problem: its code, and the answer built from the error and the configured 503. */
 export interface Entry<E> {
   readonly code: Problem.Code
-  readonly answer: (error: E, context: Context) => Effect.Effect<Response>
+  readonly answer: (error: E, unavailable: Response) => Response
 }
 
 type Table = { readonly [Tag in ServiceError["_tag"]]: Entry<Extract<ServiceError, { readonly _tag: Tag }>> }
@@ -44,56 +39,50 @@ type Table = { readonly [Tag in ServiceError["_tag"]]: Entry<Extract<ServiceErro
 /** Each declared error, by tag, with its problem. */
 export const table: Table = {
   // Both are logged where the core calls the authenticator (internal/auth/principals.ts), a bounded number of times.
-  InvalidToken: { code: "invalid_token", answer: () => Effect.succeed(Answers.INVALID_TOKEN) },
+  InvalidToken: { code: "invalid_token", answer: () => Answers.INVALID_TOKEN },
   // The key set of a JWT authenticator cannot be fetched.
   AuthenticatorUnavailable: {
     code: "authenticator_unavailable",
-    answer: (error) => Effect.succeed(Answers.authenticatorUnavailable(error.retryAfterMillis))
+    answer: (error) => Answers.authenticatorUnavailable(error.retryAfterMillis)
   },
   // The stored route is outside the prefixes the principal owns (`Ownership.guard`), decided by the store.
-  OutsidePrefixes: {
-    code: "insufficient_scope",
-    answer: (error) => Effect.succeed(Answers.outsidePrefixes(error.path))
-  },
-  RouteNotFound: { code: "route_not_found", answer: (_, { id }) => Effect.succeed(Answers.routeNotFound(id)) },
-  PreconditionFailed: {
-    code: "precondition_failed",
-    answer: (_, { id }) => Effect.succeed(Answers.preconditionFailed(id))
-  },
+  OutsidePrefixes: { code: "insufficient_scope", answer: (error) => Answers.outsidePrefixes(error.path) },
+  // Both name the id of the route the request named, which the store looked up.
+  RouteNotFound: { code: "route_not_found", answer: (error) => Answers.routeNotFound(error.id) },
+  PreconditionFailed: { code: "precondition_failed", answer: (error) => Answers.preconditionFailed(error.id) },
   RouteConflict: {
     code: "route_conflict",
-    answer: (error) => Effect.succeed(Answers.conflict(error.method, error.path, error.conflictingRouteId))
+    answer: (error) => Answers.conflict(error.method, error.path, error.conflictingRouteId)
   },
-  StoreUnavailable: { code: "store_unavailable", answer: (_, { unavailable }) => Effect.succeed(unavailable) },
-  IdempotencyKeyReused: {
-    code: "idempotency_key_reused",
-    answer: (error) => Effect.succeed(Idempotency.keyReused(error.key))
-  },
-  IdempotencyKeyInUse: {
-    code: "idempotency_key_in_use",
-    answer: (error) => Effect.succeed(Idempotency.keyInUse(error.key))
-  },
+  StoreUnavailable: { code: "store_unavailable", answer: (_, unavailable) => unavailable },
+  IdempotencyKeyReused: { code: "idempotency_key_reused", answer: (error) => Idempotency.keyReused(error.key) },
+  IdempotencyKeyInUse: { code: "idempotency_key_in_use", answer: (error) => Idempotency.keyInUse(error.key) },
   TooManyIdempotencyKeys: {
     code: "too_many_idempotency_keys",
-    answer: (error) => Effect.succeed(Answers.tooManyIdempotencyKeys(error))
+    answer: (error) => Answers.tooManyIdempotencyKeys(error)
   },
   TooManyMethods: {
     code: "too_many_methods",
-    answer: (error) => Effect.succeed(Answers.tooManyMethods(error.method, error.limit))
+    answer: (error) => Answers.tooManyMethods(error.method, error.limit)
   },
   // A read-only store the dispatch did not know of (a wrapper that dropped `readOnly`): the same 405.
-  ReadOnlyStore: { code: "method_not_allowed", answer: () => Effect.succeed(Answers.READ_ONLY) }
+  ReadOnlyStore: { code: "method_not_allowed", answer: () => Answers.READ_ONLY }
 }
 
-const isServiceError = (error: unknown): error is ServiceError =>
-  typeof error === "object" && error !== null && Object.hasOwn(table, (error as { _tag?: unknown })._tag as string)
+/** The answers of an operation's steps by the tag they fail with, for `Effect.catchTags`: a refusal carries its own. */
+export type Cases = {
+  readonly [Tag in ServiceError["_tag"] | "Refusal"]: (
+    error: Extract<ServiceError | Refusal, { readonly _tag: Tag }>
+  ) => Effect.Effect<Response>
+}
 
-/**
- * The answer to a declared error; `undefined` for anything else a service fails with (outside its declared errors),
- * which is answered as a defect.
- */
-export const answer = (error: unknown, context: Context): Effect.Effect<Response> | undefined => {
-  if (!isServiceError(error)) return undefined
-  const entry = table[error._tag] as Entry<ServiceError>
-  return entry.answer(error, context)
+/** The answer to each declared error, and to a refusal, with `unavailable` the configured 503: built once per core. */
+export const cases = (unavailable: Response): Cases => {
+  const cases: Record<string, (error: any) => Effect.Effect<Response>> = {
+    Refusal: (refusal: Refusal) => Effect.succeed(refusal.response)
+  }
+  for (const [tag, entry] of Object.entries(table) as Array<[string, Entry<any>]>) {
+    cases[tag] = (error) => Effect.succeed(entry.answer(error, unavailable))
+  }
+  return cases as Cases
 }

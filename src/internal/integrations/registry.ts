@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import { Cause, Effect, Exit, Layer, Logger, LogLevel, Runtime } from "effect"
+import { Cause, Effect, Layer, Logger, LogLevel } from "effect"
 import type * as Authenticator from "../../Authenticator.js"
 import * as Catalog from "../../Catalog.js"
 import * as HostPaths from "../../HostPaths.js"
@@ -15,6 +15,7 @@ import * as RouteTable from "../../RouteTable.js"
 import * as RoutingHandler from "../../RoutingHandler.js"
 import * as Telemetry from "../../Telemetry.js"
 import * as Disposable from "../disposable.js"
+import * as Runner from "../http/runner.js"
 import * as RouterCore from "../router/core.js"
 import * as Otel from "../router/otel.js"
 import * as OtelTracer from "../router/otelTracer.js"
@@ -141,7 +142,7 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
     const table = yield* RouteTable.RouteTable
     const hostPaths = yield* HostPaths.HostPaths
     const lookup = (method: string, target: string) => HostPaths.lookup(hostPaths, table, method, target)
-    const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+    const start = Runner.make(yield* Effect.runtime<never>())
     const core = RouterCore.make<F, M, Chain<F, M>>(
       { handlers, middleware },
       (middleware, handler) => ({ middleware, handler })
@@ -151,11 +152,8 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
       if (typeof chain === "string" && core.firstMiss(chain)) log("warn", RouterCore.missingMessage(chain))
       return chain
     }
-    const run = (effect: Effect.Effect<RoutingHandler.Response>) => {
-      if (!Exit.isExit(effect)) return runPromise(effect).catch(() => RoutingHandler.internalError)
-      const exit = effect as Exit.Exit<RoutingHandler.Response>
-      return Exit.isSuccess(exit) ? exit.value : RoutingHandler.internalError
-    }
+    const run = (effect: Effect.Effect<RoutingHandler.Response>) =>
+      Runner.value(start(effect), RoutingHandler.internalError)
     return { api, lookup, chainOf, run }
   })
 
