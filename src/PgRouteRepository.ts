@@ -14,6 +14,7 @@ import * as Connect from "./internal/pg/connect.js"
 import * as Deadline from "./internal/pg/deadline.js"
 import * as Errors from "./internal/pg/errors.js"
 import * as ChangeFeed from "./internal/pg/feed.js"
+import * as Group from "./internal/pg/group.js"
 import * as Keys from "./internal/pg/keys.js"
 import * as Log from "./internal/pg/log.js"
 import * as PgOptions from "./internal/pg/options.js"
@@ -21,7 +22,6 @@ import * as Restore from "./internal/pg/restore.js"
 import * as Row from "./internal/pg/row.js"
 import * as Schema from "./internal/pg/schema.js"
 import * as Store from "./internal/pg/store.js"
-import * as UpdateBatch from "./internal/pg/updateBatch.js"
 import * as Witness from "./internal/pg/witness.js"
 import * as Actor from "./internal/store/actor.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -121,9 +121,12 @@ export const make = (
     // A read under the store's deadline (a late read changes nothing), and a write in a transaction of its own that
     // is never committed past it (internal/pg/deadline.ts).
     const guard = <A, E>(effect: Effect.Effect<A, E | SqlError>) => deadline.read(Errors.storeErrors(effect))
-    const createBatch = Store.createBatch(store)
     const findBatch = Store.findBatch(store)
-    const updateBatch = UpdateBatch.make(store)
+    // Concurrent changes share a transaction (internal/pg/group.ts); a dry run, and a change in a host's transaction,
+    // run alone.
+    const group = Group.make(store)
+    const grouped = <A, E>(change: Log.Change, inGroup: () => Effect.Effect<A, E>, alone: Effect.Effect<A, E>) =>
+      change.dryRun === true ? alone : Store.unlessInTransaction(Effect.suspend(inGroup), alone)
     const feed = ChangeFeed.make({ pg, sql, settings, columns: store.columns, guard, readMark: store.readMark })
     // A change as its log entry records it: who makes it, and when (read from the clock, as a create's `createdAt`).
     const changeOf = <A, E, R>(
@@ -144,14 +147,11 @@ export const make = (
       create: (input, options) =>
         changeOf(options, (change) => {
           const route = RouteRepository.makeRoute(store.ids, input, change.at.getTime())
-          return Errors.storeErrors(
-            change.dryRun === true
-              ? Log.write(store, Store.create(store, route, change), true, Witness.route(store, change.at))
-              : Store.unlessInTransaction(
-                createBatch({ route, actor: change.actor }),
-                deadline.write(Witness.route(store, change.at))(Store.create(store, route, change))
-              )
-          )
+          return Errors.storeErrors(grouped(
+            change,
+            () => group.create(route, change),
+            Log.write(store, Store.create(store, route, change), change.dryRun, Witness.route(store, change.at))
+          ))
         }).pipe(unlessDry(options, (route) => feed.announce({ upserted: route }))),
       findById: (id) =>
         Store.withRouteId(
@@ -174,18 +174,21 @@ export const make = (
           options,
           (change) =>
             Store.withRouteId(id, (routeId) => {
-              const alone = Store.update(store, routeId, patch, precondition, change)
-              // Concurrent updates share a transaction (internal/pg/updateBatch.ts); a dry run is rolled back alone.
-              return change.dryRun === true
-                ? alone
-                : Store.unlessInTransaction(updateBatch({ id: routeId, patch, precondition, change }), alone)
+              const one: Store.Updating = { id: routeId, patch, precondition, change }
+              return grouped(change, () => group.update(one), Store.update(store, one))
             })
         ).pipe(unlessDry(options, (route) => feed.announce({ upserted: route }))),
       // Removals are what the feed keeps history of, so the process that removes prunes it.
       remove: (id, precondition, options) =>
         changeOf(
           options,
-          (change) => Store.withRouteId(id, (routeId) => Store.remove(store, routeId, precondition, change))
+          (change) =>
+            Store.withRouteId(id, (routeId) =>
+              grouped(
+                change,
+                () => group.remove(routeId, precondition, change),
+                Store.remove(store, routeId, precondition, change)
+              ))
         ).pipe(unlessDry(options, () => Effect.zipRight(feed.announce({ removed: id }), feed.prune))),
       history: (query) => [query.actor].some(holdsNul) ? Effect.succeed(EMPTY_HISTORY) : guard(Log.page(store, query)),
       logAfter: (revision, limit) => guard(Log.after(store, revision, limit)),
@@ -193,7 +196,10 @@ export const make = (
         changeOf(
           options,
           (change) =>
-            Store.withRouteId(id, (routeId) => Restore.restore(store, routeId, revision, precondition, change))
+            Store.withRouteId(id, (routeId) => {
+              const restoring: Restore.Restoring = { id: routeId, revision, precondition, change }
+              return grouped(change, () => group.restore(restoring), Restore.restore(store, restoring))
+            })
         ).pipe(unlessDry(options, ({ route }) => feed.announce({ upserted: route }))),
       changes: feed.changes,
       // Announced only when this call created a route.

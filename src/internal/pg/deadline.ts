@@ -58,16 +58,20 @@ export interface Options {
 }
 
 export interface Deadline {
+  /** The failure of an operation past its deadline. */
+  readonly timedOut: () => RouteRepository.StoreUnavailable
   /** The text every read statement of the store starts with (as `sql.literal`), by which a late one is found. */
   readonly mark: string
   /** Runs a read, failing with `timedOut()` if it has not finished by the deadline; the statement is then cancelled. */
   readonly read: <A, E>(effect: Effect.Effect<A, E>) => Effect.Effect<A, E | RouteRepository.StoreUnavailable>
   /**
    * Runs `work`'s statements as one transaction (or savepoint, in a host's transaction) under the deadline, settled by
-   * `witness` if its `COMMIT` goes unanswered.
+   * `witness` if its `COMMIT` goes unanswered. The deadline runs from `since` (the `Clock`'s milliseconds) when given:
+   * a group of changes (internal/pg/group.ts) keeps its first member's.
    */
   readonly write: <A>(
-    witness: Witness<A>
+    witness: Witness<A>,
+    since?: number
   ) => <B extends A, E>(
     work: Effect.Effect<B, E | SqlError>
   ) => Effect.Effect<B, E | SqlError | RouteRepository.StoreUnavailable>
@@ -357,12 +361,13 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
 
   // The deadline and its backstop are Node timers, as `read`'s is; the time left for the statements is read from the
   // `Clock`.
-  const write = <A>(witness: Witness<A>) => <B extends A, E>(work: Effect.Effect<B, E | SqlError>) =>
+  const write = <A>(witness: Witness<A>, since?: number) => <B extends A, E>(work: Effect.Effect<B, E | SqlError>) =>
     Effect.flatMap(
       Effect.zip(Effect.runtime<never>(), Effect.clock),
       ([runtime, clock]) =>
         Effect.async<B, E | SqlError | RouteRepository.StoreUnavailable>((resume) => {
-          const startedAt = clock.unsafeCurrentTimeMillis()
+          const startedAt = since ?? clock.unsafeCurrentTimeMillis()
+          const left = millis - (clock.unsafeCurrentTimeMillis() - startedAt)
           const remaining = () => Math.max(1, Math.ceil(millis - (clock.unsafeCurrentTimeMillis() - startedAt)))
           const host = Context.getOption(runtime.context, SqlClient.TransactionConnection)
           const state: State = {
@@ -390,7 +395,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
               state.phase = "abandoned"
               answer(Exit.fail(state.readOnly ? readOnly() : timedOut()))
             }
-          }, millis)
+          }, left)
           const backstop = setTimeout(() => {
             // The connection has not answered at all since the deadline.
             if (state.phase === "committing") {
@@ -403,7 +408,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
                 )
               ))
             }
-          }, millis + grace)
+          }, left + grace)
           const fiber = run(
             host._tag === "Some" ? inHost(host.value[0], work, state, remaining) : own(work, witness, state, remaining)
           )
@@ -425,5 +430,5 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
         })
     )
 
-  return { mark, read, write }
+  return { mark, read, timedOut, write }
 }

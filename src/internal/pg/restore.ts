@@ -30,21 +30,30 @@ const holder = ({ settings, sql }: Store.Store, id: string, method: string, path
     (rows) => rows[0]?.id
   )
 
+/** A restore: the route, the change of its log whose outcome it takes again, its precondition, and who makes it. */
+export interface Restoring {
+  readonly id: Route.RouteId
+  readonly revision: number
+  readonly precondition: Precondition | undefined
+  readonly change: Log.Change
+}
+
+/** The change as the restore's log entry records it. */
+const changeOf = ({ change, revision }: Restoring): Log.Change => ({ ...change, restoredFrom: revision })
+
 /**
- * Makes the route what it was right after the change at `revision`, in one transaction holding the counter: the
- * route updated, or, when it was deleted, created again with a new id and `createdAt`.
+ * Makes the route what it was right after the change at `revision`, in the caller's transaction, which it makes hold
+ * the counter: the route updated, or, when it was deleted, created again with a new id and `createdAt`. The method
+ * bound's refusal is the database's error, which ends the transaction (or savepoint): `tooManyMethods` answers it.
  */
-export const restore = (
+export const restoreStep = (
   store: Store.Store,
-  id: Route.RouteId,
-  revision: number,
-  precondition: Precondition | undefined,
-  given: Log.Change
-): Effect.Effect<Restored, WriteError | InvalidRestore | SqlError> => {
-  const change: Log.Change = { ...given, restoredFrom: revision }
-  let method = ""
-  const work = Effect.gen(function*() {
-    const base = yield* Log.lock(store)
+  restoring: Restoring
+): Effect.Effect<Restored, Store.UpdateError | InvalidRestore | RouteConflict | SqlError> => {
+  const { id, precondition, revision } = restoring
+  const change = changeOf(restoring)
+  return Effect.gen(function*() {
+    yield* Log.lock(store)
     const target = Number.isSafeInteger(revision) ? yield* Log.entryAt(store, revision) : undefined
     if (target === undefined || target.routeId !== id) {
       const known = (yield* Log.holds(store, id)) || (yield* Store.readRoute(store, id)) !== undefined
@@ -52,7 +61,6 @@ export const restore = (
     }
     if (target.after === null) return yield* new InvalidRestore({ id, revision, reason: "deleted" })
     const fields = restoredFields(target.after)
-    method = fields.method
     const row = yield* Store.readRoute(store, id)
     const current = row === undefined ? undefined : Row.decode(row)
     const barred = current === undefined ? undefined : barredBy(precondition, current)
@@ -69,13 +77,43 @@ export const restore = (
       return yield* new RouteConflict({ method: fields.method, path: fields.path, conflictingRouteId: held })
     }
     if (current !== undefined) {
-      const rows = yield* Store.updateStatement(store, id, fields, undefined, base, change)
+      const rows = yield* Store.updateStatement(store, { id, patch: fields, precondition: undefined, change })
       return { route: Row.decode(rows[0]!), created: false }
     }
     const route = makeRoute(store.ids, fields, change.at.getTime())
-    return { route: yield* Store.create(store, route, change), created: true }
+    return { route: yield* Store.insert(store, route, change), created: true }
   })
-  return Log.write(store, work, change.dryRun, ({ route }) => Witness.route(store, change.at)(route)).pipe(
-    Effect.catchIf(store.isMethodLimit, () => Effect.fail(new TooManyMethods({ method, limit: MAX_METHODS })))
-  )
 }
+
+/** The witness entry of a restore that answered `route`. */
+export const restored = (restoring: Restoring) => ({ route }: Restored) => [
+  { revision: route.revision, routeId: route.id, at: restoring.change.at }
+]
+
+/**
+ * What a restore the method bound refused answers once its transaction (or savepoint) is undone: the method is the one
+ * the log's entry holds. `undefined` for any other error.
+ */
+export const tooManyMethods = (store: Store.Store, { revision }: Restoring, error: unknown) =>
+  store.isMethodLimit(error)
+    ? Effect.flatMap(
+      Log.entryAt(store, revision),
+      (entry) => Effect.fail(new TooManyMethods({ method: entry?.after?.method ?? "", limit: MAX_METHODS }))
+    )
+    : undefined
+
+/** `restoreStep` in a transaction of its own (or a savepoint of the host's). */
+export const restore = (
+  store: Store.Store,
+  restoring: Restoring
+): Effect.Effect<Restored, WriteError | InvalidRestore | SqlError> =>
+  Effect.catchIf(
+    Log.write(
+      store,
+      restoreStep(store, restoring),
+      restoring.change.dryRun,
+      (answer) => Witness.logged(store, restored(restoring)(answer))
+    ),
+    store.isMethodLimit,
+    (error) => store.deadline.read(tooManyMethods(store, restoring, error)!)
+  )

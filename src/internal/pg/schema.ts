@@ -16,21 +16,9 @@ import * as Options from "./options.js"
  * apply the same DDL.
  */
 export const migrations = (options: Options.Options = {}) => {
-  const {
-    counter,
-    feed,
-    history,
-    idempotencyKeys,
-    limits,
-    methodBoundFunction,
-    qualified,
-    removalFunction,
-    removals,
-    searchFunction,
-    sequence,
-    stampFunction,
-    table
-  } = Options.resolveOrThrow(options)
+  const settings = Options.resolveOrThrow(options)
+  const { counter, feed, history, idempotencyKeys, limits, methodBoundFunction, qualified, table } = settings
+  const { removalFunction, removals, searchFunction, sequence, stampFunction } = settings
   const routeJson = (sql: SqlClient.SqlClient) =>
     sql`jsonb_build_object('id', id, 'method', method, 'path', path, 'middleware', to_jsonb(middleware),
       'handler', handler, 'createdAt', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
@@ -257,27 +245,23 @@ export const uninstall = (
   options: Options.Options = {}
 ): Effect.Effect<void, StoreUnavailable, SqlClient.SqlClient> =>
   Effect.gen(function*() {
-    const {
-      counter,
-      feed,
-      history,
-      idempotencyKeys,
-      limits,
-      methodBoundFunction,
-      migrationsTable,
-      qualified,
-      removalFunction,
-      removals,
-      searchFunction,
-      stampFunction
-    } = yield* Effect.orDie(Options.resolve(options))
+    const settings = yield* Effect.orDie(Options.resolve(options))
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const tables = [
+      settings.qualified,
+      settings.removals,
+      settings.feed,
+      settings.idempotencyKeys,
+      settings.limits,
+      settings.history,
+      settings.counter,
+      settings.migrationsTable
+    ]
+    const functions = [settings.stampFunction, settings.removalFunction, settings.methodBoundFunction]
     yield* Effect.all([
-      sql`DROP TABLE IF EXISTS ${sql(qualified)}, ${sql(removals)}, ${sql(feed)}, ${sql(idempotencyKeys)}, ${
-        sql(limits)
-      }, ${sql(history)}, ${sql(counter)}, ${sql(migrationsTable)}`,
-      sql`DROP FUNCTION IF EXISTS ${sql(stampFunction)}(), ${sql(removalFunction)}(), ${sql(methodBoundFunction)}(), ${
-        sql(searchFunction)
+      sql`DROP TABLE IF EXISTS ${sql.csv(tables.map((name) => sql`${sql(name)}`))}`,
+      sql`DROP FUNCTION IF EXISTS ${sql.csv(functions.map((name) => sql`${sql(name)}()`))}, ${
+        sql(settings.searchFunction)
       }(text, text, text[])`
     ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
   })

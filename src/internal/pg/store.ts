@@ -60,7 +60,10 @@ export const tooManyMethods = (method: string) => Effect.fail(new TooManyMethods
 
 // The conflict with the route that holds the method and shape, or, when none does any more (it moved or went away
 // between the refusal and the read), the operation again.
-export const conflictOr = <A, E>(holders: ReadonlyArray<Holder>, retry: () => Effect.Effect<A, E>) =>
+export const conflictOr = <A, E>(
+  holders: ReadonlyArray<Holder>,
+  retry: () => Effect.Effect<A, E>
+): Effect.Effect<A, E | RouteConflict> =>
   holders.length === 0
     ? retry()
     : Effect.fail(
@@ -113,18 +116,20 @@ const decide = <A, E>(
  * (`Log.locked`: no other writer of the store can commit until this transaction does); the unique index decides
  * conflicts: of concurrent inserts of one shape exactly one returns. Runs in the caller's transaction. Nothing in it
  * reads what another writer may have committed while it waited for the lock, but through the unique index (which
- * sees it), so its snapshot, taken before the wait, is never stale where it matters.
+ * sees it), so its snapshot, taken before the wait, is never stale where it matters. The method bound's refusal is
+ * the database's error, which ends the transaction (`create` answers it).
  */
-export const create = (
+export const insert = (
   store: Store,
   route: Route.Route,
   change: Log.Change
-): Effect.Effect<Route.StoredRoute, CreateError | SqlError> => {
-  const { columns, isMethodLimit, settings, sql } = store
+): Effect.Effect<Route.StoredRoute, RouteConflict | SqlError> => {
+  const { columns, settings, sql } = store
   const table = sql(settings.qualified)
   const shape = Route.shapeOf(route.path)
   const base = sql`(SELECT revision FROM locked)`
-  return sql<Row.RouteRow>`
+  return Effect.flatMap(
+    sql<Row.RouteRow>`
     WITH ${Log.locked(store)},
     changed AS (
       INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
@@ -134,15 +139,14 @@ export const create = (
       RETURNING ${columns}
     ),
     ${
-    Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, {
-      before: undefined,
-      after: "changed"
-    })
-  },
+      Log.logOne(store, change.restoredFrom === undefined ? "create" : "restore", change, {
+        before: undefined,
+        after: "changed"
+      })
+    },
     ${Log.advance(store, base, change.dryRun)}
-    SELECT ${columns} FROM changed`.pipe(
-    Effect.catchIf(isMethodLimit, () => tooManyMethods(route.method)),
-    Effect.flatMap((inserted) =>
+    SELECT ${columns} FROM changed`,
+    (inserted) =>
       inserted.length > 0
         ? Effect.succeed(Row.decode(inserted[0]!))
         : Effect.flatMap(
@@ -150,27 +154,37 @@ export const create = (
           (holders) =>
             conflictOr(
               holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
-              () => create(store, route, change)
+              () => insert(store, route, change)
             )
         )
-    )
   )
+}
+
+/** `insert`, with the method bound's refusal answered `TooManyMethods`. */
+export const create = (
+  store: Store,
+  route: Route.Route,
+  change: Log.Change
+): Effect.Effect<Route.StoredRoute, CreateError | SqlError> =>
+  Effect.catchIf(insert(store, route, change), store.isMethodLimit, () => tooManyMethods(route.method))
+
+/** An update: which route, the fields it replaces, its precondition, and the change as its log entry records it. */
+export interface Updating {
+  readonly id: Route.RouteId
+  readonly patch: Route.RoutePatch
+  readonly precondition: Precondition | undefined
+  readonly change: Log.Change
 }
 
 /**
  * The statement that replaces the fields `patch` gives, checks the precondition, writes only a real change, and logs
- * it, at the revision after `base`. Run in a transaction that holds the counter (`Log.lock`).
+ * it, at the revision after the counter's. Run in a transaction that already holds the counter (`Log.lock`), so that
+ * its snapshot (`old`, the entry's `before`) is taken after every change committed before it.
  */
-export const updateStatement = (
-  store: Store,
-  id: Route.RouteId,
-  patch: Route.RoutePatch,
-  precondition: Precondition | undefined,
-  base: number,
-  change: Log.Change
-) => {
+export const updateStatement = (store: Store, { change, id, patch, precondition }: Updating) => {
   const { columns, settings, sql } = store
   const table = sql(settings.qualified)
+  const base = sql`(SELECT revision FROM locked)`
   const given: Array<readonly [column: string, value: unknown]> = []
   if (patch.method !== undefined) given.push(["method", patch.method])
   if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", Route.shapeOf(patch.path)])
@@ -179,10 +193,11 @@ export const updateStatement = (
   const action = change.restoredFrom === undefined ? "update" : "restore"
   // One statement checks the precondition, writes only a real change and logs it; the unique index decides conflicts.
   return sql<Row.RouteRow>`
-    WITH old AS (SELECT ${columns} FROM ${table} WHERE id = ${id}),
+    WITH ${Log.locked(store)},
+    old AS (SELECT ${columns} FROM ${table} WHERE id = ${id}),
     changed AS (
       UPDATE ${table} SET ${sql.csv(given.map(([column, value]) => sql`${sql(column)} = ${value}`))},
-        revision = ${base + 1}
+        revision = ${base} + 1
       WHERE id = ${id} ${revisionIn(store, precondition)}
         AND ${sql.or(given.map(([column, value]) => sql`${value} IS DISTINCT FROM ${sql(column)}`))}
       RETURNING ${columns}
@@ -212,30 +227,24 @@ export const holderOf = (
     WHERE self.id = ${id}`
 }
 
+/** The failures of an update, besides the database's. */
+export type UpdateError = RouteNotFound | OutsidePrefixes | PreconditionFailed
+
 /**
- * The update in a transaction that holds the counter at `base` (`Log.lock`): the statement and, when it changed
- * nothing, why. A refusal by the method bound or the unique index fails with the database's error, which ends the
- * transaction (or the savepoint it runs in).
+ * The update in a transaction that holds the counter (`Log.lock`): the statement and, when it changed nothing, why. A
+ * refusal by the method bound or the unique index fails with the database's error, which ends the transaction (or the
+ * savepoint it runs in): `refusedUpdate` answers it.
  */
-export const updateStep = (
-  store: Store,
-  id: Route.RouteId,
-  patch: Route.RoutePatch,
-  precondition: Precondition | undefined,
-  base: number,
-  change: Log.Change
-): Effect.Effect<Route.StoredRoute, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> => {
+export const updateStep = (store: Store, one: Updating): Effect.Effect<Route.StoredRoute, UpdateError | SqlError> => {
+  const { id, patch, precondition } = one
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
   const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
     patch.handler === undefined
-  const attempt = (): Effect.Effect<
-    Route.StoredRoute,
-    RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError
-  > =>
+  const attempt = (): Effect.Effect<Route.StoredRoute, UpdateError | SqlError> =>
     empty ?
       decide(store, id, precondition, unchanged, attempt) :
       Effect.flatMap(
-        updateStatement(store, id, patch, precondition, base, change),
+        updateStatement(store, one),
         (rows) =>
           rows.length > 0
             ? Effect.succeed(Row.decode(rows[0]!))
@@ -244,67 +253,90 @@ export const updateStep = (
   return attempt()
 }
 
-/** Replaces the fields `patch` gives, checking the precondition and writing (and logging) only a real change. */
-export const update = (
+/**
+ * What an update the database refused answers, once its transaction (or savepoint) is undone: `TooManyMethods` for the
+ * method bound; for the unique index, the conflict with the route that holds the shape, read by `read`, or, when none
+ * does any more, the update `again`. `undefined` for any other error.
+ */
+export const refusedUpdate = <A, E>(
   store: Store,
-  id: Route.RouteId,
-  patch: Route.RoutePatch,
-  precondition: Precondition | undefined,
-  change: Log.Change
-): Effect.Effect<Route.StoredRoute, WriteError | SqlError> =>
+  { id, patch }: Updating,
+  error: unknown,
+  read: <B, F>(effect: Effect.Effect<B, F | SqlError>) => Effect.Effect<B, F | SqlError | StoreUnavailable>,
+  again: () => Effect.Effect<A, E>
+): Effect.Effect<A, E | CreateError | SqlError | StoreUnavailable> | undefined =>
+  store.isMethodLimit(error)
+    ? tooManyMethods(patch.method!)
+    : store.isShapeConflict(error)
+    ? Effect.flatMap(read(holderOf(store, id, patch)), (holders) => conflictOr(holders, again))
+    : undefined
+
+/** Replaces the fields `patch` gives, checking the precondition and writing (and logging) only a real change. */
+export const update = (store: Store, one: Updating): Effect.Effect<Route.StoredRoute, WriteError | SqlError> =>
   // A refusal by the method bound or the unique index ends the transaction: both are answered after it.
-  Log.write(
-    store,
-    Effect.flatMap(Log.lock(store), (base) => updateStep(store, id, patch, precondition, base, change)),
-    change.dryRun,
-    Witness.route(store, change.at)
-  ).pipe(
-    Effect.catchIf(store.isMethodLimit, () => tooManyMethods(patch.method!)),
-    Effect.catchIf(
-      store.isShapeConflict,
-      () =>
-        Effect.flatMap(
-          store.deadline.read(holderOf(store, id, patch)),
-          (holders) => conflictOr(holders, () => update(store, id, patch, precondition, change))
-        )
-    )
+  Effect.catchIf(
+    Log.write(
+      store,
+      Effect.zipRight(Log.lock(store), updateStep(store, one)),
+      one.change.dryRun,
+      Witness.route(store, one.change.at)
+    ),
+    (error) => store.isMethodLimit(error) || store.isShapeConflict(error),
+    (error) => refusedUpdate(store, one, error, store.deadline.read, () => update(store, one))!
   )
 
 /**
  * Removes the route, checking the precondition, and logs it; gives the removal's revision. One statement that locks
  * the counter first of all (`Log.locked`, a condition on no row, which the database checks before it reads any row),
  * then the route's row: the order every writer of the store takes them in. What it logs is the row as the delete
- * found it once it held it, never its snapshot's.
+ * found it once it held it, never its snapshot's. Runs in the caller's transaction.
  */
+export const removeStep = (
+  store: Store,
+  id: Route.RouteId,
+  precondition: Precondition | undefined,
+  change: Log.Change
+): Effect.Effect<number, UpdateError | SqlError> => {
+  const { settings, sql } = store
+  const table = sql(settings.qualified)
+  const base = sql`(SELECT revision FROM locked)`
+  const attempt: Effect.Effect<number, UpdateError | SqlError> = Effect.flatMap(
+    // A delete is a change too: it takes a revision, which the log records.
+    sql<{ revision: string }>`
+      WITH ${Log.locked(store)},
+      changed AS (
+        DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
+        RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision
+      ),
+      ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
+      ${Log.advance(store, base, change.dryRun)}
+      SELECT revision FROM changed`,
+    (deleted) =>
+      deleted.length > 0 ?
+        Effect.succeed(Number(deleted[0]!.revision)) :
+        decide(store, id, precondition, () => undefined, () => attempt)
+  )
+  return attempt
+}
+
+/** The witness entry of a removal that answered `revision`. */
+export const removed = (id: Route.RouteId, change: Log.Change) => (revision: number) => [
+  { revision, routeId: id, at: change.at }
+]
+
+/** `removeStep` in a transaction of its own (or a savepoint of the host's). */
 export const remove = (
   store: Store,
   id: Route.RouteId,
   precondition: Precondition | undefined,
   change: Log.Change
-): Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | StoreUnavailable | SqlError> => {
-  const { settings, sql } = store
-  const table = sql(settings.qualified)
-  const base = sql`(SELECT revision FROM locked)`
-  const attempt: Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> = Effect
-    .flatMap(
-      // A delete is a change too: it takes a revision, which the log records.
-      sql<{ revision: string }>`
-        WITH ${Log.locked(store)},
-        changed AS (
-          DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
-          RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision
-        ),
-        ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
-        ${Log.advance(store, base, change.dryRun)}
-        SELECT revision FROM changed`,
-      (deleted) =>
-        deleted.length > 0 ?
-          Effect.succeed(Number(deleted[0]!.revision)) :
-          decide(store, id, precondition, () => undefined, () => attempt)
-    )
-  const witness = (revision: number) => Witness.logged(store, [{ revision, routeId: id, at: change.at }])
-  return Log.write(store, attempt, change.dryRun, witness)
-}
+): Effect.Effect<number, UpdateError | StoreUnavailable | SqlError> =>
+  Log.write(
+    store,
+    removeStep(store, id, precondition, change),
+    change.dryRun,
+    (revision) => Witness.logged(store, removed(id, change)(revision))
+  )
 
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -339,93 +371,6 @@ export const list = ({ columns, readMark, settings, sql }: Store, query: ListQue
     sql<Row.RouteRow>`${readMark}
       SELECT ${columns} FROM ${table} WHERE ${sql.and(conditions)} ORDER BY id LIMIT ${query.limit + 1}`,
     (rows): Page => ({ items: rows.slice(0, query.limit).map(Row.decode), hasMore: rows.length > query.limit })
-  )
-}
-
-/** A create waiting for its batch: the route, and who makes it. */
-export interface Creating {
-  readonly route: Route.Route
-  readonly actor: string | null
-}
-
-// Creates and reads made at the same moment outside a host's transaction share one statement each (a batch per turn
-// of the event loop), so concurrent clients share round trips and commits. The batch's one statement locks the
-// counter first of all (`Log.locked`, as a lone create does), so no other writer of the store commits while it runs: a
-// route of a method and shape stored, or given earlier in the batch, is left out of the insert and takes the
-// single-route path, which names the holder; the others take the revisions after the counter's in their order, and
-// their log entries, in the same statement. A shape another writer committed while the statement waited for the lock
-// is not in its snapshot: the unique index, which sees it, leaves that row out (`ON CONFLICT DO NOTHING`), its
-// revision is skipped, and the counter takes the largest written. A row refused by the method bound fails the whole
-// statement: then each route takes the single-route path in a transaction of its own, and only that one is refused.
-// Rows of methods not stored yet go first, so a batch waits for the bound's lock before it holds rows another writer
-// could wait for (each waiting for the other would deadlock). Both checks on stored rows are scalar subqueries, an
-// index probe per row of the batch: as `[NOT] EXISTS` the planner may hash the whole table instead, which took 3 ms of
-// a 50-row batch's 10 at 13,000 routes and grows with the table (docs/performance.md).
-export const createBatch = (store: Store) => {
-  const { columns, deadline, isMethodLimit, settings, sql } = store
-  const table = sql(settings.qualified)
-  const alone = ({ actor, route }: Creating) => create(store, route, { actor, at: route.createdAt })
-  const aloneWritten = (one: Creating) => deadline.write(Witness.route(store, one.route.createdAt))(alone(one))
-  return Batch.make((creating: ReadonlyArray<Creating>) =>
-    // A create alone in its turn takes the single-route path: one statement, the lock in it.
-    creating.length === 1 ?
-      Effect.map(Effect.exit(aloneWritten(creating[0]!)), (exit) => [exit]) :
-      deadline.write(Witness.routes(store, (i) => creating[i]!.route.createdAt))(Effect.gen(function*() {
-        const base = sql`(SELECT revision FROM locked)`
-        const rows = creating.map(({ actor, route }, ord) => ({ ...Row.encodeInsert(route, ord), actor }))
-        const inserted = yield* sql<Row.RouteRow>`
-        WITH ${Log.locked(store)},
-        input AS (
-          SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
-            ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
-            created_at timestamptz, actor text
-          )
-        ),
-        fresh AS (
-          SELECT DISTINCT ON (method, path_shape) * FROM input
-          WHERE (
-            SELECT true FROM ${table} AS stored
-            WHERE stored.method = input.method AND stored.path_shape = input.path_shape LIMIT 1
-          ) IS NULL
-          ORDER BY method, path_shape, ord
-        ),
-        numbered AS (SELECT *, ${base}::bigint + row_number() OVER (ORDER BY ord) AS revision FROM fresh),
-        changed AS (
-          INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
-          SELECT id, method, path, path_shape, middleware, handler, created_at, revision FROM numbered
-          ORDER BY (SELECT true FROM ${table} AS stored WHERE stored.method = numbered.method LIMIT 1) IS NOT NULL, ord
-          ON CONFLICT (method, path_shape) DO NOTHING
-          RETURNING ${columns}
-        ),
-        logged AS (
-          INSERT INTO ${sql(settings.history)} (revision, at, actor, action, route_id, before, after)
-          SELECT changed.revision, changed.created_at, numbered.actor, 'create', changed.id, NULL,
-            ${Log.routeJson(sql, "changed")}
-          FROM changed JOIN numbered ON numbered.id = changed.id
-        ),
-        ${Log.advance(store, base, false, true)}
-        SELECT ${columns} FROM changed`
-        const stored = new Map(inserted.map((row) => [row.id, Row.decode(row)]))
-        // A conflict fails its own create; any other failure has ended the transaction, and fails the batch.
-        return yield* Effect.forEach(creating, (one) => {
-          const created = stored.get(one.route.id)
-          if (created !== undefined) return Effect.succeed(Exit.succeed(created))
-          return alone(one).pipe(
-            Effect.map((route): Exit.Exit<Route.StoredRoute, CreateError> => Exit.succeed(route)),
-            Effect.catchTag("RouteConflict", (conflict) => Effect.succeed(Exit.fail(conflict)))
-          )
-        })
-      })).pipe(
-        // The method bound refused a row: the whole statement and its transaction are undone. Each route then takes a
-        // transaction of its own, and only the ones past the bound are refused.
-        Effect.catchIf(
-          isMethodLimit,
-          () =>
-            Effect.forEach(creating, (one) => Effect.exit(aloneWritten(one)), {
-              concurrency: "unbounded"
-            })
-        )
-      )
   )
 }
 
