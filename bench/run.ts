@@ -1,7 +1,8 @@
 /**
  * The benchmark: `node --import tsx bench/run.ts [--quick] [--rounds N] [--duration SECONDS] [--only IDS]`, where IDS
  * is a comma-separated list of parts to run (get, mix, post, pg-get, pg-mix, pg-post, router, which also runs
- * router-github; memory, the heap per stored route; table, the route table against radix routers by bench/table.ts);
+ * router-github; memory, the heap per stored route; table, the route table against radix routers by bench/table.ts;
+ * writes, creates, updates and deletes per second on Postgres against its peers by bench/writes.ts, with DATABASE_URL);
  * all of them without `--only`. IDS
  * may also name servers (lean-node, fastify-plain, ours-node, npm-start, …): each scenario then runs only those and
  * its reference, and with no part named, every scenario that has one of them runs. npm-start is the example host run
@@ -257,7 +258,7 @@ const scenarios = allScenarios
       servers: scenario.servers.filter((name) => onlyServers.includes(name) || name === scenario.reference)
     }
   )
-const selected = (part: "memory" | "table") => onlyParts === undefined || onlyParts.includes(part)
+const selected = (part: "memory" | "table" | "writes") => onlyParts === undefined || onlyParts.includes(part)
 const libraryEntries = new Set(servers.filter((spec) => spec.library === true).map((spec) => spec.name))
 
 interface Target {
@@ -713,6 +714,20 @@ const runTable = (): { readonly file: string } => {
   return { file }
 }
 
+/**
+ * bench/writes.ts (its servers pinned to core 1, its callers to core 0, as it does itself), once the HTTP servers
+ * are stopped: it prints its own table.
+ */
+const runWrites = (): void => {
+  console.log(`writes on Postgres (bench/writes.ts${QUICK ? " --seconds 1" : ""})`)
+  const child = spawnSync(
+    process.execPath,
+    ["--import", "tsx", "bench/writes.ts", ...(QUICK ? ["--seconds", "1"] : [])],
+    { cwd: ROOT, env: process.env, stdio: "inherit" }
+  )
+  if (child.status !== 0) throw new Error(`bench/writes.ts failed (exit ${child.status})`)
+}
+
 const ratio = (result: ScenarioResult, server: string, reference: string): number | undefined => {
   const ours = result.rounds[server]
   const theirs = result.rounds[reference]
@@ -842,6 +857,7 @@ const main = async () => {
 
   const heap = selected("memory") ? await measureMemory() : undefined
   const table = selected("table") ? runTable() : undefined
+  if (selected("writes") && DATABASE_URL !== undefined) runWrites()
 
   // The table: a line per server and scenario, with its ratio to the scenario's reference and to every target's.
   const rows: Array<Row> = []
