@@ -27,6 +27,7 @@ export const keepSnapshot = (state: Follower.State, file: string): Effect.Effect
   Effect.gen(function*() {
     const writer = yield* SnapshotFile.writer(file, () => Follower.capture(state))
     state.persist = writer.changed
+    writer.changed() // what the follower applied before the writer was there: its first table
     yield* Effect.addFinalizer(() => writer.final)
     yield* Effect.forkScoped(writer.run)
   })

@@ -22,7 +22,6 @@ export const of = (status: Status | undefined): string =>
     ? CURRENT
     : `: stale ${Math.min(MAX_STALE, Math.max(0, Math.round(status.stalenessMillis)))}\n\n`
 
-
 const STALE = /^stale (\d{1,15})$/
 
 /**

@@ -28,7 +28,6 @@ export interface Status {
 /** Where the table's routes came from: `RouteTable.Status` documents each. */
 export type Source = "registry" | "database" | "snapshot" | "bootstrap"
 
-
 /** When the table was last confirmed equal to the store, and whether the last try to confirm it failed. */
 interface Confirmed {
   at: number

@@ -111,17 +111,23 @@ export const decode = (bytes: Buffer, kind: Kind): Either.Either<Snapshot, strin
   const format = (parsed as { format?: unknown } | null)?.format
   const version = (parsed as { version?: unknown } | null)?.version
   if (format !== FORMAT) return Either.left(`foreign format: not a route-registry snapshot (${JSON.stringify(format)})`)
-  if (version !== VERSION) return Either.left(`foreign format: version ${String(version)}, this release reads ${VERSION}`)
+  if (version !== VERSION) {
+    return Either.left(`foreign format: version ${String(version)}, this release reads ${VERSION}`)
+  }
   if (!isHeader(parsed)) return Either.left("corrupt: the header lacks a field or has one of the wrong type")
   const header = parsed
   if (header.kind !== kind) return Either.left(`written by a ${header.kind} process, not a ${kind}'s`)
   const body = bytes.subarray(newline + 1)
   if (body.length < header.bytes) return Either.left(`truncated: ${body.length} of ${header.bytes} bytes`)
-  if (body.length > header.bytes) return Either.left(`corrupt: ${body.length} bytes where the header says ${header.bytes}`)
+  if (body.length > header.bytes) {
+    return Either.left(`corrupt: ${body.length} bytes where the header says ${header.bytes}`)
+  }
   if (createHash("sha256").update(body).digest("hex") !== header.sha256) return Either.left("checksum mismatch")
   const lines = body.toString("utf8").split("\n")
   lines.pop() // the body ends with a newline
-  if (lines.length !== header.routes) return Either.left(`corrupt: ${lines.length} routes, the header says ${header.routes}`)
+  if (lines.length !== header.routes) {
+    return Either.left(`corrupt: ${lines.length} routes, the header says ${header.routes}`)
+  }
   const entries: Array<Entry> = []
   for (let i = 0; i < lines.length; i++) {
     const entry = entryOf(lines[i]!)
@@ -246,7 +252,9 @@ export const writer = (file: string, capture: () => Content | undefined): Effect
     })
     return {
       changed: () => void Queue.unsafeOffer(cue, undefined),
-      run: Effect.forever(Effect.zipRight(Effect.zipRight(Queue.take(cue), once), Effect.sleep(Duration.millis(INTERVAL_MILLIS)))),
+      run: Effect.forever(
+        Effect.zipRight(Effect.zipRight(Queue.take(cue), once), Effect.sleep(Duration.millis(INTERVAL_MILLIS)))
+      ),
       final: once
     }
   })
