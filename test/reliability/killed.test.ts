@@ -1,0 +1,48 @@
+/**
+ * CONTRACT §19 with real processes: a follower (`npm start` with FOLLOW_URL and SNAPSHOT_FILE) is killed with
+ * SIGKILL at random instants, 20 times, while a writer pours creates and deletes into its registry. After every kill
+ * the snapshot on disk is a complete table of one revision, exactly the registry's then, and every restart routes from
+ * it (test/utils/killLoop.ts; bench/resilience.ts does it 200 times). Then the last follower catches up with the
+ * registry with no reset.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as KillLoop from "../utils/killLoop.js"
+import * as Spawned from "../utils/spawned.js"
+
+const TOKEN = "killed-test-token"
+
+describe("a follower killed with SIGKILL while changes pour in", () => {
+  it("leaves a complete snapshot of some revision after every kill, and every restart routes from it", async () => {
+    const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "route-registry-killed-"))
+    const registry = await Spawned.start("examples/server.ts", { ROUTING_ADMIN_TOKENS: TOKEN, DASHBOARD: "0" })
+    try {
+      const outcome = await KillLoop.run({
+        kills: 20,
+        token: TOKEN,
+        registry: registry.origin,
+        snapshotFile: Path.join(dir, "table.snapshot"),
+        maxLifeMillis: 2_500,
+        startFollower: async (snapshotFile) => {
+          const follower = await Spawned.start("examples/server.ts", {
+            FOLLOW_URL: registry.origin,
+            FOLLOW_TOKEN: TOKEN,
+            SNAPSHOT_FILE: snapshotFile,
+            ROUTING_READ_TOKENS: TOKEN,
+            DASHBOARD: "0"
+          })
+          return { origin: follower.origin, output: follower.output, kill: () => follower.stop("SIGKILL") }
+        }
+      })
+      assert.deepStrictEqual(outcome.problems, [])
+      // Most kills find a snapshot (a follower killed before its first write leaves the one before).
+      assert.isAtLeast(outcome.checked, 10, JSON.stringify(outcome))
+      assert.isAtLeast(outcome.fromSnapshot, 10, JSON.stringify(outcome))
+    } finally {
+      await registry.stop()
+      Fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
