@@ -27,7 +27,8 @@ export const keepSnapshot = (state: Follower.State, file: string): Effect.Effect
   Effect.gen(function*() {
     const writer = yield* SnapshotFile.writer(file, () => Follower.capture(state))
     state.persist = writer.changed
-    writer.changed() // what the follower applied before the writer was there: its first table
+    // What the follower applied before the writer was there: its first table (a snapshot it started from is on disk).
+    if (state.source !== "snapshot") writer.changed()
     yield* Effect.addFinalizer(() => writer.final)
     yield* Effect.forkScoped(writer.run)
   })
