@@ -14,8 +14,8 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { performance } from "node:perf_hooks"
-import * as Route from "../src/Route.js"
 import * as SnapshotFile from "../src/internal/table/snapshotFile.js"
+import * as Route from "../src/Route.js"
 import * as KillLoop from "../test/utils/killLoop.js"
 import { listeningOrigin, npmStartCommand, npmStartEnv } from "./run.js"
 
@@ -59,7 +59,7 @@ const routes = (count: number): Array<Route.StoredRoute> => {
   return Array.from({ length: count }, (_, i) =>
     new Route.StoredRoute({
       id: Route.makeRouteId(at),
-      method: "GET",
+      method: "GET" as Route.HttpMethod,
       path: `/b/${i}/:p` as Route.RoutePath,
       middleware: [] as Array<Route.MiddlewareName>,
       handler: "echo" as Route.HandlerName,
@@ -141,7 +141,9 @@ const routingUnderChanges = async (withSnapshot: boolean, seconds: number, rate:
       headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
       body: JSON.stringify({ method: "GET", path, middleware: [], handler: "echo" })
     }).then((answer) => answer.arrayBuffer())
-  for (let i = 0; i < 10_000; i += 50) await Promise.all(Array.from({ length: 50 }, (_, j) => post(`/seed/${i + j}/:p`)))
+  for (let i = 0; i < 10_000; i += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, j) => post(`/seed/${i + j}/:p`)))
+  }
   const follower = start({
     FOLLOW_URL: upstream,
     FOLLOW_TOKEN: TOKEN,
@@ -202,7 +204,9 @@ const main = async () => {
   for (const withSnapshot of [false, true]) {
     const r = await routingUnderChanges(withSnapshot, seconds, rate)
     console.log(
-      `routing ${withSnapshot ? "with" : "without"} SNAPSHOT_FILE, 10,000 routes, ${r.changes} changes in ${seconds} s: ` +
+      `routing ${
+        withSnapshot ? "with" : "without"
+      } SNAPSHOT_FILE, 10,000 routes, ${r.changes} changes in ${seconds} s: ` +
         `p50 ${fixed(r.p50)} ms, p99 ${fixed(r.p99)} ms over ${r.requests} requests`
     )
   }
