@@ -97,6 +97,24 @@ const startToServing = async (file: string, count: number): Promise<number> => {
   return took
 }
 
+// The library's part alone, in this process: RouteFollower.layer built from the snapshot (registry down) to a lookup
+// that finds the last route, the host's own start-up left out.
+const layerFromSnapshot = async (file: string, count: number): Promise<number> => {
+  const { Effect, Layer, Redacted } = await import("effect")
+  const RouteFollower = await import("../src/RouteFollower.js")
+  const RouteTable = await import("../src/RouteTable.js")
+  const began = performance.now()
+  const table = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const context = yield* Layer.build(
+      RouteFollower.layer({ url: "http://127.0.0.1:9", token: Redacted.make(TOKEN), snapshotFile: file })
+    )
+    const table = yield* Effect.provide(RouteTable.RouteTable, context)
+    return RouteTable.lookup(table, "GET", `/b/${count - 1}/x`)._tag
+  })))
+  if (table !== "Found") throw new Error(`the last route is not in the table: ${table}`)
+  return performance.now() - began
+}
+
 const hostStart = async (): Promise<number> => {
   const began = performance.now()
   const child = start({})
@@ -184,6 +202,14 @@ const main = async () => {
   console.log(`host's own start-up (memory store, spawn to listening): ${fixed(own)} ms`)
   for (const count of [10_000, 100_000]) {
     const file = await snapshotOf(count)
+    const inProcess = median([
+      await layerFromSnapshot(file, count),
+      await layerFromSnapshot(file, count),
+      await layerFromSnapshot(file, count)
+    ])
+    console.log(
+      `RouteFollower.layer from a snapshot of ${count} routes, registry down, to a lookup: ${fixed(inProcess)} ms`
+    )
     const took = median([
       await startToServing(file, count),
       await startToServing(file, count),
