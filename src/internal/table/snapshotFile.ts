@@ -65,8 +65,20 @@ export interface Content {
   readonly routes: ReadonlyArray<Route.StoredRoute>
 }
 
-// Routes serialised between two yields to the event loop: a few milliseconds of work at most.
-const SLICE = 2_000
+// Routes serialised between two yields to the event loop: a millisecond or two of work at most.
+const SLICE = 500
+
+// Each route's line, made once: routes are immutable, so a later write serialises only the routes that changed.
+const lines = new WeakMap<Route.StoredRoute, string>()
+
+const lineOf = (route: Route.StoredRoute): string => {
+  let line = lines.get(route)
+  if (line === undefined) {
+    line = `${route.revision} ${Route.toJson(route)}\n`
+    lines.set(route, line)
+  }
+  return line
+}
 
 const isHeader = (u: unknown): u is Header => {
   if (typeof u !== "object" || u === null) return false
@@ -161,7 +173,7 @@ export const encode = (content: Content): Effect.Effect<Buffer> =>
     for (let start = 0; start < routes.length; start += SLICE) {
       let text = ""
       const end = Math.min(routes.length, start + SLICE)
-      for (let i = start; i < end; i++) text += `${routes[i]!.revision} ${Route.toJson(routes[i]!)}\n`
+      for (let i = start; i < end; i++) text += lineOf(routes[i]!)
       const chunk = Buffer.from(text, "utf8")
       hash.update(chunk)
       chunks.push(chunk)
@@ -202,13 +214,16 @@ const replace = async (file: string, bytes: Buffer): Promise<void> => {
   }
 }
 
-/** Writes `content` to `file` atomically; fails with the reason (logged by the writer, never fatal). */
+/**
+ * Writes `content` to `file` atomically; fails with the reason (logged by the writer, never fatal). Once the bytes
+ * are made, the file operations are not interrupted: an interrupted promise would go on writing beside the next write.
+ */
 export const write = (file: string, content: Content): Effect.Effect<number, string> =>
   Effect.flatMap(encode(content), (bytes) =>
     Effect.tryPromise({
       try: () => replace(file, bytes),
       catch: (error) => `cannot write the snapshot ${file}: ${String(error)}`
-    }).pipe(Effect.as(bytes.length)))
+    }).pipe(Effect.as(bytes.length), Effect.uninterruptible))
 
 /** How often a snapshot is written at most while changes arrive: once a second (CONTRACT §19). */
 export const INTERVAL_MILLIS = 1_000
