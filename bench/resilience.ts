@@ -1,5 +1,5 @@
 /**
- * `npm run bench:resilience` (CONTRACT §19, docs/resilience.md; figures in docs/performance.md):
+ * `npm run bench:resilience` (docs/resilience.md; figures in docs/performance.md):
  * - start to serving: an `npm start` follower whose registry is down, started with a snapshot of 10,000 and of
  *   100,000 routes, from its spawn to its first answer from a stored route; beside it, the host's own start-up (a
  *   memory-store `npm start`, spawn to listening);

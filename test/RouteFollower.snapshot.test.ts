@@ -1,5 +1,5 @@
 /**
- * A follower's last-known-good snapshot and bootstrap file (CONTRACT §19, docs/resilience.md): it writes its table,
+ * A follower's last-known-good snapshot and bootstrap file (docs/resilience.md): it writes its table,
  * routes from it at once at its next start with the registry away, resumes from its revision with no `reset`, never
  * routes from a snapshot that is flipped, truncated or another kind's, and routes a first start from a bootstrap file
  * until the registry's table replaces it in one step.

@@ -1,5 +1,5 @@
 /**
- * CONTRACT §19 with real processes: a follower (`npm start` with FOLLOW_URL and SNAPSHOT_FILE) is killed with
+ * docs/resilience.md with real processes: a follower (`npm start` with FOLLOW_URL and SNAPSHOT_FILE) is killed with
  * SIGKILL at random instants, 20 times, while a writer pours creates and deletes into its registry. After every kill
  * the snapshot on disk is a complete table of one revision, exactly the registry's then, and every restart routes from
  * it (test/utils/killLoop.ts; bench/resilience.ts does it 200 times). Then the last follower catches up with the

@@ -1,5 +1,5 @@
 /**
- * `kill -9` of a follower process at random instants while changes pour into its registry (CONTRACT §19): after
+ * `kill -9` of a follower process at random instants while changes pour into its registry (docs/resilience.md): after
  * every kill the snapshot file on disk must be a complete table of some revision, exactly the registry's routes as of
  * that revision, never a mix; every restart must route from it. Shared by test/reliability/killed.test.ts (20 kills)
  * and bench/resilience.ts (200 kills).

@@ -1,5 +1,5 @@
 /**
- * A follower's files (CONTRACT §19): the last-known-good snapshot it starts from and keeps writing, and the bootstrap
+ * A follower's files (docs/resilience.md): the last-known-good snapshot it starts from and keeps writing, and the bootstrap
  * file it routes from on a first start while its registry cannot be reached.
  *
  * @internal

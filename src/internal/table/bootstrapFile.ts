@@ -1,5 +1,5 @@
 /**
- * The bootstrap file (CONTRACT §19): a routes file in the CLI's export format (`route-registry export`), which a
+ * The bootstrap file (docs/resilience.md): a routes file in the CLI's export format (`route-registry export`), which a
  * process routes from on its very first start when its registry or database cannot be reached within its start
  * timeout and it has no valid snapshot. Its routes get ids and revision 0 of their own; the registry's table replaces
  * them whole, in one step, when it answers.

@@ -1,5 +1,5 @@
 /**
- * The last-known-good snapshot of a route table on local disk (CONTRACT §19): what a follower or a Postgres-store
+ * The last-known-good snapshot of a route table on local disk (docs/resilience.md): what a follower or a Postgres-store
  * process writes after it applies changes, and routes from at its next start before its registry or database answers.
  *
  * The file is a header line, then the body: one line per route, `<revision> <Route.toJson(route)>`. The header is
@@ -225,7 +225,7 @@ export const write = (file: string, content: Content): Effect.Effect<number, str
       catch: (error) => `cannot write the snapshot ${file}: ${String(error)}`
     }).pipe(Effect.as(bytes.length), Effect.uninterruptible))
 
-/** How often a snapshot is written at most while changes arrive: once a second (CONTRACT §19). */
+/** How often a snapshot is written at most while changes arrive: once a second. */
 export const INTERVAL_MILLIS = 1_000
 
 /** A snapshot writer: told of each change, it writes at most once per interval, and once more when it stops. */
