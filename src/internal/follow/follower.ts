@@ -24,7 +24,6 @@ import * as Memory from "../store/memoryIndex.js"
 import * as History from "../table/history.js"
 import type { Source, Status } from "../table/liveTable.js"
 import * as RouteTree from "../table/routeTree.js"
-import type * as SnapshotFile from "../table/snapshotFile.js"
 import * as Apply from "./apply.js"
 import * as Client from "./client.js"
 import * as Heartbeat from "./heartbeat.js"
@@ -249,15 +248,6 @@ export const sink = (state: State): Sse.Sink => ({
         failure = ready(state, event.id)
         break
       case "reset":
-        if (state.source === "snapshot") {
-          Apply.unsafeLog(
-            state,
-            Effect.logWarning(
-              "route table: the registry cannot resume from the snapshot's revision (a snapshot of another store, or " +
-                "older than its change log holds); taking the registry's table in one step"
-            )
-          )
-        }
         Apply.startSnapshot(state)
         state.live = false
         break
@@ -352,62 +342,6 @@ export const status = (state: State): Status => {
     confirmedAt: new Date(current ? at : state.confirmed.at),
     stalenessMillis: current ? 0 : Math.max(0, at - state.confirmed.at),
     error: state.confirmed.error
-  }
-}
-
-// --- starting from a file ---------------------------------------------------------------------------------------
-
-// Routes taken into a table nobody routes with yet, so no request sees it in part.
-const placeAll = (state: State, routes: Iterable<Route.StoredRoute>, parsed?: (i: number) => unknown): void => {
-  let i = 0
-  for (const route of routes) {
-    const path = parsed?.(i++)
-    if (path === undefined) RouteTree.insert(state.tree, route)
-    else RouteTree.insertParsed(state.tree, route, path as never)
-    Memory.put(state.memory, route)
-  }
-}
-
-/**
- * Routes from a last-known-good snapshot at once: the table as of its revision, confirmed current at its
- * `confirmedAt`, resumed from its cursor (the registry sends only the changes since, or a `reset` when it cannot).
- */
-export const fromSnapshot = (state: State, snapshot: SnapshotFile.Snapshot): void => {
-  const { entries, header } = snapshot
-  placeAll(state, entries.map((entry) => entry.route), (i) => entries[i]!.parsed)
-  state.history.begin(header.store, header.revision, entries.map((entry) => entry.route))
-  state.cursor = History.cursorOf(header.store, header.revision)
-  state.routing = true
-  state.source = "snapshot"
-  state.confirmed.at = Date.parse(header.confirmedAt)
-  Deferred.unsafeDone(state.started, Effect.void)
-}
-
-/**
- * Routes from a bootstrap file, until the registry's first `ready` replaces it whole; `false`, changing nothing, when
- * the registry's first snapshot is already arriving (its routes are going into the table: never a mix of both).
- */
-export const fromBootstrap = (state: State, routes: ReadonlyArray<Route.StoredRoute>): boolean => {
-  if (state.routing || state.snapshot !== undefined) return false
-  placeAll(state, routes)
-  state.routing = true
-  state.source = "bootstrap"
-  Deferred.unsafeDone(state.started, Effect.void)
-  return true
-}
-
-/** The table to write as a snapshot now, or `undefined` while it is not one of the registry's complete tables. */
-export const capture = (state: State): SnapshotFile.Content | undefined => {
-  const store = state.history.store()
-  if (!state.routing || state.snapshot !== undefined || state.source === "bootstrap" || store === undefined) {
-    return undefined
-  }
-  return {
-    kind: "follower",
-    store,
-    revision: state.history.revision(),
-    confirmedAt: status(state).confirmedAt ?? new Date(state.confirmed.at),
-    routes: Array.from(state.memory.byId.values())
   }
 }
 
