@@ -40,6 +40,26 @@ describe("a follower killed with SIGKILL while changes pour in", () => {
       // Most kills find a snapshot (a follower killed before its first write leaves the one before).
       assert.isAtLeast(outcome.checked, 10, JSON.stringify(outcome))
       assert.isAtLeast(outcome.fromSnapshot, 10, JSON.stringify(outcome))
+      // With the registry gone, a new follower starts from the snapshot and serves its routes; /readyz says so.
+      await registry.stop()
+      const alone = await Spawned.start("examples/server.ts", {
+        FOLLOW_URL: registry.origin,
+        FOLLOW_TOKEN: TOKEN,
+        SNAPSHOT_FILE: Path.join(dir, "table.snapshot"),
+        ROUTING_READ_TOKENS: TOKEN,
+        DASHBOARD: "0"
+      })
+      try {
+        const ready = await (await fetch(`${alone.origin}/readyz`)).json() as Record<string, unknown>
+        assert.strictEqual(ready.source, "snapshot")
+        assert.isNumber(ready.stalenessMillis)
+        const listed = await (await fetch(`${alone.origin}/v1/routing?limit=1`, {
+          headers: { authorization: `Bearer ${TOKEN}` }
+        })).json() as { items: Array<{ path: string }> }
+        assert.strictEqual((await fetch(alone.origin + listed.items[0]!.path)).status, 200)
+      } finally {
+        await alone.stop("SIGKILL")
+      }
     } finally {
       await registry.stop()
       Fs.rmSync(dir, { recursive: true, force: true })
