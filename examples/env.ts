@@ -72,6 +72,10 @@ const positiveMillis = (name: string, fallback: number): number => {
     : fail(`${name} must be a whole number of milliseconds from 1 to ${MAX_TIMER_MS} (got "${process.env[name]}")`)
 }
 
+/** A whole number of milliseconds from 1 to Node's longest timer from `name`, or `undefined` when it is unset or empty. */
+export const optionalPositiveMillis = (name: string): number | undefined =>
+  optionalMillis(name) === undefined ? undefined : positiveMillis(name, 0)
+
 /**
  * `FOLLOW_RETRY_MAX_MS`: a follower's longest wait between two tries to reconnect (`RouteFollower.Options.retryMax`),
  * from its first wait (100 ms) up; `undefined` (the default, 4 s) when it is unset or empty.

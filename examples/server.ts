@@ -7,7 +7,7 @@
  * ROUTING_READ_TOKENS (comma-separated, `token` or `name=token`), ROUTING_TOKENS (JSON), JWT_JWKS_URL, JWT_PUBLIC_KEY
  * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL,
  * FOLLOW_TOKEN and FOLLOW_NAME (follow that registry instead, with no store: see `follower` below; FOLLOW_RETRY_MAX_MS, its longest wait
- * between reconnections), READY_MAX_STALENESS_MS (see
+ * between reconnections; SNAPSHOT_FILE, BOOTSTRAP_FILE and FOLLOW_START_TIMEOUT_MS, docs/resilience.md), READY_MAX_STALENESS_MS (see
  * /readyz below), ROUTER_STRICT, LOG_LEVEL (Effect's log levels: Info by default), DASHBOARD (`0` turns the dashboard at /v1/routing/ui/ off), and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
  * examples/env.ts).
  */
@@ -86,7 +86,11 @@ const follower = (url: string): Layer.Layer<Tables, unknown> => {
     url: checked,
     token: Redacted.make(token),
     name: process.env.FOLLOW_NAME || undefined,
-    retryMax: Env.followRetryMaxMillis()
+    retryMax: Env.followRetryMaxMillis(),
+    // SNAPSHOT_FILE, BOOTSTRAP_FILE, FOLLOW_START_TIMEOUT_MS: routing on while the registry is away (docs/resilience.md).
+    snapshotFile: process.env.SNAPSHOT_FILE || undefined,
+    bootstrapFile: process.env.BOOTSTRAP_FILE || undefined,
+    startTimeout: Env.optionalPositiveMillis("FOLLOW_START_TIMEOUT_MS")
   })
 }
 
@@ -201,6 +205,7 @@ export const makeHost = async <E>(parts: Parts<E>): Promise<{
   const readiness = (res: Http.ServerResponse) => {
     const status = tableStatus.unsafeGet()
     const ready = parts.maxStalenessMillis === undefined || status.stalenessMillis <= parts.maxStalenessMillis
+    // `source` says where the table came from; an unknown staleness (a bootstrap file's, Infinity) is written null.
     const body = JSON.stringify({ ready, ...status })
     res.writeHead(ready ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" }).end(body)
   }

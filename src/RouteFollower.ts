@@ -14,8 +14,9 @@
  *
  * @since 0.4.0
  */
-import { Cause, Config, Context, Deferred, Duration, Effect, Exit, Layer, Schema } from "effect"
+import { Cause, Config, Context, Deferred, Duration, Effect, Exit, Layer, Option, Schema } from "effect"
 import type { ConfigError, Redacted } from "effect"
+import * as Files from "./internal/follow/files.js"
 import * as Fleet from "./internal/follow/fleet.js"
 import * as Follower from "./internal/follow/follower.js"
 import * as Report from "./internal/follow/report.js"
@@ -110,6 +111,22 @@ export interface Options {
    * its followers may also resume at the registry. Default `RouteTable.DEFAULT_HISTORY_CAPACITY`.
    */
   readonly historyCapacity?: number | undefined
+  /**
+   * The last-known-good snapshot (docs/resilience.md): the follower writes its whole table there after it applies
+   * changes (at most once per second, off the request path, atomically) and at shutdown, and at start routes from a
+   * valid one at once, before the registry answers, then resumes from its revision. A missing, truncated, corrupt or
+   * foreign file is named in a warning and never routed from.
+   *
+   * @since 0.5.0
+   */
+  readonly snapshotFile?: string | undefined
+  /**
+   * A routes file in the CLI's export format, routed from when the registry does not answer within `startTimeout` and
+   * no valid snapshot was found, until the registry's table replaces it in one step.
+   *
+   * @since 0.5.0
+   */
+  readonly bootstrapFile?: string | undefined
 }
 
 /**
@@ -173,23 +190,25 @@ export const layer = (
     if (cleartext !== undefined) yield* Effect.logWarning(cleartext)
     const history = History.make(settings.historyCapacity)
     const state = yield* Follower.makeState(history, settings)
+    const { bootstrapFile, snapshotFile } = options
+    if (snapshotFile !== undefined) yield* Files.startFromSnapshot(state, snapshotFile)
     yield* Effect.forkScoped(Follower.logger(state))
     yield* Effect.forkScoped(Follower.follow(state).pipe(Effect.onExit(logStopped)))
-    yield* Deferred.await(state.started).pipe(
+    const failed = (reason: string) => new FollowFailed({ url: Urls.redacted(options.url), reason })
+    const started = yield* Deferred.await(state.started).pipe(
       Effect.mapError((lost) =>
         new FollowFailed({ url: Urls.redacted(options.url), reason: lost.reason, status: lost.status })
       ),
-      Effect.timeoutFail({
-        duration: settings.startTimeout,
-        onTimeout: () =>
-          new FollowFailed({
-            url: Urls.redacted(options.url),
-            reason: `no routes within ${Duration.format(settings.startTimeout)}${
-              state.confirmed.error === undefined ? "" : ` (last error: ${state.confirmed.error})`
-            }`
-          })
-      })
+      Effect.timeoutOption(settings.startTimeout)
     )
+    if (Option.isNone(started)) {
+      const late = `no routes within ${Duration.format(settings.startTimeout)}${
+        state.confirmed.error === undefined ? "" : ` (last error: ${state.confirmed.error})`
+      }`
+      if (bootstrapFile === undefined) return yield* failed(late)
+      yield* Effect.mapError(Files.startFromBootstrap(state, bootstrapFile), (reason) => failed(`${late}; ${reason}`))
+    }
+    if (snapshotFile !== undefined) yield* Files.keepSnapshot(state, snapshotFile)
     // Reports start with the table: before the first `ready` there is nothing applied to report.
     yield* Effect.forkScoped(Report.run(state, Fleet.of(history, yield* Effect.clock), settings.report))
     const table = RouteTable.fromTree<Route.StoredRoute>(state.tree)

@@ -300,6 +300,10 @@ export class ChangeHistory extends Context.Tag("route-registry/RouteTable/Change
  *   that is `reachable` is current (staleness 0, between heartbeats too); otherwise its staleness is the time since it
  *   last was, a relay's as its heartbeats say (docs/scaling-out.md, "Readiness and staleness").
  * - `error`: why the last read failed, while it fails.
+ * - `source` (since 0.5.0): where the table's routes came from: `"database"` (the process's own store), `"registry"`
+ *   (a follower's registry), `"snapshot"` (a follower's last-known-good snapshot, until its registry answers) or
+ *   `"bootstrap"` (a bootstrap file, until the registry answers: `confirmedAt` is then `null` and `stalenessMillis`
+ *   `Infinity`, past any bound). docs/resilience.md.
  *
  * @since 0.2.0
  * @category models

@@ -90,9 +90,12 @@ for (const [name, store] of stores) {
         "connectedAt",
         "appliedRevision",
         "reportedAt",
-        "connected"
+        "connected",
+        "source"
       ])
       assert.strictEqual(edge!.name, "edge-1")
+      // (v5) Its report says where its table came from.
+      assert.strictEqual((edge as { source?: unknown }).source, "registry")
       assert.match(edge!.address, /^127\.0\.0\.1:\d+$/)
       assert.isNull(edge!.via)
       assert.isTrue(edge!.connected)

@@ -58,7 +58,7 @@ const tableHost = async (url: string, options: PgRouteRepository.Options = {}) =
       runtime.runPromise(
         Effect.map(RouteTable.RouteTable, (table) => Array.from(table, (route) => String(route.path)))
       ),
-    confirmedAt: () => runtime.runPromise(Effect.map(RouteTable.status, (status) => status.confirmedAt.getTime()))
+    confirmedAt: () => runtime.runPromise(Effect.map(RouteTable.status, (status) => status.confirmedAt!.getTime()))
   }
 }
 

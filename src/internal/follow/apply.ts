@@ -75,7 +75,14 @@ export const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
 
 export const now = (state: State): number => state.clock.unsafeCurrentTimeMillis()
 
+// Routing from a snapshot file, the follower is sent every route again: the registry could not resume from it.
+const SNAPSHOT_REPLACED = Effect.logWarning(
+  "route table: the registry cannot resume from the snapshot's revision (a snapshot of another store, or older than " +
+    "its change log holds); taking the registry's table in one step"
+)
+
 export const startSnapshot = (state: State): void => {
+  if (state.source === "snapshot") unsafeLog(state, SNAPSHOT_REPLACED)
   const since = now(state)
   state.snapshot = state.routing ? { held: new Map(), since } : { kept: new Set(), since }
 }

@@ -12,6 +12,9 @@
  */
 import type { Clock } from "effect"
 import * as History from "../table/history.js"
+import type { Source } from "../table/liveTable.js"
+
+export type { Source }
 
 /** One follower as the fleet lists it; times in epoch milliseconds, `null` before its first report. */
 export interface Entry {
@@ -22,6 +25,8 @@ export interface Entry {
   readonly appliedRevision: number | null
   readonly reportedAt: number | null
   readonly connected: boolean
+  /** (v5) Where its table came from, as its last report said; `null` before a report that says. */
+  readonly source: Source | null
 }
 
 /** A follower connected to this process: one open change stream. */
@@ -33,6 +38,7 @@ interface Member {
   readonly address: string
   readonly connectedAt: number
   appliedRevision: number | null
+  source: Source | null
   reportedAt: number | null
   /** Its own followers, as it last reported them, each with `via` set. */
   downstream: ReadonlyArray<Entry>
@@ -141,6 +147,7 @@ export const join = (
     ...member,
     connectedAt: at,
     appliedRevision: null,
+    source: null,
     reportedAt: null,
     downstream: [],
     allowance: REPORTS_PER_SECOND,
@@ -155,6 +162,7 @@ const ownEntry = (member: Member): Entry => ({
   via: null,
   connectedAt: member.connectedAt,
   appliedRevision: member.appliedRevision,
+  source: member.source,
   reportedAt: member.reportedAt,
   connected: true
 })
@@ -179,6 +187,7 @@ export const leave = (fleet: Fleet, stream: string): void => {
 export interface Report {
   readonly stream: string
   readonly appliedRevision: number
+  readonly source?: Source | undefined
   readonly followers: ReadonlyArray<Entry>
 }
 
@@ -205,6 +214,7 @@ export const report = (fleet: Fleet, principal: string, report: Report): Refused
   }
   member.allowance -= 1
   member.appliedRevision = report.appliedRevision
+  member.source = report.source ?? null
   member.reportedAt = at
   member.downstream = report.followers.map((entry) => entry.via === null ? { ...entry, via: member.name } : entry)
   changed(fleet)
@@ -237,7 +247,7 @@ export const entryJson = (entry: Entry): string =>
     entry.via === null ? "null" : `"${entry.via}"`
   },"connectedAt":${time(entry.connectedAt)},"appliedRevision":${entry.appliedRevision},"reportedAt":${
     time(entry.reportedAt)
-  },"connected":${entry.connected}}`
+  },"connected":${entry.connected},"source":${entry.source === null ? "null" : `"${entry.source}"`}}`
 
 /** `true` when every connected follower, relayed ones included, has applied `revision` or a later one. */
 export const holds = (fleet: Fleet, revision: number): boolean => {

@@ -22,7 +22,7 @@ import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as Memory from "../store/memoryIndex.js"
 import * as History from "../table/history.js"
-import type { Status } from "../table/liveTable.js"
+import type { Source, Status } from "../table/liveTable.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Apply from "./apply.js"
 import * as Client from "./client.js"
@@ -91,6 +91,10 @@ export interface State {
   stream: string | undefined
   /** Told of each event applied while live (`ready` included): the fleet report's cue (`report.ts`). */
   applied: () => void
+  /** Told of each event applied once the table routes: the snapshot file's cue (`SnapshotFile.writer`). */
+  persist: () => void
+  /** Where the table's routes came from: the registry, or, until its first `ready`, a snapshot or bootstrap file. */
+  source: Source
   /** While a snapshot is being read. */
   snapshot: Snapshot | undefined
   /** The first `ready` arrived: the table routes, and its changes are recorded for its own followers. */
@@ -127,6 +131,8 @@ export const makeState = (history: History.History, settings: Settings): Effect.
       cursor: undefined,
       stream: undefined,
       applied: () => {},
+      persist: () => {},
+      source: "registry",
       snapshot: undefined,
       routing: false,
       live: false,
@@ -190,6 +196,7 @@ const ready = (state: State, id: string): string | undefined => {
     state.history.advanced(cursor.revision)
   }
   state.routing = true
+  state.source = "registry"
   const at = Apply.now(state)
   state.live = true
   state.liveSince = at
@@ -251,6 +258,7 @@ export const sink = (state: State): Sse.Sink => ({
     confirm(state, at)
     settle(state, at)
     if (state.live && event.id !== "") state.applied()
+    if (state.routing && state.snapshot === undefined && event.id !== "") state.persist()
     return undefined
   },
   comment: (text) => {
@@ -316,8 +324,20 @@ export const status = (state: State): Status => {
   const at = Apply.now(state)
   settle(state, at)
   const current = isCurrent(state, at)
+  // A bootstrap file was never confirmed by any registry: how old it is, nobody knows (past any bound; JSON: null).
+  if (state.source === "bootstrap") {
+    return {
+      following: "stream",
+      source: "bootstrap",
+      reachable: false,
+      confirmedAt: null,
+      stalenessMillis: Infinity,
+      error: state.confirmed.error
+    }
+  }
   return {
     following: "stream",
+    source: state.source,
     reachable: current,
     confirmedAt: new Date(current ? at : state.confirmed.at),
     stalenessMillis: current ? 0 : Math.max(0, at - state.confirmed.at),
@@ -380,7 +400,7 @@ const logLoss = (state: State, lost: Client.Lost): Effect.Effect<void> => {
     before,
     Effect.logWarning(
       `route table: lost the registry's change stream (${lost.reason}); routing on with the table confirmed current ` +
-        `at ${new Date(status(state).confirmedAt).toISOString()}, reconnecting`
+        `at ${status(state).confirmedAt?.toISOString() ?? "never (a bootstrap file)"}, reconnecting`
     )
   )
 }

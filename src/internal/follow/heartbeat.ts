@@ -13,9 +13,14 @@ import type { Status } from "../table/liveTable.js"
 /** The heartbeat of a current process: an empty comment. */
 export const CURRENT = ":\n\n"
 
+// The most a heartbeat says (15 digits): an unknown staleness (a table from a bootstrap file) is sent as this.
+const MAX_STALE = 999_999_999_999_999
+
 /** The heartbeat a process with `status` sends. */
 export const of = (status: Status | undefined): string =>
-  status === undefined || status.reachable ? CURRENT : `: stale ${Math.max(0, Math.round(status.stalenessMillis))}\n\n`
+  status === undefined || status.reachable
+    ? CURRENT
+    : `: stale ${Math.min(MAX_STALE, Math.max(0, Math.round(status.stalenessMillis)))}\n\n`
 
 const STALE = /^stale (\d{1,15})$/
 

@@ -91,7 +91,9 @@ export const send = (target: Target, body: string): Effect.Effect<Outcome> =>
 export const bodyOf = (state: Follower.State, fleet: Fleet.Fleet): string | undefined => {
   const revision = state.cursor === undefined ? undefined : Fleet.revisionOf(state.cursor)
   if (!state.live || state.stream === undefined || revision === undefined) return undefined
-  return `{"stream":${JSON.stringify(state.stream)},"appliedRevision":${revision},"followers":[${
+  return `{"stream":${
+    JSON.stringify(state.stream)
+  },"appliedRevision":${revision},"source":"${state.source}","followers":[${
     Fleet.entries(fleet).map(Fleet.entryJson).join(",")
   }]}`
 }

@@ -264,6 +264,9 @@ export const FollowerName = Schema.Struct({
   }))
 })
 
+// Where a table came from (RouteTable.Status's `source`).
+const SOURCES = ["registry", "database", "snapshot", "bootstrap"] as const
+
 /**
  * One follower as the fleet lists it.
  *
@@ -280,7 +283,12 @@ export const FollowerEntry = Schema.Struct({
     description: "The revision it last reported applying, null before its first report."
   }),
   reportedAt: Schema.NullOr(Schema.String).annotations({ description: "When it last reported, RFC 3339 UTC." }),
-  connected: Schema.Boolean.annotations({ description: "false for one that left in the last 5 minutes." })
+  connected: Schema.Boolean.annotations({ description: "false for one that left in the last 5 minutes." }),
+  source: Schema.optional(
+    Schema.NullOr(Schema.Literal(...SOURCES)).annotations({
+      description: "(v5) Where its table came from, as its last report said; null before one that says."
+    })
+  )
 }).annotations({ identifier: "FollowerEntry" })
 
 /**
@@ -327,5 +335,10 @@ export const FollowersParams = Schema.Struct({
 export const FollowerReport = Schema.Struct({
   stream: Schema.String.annotations({ description: "The Follower-Stream of the follower's open change stream." }),
   appliedRevision: Schema.Int.pipe(Schema.nonNegative()),
+  source: Schema.optional(
+    Schema.Literal(...SOURCES).annotations({
+      description: "(v5) Where the follower's table came from: registry, snapshot or bootstrap (docs/resilience.md)."
+    })
+  ),
   followers: Schema.optional(Schema.Array(FollowerEntry).pipe(Schema.maxItems(10_000)))
 }).annotations({ identifier: "FollowerReport" })

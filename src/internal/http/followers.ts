@@ -130,8 +130,12 @@ export const parseQuery = (raw: string): Either.Either<Query, ReadonlyArray<Rout
 
 const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/
 const MAX_STREAM_LENGTH = 64
-const ENTRY_FIELDS = ["name", "address", "via", "connectedAt", "appliedRevision", "reportedAt", "connected"]
-const REPORT_FIELDS = ["stream", "appliedRevision", "followers"]
+const ENTRY_FIELDS = ["name", "address", "via", "connectedAt", "appliedRevision", "reportedAt", "connected", "source"]
+const REPORT_FIELDS = ["stream", "appliedRevision", "source", "followers"]
+
+// (v5) Where a follower's table came from; absent in the reports of earlier releases.
+const isSource = (value: unknown): value is Fleet.Source =>
+  value === "registry" || value === "database" || value === "snapshot" || value === "bootstrap"
 
 const isRevision = (value: unknown): value is number =>
   typeof value === "number" && Number.isSafeInteger(value) && value >= 0
@@ -155,7 +159,7 @@ const entryOf = (value: unknown, at: string, issues: Array<Route.FieldIssue>): F
     return undefined
   }
   const found = unknownFields(value, ENTRY_FIELDS, at)
-  const { address, appliedRevision, connected, connectedAt, name, reportedAt, via } = value
+  const { address, appliedRevision, connected, connectedAt, name, reportedAt, source = null, via } = value
   const nameProblem = typeof name === "string" ? Fleet.checkName(name) : "must be a follower name (a string)"
   if (nameProblem !== undefined) found.push({ path: `${at}name`, message: nameProblem })
   if (typeof address !== "string" || address.length > Fleet.MAX_ADDRESS_LENGTH) {
@@ -182,6 +186,9 @@ const entryOf = (value: unknown, at: string, issues: Array<Route.FieldIssue>): F
     found.push({ path: `${at}appliedRevision`, message: "must be null or a whole number from 0" })
   }
   if (typeof connected !== "boolean") found.push({ path: `${at}connected`, message: "must be true or false" })
+  if (source !== null && !isSource(source)) {
+    found.push({ path: `${at}source`, message: "must be null, registry, database, snapshot or bootstrap" })
+  }
   issues.push(...found)
   if (found.length > 0) return undefined
   return {
@@ -191,7 +198,8 @@ const entryOf = (value: unknown, at: string, issues: Array<Route.FieldIssue>): F
     connectedAt: connectedTime!,
     appliedRevision: appliedRevision as number | null,
     reportedAt: reportedTime as number | null,
-    connected: connected as boolean
+    connected: connected as boolean,
+    source: source as Fleet.Source | null
   }
 }
 
@@ -204,7 +212,10 @@ export const parseReport = (body: unknown): Either.Either<Fleet.Report, Readonly
     }])
   }
   const issues = unknownFields(body, REPORT_FIELDS, "")
-  const { appliedRevision, followers = [], stream } = body
+  const { appliedRevision, followers = [], source, stream } = body
+  if (source !== undefined && !isSource(source)) {
+    issues.push({ path: "source", message: "must be registry, database, snapshot or bootstrap" })
+  }
   if (typeof stream !== "string" || stream.length === 0 || stream.length > MAX_STREAM_LENGTH) {
     issues.push({ path: "stream", message: "must be the Follower-Stream header of the follower's open change stream" })
   }
@@ -225,7 +236,12 @@ export const parseReport = (body: unknown): Either.Either<Fleet.Report, Readonly
     }
   }
   if (issues.length > 0) return Either.left(issues.slice(0, MAX_ISSUES))
-  return Either.right({ stream: stream as string, appliedRevision: appliedRevision as number, followers: entries })
+  return Either.right({
+    stream: stream as string,
+    appliedRevision: appliedRevision as number,
+    source: source as Fleet.Source | undefined,
+    followers: entries
+  })
 }
 
 const reportTooLarge = Answers.problem(

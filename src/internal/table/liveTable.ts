@@ -18,11 +18,15 @@ type Store = Context.Tag.Service<RouteRepository.RouteRepository>
 /** How current a live table is, for a readiness check: `RouteTable.Status` documents each field. */
 export interface Status {
   readonly following: "local" | "notifications" | "polling" | "stream"
+  readonly source: Source
   readonly reachable: boolean
-  readonly confirmedAt: Date
+  readonly confirmedAt: Date | null
   readonly stalenessMillis: number
   readonly error: string | undefined
 }
+
+/** Where the table's routes came from: `RouteTable.Status` documents each. */
+export type Source = "registry" | "database" | "snapshot" | "bootstrap"
 
 /** When the table was last confirmed equal to the store, and whether the last try to confirm it failed. */
 interface Confirmed {
@@ -240,11 +244,19 @@ const statusOf = (state: State): Status => {
   const feed = state.store.changes
   if (feed === undefined) {
     const now = new Date(state.clock.unsafeCurrentTimeMillis())
-    return { following: "local", reachable: true, confirmedAt: now, stalenessMillis: 0, error: undefined }
+    return {
+      following: "local",
+      source: "database",
+      reachable: true,
+      confirmedAt: now,
+      stalenessMillis: 0,
+      error: undefined
+    }
   }
   const confirmed = state.confirmed
   return {
     following: feed.listen === undefined ? "polling" : "notifications",
+    source: "database",
     reachable: confirmed.reachable,
     confirmedAt: new Date(confirmed.at),
     stalenessMillis: Math.max(0, state.clock.unsafeCurrentTimeMillis() - confirmed.at),

@@ -1,0 +1,275 @@
+/**
+ * The last-known-good snapshot of a route table on local disk (docs/resilience.md): what a follower or a Postgres-store
+ * process writes after it applies changes, and routes from at its next start before its registry or database answers.
+ *
+ * The file is a header line, then the body: one line per route, `<revision> <Route.toJson(route)>`. The header is
+ * JSON naming the format and its version, the kind of process and the store it follows, the revision the table holds,
+ * when it was last confirmed current, the body's route count, byte length and SHA-256. A file whose header, length,
+ * checksum or any line does not hold is refused whole, with its reason: a table is never taken in part.
+ *
+ * A write is atomic (a temporary file in the same folder, `fsync`, rename, `fsync` of the folder), so a crash or a
+ * `kill -9` at any instant leaves the previous file or the new one. The body is made in slices, yielding between them,
+ * so that a large table never holds the event loop (the routing) for more than one slice.
+ *
+ * @internal
+ */
+import { Duration, Effect, Either, Queue } from "effect"
+import { createHash } from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Path from "node:path"
+import * as Route from "../../Route.js"
+import * as Decode from "../follow/decode.js"
+import type * as ParsedPath from "../route/path.js"
+
+/** The file's format name and version: a file of another format or version is refused. */
+export const FORMAT = "route-registry/snapshot"
+export const VERSION = 1
+
+/** Which kind of process wrote the file: one never routes from the other's. */
+export type Kind = "follower" | "postgres"
+
+/** The header line. */
+export interface Header {
+  readonly format: string
+  readonly version: number
+  readonly kind: Kind
+  /** The store id (as the change log's cursors name it) the table follows. */
+  readonly store: string
+  readonly revision: number
+  /** When the table was last confirmed equal to its registry or database (ISO 8601). */
+  readonly confirmedAt: string
+  readonly routes: number
+  readonly bytes: number
+  readonly sha256: string
+}
+
+/** A route of a snapshot, with its parsed path (the table's insert takes it). */
+export interface Entry {
+  readonly route: Route.StoredRoute
+  readonly parsed: ParsedPath.ParsedPath
+}
+
+/** A snapshot read and checked. */
+export interface Snapshot {
+  readonly header: Header
+  readonly entries: ReadonlyArray<Entry>
+}
+
+/** What a snapshot holds, to write. */
+export interface Content {
+  readonly kind: Kind
+  readonly store: string
+  readonly revision: number
+  readonly confirmedAt: Date
+  /** Captured at one instant: routes are immutable, so the array is the table as of `revision`. */
+  readonly routes: ReadonlyArray<Route.StoredRoute>
+}
+
+// Routes serialised between two yields to the event loop: a millisecond or two of work at most.
+const SLICE = 500
+
+// Each route's line, made once: routes are immutable, so a later write serialises only the routes that changed.
+const lines = new WeakMap<Route.StoredRoute, string>()
+
+const lineOf = (route: Route.StoredRoute): string => {
+  let line = lines.get(route)
+  if (line === undefined) {
+    line = `${route.revision} ${Route.toJson(route)}\n`
+    lines.set(route, line)
+  }
+  return line
+}
+
+const isHeader = (u: unknown): u is Header => {
+  if (typeof u !== "object" || u === null) return false
+  const h = u as Record<string, unknown>
+  return typeof h.store === "string" && Number.isSafeInteger(h.revision) && typeof h.confirmedAt === "string" &&
+    !Number.isNaN(Date.parse(h.confirmedAt)) && Number.isSafeInteger(h.routes) && Number.isSafeInteger(h.bytes) &&
+    typeof h.sha256 === "string" && (h.kind === "follower" || h.kind === "postgres")
+}
+
+// The route of one body line, or `undefined` when the line is not one.
+const entryOf = (line: string): Entry | undefined => {
+  const space = line.indexOf(" ")
+  const revision = Number(line.slice(0, space))
+  if (space < 1 || !Number.isSafeInteger(revision) || revision < 0) return undefined
+  const text = line.slice(space + 1)
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return undefined
+  }
+  const decoded = Decode.decodeUpsert(json, text)
+  if (decoded === undefined) return undefined
+  const { createdAt, handler, id, method, middleware, path } = decoded
+  const route = new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
+  return { route, parsed: decoded.parsed }
+}
+
+/**
+ * Checks a file's bytes as a snapshot of `kind`: the snapshot, or why it must not be routed from (a phrase naming
+ * the defect: `truncated: …`, `checksum mismatch`, …).
+ */
+export const decode = (bytes: Buffer, kind: Kind): Either.Either<Snapshot, string> => {
+  const newline = bytes.indexOf(10)
+  if (newline < 0) return Either.left("truncated: no complete header line")
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(bytes.subarray(0, newline).toString("utf8"))
+  } catch {
+    return Either.left("corrupt: the header is not JSON")
+  }
+  const format = (parsed as { format?: unknown } | null)?.format
+  const version = (parsed as { version?: unknown } | null)?.version
+  if (format !== FORMAT) return Either.left(`foreign format: not a route-registry snapshot (${JSON.stringify(format)})`)
+  if (version !== VERSION) {
+    return Either.left(`foreign format: version ${String(version)}, this release reads ${VERSION}`)
+  }
+  if (!isHeader(parsed)) return Either.left("corrupt: the header lacks a field or has one of the wrong type")
+  const header = parsed
+  if (header.kind !== kind) return Either.left(`written by a ${header.kind} process, not a ${kind}'s`)
+  const body = bytes.subarray(newline + 1)
+  if (body.length < header.bytes) return Either.left(`truncated: ${body.length} of ${header.bytes} bytes`)
+  if (body.length > header.bytes) {
+    return Either.left(`corrupt: ${body.length} bytes where the header says ${header.bytes}`)
+  }
+  if (createHash("sha256").update(body).digest("hex") !== header.sha256) return Either.left("checksum mismatch")
+  const lines = body.toString("utf8").split("\n")
+  lines.pop() // the body ends with a newline
+  if (lines.length !== header.routes) {
+    return Either.left(`corrupt: ${lines.length} routes, the header says ${header.routes}`)
+  }
+  const entries: Array<Entry> = []
+  for (let i = 0; i < lines.length; i++) {
+    const entry = entryOf(lines[i]!)
+    if (entry === undefined) return Either.left(`corrupt: line ${i + 2} is not a route`)
+    entries.push(entry)
+  }
+  return Either.right({ header, entries })
+}
+
+/** Reads and checks the snapshot at `file`: it, or why not (a missing file is one reason). */
+export const read = (file: string, kind: Kind): Effect.Effect<Either.Either<Snapshot, string>> =>
+  Effect.promise(() =>
+    Fs.readFile(file).then(
+      (bytes) => decode(bytes, kind),
+      (error: NodeJS.ErrnoException) =>
+        Either.left(error.code === "ENOENT" ? "missing: no such file" : `unreadable: ${error.message}`)
+    )
+  )
+
+/** The warning naming a snapshot that is not routed from, and why. */
+export const refused = (file: string, reason: string): Effect.Effect<void> =>
+  Effect.logWarning(`route table: the snapshot ${file} is not routed from (${reason}); starting without it`)
+
+/** The file's bytes for `content`, made in slices with a yield between them. */
+export const encode = (content: Content): Effect.Effect<Buffer> =>
+  Effect.gen(function*() {
+    const hash = createHash("sha256")
+    const chunks: Array<Buffer> = []
+    let bytes = 0
+    const routes = content.routes
+    for (let start = 0; start < routes.length; start += SLICE) {
+      let text = ""
+      const end = Math.min(routes.length, start + SLICE)
+      for (let i = start; i < end; i++) text += lineOf(routes[i]!)
+      const chunk = Buffer.from(text, "utf8")
+      hash.update(chunk)
+      chunks.push(chunk)
+      bytes += chunk.length
+      yield* Effect.yieldNow()
+    }
+    const header: Header = {
+      format: FORMAT,
+      version: VERSION,
+      kind: content.kind,
+      store: content.store,
+      revision: content.revision,
+      confirmedAt: content.confirmedAt.toISOString(),
+      routes: routes.length,
+      bytes,
+      sha256: hash.digest("hex")
+    }
+    return Buffer.concat([Buffer.from(JSON.stringify(header) + "\n", "utf8"), ...chunks])
+  })
+
+// Temporary file, fsync, rename over the old file, fsync of the folder: the old file or the new, never a mix. One
+// temporary name, so a write a kill cut short leaves one stray file, which the next write truncates.
+const replace = async (file: string, bytes: Buffer): Promise<void> => {
+  const temporary = `${file}.tmp`
+  const handle = await Fs.open(temporary, "w", 0o600)
+  try {
+    await handle.writeFile(bytes)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  await Fs.rename(temporary, file)
+  const folder = await Fs.open(Path.dirname(Path.resolve(file)), "r")
+  try {
+    await folder.sync()
+  } finally {
+    await folder.close()
+  }
+}
+
+/**
+ * Writes `content` to `file` atomically; fails with the reason (logged by the writer, never fatal). Once the bytes
+ * are made, the file operations are not interrupted: an interrupted promise would go on writing beside the next write.
+ */
+export const write = (file: string, content: Content): Effect.Effect<number, string> =>
+  Effect.flatMap(encode(content), (bytes) =>
+    Effect.tryPromise({
+      try: () => replace(file, bytes),
+      catch: (error) => `cannot write the snapshot ${file}: ${String(error)}`
+    }).pipe(Effect.as(bytes.length), Effect.uninterruptible))
+
+/** How often a snapshot is written at most while changes arrive: once a second. */
+export const INTERVAL_MILLIS = 1_000
+
+/** A snapshot writer: told of each change, it writes at most once per interval, and once more when it stops. */
+export interface Writer {
+  /** Something changed: a write follows within the interval. Synchronous and cheap, for the apply path. */
+  readonly changed: () => void
+  /** Writes on each cue, then waits the interval; runs until interrupted (a fiber of its own). */
+  readonly run: Effect.Effect<never>
+  /** The last write, at shutdown, when the table changed since the one before. */
+  readonly final: Effect.Effect<void>
+}
+
+/**
+ * A writer of `file`; `capture` gives the table as it is now, or `undefined` while it must not be written (a table
+ * loaded in part, or from a bootstrap file). A failed write is logged once until one succeeds, never fatal.
+ */
+export const writer = (file: string, capture: () => Content | undefined): Effect.Effect<Writer> =>
+  Effect.map(Queue.sliding<void>(1), (cue) => {
+    let written: string | undefined
+    let failing = false
+    const once = Effect.suspend(() => {
+      const content = capture()
+      const key = content === undefined ? undefined : `${content.store}.${content.revision}.${content.routes.length}`
+      if (content === undefined || key === written) return Effect.void
+      return write(file, content).pipe(
+        Effect.matchEffect({
+          onSuccess: () => {
+            written = key
+            failing = false
+            return Effect.void
+          },
+          onFailure: (reason) => {
+            const first = !failing
+            failing = true
+            return first ? Effect.logWarning(`route table: ${reason}; routing goes on, trying again`) : Effect.void
+          }
+        })
+      )
+    })
+    return {
+      changed: () => void Queue.unsafeOffer(cue, undefined),
+      run: Effect.forever(
+        Effect.zipRight(Effect.zipRight(Queue.take(cue), once), Effect.sleep(Duration.millis(INTERVAL_MILLIS)))
+      ),
+      final: once
+    }
+  })
