@@ -6,7 +6,7 @@ import { assert, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import Pg from "pg"
 import * as RouteRepository from "route-registry/RouteRepository"
-import { fetchFrom, nodeListener, type Received, type Sent } from "../utils/adapters.js"
+import { freshConnectionTo, nodeListener, type Received, type Sent } from "../utils/adapters.js"
 import { ADMIN, post, tokens } from "../utils/httpContract.js"
 import { start } from "../utils/spawned.js"
 import * as TestDatabase from "../utils/TestDatabase.js"
@@ -73,7 +73,7 @@ describe("races", () => {
       const codes = await Promise.all(servers.map((server) => server.stop()))
       assert.deepStrictEqual(codes, [0, 0, 0, 0])
     })
-    const senders = servers.map((server) => fetchFrom(server.origin))
+    const senders = servers.map((server) => freshConnectionTo(server.origin))
     const winners = assertOneWinnerPerShape(await fireAll(senders))
     const client = new Pg.Client({ connectionString: database.url })
     await client.connect()

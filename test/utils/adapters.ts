@@ -65,6 +65,41 @@ const init = (request: Sent): RequestInit & { duplex?: "half" } => ({
 export const fetchFrom = (origin: string) => (request: Sent) =>
   fetch(origin + request.path, init(request)).then(received)
 
+/**
+ * Sends each request on a connection of its own (`node:http`, no agent): nothing is sent on a kept-alive socket the
+ * server may be closing at that moment, which a POST, not retried by fetch, would meet as "other side closed" on a
+ * loaded machine. For tests that count every answer.
+ */
+export const freshConnectionTo = (origin: string) => (request: Sent): Promise<Received> =>
+  new Promise((resolve, reject) => {
+    const body = request.body
+    if (body instanceof ReadableStream) return reject(new Error("freshConnectionTo sends a text or bytes body"))
+    const req = Http.request(origin + request.path, {
+      method: request.method,
+      headers: request.headers ?? {},
+      agent: false
+    })
+    req.on("error", reject)
+    req.on("response", (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk)).on("error", reject).on("end", () => {
+        const headers = new Headers()
+        for (const [name, value] of Object.entries(res.headers)) {
+          for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, one)
+        }
+        const text = Buffer.concat(chunks).toString("utf8")
+        let json: unknown = undefined
+        try {
+          json = JSON.parse(text)
+        } catch {
+          // not JSON: tests look at `text`
+        }
+        resolve({ status: res.statusCode!, headers, text, json })
+      })
+    })
+    req.end(body)
+  })
+
 export const listen = (server: Http.Server): Promise<string> =>
   new Promise((resolve) =>
     server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`))
