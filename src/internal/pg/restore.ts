@@ -72,7 +72,7 @@ export const restore = (
       const rows = yield* Store.updateStatement(store, id, fields, undefined, base, change)
       return { route: Row.decode(rows[0]!), created: false }
     }
-    const route = makeRoute(store.ids, fields, change.at.getTime())
+    const route = makeRoute(store.ids, fields.input, change.at.getTime())
     return { route: yield* Store.create(store, route, change), created: true }
   })
   return Log.write(store, work, change.dryRun, ({ route }) => Witness.route(store, change.at)(route)).pipe(

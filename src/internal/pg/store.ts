@@ -11,6 +11,7 @@ import type { Context } from "effect"
 import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
 import type { ListQuery, Page, Precondition, RouteIdGenerator, WriteError } from "../../RouteRepository.js"
+import type * as Split from "../../Split.js"
 import {
   type OutsidePrefixes,
   type PreconditionFailed,
@@ -127,9 +128,9 @@ export const create = (
   return sql<Row.RouteRow>`
     WITH ${Log.locked(store)},
     changed AS (
-      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
+      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split)
       VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
-              ${route.createdAt}, ${base} + 1)
+              ${route.createdAt}, ${base} + 1, ${route.enabled !== false}, ${splitValue(sql, route.split)})
       ON CONFLICT (method, path_shape) DO NOTHING
       RETURNING ${columns}
     ),
@@ -176,6 +177,8 @@ export const updateStatement = (
   if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", Route.shapeOf(patch.path)])
   if (patch.middleware !== undefined) given.push(["middleware", patch.middleware])
   if (patch.handler !== undefined) given.push(["handler", patch.handler])
+  if (patch.enabled !== undefined) given.push(["enabled", patch.enabled])
+  if (patch.split !== undefined) given.push(["split", splitValue(sql, patch.split)])
   const action = change.restoredFrom === undefined ? "update" : "restore"
   // One statement checks the precondition, writes only a real change and logs it; the unique index decides conflicts.
   return sql<Row.RouteRow>`
@@ -227,7 +230,7 @@ export const updateStep = (
 ): Effect.Effect<Route.StoredRoute, RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError> => {
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
   const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
-    patch.handler === undefined
+    patch.handler === undefined && patch.enabled === undefined && patch.split === undefined
   const attempt = (): Effect.Effect<
     Route.StoredRoute,
     RouteNotFound | OutsidePrefixes | PreconditionFailed | SqlError
@@ -292,7 +295,7 @@ export const remove = (
         WITH ${Log.locked(store)},
         changed AS (
           DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
-          RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision
+          RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision, enabled, split
         ),
         ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
         ${Log.advance(store, base, change.dryRun)}
@@ -305,6 +308,10 @@ export const remove = (
   const witness = (revision: number) => Witness.logged(store, [{ revision, routeId: id, at: change.at }])
   return Log.write(store, attempt, change.dryRun, witness)
 }
+
+// A split as the jsonb column holds it; `null` for none.
+const splitValue = (sql: SqlClient.SqlClient, split: Split.Split | null | undefined) =>
+  split == null ? sql`NULL::jsonb` : sql`${JSON.stringify(split)}::jsonb`
 
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
@@ -330,6 +337,7 @@ export const list = ({ columns, readMark, settings, sql }: Store, query: ListQue
       : sql`id::text COLLATE "C" > ${after.split("\u0000")[0]}`,
     method === undefined ? undefined : sql`method = ${method}`,
     handler === undefined ? undefined : sql`handler = ${handler}`,
+    query.enabled === undefined ? undefined : sql`enabled = ${query.enabled}`,
     middleware === undefined ? undefined : sql`middleware @> ARRAY[${middleware}]::text[]`,
     pathPrefix === undefined ? undefined : sql`starts_with(path, ${pathPrefix})`,
     q === undefined ? undefined : containing(sql, settings.searchFunction, q)
@@ -378,7 +386,7 @@ export const createBatch = (store: Store) => {
         input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
             ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
-            created_at timestamptz, actor text
+            created_at timestamptz, actor text, enabled boolean, split jsonb
           )
         ),
         fresh AS (
@@ -391,8 +399,8 @@ export const createBatch = (store: Store) => {
         ),
         numbered AS (SELECT *, ${base}::bigint + row_number() OVER (ORDER BY ord) AS revision FROM fresh),
         changed AS (
-          INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
-          SELECT id, method, path, path_shape, middleware, handler, created_at, revision FROM numbered
+          INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split)
+          SELECT id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split FROM numbered
           ORDER BY (SELECT true FROM ${table} AS stored WHERE stored.method = numbered.method LIMIT 1) IS NOT NULL, ord
           ON CONFLICT (method, path_shape) DO NOTHING
           RETURNING ${columns}
