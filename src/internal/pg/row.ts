@@ -76,7 +76,9 @@ export const entryColumns = (sql: SqlClient.SqlClient) =>
   sql`revision, at, actor, action, route_id, before, after, restored_from`
 
 const decodeLogged = (json: LoggedRoute | null): Route.Route | null =>
-  json === null ? null : new Route.Route(trusted(json as unknown as Parameters<typeof trusted>[0], json.createdAt), true)
+  json === null
+    ? null
+    : new Route.Route(trusted(json as unknown as Parameters<typeof trusted>[0], json.createdAt), true)
 
 /** The entry a row of the log holds. */
 export const decodeEntry = (row: EntryRow): HistoryEntry => ({

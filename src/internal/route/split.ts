@@ -98,7 +98,10 @@ const checkTargets = (
       const problem = Grammar.checkName(name)
       if (problem !== undefined) add(`${at}.handler`, problem)
       else if (name === handler) {
-        add(`${at}.handler`, `${JSON.stringify(name)} is the route's handler, which takes the buckets the targets leave`)
+        add(
+          `${at}.handler`,
+          `${JSON.stringify(name)} is the route's handler, which takes the buckets the targets leave`
+        )
       } else if (seen.has(name)) {
         add(`${at}.handler`, `${JSON.stringify(name)} is already a target at split.targets[${seen.get(name)}]`)
       } else seen.set(name, i)
@@ -125,15 +128,20 @@ export const check = (value: unknown, handler: string | undefined): ReadonlyArra
     return issues
   }
   for (const key of Object.keys(value)) {
-    if (!FIELDS.has(key)) add(`split.${key}`, `unknown field "${key}": a split has only by, group, targets and override`)
+    if (!FIELDS.has(key)) {
+      add(`split.${key}`, `unknown field "${key}": a split has only by, group, targets and override`)
+    }
   }
   if (value.by === undefined) add("split.by", "is required: where the key is read, such as \"header:x-user-id\"")
   else checkBy(value.by, add)
   if (value.group !== undefined) {
     const group = value.group
     if (typeof group !== "string" || group.length === 0 || group.length > MAX_GROUP_LENGTH) {
-      add("split.group", `must be a text of 1–${MAX_GROUP_LENGTH} characters (got ${describe(group)}); leave it out ` +
-        "to use the route's id")
+      add(
+        "split.group",
+        `must be a text of 1–${MAX_GROUP_LENGTH} characters (got ${describe(group)}); leave it out ` +
+          "to use the route's id"
+      )
     } else if (/[\u0000-\u001f\u007f]/.test(group)) add("split.group", "must not contain control characters")
   }
   if (value.targets === undefined) add("split.targets", "is required: 1 to 8 targets, each a handler and a weight")

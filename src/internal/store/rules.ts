@@ -9,9 +9,9 @@ import type { Context } from "effect"
 import { Either } from "effect"
 import { createHash } from "node:crypto"
 import * as Route from "../../Route.js"
+import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
 import { equal as sameSplit } from "../route/split.js"
-import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "../../RouteRepository.js"
 import { OutsidePrefixes, PreconditionFailed, RouteConflict } from "./errors.js"
 
 /**
