@@ -20,7 +20,12 @@ export const variantBody = (handler: string, split: Split.Choice | undefined): s
 export interface SplitServer {
   readonly origin: string
   readonly create: (
-    route: { readonly method: string; readonly path: string; readonly handler: string; readonly [field: string]: unknown }
+    route: {
+      readonly method: string
+      readonly path: string
+      readonly handler: string
+      readonly [field: string]: unknown
+    }
   ) => Promise<unknown>
 }
 
