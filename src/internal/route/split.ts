@@ -180,7 +180,13 @@ export const equal = (a: Split | undefined, b: Split | undefined): boolean =>
     a.targets.every((t, i) => t.handler === b.targets[i]!.handler && t.weight === b.targets[i]!.weight))
 
 /** The bucket of `key` in `group`: MurmurHash3 x86 32-bit, seed 0, over `<group>:<key>`, modulo 10,000. */
-export const bucketOf = (group: string, key: string): number => Murmur3.hash(`${group}:${key}`) % BUCKETS
+export const bucketOf = (group: string, key: string): number => {
+  Murmur3.start(0)
+  Murmur3.feed(group)
+  Murmur3.feedByte(58 /* : */)
+  Murmur3.feed(key)
+  return Murmur3.finish() % BUCKETS
+}
 
 /** The handler that takes `bucket`: the targets take ranges from 0 in order, the route's handler what is left. */
 export const handlerAt = (split: Split, handler: string, bucket: number): string => {
