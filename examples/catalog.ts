@@ -1,6 +1,7 @@
 /**
- * The demo catalog of `npm start` (README's quick start): the handler `echo` and the middleware `requestId` and `timing`, as
- * Connect-style functions for the Node router. A host registers its own functions the same way.
+ * The demo catalog of `npm start` (README's quick start): the handlers `echo` and `echo2` (which answer alike, each naming
+ * itself, so a split can be watched from curl) and the middleware `requestId` and `timing`, as Connect-style functions
+ * for the Node router. A host registers its own functions the same way.
  */
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -38,18 +39,25 @@ const timing: RouterListener.RouteFunction = (req, res, next) => {
   next()
 }
 
-/** Answers 200 with the stored route, the request's parameters and the middleware that ran. */
-const echo: RouterListener.RouteFunction = (req, res) => {
+/**
+ * A handler named `name` that answers 200 with the stored route, the request's parameters, the middleware that ran,
+ * its own name as `handler`, and, for a route with a split, the split's choice (handler, key and bucket).
+ */
+const echoing = (name: string): RouterListener.RouteFunction => (req, res) => {
   const match = RouterListener.matchOf(req)!
+  const split = match.split === undefined ? "" : `,"split":${JSON.stringify(match.split)}`
   const body = `{"route":${Route.toJson(match.route)},"params":${JSON.stringify(match.params)},"middleware":${
     JSON.stringify(ran.get(req) ?? [])
-  }}`
+  },"handler":${JSON.stringify(name)}${split}}`
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
   res.end(body)
 }
 
 /** The functions, by name. */
-export const functions: RouterListener.Functions = { handlers: { echo }, middleware: { requestId, timing } }
+export const functions: RouterListener.Functions = {
+  handlers: { echo: echoing("echo"), echo2: echoing("echo2") },
+  middleware: { requestId, timing }
+}
 
 /** Their names, for catalog checking (`ROUTER_STRICT=1`). */
 export const names: Catalog.Names = {

@@ -74,7 +74,12 @@ const unknownName = (kind: "handler" | "middleware", name: string, registered: R
  */
 export const check = (
   names: Names,
-  route: { readonly middleware?: ReadonlyArray<string> | undefined; readonly handler?: string | undefined }
+  route: {
+    readonly middleware?: ReadonlyArray<string> | undefined
+    readonly handler?: string | undefined
+    /** (0.5.0) Every target of a split is checked as a handler. */
+    readonly split?: { readonly targets: ReadonlyArray<{ readonly handler: string }> } | null | undefined
+  }
 ): ReadonlyArray<Route.FieldIssue> => {
   const issues: Array<Route.FieldIssue> = []
   route.middleware?.forEach((name, i) => {
@@ -85,5 +90,10 @@ export const check = (
   if (route.handler !== undefined && !names.handlers.includes(route.handler)) {
     issues.push({ path: "handler", message: unknownName("handler", route.handler, names.handlers) })
   }
+  route.split?.targets.forEach(({ handler }, i) => {
+    if (!names.handlers.includes(handler)) {
+      issues.push({ path: `split.targets[${i}].handler`, message: unknownName("handler", handler, names.handlers) })
+    }
+  })
   return issues
 }

@@ -146,6 +146,11 @@ const problems = {
     description:
       "The route names a handler or middleware this process has not registered (another process may have it)."
   },
+  route_disabled: {
+    status: 503,
+    description: "The route that serves this request is disabled (`enabled: false`): no function ran. Retry after " +
+      "`Retry-After` seconds, or enable the route."
+  },
   authenticator_unavailable: {
     status: 503,
     description: "The token cannot be checked now (an identity provider's key set cannot be fetched); " +

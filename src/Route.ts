@@ -14,6 +14,7 @@ import * as Grammar from "./internal/route/grammar.js"
 import * as Path from "./internal/route/path.js"
 import * as PathPattern from "./internal/route/pathPattern.js"
 import * as Validate from "./internal/route/validate.js"
+import * as Split from "./Split.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Issues
@@ -299,8 +300,8 @@ export const Middleware = Schema.Array(MiddlewareName).pipe(
 )
 
 /**
- * A stored route: exactly the six fields of the contract. `createdAt` encodes as `Date.prototype.toISOString`
- * prints it (UTC, three fraction digits).
+ * A stored route: the six fields of the contract, and (0.5.0) `enabled` and `split`, present only when not at their
+ * defaults (`enabled: false`; a split). `createdAt` encodes as `Date.prototype.toISOString` prints it.
  *
  * @since 0.1.0
  */
@@ -317,7 +318,9 @@ export class Route extends Schema.Class<Route>("Route")({
       pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$",
       description: "RFC 3339 UTC with exactly three fraction digits, as Date.prototype.toISOString prints it"
     }
-  })
+  }),
+  enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  split: Schema.optionalWith(Split.Split, { exact: true })
 }) {}
 
 /**
@@ -342,7 +345,9 @@ export const toJson = (route: Route): string =>
     JSON.stringify(route.path)
   },"middleware":${JSON.stringify(route.middleware)},"handler":${
     JSON.stringify(route.handler)
-  },"createdAt":"${route.createdAt.toISOString()}"}`
+  },"createdAt":"${route.createdAt.toISOString()}"${route.enabled === false ? `,"enabled":false` : ""}${
+    route.split === undefined ? "" : `,"split":${JSON.stringify(route.split)}`
+  }}`
 
 // A body's unknown fields are refused, as the HTTP API refuses them, and every problem is reported.
 const STRICT = { onExcessProperty: "error", errors: "all" } as const
@@ -356,7 +361,9 @@ export const CreateRoute = Schema.Struct({
   method: HttpMethod,
   path: RoutePath,
   middleware: Schema.optionalWith(Middleware, { exact: true, default: () => [] }),
-  handler: HandlerName
+  handler: HandlerName,
+  enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  split: Schema.optionalWith(Split.Split, { exact: true })
 }).annotations({ identifier: "CreateRoute", parseOptions: STRICT })
 
 /**
@@ -380,7 +387,9 @@ export const PatchRoute = Schema.Struct({
   method: Schema.optionalWith(HttpMethod, { exact: true }),
   path: Schema.optionalWith(RoutePath, { exact: true }),
   middleware: Schema.optionalWith(Middleware, { exact: true }),
-  handler: Schema.optionalWith(HandlerName, { exact: true })
+  handler: Schema.optionalWith(HandlerName, { exact: true }),
+  enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  split: Schema.optionalWith(Schema.NullOr(Split.Split), { exact: true })
 }).pipe(
   Schema.filter((patch) => Object.keys(patch).length > 0 || Validate.NOTHING_TO_CHANGE, {
     jsonSchema: { minProperties: 1 }

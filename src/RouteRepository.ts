@@ -132,6 +132,8 @@ export interface ListQuery {
    * (1–256 characters through the HTTP API).
    */
   readonly q?: string | undefined
+  /** (0.5.0) Only enabled routes (`true`) or only disabled ones (`false`). */
+  readonly enabled?: boolean | undefined
 }
 
 /**

@@ -19,6 +19,8 @@ import * as RouterCore from "./internal/router/core.js"
 import * as Guard from "./internal/router/guard.js"
 import * as Otel from "./internal/router/otel.js"
 import * as Answers from "./internal/router/problems.js"
+import type * as RouteMatch from "./internal/router/routeMatch.js"
+import * as Splits from "./internal/router/split.js"
 import * as Body from "./internal/transport/body.js"
 import * as NodeTransport from "./internal/transport/nodeTransport.js"
 import type { InvalidOption } from "./InvalidOption.js"
@@ -26,14 +28,12 @@ import type * as Route from "./Route.js"
 import * as RouteTable from "./RouteTable.js"
 
 /**
- * The route serving the current request, and its parameters (percent-decoded).
+ * The route serving the current request, and its parameters (percent-decoded); for a route with a split (0.5.0), the
+ * split's choice: the handler serving the request, the key and its bucket.
  *
  * @since 0.2.0
  */
-export class Match extends Context.Tag("route-registry/RouterHttpApp/Match")<Match, {
-  readonly route: Route.StoredRoute
-  readonly params: Readonly<Record<string, string>>
-}>() {}
+export class Match extends Context.Tag("route-registry/RouterHttpApp/Match")<Match, RouteMatch.Match>() {}
 
 /**
  * A middleware wraps the rest of the route (the next middleware, then the handler): it may answer itself and never
@@ -86,15 +86,16 @@ const lingering = (req: IncomingMessage, answer: Answers.Answer, then: Effect.Ef
 
 // The server spans of a request `route` serves, named after it (docs/observability.md): the HTTP instrumentation's, and
 // Effect's own (`HttpMiddleware.tracer`), whose name changes where its tracer can (`@effect/opentelemetry`).
-const nameSpans = (method: string, route: Route.StoredRoute) =>
+const nameSpans = (method: string, route: Route.StoredRoute, handler: string | undefined) =>
   Effect.map(Effect.serviceOption(Tracer.ParentSpan), (parent) => {
-    Otel.nameServerSpan(method, route)
+    Otel.nameServerSpan(method, route, handler)
     const span = parent._tag === "Some" ? parent.value : undefined
     if (span?._tag !== "Span" || span.kind !== "server") return
     span.attribute("http.route", route.path)
     span.attribute("route_registry.route.id", route.id)
+    if (handler !== undefined) span.attribute("route_registry.route.handler", handler)
     const otel = Otel.activeSpan(span.spanId)
-    if (otel !== undefined) Otel.annotate(otel, method, route)
+    if (otel !== undefined) Otel.annotate(otel, method, route, handler)
   })
 
 const ROUTE = Symbol.for("route-registry/RouterHttpApp/Route")
@@ -251,12 +252,18 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
         case "MethodNotAllowed":
           return Effect.fail(new HttpServerError.RouteNotFound({ request }))
       }
-      const app = core.resolve(found.route)
+      const route = found.route
+      if (route.enabled === false) return Effect.succeed(toResponse(Answers.routeDisabled))
+      const choice = Splits.choiceOf(route, (name) => request.headers[name], request.url)
+      const app = core.resolve(route, choice?.handler)
       if (typeof app === "string") return unavailable(app)
-      return Effect.provideService(Effect.zipRight(nameSpans(request.method, found.route), app), Match, {
-        route: found.route,
-        params: found.params
-      }) as HttpApp.Default<
+      const params = found.params
+      const match: RouteMatch.Match = choice === undefined ? { route, params } : { route, params, split: choice }
+      return Effect.provideService(
+        Effect.zipRight(nameSpans(request.method, route, choice?.handler), app),
+        Match,
+        match
+      ) as HttpApp.Default<
         E,
         Exclude<R, Match>
       >

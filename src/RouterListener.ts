@@ -18,6 +18,7 @@ import * as Guard from "./internal/router/guard.js"
 import * as Otel from "./internal/router/otel.js"
 import * as Answers from "./internal/router/problems.js"
 import * as RouteMatch from "./internal/router/routeMatch.js"
+import * as Splits from "./internal/router/split.js"
 import * as NodeResponse from "./internal/transport/nodeResponse.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
@@ -112,7 +113,7 @@ class Serving implements Connect.Progress {
   handedOver = false
   /** The router answered the request itself (408): what the functions do after that is not theirs to answer. */
   timedOut = false
-  constructor(readonly route: Route.StoredRoute) {}
+  constructor(readonly route: Route.StoredRoute, readonly handler: string) {}
 }
 
 const SERVING = Symbol.for("route-registry/NodeRouter/Serving")
@@ -121,8 +122,8 @@ interface Guarded extends ServerResponse {
   [SERVING]?: Serving
 }
 
-const nameAt = (route: Route.StoredRoute, at: number): string =>
-  at < route.middleware.length ? route.middleware[at]! : route.handler
+const nameAt = ({ handler, route }: Serving, at: number): string =>
+  at < route.middleware.length ? route.middleware[at]! : handler
 
 /**
  * The listener over the table in context. It looks routes up in memory, never in the store. A path the host serves
@@ -167,7 +168,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
 
     const misbehaved = (serving: Serving, at: number, what: Guard.Misbehaviour, error: unknown) => {
       // After the router's own 408, what the functions do is the consequence of it, not a fault of theirs.
-      if (!serving.timedOut) report(serving.route, nameAt(serving.route, Math.max(at, 0)), what, error)
+      if (!serving.timedOut) report(serving.route, nameAt(serving, Math.max(at, 0)), what, error)
     }
 
     // Node emits 'error' on a response written after its end; with no listener, that would end the process.
@@ -240,12 +241,15 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
           ;(req as Refused)[ALLOW] = found.allow
           return next()
       }
-      const fns = core.resolve(found.route)
+      const route = found.route
+      if (route.enabled === false) return NodeResponse.write(req, res, Answers.routeDisabled)
+      const choice = Splits.choiceOf(route, (name) => req.headers[name], req.url ?? "/")
+      const fns = core.resolve(route, choice?.handler)
       if (typeof fns === "string") return unavailable(req, res, fns)
-      RouteMatch.set(req, found)
+      RouteMatch.set(req, RouteMatch.withChoice(found, choice))
       ;(req as Matched).params = found.params
-      Otel.nameServerSpan(req.method!, found.route)
-      const serving = new Serving(found.route)
+      Otel.nameServerSpan(req.method!, route, choice?.handler)
+      const serving = new Serving(route, choice?.handler ?? route.handler)
       ;(res as Guarded)[SERVING] = serving
       res.on("error", onResponseError)
       if (Guard.bodyPending(req)) Guard.watchBody(req, res, bodyTimeoutMillis, () => timeOut(serving, req, res))

@@ -52,6 +52,13 @@ export * as Problem from "./Problem.js"
 export * as Route from "./Route.js"
 
 /**
+ * A route's split (canary and A/B): its schema, and the bucket and handler a key gets.
+ *
+ * @since 0.5.0
+ */
+export * as Split from "./Split.js"
+
+/**
  * @since 0.1.0
  */
 export * as RouteRepository from "./RouteRepository.js"

@@ -26,6 +26,14 @@ describe("Catalog.check", () => {
     assert.include(issues[2]!.message, "did you mean \"showUser\"?")
   })
 
+  it("checks every split target as a handler, at its place (CONTRACT §20)", () => {
+    const split = { targets: [{ handler: "echo" }, { handler: "listUser" }, { handler: "zzz" }] }
+    const issues = Catalog.check(names, { handler: "showUser", split })
+    assert.deepStrictEqual(issues.map((issue) => issue.path), ["split.targets[1].handler", "split.targets[2].handler"])
+    assert.include(issues[0]!.message, "did you mean \"listUsers\"?")
+    assert.deepStrictEqual(Catalog.check(names, { split: null }), [])
+  })
+
   it("suggests nothing far from every registered name, and says when none is registered", () => {
     assert.notInclude(Catalog.check(names, { handler: "deleteEverything" })[0]!.message, "did you mean")
     const empty = Catalog.check({ handlers: [], middleware: [] }, { handler: "h" })

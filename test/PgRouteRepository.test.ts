@@ -52,7 +52,9 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         "handler:text",
         "created_at:timestamp with time zone",
         "revision:bigint",
-        "txid:xid8"
+        "txid:xid8",
+        "enabled:boolean",
+        "split:jsonb"
       ])
       const indexes = yield* sql<{ indexname: string; indexdef: string }>`
         SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ${table} ORDER BY indexname`

@@ -52,6 +52,30 @@ describe("decoding an upsert", () => {
     }
   })
 
+  it("keeps enabled: false and a split (a follower that dropped them would serve a disabled route)", () => {
+    const split = {
+      by: "header:x-user",
+      group: "g",
+      targets: [{ handler: "v2" as Route.HandlerName, weight: 250 }],
+      override: "x-h"
+    }
+    const data = Route.toJson(routeOf({ enabled: false, split }))
+    const decoded = decode(data)
+    assert.strictEqual(decoded?.enabled, false)
+    assert.deepStrictEqual(decoded?.split, split)
+    assert.strictEqual(fieldsOf(decoded), data)
+    const json = JSON.parse(data)
+    assert.isUndefined(decode(JSON.stringify({ ...json, enabled: "false" })))
+    assert.isUndefined(decode(JSON.stringify({ ...json, split: { ...split, targets: [] } })))
+    assert.isUndefined(
+      decode(JSON.stringify({ ...json, split: { ...split, targets: [{ handler: "users.files", weight: 1 }] } }))
+    )
+    assert.strictEqual(
+      fieldsOf(decode(JSON.stringify({ ...json, enabled: true }))),
+      Route.toJson(routeOf({ split }))
+    )
+  })
+
   it("takes the same route written another way, but then not as its text", () => {
     const data = Route.toJson(routeOf())
     const variants = [

@@ -32,6 +32,7 @@ const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
   ["Telemetry.ts", "shared"],
   ["internal/telemetry.ts", "shared"],
   ["Route.ts", "model"],
+  ["Split.ts", "model"],
   ["InvalidOption.ts", "model"],
   ["Catalog.ts", "model"],
   ["internal/route/", "model"],

@@ -45,6 +45,25 @@ describe("the demo catalog's headers", () => {
     }
   })
 
+  it("echo and echo2 answer alike, each naming itself as handler; a split's choice shows (issue 38)", async () => {
+    const split = { by: "header:x-user", targets: [{ handler: "echo2", weight: 5000 }], override: "x-handler" }
+    const created = await send(createRoute({ method: "GET", path: "/canary/:id", handler: "echo", split }))
+    assert.strictEqual(created.status, 201, created.text)
+    const answers = await Promise.all(
+      ["echo", "echo2"].map(async (name) =>
+        (await send({ method: "GET", path: "/canary/7", headers: { "x-user": "u", "x-handler": name } })).json
+      )
+    )
+    assert.deepStrictEqual(answers.map((answer) => answer.handler), ["echo", "echo2"])
+    const { handler: _1, split: split1, ...first } = answers[0]
+    const { handler: _2, split: split2, ...second } = answers[1]
+    assert.deepStrictEqual(first, second)
+    assert.deepStrictEqual(first.params, { id: "7" })
+    assert.deepStrictEqual([split1.handler, split2.handler], ["echo", "echo2"])
+    const plain = (await send({ method: "GET", path: "/demo" })).json
+    assert.deepStrictEqual(Object.keys(plain), ["route", "params", "middleware", "handler"])
+  })
+
   it("Server-Timing: one fixed-form entry, whatever the request", async () => {
     const answer = await send({ method: "GET", path: "/demo", headers: { "server-timing": "x".repeat(8000) } })
     assert.match(answer.headers.get("server-timing") ?? "", /^app;dur=\d+\.\d{3}$/)

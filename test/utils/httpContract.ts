@@ -12,6 +12,7 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingHandler from "route-registry/RoutingHandler"
+import * as Split from "route-registry/Split"
 import { accepted, refused } from "../fixtures/samples.js"
 import type { Adapter, Received, Sent, Served } from "./adapters.js"
 import { rawRequest } from "./adapters.js"
@@ -1228,6 +1229,22 @@ export const matchContract = (adapter: Adapter, store: Store, options?: RoutingH
     for (const candidate of candidates) assert.deepStrictEqual(Object.keys(candidate), ["route", "reason"])
     assert.include(candidates[0].reason, "segment 2")
     assert.include(candidates[1].reason, "another method")
+  })
+
+  it("with key=, a split's choice beside the route: key, bucket and handler (CONTRACT §20)", async () => {
+    const split = { by: "header:x-user", targets: [{ handler: "v2", weight: 5000 }] }
+    const created = await send(post({ method: "GET", path: "/split", handler: "h", split }))
+    assert.strictEqual(created.status, 201, created.text)
+    for (const key of ["alice", "bob", "carol", "dave"]) {
+      const response = await send(match({ method: "GET", path: "/split", key }))
+      assert.deepStrictEqual(Object.keys(response.json), ["outcome", "route", "split", "params", "allow", "candidates"])
+      const bucket = Split.bucketOf(created.json.id, key)
+      assert.deepStrictEqual(response.json.split, { key, bucket, handler: bucket < 5000 ? "v2" : "h" })
+    }
+    const keyless = await send(match({ method: "GET", path: "/split" }))
+    assert.deepStrictEqual(keyless.json.split, { key: null, bucket: null, handler: "h" })
+    const plain = await send(match({ method: "GET", path: "/users/me", key: "alice" }))
+    assert.deepStrictEqual(Object.keys(plain.json), KEYS)
   })
 
   it("HEAD is served by GET, and parameters are percent-decoded as the router decodes them", async () => {

@@ -44,12 +44,13 @@ export interface Integration {
   ) => Promise<Host>
 }
 
-const route = (method: string, path: string, handler: string, middleware: ReadonlyArray<string> = []) => ({
-  method,
-  path,
-  handler,
-  middleware
-})
+const route = (
+  method: string,
+  path: string,
+  handler: string,
+  middleware: ReadonlyArray<string> = [],
+  fields: Record<string, unknown> = {}
+) => ({ method, path, handler, middleware, ...fields })
 
 /** A create sent to the routing API at `api` (an origin followed by the path the API is under). */
 const createAt = (api: string, body: ReturnType<typeof route>): Promise<Received> =>
@@ -81,6 +82,29 @@ export const integrationContract = (integration: Integration, store: Store) => {
       assert.strictEqual(refused._tag, "InvalidOption", apiPrefix)
       assert.strictEqual(refused.option, "apiPrefix")
       assert.include(refused.message, fix)
+    }
+  })
+  it("a disabled route answers 503 route_disabled; a split sends a key to its target, the override wins (CONTRACT §20)", async () => {
+    const host = await integration.start(store, "")
+    try {
+      const split = { by: "header:x-u", targets: [{ handler: "other", weight: 10_000 }], override: "x-o" }
+      assert.strictEqual((await createAt(host.origin, route("GET", "/split/:id", "show", [], { split }))).status, 201)
+      assert.strictEqual(
+        (await createAt(host.origin, route("GET", "/split/off", "other", [], { enabled: false }))).status,
+        201
+      )
+      const send = fetchFrom(host.origin)
+      const off = await send({ method: "GET", path: "/split/off" })
+      assertProblem(off, "route_disabled", [])
+      assert.strictEqual(off.headers.get("retry-after"), "60")
+      assert.deepStrictEqual((await send({ method: "GET", path: "/split/1", headers: { "x-u": "k" } })).json, {
+        handler: "other"
+      })
+      assert.deepStrictEqual((await send({ method: "GET", path: "/split/1" })).json.params, { id: "1" })
+      const overridden = await send({ method: "GET", path: "/split/1", headers: { "x-u": "k", "x-o": "show" } })
+      assert.deepStrictEqual(overridden.json.params, { id: "1" })
+    } finally {
+      await host.close()
     }
   })
   it("hostPaths: no stored route may take them, match says the host serves them, the router hands them on", async () => {

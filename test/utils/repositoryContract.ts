@@ -9,6 +9,7 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
 import { logContract } from "./logContract.js"
+import { safeChangesContract } from "./safeChangesContract.js"
 
 const NOW = Date.parse("2026-11-21T09:30:12.345Z")
 
@@ -251,6 +252,7 @@ export const repositoryContract = <R>(
   describe("the method bound", () => methodBound(test))
   describe("idempotency keys", () => idempotencyKeys(test))
   describe("the change log", () => logContract(test, it, limited))
+  describe("enabled and split (CONTRACT §20)", () => safeChangesContract(test))
 }
 
 type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void

@@ -13,9 +13,10 @@ import { Effect, Stream } from "effect"
 import type * as Http from "node:http"
 import * as Net from "node:net"
 import * as Problem from "route-registry/Problem"
-import type * as RouterHttpApp from "route-registry/RouterHttpApp"
-import type * as RouterListener from "route-registry/RouterListener"
+import * as RouterHttpApp from "route-registry/RouterHttpApp"
+import * as RouterListener from "route-registry/RouterListener"
 import type { LogLine } from "./routerHost.js"
+import { splitContract, variantBody, VARIANTS } from "./splitContract.js"
 
 /** The body timeout the contract's servers are started with. */
 export const BODY_TIMEOUT_MILLIS = 300
@@ -58,7 +59,11 @@ export const nodeFunctions: RouterListener.Functions = {
       throw new Error("boom mid-answer")
     },
     readsBody: readAll,
-    ignoresBody: (_req, res) => plain(res, 200, "answered without reading the body")
+    ignoresBody: (_req, res) => plain(res, 200, "answered without reading the body"),
+    ...Object.fromEntries(VARIANTS.map((name): [string, RouterListener.RouteFunction] => [
+      name,
+      (req, res) => plain(res, 200, variantBody(name, RouterListener.matchOf(req)?.split))
+    ]))
   }
 }
 
@@ -96,7 +101,11 @@ export const effectFunctions: RouterHttpApp.Functions<never, never> = {
       HttpServerRequest.HttpServerRequest,
       (request) => Effect.map(request.arrayBuffer, (body) => HttpServerResponse.text(`read ${body.byteLength} bytes`))
     ).pipe(Effect.orDie),
-    ignoresBody: HttpServerResponse.text("answered without reading the body")
+    ignoresBody: HttpServerResponse.text("answered without reading the body"),
+    ...Object.fromEntries(VARIANTS.map((name) => [
+      name,
+      Effect.map(RouterHttpApp.Match, (match) => HttpServerResponse.text(variantBody(name, match.split)))
+    ]))
   }
 }
 
@@ -105,9 +114,14 @@ export const effectFunctions: RouterHttpApp.Functions<never, never> = {
 export interface RunningRouter {
   readonly origin: string
   /** Stores a route through the server's own API. */
-  readonly create: (route: { readonly method: string; readonly path: string; readonly handler: string }) => Promise<
-    unknown
-  >
+  readonly create: (
+    route: {
+      readonly method: string
+      readonly path: string
+      readonly handler: string
+      readonly [field: string]: unknown
+    }
+  ) => Promise<unknown>
   readonly logs: ReadonlyArray<LogLine>
   readonly close: () => Promise<void>
 }
@@ -318,4 +332,6 @@ export const routerContract = (form: RouterForm) => {
       ])
     }
   )
+
+  splitContract(withServer)
 }

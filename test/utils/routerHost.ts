@@ -44,6 +44,7 @@ export const createRoute = (route: {
   readonly path: string
   readonly handler: string
   readonly middleware?: ReadonlyArray<string>
+  readonly [field: string]: unknown
 }) => ({ method: "POST", path: "/v1/routing", headers: admin, body: JSON.stringify(route) })
 
 /**

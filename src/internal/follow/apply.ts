@@ -8,6 +8,7 @@
 import { Effect, Queue } from "effect"
 import * as Route from "../../Route.js"
 import * as Memory from "../store/memoryIndex.js"
+import { optionalOf } from "../store/rules.js"
 import * as History from "../table/history.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Decode from "./decode.js"
@@ -31,8 +32,11 @@ const parse = (data: string): unknown => {
 // or cannot hold it.
 const place = (state: State, { revision, route }: Revised): Route.StoredRoute | undefined => {
   if (RouteTree.get(state.tree, route.id)?.revision === revision) return undefined
-  const { createdAt, handler, id, method, middleware, path } = route
-  const stored = new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
+  const { createdAt, enabled, handler, id, method, middleware, path, split } = route
+  const stored = new Route.StoredRoute(
+    { id, method, path, middleware, handler, createdAt, ...optionalOf({ enabled, split }), revision },
+    true
+  )
   try {
     RouteTree.insertParsed(state.tree, stored, route.parsed)
   } catch (error) {

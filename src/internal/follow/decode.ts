@@ -10,6 +10,7 @@ import { Either } from "effect"
 import * as Route from "../../Route.js"
 import * as Grammar from "../route/grammar.js"
 import * as Path from "../route/path.js"
+import * as Split from "../route/split.js"
 
 /** A route decoded from an event, with its parsed path, before the follower gives it a revision. */
 export interface Decoded {
@@ -19,6 +20,8 @@ export interface Decoded {
   readonly middleware: ReadonlyArray<Route.MiddlewareName>
   readonly handler: Route.HandlerName
   readonly createdAt: Date
+  readonly enabled?: false
+  readonly split?: Split.Split
   readonly parsed: Path.ParsedPath
   /** The event's data when it is byte for byte `Route.toJson` of the route, else `undefined`. */
   readonly text: string | undefined
@@ -74,7 +77,10 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
   if (createdAt === undefined) return undefined
   const parsed = Path.parsePath(path)
   if (Either.isLeft(parsed)) return undefined
-  // Schema.Class ignores keys it does not know; only the text is then not the route's own.
+  const optional = optionalFields(json as Record<string, unknown>, handler)
+  if (optional === undefined) return undefined
+  // Schema.Class ignores keys it does not know; only the text is then not the route's own. A route with the fields of
+  // §20 is written again by the follower's history (rare, and not worth recognising).
   const canonical = hasRouteKeys(json) && data.length === plainLength(id, method, path, middleware, handler)
   return {
     id,
@@ -83,7 +89,26 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
     middleware: middleware as ReadonlyArray<Route.MiddlewareName>,
     handler: handler as Route.HandlerName,
     createdAt,
+    ...optional,
     parsed: parsed.right,
     text: canonical ? data : undefined
+  }
+}
+
+const NONE = {}
+
+// The fields of §20 an event carries, as a route keeps them; `undefined` when one is not valid. A follower that
+// dropped them would serve a disabled route, or ignore a split.
+const optionalFields = (
+  json: Record<string, unknown>,
+  handler: string
+): { readonly enabled?: false; readonly split?: Split.Split } | undefined => {
+  const { enabled, split } = json
+  if (enabled === undefined && split === undefined) return NONE
+  if (enabled !== undefined && typeof enabled !== "boolean") return undefined
+  if (split !== undefined && Split.check(split, handler).length > 0) return undefined
+  return {
+    ...(enabled === false ? { enabled: false } : {}),
+    ...(split === undefined ? {} : { split: Split.canonical(split as Record<string, unknown>) })
   }
 }

@@ -24,6 +24,7 @@ import * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import { StoreUnavailable } from "../store/errors.js"
 import { encodeCursor } from "../store/historyCursor.js"
+import { optionalOf } from "../store/rules.js"
 import * as History from "../table/history.js"
 import * as Client from "./client.js"
 import * as Decode from "./decode.js"
@@ -163,7 +164,8 @@ const entryOf = (type: string, data: string, revision: number, at: Date): RouteR
       path: route.path,
       middleware: route.middleware,
       handler: route.handler,
-      createdAt: route.createdAt
+      createdAt: route.createdAt,
+      ...optionalOf(route)
     },
     true
   )

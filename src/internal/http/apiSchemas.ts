@@ -65,6 +65,11 @@ export const ListParams = Schema.Struct({
       description: "Only routes whose path, handler or one of whose middleware names contains this text, compared " +
         "byte for byte."
     })
+  ),
+  enabled: Schema.optional(
+    Schema.Literal("true", "false").annotations({
+      description: "Only enabled routes (true) or only disabled ones (false)."
+    })
   )
 })
 

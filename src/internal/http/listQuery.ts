@@ -54,7 +54,9 @@ const RULES = {
   q: (value: string) =>
     value.length >= 1 && value.length <= MAX_SEARCH_LENGTH
       ? undefined
-      : `must be 1 to ${MAX_SEARCH_LENGTH} characters (got ${value.length})`
+      : `must be 1 to ${MAX_SEARCH_LENGTH} characters (got ${value.length})`,
+  enabled: (value: string) =>
+    value === "true" || value === "false" ? undefined : `must be true or false (got ${JSON.stringify(value)})`
 } as const satisfies Record<string, (value: string) => string | undefined>
 
 type Rules<P extends string> = Readonly<Record<P, (value: string) => string | undefined>>
@@ -108,7 +110,8 @@ export const parse = (raw: string): Either.Either<ListQuery, ReadonlyArray<Field
     pathPrefix: values.pathPrefix,
     handler: values.handler,
     middleware: values.middleware,
-    q: values.q
+    q: values.q,
+    enabled: values.enabled === undefined ? undefined : values.enabled === "true"
   }))
 
 /** The relative link to the page after `lastId`, with the filters and limit of `query`. */
@@ -119,6 +122,7 @@ export const nextLink = (collection: string, query: ListQuery, lastId: string): 
   if (query.handler !== undefined) params.set("handler", query.handler)
   if (query.middleware !== undefined) params.set("middleware", query.middleware)
   if (query.q !== undefined) params.set("q", query.q)
+  if (query.enabled !== undefined) params.set("enabled", String(query.enabled))
   params.set("cursor", encodeCursor(lastId))
   return `<${collection}?${params.toString()}>; rel="next"`
 }

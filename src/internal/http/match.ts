@@ -10,15 +10,20 @@ import * as HostPaths from "../../HostPaths.js"
 import * as Route from "../../Route.js"
 import * as RouteTable from "../../RouteTable.js"
 import * as Grammar from "../route/grammar.js"
+import * as Split from "../route/split.js"
 import * as Answers from "./answers.js"
 import { type Refusal, refuse } from "./answers.js"
 import type { Request, Response } from "./exchange.js"
 import { parseParameters } from "./listQuery.js"
 
-/** The question: a request's method and its target (a path, with or without a query string). */
+/**
+ * The question: a request's method and its target (a path, with or without a query string), and (§20) the key a
+ * split would read from the request.
+ */
 export interface Question {
   readonly method: string
   readonly path: string
+  readonly key?: string | undefined
 }
 
 const RULES = {
@@ -26,7 +31,9 @@ const RULES = {
   path: (value: string) =>
     value.charCodeAt(0) === 47 /* / */
       ? undefined
-      : `must be a request target starting with "/", such as "/users/42?fields=name" (got ${JSON.stringify(value)})`
+      : `must be a request target starting with "/", such as "/users/42?fields=name" (got ${JSON.stringify(value)})`,
+  // Any text, as a request may carry: an empty key is no key, as the router reads it.
+  key: () => undefined
 }
 
 const REQUIRED = {
@@ -38,9 +45,9 @@ const REQUIRED = {
 export const parseQuestion = (raw: string): Either.Either<Question, ReadonlyArray<Route.FieldIssue>> =>
   Either.flatMap(
     parseParameters(raw, RULES, "the match query"),
-    ({ method, path }) =>
+    ({ key, method, path }) =>
       method !== undefined && path !== undefined
-        ? Either.right({ method, path })
+        ? Either.right({ method, path, key })
         : Either.left([
           ...(method === undefined ? [{ path: "method", message: REQUIRED.method }] : []),
           ...(path === undefined ? [{ path: "path", message: REQUIRED.path }] : [])
@@ -57,12 +64,22 @@ const OUTCOMES = {
 const candidateJson = ({ reason, route }: RouteTable.Candidate<Route.Route>): string =>
   `{"route":${Route.toJson(route)},"reason":${JSON.stringify(reason)}}`
 
-/** The answer's body: `{ outcome, route, params, allow, candidates }`, each route as `GET /v1/routing/{id}` has it. */
-export const bodyOf = (explanation: RouteTable.Explanation<Route.Route>): string => {
+// A split's choice for the key, as the router would make it for a request carrying it (no override).
+const splitJson = (route: Route.Route, key: string | undefined): string => {
+  if (route.split === undefined) return ""
+  const { bucket, handler } = Split.choose(route.split, route.id, route.handler, key, undefined)
+  return `,"split":${JSON.stringify({ key: bucket === null ? null : key, bucket, handler })}`
+}
+
+/**
+ * The answer's body: `{ outcome, route, split?, params, allow, candidates }`, each route as `GET /v1/routing/{id}` has
+ * it; `split` beside a route that has one, the choice for `key`.
+ */
+export const bodyOf = (explanation: RouteTable.Explanation<Route.Route>, key?: string): string => {
   const resolution = explanation.resolution
   const found = resolution._tag === "Found" ? resolution : undefined
   return `{"outcome":"${OUTCOMES[resolution._tag]}","route":${
-    found === undefined ? "null" : Route.toJson(found.route)
+    found === undefined ? "null" : Route.toJson(found.route) + splitJson(found.route, key)
   },"params":${found === undefined ? "null" : JSON.stringify(found.params)},"allow":${
     JSON.stringify(explanation.allow)
   },"candidates":[${explanation.candidates.map(candidateJson).join(",")}]}`
@@ -97,8 +114,8 @@ export const answer = (
     if (table === undefined) return yield* refuse(Answers.NO_TABLE)
     const question = parseQuestion(request.query)
     if (Either.isLeft(question)) return yield* refuse(Answers.invalidMatchQuery(question.left))
-    const { method, path } = question.right
+    const { key, method, path } = question.right
     const explanation = RouteTable.explain(table, method, path)
     const entry = HostPaths.serving(hostPaths, path)
-    return Answers.json(200, entry === undefined ? bodyOf(explanation) : hostBodyOf(explanation, entry))
+    return Answers.json(200, entry === undefined ? bodyOf(explanation, key) : hostBodyOf(explanation, entry))
   })

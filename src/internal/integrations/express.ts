@@ -18,6 +18,7 @@ import type * as RoutingHandler from "../../RoutingHandler.js"
 import * as Target from "../http/target.js"
 import * as Otel from "../router/otel.js"
 import * as RouteMatch from "../router/routeMatch.js"
+import * as Splits from "../router/split.js"
 import * as Body from "../transport/body.js"
 import * as NodeResponse from "../transport/nodeResponse.js"
 import * as ApiPrefix from "./apiPrefix.js"
@@ -126,11 +127,14 @@ export const make = (options: Options): Mounted => {
       case "MethodNotAllowed":
         return NodeResponse.write(req, res, Registry.answers.methodNotAllowed(found.allow))
     }
-    const chain = registry.chainOf(found.route)
+    const route = found.route
+    if (route.enabled === false) return NodeResponse.write(req, res, Registry.answers.routeDisabled)
+    const choice = Splits.choiceOf(route, (name) => req.headers[name], req.url)
+    const chain = registry.chainOf(route, choice?.handler)
     if (typeof chain === "string") return NodeResponse.write(req, res, Registry.answers.handlerUnavailable(chain))
-    RouteMatch.set(req, found)
+    RouteMatch.set(req, RouteMatch.withChoice(found, choice))
     req.params = Registry.ownParams(found.params)
-    Otel.nameServerSpan(req.method, found.route)
+    Otel.nameServerSpan(req.method, route, choice?.handler)
     const fns = [...chain.middleware, chain.handler]
     let at = 0
     // Express's own rules: `next()` passes on, `next(error)` (or a throw, or a rejection) goes to error middleware,

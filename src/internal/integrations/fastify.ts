@@ -23,6 +23,7 @@ import type * as Route from "../../Route.js"
 import { COLLECTION } from "../http/exchange.js"
 import * as Otel from "../router/otel.js"
 import * as RouteMatch from "../router/routeMatch.js"
+import * as Splits from "../router/split.js"
 import * as Body from "../transport/body.js"
 import * as ApiPrefix from "./apiPrefix.js"
 import * as NodeApi from "./nodeApi.js"
@@ -62,13 +63,14 @@ interface OtelRequest {
   readonly opentelemetry?: () => { readonly span?: Otel.Span | null }
 }
 
-const nameSpans = (request: FastifyRequest, route: Route.StoredRoute): void => {
-  const server = Otel.nameServerSpan(request.method, route)
+const nameSpans = (request: FastifyRequest, route: Route.StoredRoute, handler: string | undefined): void => {
+  const server = Otel.nameServerSpan(request.method, route, handler)
   const span = (request as OtelRequest).opentelemetry?.().span
   if (span == null) return
-  if (server === undefined) return Otel.annotate(span, request.method, route)
+  if (server === undefined) return Otel.annotate(span, request.method, route, handler)
   span.setAttribute("http.route", route.path)
   span.setAttribute("route_registry.route.id", route.id)
+  if (handler !== undefined) span.setAttribute("route_registry.route.handler", handler)
 }
 
 const log = (fastify: FastifyInstance): Registry.Log => (level, message) => fastify.log[level](message)
@@ -122,12 +124,15 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
       case "MethodNotAllowed":
         return void send(reply, Registry.answers.methodNotAllowed(found.allow))
     }
-    const chain = registry.chainOf(found.route)
+    const route = found.route
+    if (route.enabled === false) return void send(reply, Registry.answers.routeDisabled)
+    const choice = Splits.choiceOf(route, (name) => request.headers[name], request.url)
+    const chain = registry.chainOf(route, choice?.handler)
     if (typeof chain === "string") return void send(reply, Registry.answers.handlerUnavailable(chain))
     chains.set(request, chain)
-    RouteMatch.set(request, found)
+    RouteMatch.set(request, RouteMatch.withChoice(found, choice))
     request.params = Registry.ownParams(found.params)
-    nameSpans(request, found.route)
+    nameSpans(request, route, choice?.handler)
     done()
   }
 

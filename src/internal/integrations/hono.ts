@@ -12,6 +12,7 @@ import { HonoRequest } from "hono/request"
 import { COLLECTION } from "../http/exchange.js"
 import * as Otel from "../router/otel.js"
 import * as RouteMatch from "../router/routeMatch.js"
+import * as Splits from "../router/split.js"
 import * as Body from "../transport/body.js"
 import * as WebResponse from "../transport/webResponse.js"
 import * as ApiPrefix from "./apiPrefix.js"
@@ -147,11 +148,14 @@ export const make = (options: Options): Mounted => {
       case "MethodNotAllowed":
         return WebResponse.toWeb(Registry.answers.methodNotAllowed(found.allow))
     }
-    const chain = chainOf(found.route)
+    const route = found.route
+    if (route.enabled === false) return WebResponse.toWeb(Registry.answers.routeDisabled)
+    const choice = Splits.choiceOf(route, (name) => c.req.raw.headers.get(name), query === "" ? path : `?${query}`)
+    const chain = chainOf(route, choice?.handler)
     if (typeof chain === "string") return WebResponse.toWeb(Registry.answers.handlerUnavailable(chain))
-    withParams(c, found.params, base + found.route.path)
-    RouteMatch.set(c, found)
-    Otel.nameServerSpan(c.req.method, found.route)
+    withParams(c, found.params, base + route.path)
+    RouteMatch.set(c, RouteMatch.withChoice(found, choice))
+    Otel.nameServerSpan(c.req.method, route, choice?.handler)
     return runChain(c, chain, next)
   })
   const close = () => (closing ??= ready.then(() => registry!.dispose(), () => {}))

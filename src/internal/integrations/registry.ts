@@ -70,7 +70,7 @@ export interface Registry<F, M> {
   /** What the router decides for a request (`HostPaths.lookup`): a path the host serves is not found. */
   readonly lookup: (method: string, target: string) => RouteTable.Resolution<Route.StoredRoute>
   /** The route's functions, or the first name this process has not registered (logged once per name). */
-  readonly chainOf: (route: Route.StoredRoute) => Chain<F, M> | string
+  readonly chainOf: (route: Route.StoredRoute, handler?: string) => Chain<F, M> | string
   /** Runs an answer of the routing API's core: a completed one at once, without a fiber. */
   readonly run: (
     effect: Effect.Effect<RoutingHandler.Response>
@@ -147,8 +147,8 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
       { handlers, middleware },
       (middleware, handler) => ({ middleware, handler })
     )
-    const chainOf = (route: Route.StoredRoute): Chain<F, M> | string => {
-      const chain = core.resolve(route)
+    const chainOf = (route: Route.StoredRoute, handler?: string): Chain<F, M> | string => {
+      const chain = core.resolve(route, handler)
       if (typeof chain === "string" && core.firstMiss(chain)) log("warn", RouterCore.missingMessage(chain))
       return chain
     }

@@ -62,7 +62,9 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
   const a = sql.literal(alias)
   return sql`jsonb_build_object('id', ${a}.id, 'method', ${a}.method, 'path', ${a}.path,
     'middleware', to_jsonb(${a}.middleware), 'handler', ${a}.handler,
-    'createdAt', to_char(${a}.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))`
+    'createdAt', to_char(${a}.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+    || CASE WHEN ${a}.enabled THEN '{}'::jsonb ELSE '{"enabled": false}'::jsonb END
+    || CASE WHEN ${a}.split IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('split', ${a}.split) END`
 }
 
 /**

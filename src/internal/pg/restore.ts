@@ -80,7 +80,7 @@ export const restoreStep = (
       const rows = yield* Store.updateStatement(store, { id, patch: fields, precondition: undefined, change })
       return { route: Row.decode(rows[0]!), created: false }
     }
-    const route = makeRoute(store.ids, fields, change.at.getTime())
+    const route = makeRoute(store.ids, fields.input, change.at.getTime())
     return { route: yield* Store.insert(store, route, change), created: true }
   })
 }

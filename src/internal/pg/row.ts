@@ -8,6 +8,8 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Route from "../../Route.js"
 import type { Action, HistoryEntry } from "../../RouteRepository.js"
+import type * as Split from "../../Split.js"
+import { optionalOf } from "../store/rules.js"
 
 /** A route row, as a statement reads it or as JSON carries it (then `created_at` is text). */
 export interface RouteRow {
@@ -17,6 +19,10 @@ export interface RouteRow {
   readonly middleware: ReadonlyArray<string>
   readonly handler: string
   readonly created_at: Date | string
+  /** `true` unless the route is disabled; left out of an announcement's JSON when `true`. */
+  readonly enabled?: boolean
+  /** The split (jsonb), `null` or left out when there is none. */
+  readonly split?: Split.Split | null
   /** A bigint: node-postgres gives a string unless the host's client parses it. */
   readonly revision: string | number | bigint
 }
@@ -28,11 +34,12 @@ export interface JsonRow extends RouteRow {
 }
 
 /** The columns of a `RouteRow`, in every statement that reads routes. */
-export const columns = (sql: SqlClient.SqlClient) => sql`id, method, path, middleware, handler, created_at, revision`
+export const columns = (sql: SqlClient.SqlClient) =>
+  sql`id, method, path, middleware, handler, created_at, revision, enabled, split`
 
 // A route's fields as a row or the log holds them. Rows were validated when they were written, so they are trusted.
 const trusted = (
-  fields: Pick<RouteRow, "id" | "method" | "path" | "middleware" | "handler">,
+  fields: Pick<RouteRow, "id" | "method" | "path" | "middleware" | "handler" | "enabled" | "split">,
   createdAt: Date | string
 ) => ({
   id: fields.id as Route.RouteId,
@@ -40,7 +47,8 @@ const trusted = (
   path: fields.path as Route.RoutePath,
   middleware: fields.middleware as ReadonlyArray<Route.MiddlewareName>,
   handler: fields.handler as Route.HandlerName,
-  createdAt: typeof createdAt === "string" ? new Date(createdAt) : createdAt
+  createdAt: typeof createdAt === "string" ? new Date(createdAt) : createdAt,
+  ...optionalOf(fields)
 })
 
 /** The route a row holds. */
@@ -68,7 +76,9 @@ export const entryColumns = (sql: SqlClient.SqlClient) =>
   sql`revision, at, actor, action, route_id, before, after, restored_from`
 
 const decodeLogged = (json: LoggedRoute | null): Route.Route | null =>
-  json === null ? null : new Route.Route(trusted(json, json.createdAt), true)
+  json === null
+    ? null
+    : new Route.Route(trusted(json as unknown as Parameters<typeof trusted>[0], json.createdAt), true)
 
 /** The entry a row of the log holds. */
 export const decodeEntry = (row: EntryRow): HistoryEntry => ({
@@ -89,7 +99,8 @@ const fields = (route: Route.Route) => ({
   path: route.path,
   middleware: route.middleware,
   handler: route.handler,
-  created_at: route.createdAt.toISOString()
+  created_at: route.createdAt.toISOString(),
+  ...optionalOf(route)
 })
 
 /** A stored route as JSON; `decode` reads it back. */
@@ -98,6 +109,8 @@ export const encode = (route: Route.StoredRoute): JsonRow => ({ ...fields(route)
 /** A route not stored yet as a row of a batched insert: with its shape, and its place in the batch. */
 export const encodeInsert = (route: Route.Route, ord: number) => ({
   ...fields(route),
+  enabled: route.enabled !== false,
+  split: route.split ?? null,
   ord,
   path_shape: Route.shapeOf(route.path)
 })

@@ -11,6 +11,7 @@ import type { Context } from "effect"
 import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
 import type { ListQuery, Page, Precondition, RouteIdGenerator, WriteError } from "../../RouteRepository.js"
+import type * as Split from "../../Split.js"
 import {
   type OutsidePrefixes,
   type PreconditionFailed,
@@ -132,9 +133,9 @@ export const insert = (
     sql<Row.RouteRow>`
     WITH ${Log.locked(store)},
     changed AS (
-      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision)
+      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split)
       VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
-              ${route.createdAt}, ${base} + 1)
+              ${route.createdAt}, ${base} + 1, ${route.enabled !== false}, ${splitValue(sql, route.split)})
       ON CONFLICT (method, path_shape) DO NOTHING
       RETURNING ${columns}
     ),
@@ -190,6 +191,8 @@ export const updateStatement = (store: Store, { change, id, patch, precondition 
   if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", Route.shapeOf(patch.path)])
   if (patch.middleware !== undefined) given.push(["middleware", patch.middleware])
   if (patch.handler !== undefined) given.push(["handler", patch.handler])
+  if (patch.enabled !== undefined) given.push(["enabled", patch.enabled])
+  if (patch.split !== undefined) given.push(["split", splitValue(sql, patch.split)])
   const action = change.restoredFrom === undefined ? "update" : "restore"
   // One statement checks the precondition, writes only a real change and logs it; the unique index decides conflicts.
   return sql<Row.RouteRow>`
@@ -239,7 +242,7 @@ export const updateStep = (store: Store, one: Updating): Effect.Effect<Route.Sto
   const { id, patch, precondition } = one
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
   const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
-    patch.handler === undefined
+    patch.handler === undefined && patch.enabled === undefined && patch.split === undefined
   const attempt = (): Effect.Effect<Route.StoredRoute, UpdateError | SqlError> =>
     empty ?
       decide(store, id, precondition, unchanged, attempt) :
@@ -306,7 +309,7 @@ export const removeStep = (
       WITH ${Log.locked(store)},
       changed AS (
         DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
-        RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision
+        RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision, enabled, split
       ),
       ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
       ${Log.advance(store, base, change.dryRun)}
@@ -338,6 +341,10 @@ export const remove = (
     (revision) => Witness.logged(store, removed(id, change)(revision))
   )
 
+// A split as the jsonb column holds it; `null` for none.
+const splitValue = (sql: SqlClient.SqlClient, split: Split.Split | null | undefined) =>
+  split == null ? sql`NULL::jsonb` : sql`${JSON.stringify(split)}::jsonb`
+
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
@@ -362,6 +369,7 @@ export const list = ({ columns, readMark, settings, sql }: Store, query: ListQue
       : sql`id::text COLLATE "C" > ${after.split("\u0000")[0]}`,
     method === undefined ? undefined : sql`method = ${method}`,
     handler === undefined ? undefined : sql`handler = ${handler}`,
+    query.enabled === undefined ? undefined : sql`enabled = ${query.enabled}`,
     middleware === undefined ? undefined : sql`middleware @> ARRAY[${middleware}]::text[]`,
     pathPrefix === undefined ? undefined : sql`starts_with(path, ${pathPrefix})`,
     q === undefined ? undefined : containing(sql, settings.searchFunction, q)

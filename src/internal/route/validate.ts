@@ -7,6 +7,7 @@
 import { Either } from "effect"
 import * as Grammar from "./grammar.js"
 import * as Path from "./path.js"
+import * as Split from "./split.js"
 
 /**
  * One problem found in an input: where (`path` is `"method"`, `"middleware[1]"`, … and `""` for the whole body)
@@ -17,16 +18,28 @@ export interface FieldIssue {
   readonly message: string
 }
 
-/** A create input that passed every rule; `middleware` is `[]` when the body left it out. */
+/**
+ * A create input that passed every rule; `middleware` is `[]` when the body left it out, and `enabled` and `split`
+ * are present only when not at their defaults (`enabled: false`, a split; a store keeps `enabled: true` as absent).
+ */
 export interface CreateRoute {
   readonly method: Grammar.HttpMethod
   readonly path: Grammar.RoutePath
   readonly middleware: ReadonlyArray<Grammar.MiddlewareName>
   readonly handler: Grammar.HandlerName
+  readonly enabled?: boolean
+  readonly split?: Split.Split
 }
 
-/** The fields an update replaces, each with the rules of a create. */
-export type RoutePatch = { readonly [K in keyof CreateRoute]?: CreateRoute[K] }
+/** The fields an update replaces, each with the rules of a create; `split: null` removes the split. */
+export interface RoutePatch {
+  readonly method?: Grammar.HttpMethod
+  readonly path?: Grammar.RoutePath
+  readonly middleware?: ReadonlyArray<Grammar.MiddlewareName>
+  readonly handler?: Grammar.HandlerName
+  readonly enabled?: boolean
+  readonly split?: Split.Split | null
+}
 
 /** The most problems reported for one body: a huge invalid body costs no more to refuse than a small one. */
 export const MAX_ISSUES = 50
@@ -42,7 +55,7 @@ class Issues {
   }
 }
 
-const FIELDS = ["method", "path", "middleware", "handler"] as const
+const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split"] as const
 type Field = typeof FIELDS[number]
 const FIELD_NAMES: ReadonlySet<string> = new Set(FIELDS)
 
@@ -54,7 +67,7 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 const hasOwn = (record: object, key: string) => Object.prototype.hasOwnProperty.call(record, key)
 
 // The rules of one given field's value.
-const checkField: Record<Field, (value: unknown, issues: Issues) => void> = {
+const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<string, unknown>) => void> = {
   method: (value, issues) => {
     if (typeof value !== "string") {
       return issues.add("method", `must be a string such as "GET" (got ${describeType(value)})`)
@@ -94,10 +107,24 @@ const checkField: Record<Field, (value: unknown, issues: Issues) => void> = {
     if (typeof value !== "string") return issues.add("handler", `must be a string (got ${describeType(value)})`)
     const problem = Grammar.checkName(value)
     if (problem !== undefined) issues.add("handler", problem)
+  },
+  enabled: (value, issues) => {
+    if (typeof value !== "boolean") issues.add("enabled", `must be true or false (got ${describeType(value)})`)
+  },
+  split: (value, issues, body) => {
+    const handler = typeof body.handler === "string" ? body.handler : undefined
+    for (const issue of Split.check(value, handler)) issues.add(issue.path, issue.message)
   }
 }
 
-const REQUIRED: Readonly<Record<Exclude<Field, "middleware">, string>> = {
+// The optional fields of §20 as a route keeps them: only when not at their defaults.
+const optionalFields = (body: Record<string, unknown>) => ({
+  ...(body.enabled === false ? { enabled: false } : {}),
+  ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) })
+})
+
+// What a create says of a required field it lacks; the others are optional.
+const REQUIRED: Readonly<Partial<Record<Field, string>>> = {
   method: "is required: an HTTP method such as \"GET\"",
   path: "is required: a path pattern such as \"/users/:id\"",
   handler: "is required: the name of the handler function"
@@ -111,7 +138,7 @@ const unknownFieldMessage = (key: string): string => {
       return `unknown field "${key}": did you mean "${field}"?`
     }
   }
-  return `unknown field "${key}": a route has only method, path, handler and middleware`
+  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled and split`
 }
 
 const checkUnknownFields = (record: Record<string, unknown>, issues: Issues): void => {
@@ -136,8 +163,9 @@ export const validateCreate = (body: unknown): Either.Either<CreateRoute, Readon
   const issues = new Issues()
   for (const field of FIELDS) {
     const value = body[field]
-    if (value !== undefined) checkField[field](value, issues)
-    else if (field !== "middleware") issues.add(field, REQUIRED[field])
+    const required = REQUIRED[field]
+    if (value !== undefined) checkField[field](value, issues, body)
+    else if (required !== undefined) issues.add(field, required)
   }
   checkUnknownFields(body, issues)
   if (issues.list.length > 0) return Either.left(issues.list)
@@ -145,13 +173,18 @@ export const validateCreate = (body: unknown): Either.Either<CreateRoute, Readon
     method: body.method,
     path: body.path,
     middleware: body.middleware ?? [],
-    handler: body.handler
+    handler: body.handler,
+    ...optionalFields(body)
   } as CreateRoute)
 }
 
-const CLEAR_HINT: Partial<Record<Field, string>> = { middleware: ", or send [] to clear the list" }
+const CLEAR_HINT: Partial<Record<Field, string>> = {
+  middleware: ", or send [] to clear the list",
+  enabled: ", or send true or false"
+}
 
-export const NOTHING_TO_CHANGE = "nothing to change: give at least one of method, path, middleware and handler"
+export const NOTHING_TO_CHANGE =
+  "nothing to change: give at least one of method, path, middleware, handler, enabled and split"
 
 /**
  * Validates a parsed JSON body as a patch: at least one field, each with the rules of a create; `null` is refused
@@ -172,11 +205,15 @@ export const validatePatch = (body: unknown): Either.Either<RoutePatch, Readonly
     const value = body[field]
     if (value === undefined || !hasOwn(body, field)) continue
     patch[field] = value
+    if (value === null && field === "split") continue
     if (value === null) {
       issues.add(field, `must not be null: leave "${field}" out to keep the stored value${CLEAR_HINT[field] ?? ""}`)
     } else {
-      checkField[field](value, issues)
+      checkField[field](value, issues, body)
     }
+  }
+  if (patch.split !== undefined && patch.split !== null && issues.list.length === 0) {
+    patch.split = Split.canonical(patch.split as Record<string, unknown>)
   }
   checkUnknownFields(body, issues)
   // Said only of a body with nothing else wrong: `{"id": …}` needs the field removed, not a hint to add another.

@@ -17,8 +17,11 @@ export interface Functions<H, M> {
 
 /** What a router asks of its core for a matched route. */
 export interface RouterCore<A> {
-  /** What `build` made of the route's functions, or the first name of the route registered nowhere. */
-  readonly resolve: (route: Route.StoredRoute) => A | string
+  /**
+   * What `build` made of the route's functions, or the first name of the route registered nowhere; with `handler`,
+   * of the route's middleware and that handler (a split's choice) instead of the route's own.
+   */
+  readonly resolve: (route: Route.StoredRoute, handler?: string) => A | string
   /** Whether `name` is missing for the first time (bounded by `MISSING_NAMES`), so a router warns once per name. */
   readonly firstMiss: (name: string) => boolean
   /** The warning that no function is registered under `name`, the first time it is asked; `undefined` after. */
@@ -49,22 +52,32 @@ export const make = <H, M, A>(
 ): RouterCore<A> => {
   const middleware = functions.middleware ?? {}
   const built = new WeakMap<Route.StoredRoute, A | string>()
+  // A split's other handlers, by name, per stored version of a route: at most 8 each (its targets).
+  const builtTargets = new WeakMap<Route.StoredRoute, Map<string, A | string>>()
   const warned = new Set<string>()
-  const resolveNew = (route: Route.StoredRoute): A | string => {
+  const resolveNew = (route: Route.StoredRoute, name: string): A | string => {
     const fns: Array<M> = []
     for (const name of route.middleware) {
       const fn = own(middleware, name)
       if (fn === undefined) return name
       fns.push(fn)
     }
-    const handler = own(functions.handlers, route.handler)
-    return handler === undefined ? route.handler : build(fns, handler, route)
+    const handler = own(functions.handlers, name)
+    return handler === undefined ? name : build(fns, handler, route)
+  }
+  const resolveTarget = (route: Route.StoredRoute, name: string): A | string => {
+    let targets = builtTargets.get(route)
+    if (targets === undefined) builtTargets.set(route, targets = new Map())
+    let resolved = targets.get(name)
+    if (resolved === undefined) targets.set(name, resolved = resolveNew(route, name))
+    return resolved
   }
   const core: RouterCore<A> = {
-    resolve: (route) => {
+    resolve: (route, handler) => {
+      if (handler !== undefined && handler !== route.handler) return resolveTarget(route, handler)
       let resolved = built.get(route)
       if (resolved === undefined) {
-        resolved = resolveNew(route)
+        resolved = resolveNew(route, route.handler)
         built.set(route, resolved)
       }
       return resolved

@@ -53,11 +53,15 @@ export const load = (): Promise<void> =>
 /** `@opentelemetry/api` as loaded (`undefined` before `load` settled, or without it), for the tracer over it. */
 export const loadedApi = (): unknown => api
 
-/** Gives `span` the name and attributes of a request `route` served. */
-export const annotate = (span: Span, method: string, route: Route.StoredRoute): void => {
+/**
+ * Gives `span` the name and attributes of a request `route` served; `handler`, the handler a split chose, is recorded
+ * as `route_registry.route.handler` (only for a route with a split).
+ */
+export const annotate = (span: Span, method: string, route: Route.StoredRoute, handler?: string): void => {
   span.updateName(`${method} ${route.path}`)
   span.setAttribute("http.route", route.path)
   span.setAttribute("route_registry.route.id", route.id)
+  if (handler !== undefined) span.setAttribute("route_registry.route.handler", handler)
 }
 
 /**
@@ -65,12 +69,12 @@ export const annotate = (span: Span, method: string, route: Route.StoredRoute): 
  * after `route`, and sets the route its metric points carry; returns that span, or `undefined` when there is none
  * (no `@opentelemetry/api`, no SDK, no HTTP instrumentation).
  */
-export const nameServerSpan = (method: string, route: Route.StoredRoute): Span | undefined => {
+export const nameServerSpan = (method: string, route: Route.StoredRoute, handler?: string): Span | undefined => {
   if (api === undefined) return undefined
   const metadata = api.context.active().getValue(rpcMetadataKey!) as RpcMetadata | undefined
   if (metadata?.type !== "http" || metadata.span === undefined) return undefined
   metadata.route = route.path
-  annotate(metadata.span, method, route)
+  annotate(metadata.span, method, route, handler)
   return metadata.span
 }
 

@@ -39,5 +39,15 @@ export const handlerUnavailable = (name: string): Answer =>
     { "retry-after": String(Limits.DEFAULT_RETRY_AFTER_SECONDS) }
   )
 
+/** How long a client of a disabled route is asked to wait (CONTRACT §20). */
+export const ROUTE_DISABLED_RETRY_AFTER_SECONDS = 60
+
+/** A disabled route's answer: it still wins matching, so traffic never falls through to a broader route. */
+export const routeDisabled: Answer = Answers.problem(
+  "route_disabled",
+  "The route that serves this path is disabled: no function ran. Retry later, or enable the route.",
+  { "retry-after": String(ROUTE_DISABLED_RETRY_AFTER_SECONDS) }
+)
+
 /** The routing API's own 408 (its text, and `Connection: close`): a routed body that did not arrive in time. */
 export const requestTimeout: (bodyTimeoutMillis: number) => Answer = Answers.timedOut

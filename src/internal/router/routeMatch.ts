@@ -6,12 +6,21 @@
  * @internal
  */
 import type * as Route from "../../Route.js"
+import type * as Split from "../../Split.js"
 
-/** The route that serves a request, and its parameters (percent-decoded). */
+/**
+ * The route that serves a request, and its parameters (percent-decoded); for a route with a split, the split's choice
+ * (the handler that serves the request, the key and its bucket).
+ */
 export interface Match {
   readonly route: Route.StoredRoute
   readonly params: Readonly<Record<string, string>>
+  readonly split?: Split.Choice
 }
+
+/** The match of a found route, with the split's choice when there is one (no new object for a route without). */
+export const withChoice = (found: Match, choice: Split.Choice | undefined): Match =>
+  choice === undefined ? found : { route: found.route, params: found.params, split: choice }
 
 const MATCH = Symbol.for("route-registry/Match")
 

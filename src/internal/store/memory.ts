@@ -40,7 +40,8 @@ const patched = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: nu
       method: patch.method ?? route.method,
       path: patch.path ?? route.path,
       middleware: patch.middleware ?? route.middleware,
-      handler: patch.handler ?? route.handler
+      handler: patch.handler ?? route.handler,
+      ...Rules.patchedOptional(route, patch)
     },
     route.createdAt,
     revision
@@ -325,7 +326,7 @@ export const make = (
           if (precondition?.ifMatch !== undefined) {
             return Effect.fail(new PreconditionFailed({ id, revision: 0 }, true))
           }
-          const decided = insert(fields, millis, change)
+          const decided = insert(fields.input, millis, change)
           if (Either.isLeft(decided)) return Effect.fail(decided.left)
           return Either.isRight(decided.right)
             ? Effect.succeed({ route: decided.right.right, created: true })

@@ -135,7 +135,8 @@ const matches = (route: Route.Route, query: ListQuery): boolean =>
   (query.middleware === undefined || route.middleware.includes(query.middleware as Route.MiddlewareName)) &&
   // Paths are ASCII, so comparing UTF-16 code units is comparing bytes.
   (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix)) &&
-  (query.q === undefined || Rules.containsText(route, query.q))
+  (query.q === undefined || Rules.containsText(route, query.q)) &&
+  (query.enabled === undefined || (route.enabled !== false) === query.enabled)
 
 /** The shortest sorted id list that holds every route the query can match: all ids, or a filter's postings. */
 const candidates = (memory: Memory, query: ListQuery): ReadonlyArray<string> => {

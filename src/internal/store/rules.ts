@@ -10,6 +10,8 @@ import { Either } from "effect"
 import { createHash } from "node:crypto"
 import * as Route from "../../Route.js"
 import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "../../RouteRepository.js"
+import type * as Split from "../../Split.js"
+import { equal as sameSplit } from "../route/split.js"
 import { OutsidePrefixes, PreconditionFailed, RouteConflict } from "./errors.js"
 
 /**
@@ -36,10 +38,38 @@ export const IDEMPOTENCY_KEY_OVERHEAD_BYTES = 256
  *
  * @since 0.3.0
  */
-export const fingerprint = (input: Route.CreateRoute): string =>
-  createHash("sha256")
-    .update(JSON.stringify([input.method, input.path, input.middleware, input.handler]), "utf8")
-    .digest("base64url")
+export const fingerprint = (input: Route.CreateRoute): string => {
+  const optional = optionalOf(input)
+  // A route without the fields of §20 keeps the digest of earlier releases, so its remembered keys still match.
+  const fields = [input.method, input.path, input.middleware, input.handler, ...(optional === NONE ? [] : [optional])]
+  return createHash("sha256").update(JSON.stringify(fields), "utf8").digest("base64url")
+}
+
+/** The fields of §20 a route keeps, only when not at their defaults: `enabled` only when `false`. */
+export interface Optional {
+  readonly enabled?: false
+  readonly split?: Split.Split
+}
+
+/** What a route keeps of the optional fields of `fields` (an input, a route, a patch applied). */
+export const optionalOf = (
+  fields: { readonly enabled?: boolean | undefined; readonly split?: Split.Split | null | undefined }
+): Optional =>
+  fields.enabled === false
+    ? fields.split == null ? DISABLED : { enabled: false, split: fields.split }
+    : fields.split == null
+    ? NONE
+    : { split: fields.split }
+
+const NONE: Optional = {}
+const DISABLED: Optional = { enabled: false }
+
+/** The optional fields of `route` once `patch` is applied: `split: null` removes the split. */
+export const patchedOptional = (route: Route.Route, patch: Route.RoutePatch): Optional =>
+  optionalOf({
+    enabled: patch.enabled ?? route.enabled,
+    split: patch.split === undefined ? route.split : patch.split
+  })
 
 const utf8 = new TextEncoder()
 
@@ -81,6 +111,7 @@ export const answerAgain = (input: Route.CreateRoute, first: FirstAnswer): Remem
         middleware: input.middleware,
         handler: input.handler,
         createdAt: new Date(first.createdAt),
+        ...optionalOf(input),
         revision: first.revision
       }, true)
     )
@@ -92,7 +123,8 @@ const routeFields = (ids: Context.Tag.Service<RouteIdGenerator>, input: Route.Cr
   path: input.path,
   middleware: input.middleware,
   handler: input.handler,
-  createdAt: new Date(millis)
+  createdAt: new Date(millis),
+  ...optionalOf(input)
 })
 
 /**
@@ -119,14 +151,27 @@ export const makeStoredRoute = (
   input: Route.CreateRoute,
   millis: number,
   revision: number
-): Route.StoredRoute => storedRoute(ids.next(millis), input, new Date(millis), revision)
+): Route.StoredRoute => storedRoute(ids.next(millis), inputFields(input), new Date(millis), revision)
+
+// The fields of a create input as a route keeps them.
+const inputFields = (input: Route.CreateRoute): Fields => ({
+  method: input.method,
+  path: input.path,
+  middleware: input.middleware,
+  handler: input.handler,
+  ...optionalOf(input)
+})
+
+/** The fields a store gives a route besides its id, creation time and revision. */
+export type Fields = Pick<Route.Route, "method" | "path" | "middleware" | "handler"> & Optional
 
 // A constructor whose instances are `StoredRoute`s (its prototype is theirs) and set nothing but their own fields, in
 // their order: V8 then keeps all seven inside the object, as it does for the class's own (`Object.create` would not).
+// The fields of §20 are set only when present, so a route without them keeps the seven-field shape.
 const StoredRouteOf = function(
   this: Record<string, unknown>,
   id: Route.RouteId,
-  fields: Pick<Route.Route, "method" | "path" | "middleware" | "handler">,
+  fields: Fields,
   createdAt: Date,
   revision: number
 ) {
@@ -137,9 +182,11 @@ const StoredRouteOf = function(
   this.handler = fields.handler
   this.createdAt = createdAt
   this.revision = revision
+  if (fields.enabled === false) this.enabled = false
+  if (fields.split !== undefined) this.split = fields.split
 } as unknown as new(
   id: Route.RouteId,
-  fields: Pick<Route.Route, "method" | "path" | "middleware" | "handler">,
+  fields: Fields,
   createdAt: Date,
   revision: number
 ) => Route.StoredRoute
@@ -154,7 +201,7 @@ StoredRouteOf.prototype = Route.StoredRoute.prototype
  */
 export const storedRoute = (
   id: Route.RouteId,
-  fields: Pick<Route.Route, "method" | "path" | "middleware" | "handler">,
+  fields: Fields,
   createdAt: Date,
   revision: number
 ): Route.StoredRoute => new StoredRouteOf(id, fields, createdAt, revision)
@@ -221,7 +268,9 @@ export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boole
   (patch.method !== undefined && patch.method !== route.method) ||
   (patch.path !== undefined && patch.path !== route.path) ||
   (patch.handler !== undefined && patch.handler !== route.handler) ||
-  (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware))
+  (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware)) ||
+  (patch.enabled !== undefined && patch.enabled !== (route.enabled ?? true)) ||
+  (patch.split !== undefined && !sameSplit(patch.split ?? undefined, route.split))
 
 /**
  * The newest log entries the memory store keeps at least, by default (`RouteRepository.MemoryOptions`).
@@ -236,13 +285,19 @@ export const checkHistoryCapacity = (value: number): string | undefined =>
     ? undefined
     : `historyCapacity must be a whole number from 1 to ${2 ** 31 - 1} (got ${String(value)})`
 
-/** What a restore makes a route: the fields of the route right after the change it goes back to. */
+/**
+ * What a restore makes a route: the fields of the route right after the change it goes back to, as a patch (the
+ * fields of §20 at their defaults given too, so that they are reset) and, for a deleted route, as a create input.
+ */
 export const restoredFields = (after: Route.Route) => ({
+  input: inputFields(after),
   method: after.method,
   path: after.path,
   middleware: after.middleware,
-  handler: after.handler
-})
+  handler: after.handler,
+  enabled: after.enabled ?? true,
+  split: after.split ?? null
+} satisfies Route.RoutePatch & { readonly input: Route.CreateRoute })
 
 /**
  * Whether a route's path, handler or one of its middleware names contains `text` (a listing's `q`). Paths and names
