@@ -89,6 +89,10 @@ export interface State {
   cursor: string | undefined
   /** The id the registry gave the open stream (`Follower-Stream`), which the follower's reports name. */
   stream: string | undefined
+  /** The registry refused the name (taken, or its fleet full): the next connection opens without it, unlisted. */
+  unlisted: boolean
+  /** Why this follower was unlisted, each logged once: a warning per cause, not per connection. */
+  readonly warned: Set<string>
   /** Told of each event applied while live (`ready` included): the fleet report's cue (`report.ts`). */
   applied: () => void
   /** While a snapshot is being read. */
@@ -126,6 +130,8 @@ export const makeState = (history: History.History, settings: Settings): Effect.
       history,
       cursor: undefined,
       stream: undefined,
+      unlisted: false,
+      warned: new Set(),
       applied: () => {},
       snapshot: undefined,
       routing: false,
@@ -268,6 +274,16 @@ export const sink = (state: State): Sse.Sink => ({
 // counts as current until a heartbeat says otherwise (one comes before `ready`, from this library's registries).
 const opened = (state: State) => (stream: string | undefined) => {
   state.stream = stream
+  const name = state.settings.target.name
+  if (name !== undefined && !state.unlisted && stream === undefined) {
+    warnOnce(
+      state,
+      "unlisted",
+      `route table: the registry took the stream but not the name ${JSON.stringify(name)}: its token lacks the scope ` +
+        "fleet:report, so this follower follows unlisted (GET /v1/routing/followers does not show it); give the " +
+        "token fleet:report to list it (docs/authentication.md)"
+    )
+  }
   if (state.cursor === undefined) Apply.startSnapshot(state)
   else state.snapshot = undefined
   state.live = false
@@ -354,9 +370,38 @@ export const refusesCursor = (lost: Client.Lost): boolean =>
   lost.status === 400 &&
   (lost.fields?.some((field) => CURSOR_FIELD.test(field)) === true || /last-event-id/i.test(lost.reason))
 
-// One connection, to its end: its loss, or the defect that ended it, taken for a loss and logged.
-const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> =>
-  Effect.flip(Client.connect(state.settings.target, state.cursor, opened(state), sinkOf)).pipe(
+// Logs `message` the first time `cause` happens.
+const warnOnce = (state: State, cause: string, message: string): void => {
+  if (state.warned.has(cause)) return
+  state.warned.add(cause)
+  Apply.unsafeLog(state, Effect.logWarning(message))
+}
+
+// Refusals of the follower's name alone: the stream is served without it.
+const NAME_REFUSALS = new Set(["follower_name_taken", "too_many_followers"])
+
+/**
+ * A refusal of the name (taken, or the fleet full): the follower opens its next stream unlisted at once, and logs
+ * why once. `false` for any other loss.
+ */
+const unlist = (state: State, lost: Client.Lost): boolean => {
+  if (state.unlisted || state.settings.target.name === undefined || !NAME_REFUSALS.has(lost.code ?? "")) return false
+  state.unlisted = true
+  warnOnce(
+    state,
+    lost.code!,
+    `route table: the registry did not list this follower (${lost.reason}); following unlisted, and trying the name ` +
+      "again at the next connection"
+  )
+  return true
+}
+
+// One connection, to its end: its loss, or the defect that ended it, taken for a loss and logged. Opened unlisted,
+// the next one tries the name again.
+const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> => {
+  const target = state.unlisted ? { ...state.settings.target, name: undefined } : state.settings.target
+  return Effect.flip(Client.connect(target, state.cursor, opened(state), sinkOf)).pipe(
+    Effect.ensuring(Effect.sync(() => (state.unlisted = false))),
     Effect.catchAllDefect((defect) =>
       Effect.as(
         Effect.logError("route table: a connection to the registry failed unexpectedly; reconnecting", defect),
@@ -364,6 +409,7 @@ const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> 
       )
     )
   )
+}
 
 // An outage is logged when it starts and when it ends (at `ready`), not at every try; the same loss again before a
 // stream stayed healthy is counted, and the count logged once it has.
@@ -410,7 +456,9 @@ export const follow = (state: State): Effect.Effect<void> =>
     const retry = yield* Schedule.driver(backoff(state.settings))
     while (true) {
       const cursor = state.cursor
+      const wasUnlisted = state.unlisted
       const lost = yield* connection(state, sinkOf)
+      if (!wasUnlisted && unlist(state, lost)) continue
       // A stream that stayed healthy: the backoff starts again from its first wait.
       if (isHealthy(state, Apply.now(state))) yield* retry.reset
       yield* lose(state, lost)

@@ -193,3 +193,15 @@ export const StreamNotFoundProblem = problem("stream_not_found")
  * @since 0.4.0
  */
 export const TooManyReportsProblem = problem("too_many_reports")
+/**
+ * `409`: a follower of that name is connected to this process already.
+ *
+ * @since 0.5.0
+ */
+export const FollowerNameTakenProblem = problem("follower_name_taken")
+/**
+ * `429`: a join or report would take the fleet past its bound per process or per principal.
+ *
+ * @since 0.5.0
+ */
+export const TooManyFollowersProblem = problem("too_many_followers")
