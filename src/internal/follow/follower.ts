@@ -38,8 +38,9 @@ export interface Settings {
   /** The first wait before reconnecting, and the longest: each failure in a row doubles it up to the longest. */
   readonly retryInitialMillis: number
   readonly retryMaxMillis: number
-  /** The most routes a snapshot may hold, and the longest it may take, before the stream is dropped. */
+  /** The most routes a snapshot may hold, its most bytes, and the longest it may take, before the stream is dropped. */
   readonly maxSnapshotRoutes: number
+  readonly maxSnapshotBytes: number
   readonly snapshotTimeoutMillis: number
 }
 
@@ -77,8 +78,11 @@ interface Outage {
  * (`kept`): a follower never holds its first snapshot twice.
  */
 export type Snapshot =
-  | { readonly held: Map<string, Apply.Revised>; readonly kept?: undefined; readonly since: number }
-  | { readonly held?: undefined; readonly kept: Set<string>; readonly since: number }
+  & ({ readonly held: Map<string, Apply.Revised>; readonly kept?: undefined } | {
+    readonly held?: undefined
+    readonly kept: Set<string>
+  })
+  & { readonly since: number; /** The bytes of the routes' JSON received so far. */ bytes: number }
 
 export interface State {
   readonly settings: Settings
@@ -249,6 +253,16 @@ export const sink = (state: State): Sse.Sink => ({
       case "reset":
         Apply.startSnapshot(state)
         state.live = false
+        break
+      case "expired":
+        // The registry ends the stream next: the reconnection that follows is refused until the token is renewed.
+        Apply.unsafeLog(
+          state,
+          Effect.logWarning(
+            "route table: the registry ended the change stream because the follower's token expired; routing on with " +
+              "the last table, reconnecting (give the follower a token that has not expired)"
+          )
+        )
         break
         // Other types are for later versions of the stream.
     }

@@ -258,11 +258,16 @@ export const closeAll = (source: Source): void => {
  * to be a cursor this API issued; what it resumes from is decided when the stream opens. `undefined` when the
  * principal holds as many streams open as it may; an open stream counts until it stops.
  */
-export const body = (source: Source, since: string | undefined, principal: string): OpenBody | undefined =>
+export const body = (
+  source: Source,
+  since: string | undefined,
+  principal: string,
+  expiresAt?: Date | undefined
+): OpenBody | undefined =>
   (source.principals.get(principal) ?? 0) >= source.streamsPerPrincipal ? undefined : {
     open: (sink) => {
       source.principals.set(principal, (source.principals.get(principal) ?? 0) + 1)
-      return open(source, since, sink, () => {
+      return open(source, since, sink, expiresAt, () => {
         const left = source.principals.get(principal)! - 1
         if (left === 0) source.principals.delete(principal)
         else source.principals.set(principal, left)
@@ -270,16 +275,52 @@ export const body = (source: Source, since: string | undefined, principal: strin
     }
   }
 
-const open = (source: Source, since: string | undefined, sink: Sink, release: () => void): () => void => {
+// The longest a timer may wait in Node: an expiry further off is waited for in steps.
+const MAX_TIMER_MILLIS = 2 ** 31 - 1
+
+/**
+ * Calls `expire` once `expiresAt` has passed (checked again on each wake, so a clock moved meanwhile counts); returns
+ * the cancel. No expiry: nothing.
+ */
+const onExpiry = (expiresAt: Date | undefined, expire: () => void): () => void => {
+  if (expiresAt === undefined) return () => {}
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const check = () => {
+    const left = expiresAt.getTime() - Date.now()
+    if (left <= 0) return expire()
+    timer = setTimeout(check, Math.min(left, MAX_TIMER_MILLIS))
+    timer.unref?.()
+  }
+  check()
+  return () => clearTimeout(timer)
+}
+
+// How often a stream that sent `expired` looks whether its client has it all.
+const EXPIRED_POLL_MILLIS = 20
+
+/** The event that ends a stream whose credential expired: the client signs in again, or gets a fresh token. */
+export const EXPIRED = "event: expired\ndata: {}\n\n"
+
+const open = (
+  source: Source,
+  since: string | undefined,
+  sink: Sink,
+  expiresAt: Date | undefined,
+  release: () => void
+): () => void => {
   const { bufferBytes, history } = source
   let unsubscribe: (() => void) | undefined
   // A timer or a wait to cancel when the stream stops.
   let pending: (() => void) | undefined
   let stopped = false
+  let unexpire = () => {}
+  // The credential expired: nothing is written after `expired`.
+  let ending = false
 
   const stop = () => {
     if (stopped) return
     stopped = true
+    unexpire()
     unsubscribe?.()
     pending?.()
     pending = undefined
@@ -292,7 +333,7 @@ const open = (source: Source, since: string | undefined, sink: Sink, release: ()
   }
   // Writes whole events; a connection that holds more than its bound is cut, and never fails the writer.
   const send = (chunk: string | Uint8Array) => {
-    if (stopped) return
+    if (stopped || ending) return
     try {
       sink.write(chunk)
       if (sink.buffered() > bufferBytes) cut()
@@ -428,6 +469,23 @@ const open = (source: Source, since: string | undefined, sink: Sink, release: ()
   }
 
   join(source.heartbeats, opened)
+  // A stream never outlives its credential: it says so, writes nothing more, and ends once the client has it (or at
+  // the stall deadline: closing drops what the connection holds).
+  unexpire = onExpiry(expiresAt, () => {
+    send(EXPIRED)
+    ending = true
+    unsubscribe?.()
+    pending?.()
+    const deadline = Date.now() + source.stallMillis
+    const settle = () => {
+      if (stopped) return
+      if (sink.buffered() === 0 || Date.now() > deadline) return cut()
+      const timer = setTimeout(settle, EXPIRED_POLL_MILLIS)
+      pending = () => clearTimeout(timer)
+    }
+    settle()
+  })
+  if (stopped) return stop
   const resumed = since === undefined ? undefined : history.since(since)
   if (resumed === undefined) snapshot()
   else if (resumed._tag === "Reset" || resumed._tag === "Invalid") reset()
