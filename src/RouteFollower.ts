@@ -104,7 +104,7 @@ export interface Options {
   /**
    * The most bytes of routes (their JSON, as the registry sends them) one snapshot may hold: past it, the stream is a
    * protocol error as past `maxSnapshotRoutes`, so a registry sending the largest routes cannot make a follower hold
-   * gigabytes. A follower holds about five times these bytes in memory while it reads a snapshot beside its table
+   * gigabytes. Decoded, routes take about four times their JSON in heap, held beside the table while a snapshot is read
    * (docs/scaling-out.md, "A follower's memory"). Default 64 MiB.
    *
    * @since 0.5.0
