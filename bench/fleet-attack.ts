@@ -34,11 +34,10 @@ const startRegistry = async () => {
   const attacker = config.before
     ? { ROUTING_READ_TOKENS: `${READ_TOKEN},${ATTACK_TOKEN}` }
     : {
-      ROUTING_TOKENS: JSON.stringify([{
-        name: "attacker",
-        token: ATTACK_TOKEN,
-        scopes: ["routes:read", "fleet:report"]
-      }])
+      ROUTING_TOKENS: JSON.stringify([
+        { name: "reader", token: READ_TOKEN, scopes: ["routes:read"] },
+        { name: "attacker", token: ATTACK_TOKEN, scopes: ["routes:read", "fleet:report"] }
+      ])
     }
   const child: ChildProcess = spawn(
     process.execPath,

@@ -14,13 +14,15 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { connect, type Socket } from "node:net"
 import { cpus } from "node:os"
 import { fileURLToPath } from "node:url"
-import { listeningOrigin, npmStartCommand, npmStartEnv, prober, seedConcurrently, wholeOption } from "./run.js"
+import { listeningOrigin, npmStartCommand, npmStartEnv, prober, wholeOption } from "./run.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const ADMIN_TOKEN = "stalled-changes-admin-token"
 const READ_TOKEN = "stalled-changes-read-token"
 const config = { streams: wholeOption("streams", 8), changes: wholeOption("changes", 5_000) }
 const database = process.env.DATABASE_URL ?? ""
+// A Postgres database keeps the routes of earlier runs: each run's paths are its own.
+const run = Date.now().toString(36)
 
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`
 
@@ -81,8 +83,6 @@ const readOut = ({ socket }: Stalled) =>
 const main = async () => {
   const registry = await startRegistry()
   try {
-    // A table to start from, so that the changes are not the first writes the process makes.
-    await seedConcurrently(registry.origin, ADMIN_TOKEN, 100, 8)
     const streams = await Promise.all(Array.from({ length: config.streams }, () => stalled(registry.origin)))
     const collected = await registry.probe(true)
     const before = await registry.probe(false)
@@ -94,7 +94,7 @@ const main = async () => {
         const answer = await fetch(`${registry.origin}/v1/routing`, {
           method: "POST",
           headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-          body: JSON.stringify({ method: "GET", path: `/stalled/${i}/:id`, handler: "h", middleware: ["auth"] })
+          body: JSON.stringify({ method: "GET", path: `/stalled/${run}/${i}/:id`, handler: "h", middleware: ["auth"] })
         })
         await answer.arrayBuffer()
         if (answer.status !== 201) throw new Error(`a create answered ${answer.status}`)

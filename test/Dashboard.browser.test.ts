@@ -15,7 +15,7 @@ import * as Demo from "../examples/catalog.js"
 import { makeHost, withTable } from "../examples/server.js"
 import { launch, listen, screenshotDir } from "./utils/browser.js"
 import { follow } from "./utils/followers.js"
-import { ADMIN, READER, tokens } from "./utils/httpContract.js"
+import { ADMIN, READER, REPORTER, tokens } from "./utils/httpContract.js"
 import { stores } from "./utils/stores.js"
 
 const axeSource = Fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
@@ -404,7 +404,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
 
   it("task 6: shows the fleet: each follower, the revision it applied, how far behind it is, and those that left", async () => {
     const name = `dashboard-${fresh().slice(1)}`
-    const follower = await follow(origin, READER, { name })
+    const follower = await follow(origin, REPORTER, { name })
     try {
       await create("GET", `/${name}/fleet`)
       const page = await signIn()
@@ -632,7 +632,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
       "timing"
     ])
     const name = `edge-${prefix.slice(1)}`
-    const follower = await follow(origin, READER, { name })
+    const follower = await follow(origin, REPORTER, { name })
     try {
       const page = await signIn()
       await page.getByRole("table", { name: "Followers" }).getByRole("row").filter({ hasText: name }).waitFor()
