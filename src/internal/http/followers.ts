@@ -332,7 +332,7 @@ const nextLink = (request: Request, query: Query, last: Fleet.Entry): string => 
   return `<${request.base ?? ""}${FOLLOWERS}?${params.toString()}>; rel="next"`
 }
 
-// `{revision, items[, complete]}` as CONTRACT §16 answers it; `counts` and `nextCursor` too when the query pages, or
+// `{revision, items[, complete]}` as docs/http-api.md answers it; `counts` and `nextCursor` too when the query pages, or
 // when the fleet holds more than one page.
 const listed = (
   fleet: Fleet.Fleet,
