@@ -27,6 +27,7 @@ import * as RouteTree from "../table/routeTree.js"
 import * as Apply from "./apply.js"
 import * as Client from "./client.js"
 import * as Heartbeat from "./heartbeat.js"
+import * as Listing from "./listing.js"
 import * as Log from "./log.js"
 import type * as Sse from "./sse.js"
 
@@ -255,14 +256,7 @@ export const sink = (state: State): Sse.Sink => ({
         state.live = false
         break
       case "expired":
-        // The registry ends the stream next: the reconnection that follows is refused until the token is renewed.
-        Apply.unsafeLog(
-          state,
-          Effect.logWarning(
-            "route table: the registry ended the change stream because the follower's token expired; routing on with " +
-              "the last table, reconnecting (give the follower a token that has not expired)"
-          )
-        )
+        Listing.expired(state)
         break
         // Other types are for later versions of the stream.
     }
@@ -288,16 +282,7 @@ export const sink = (state: State): Sse.Sink => ({
 // counts as current until a heartbeat says otherwise (one comes before `ready`, from this library's registries).
 const opened = (state: State) => (stream: string | undefined) => {
   state.stream = stream
-  const name = state.settings.target.name
-  if (name !== undefined && !state.unlisted && stream === undefined) {
-    warnOnce(
-      state,
-      "unlisted",
-      `route table: the registry took the stream but not the name ${JSON.stringify(name)}: its token lacks the scope ` +
-        "fleet:report, so this follower follows unlisted (GET /v1/routing/followers does not show it); give the " +
-        "token fleet:report to list it (docs/authentication.md)"
-    )
-  }
+  Listing.opened(state, stream)
   if (state.cursor === undefined) Apply.startSnapshot(state)
   else state.snapshot = undefined
   state.live = false
@@ -384,37 +369,10 @@ export const refusesCursor = (lost: Client.Lost): boolean =>
   lost.status === 400 &&
   (lost.fields?.some((field) => CURSOR_FIELD.test(field)) === true || /last-event-id/i.test(lost.reason))
 
-// Logs `message` the first time `cause` happens.
-const warnOnce = (state: State, cause: string, message: string): void => {
-  if (state.warned.has(cause)) return
-  state.warned.add(cause)
-  Apply.unsafeLog(state, Effect.logWarning(message))
-}
-
-// Refusals of the follower's name alone: the stream is served without it.
-const NAME_REFUSALS = new Set(["follower_name_taken", "too_many_followers"])
-
-/**
- * A refusal of the name (taken, or the fleet full): the follower opens its next stream unlisted at once, and logs
- * why once. `false` for any other loss.
- */
-const unlist = (state: State, lost: Client.Lost): boolean => {
-  if (state.unlisted || state.settings.target.name === undefined || !NAME_REFUSALS.has(lost.code ?? "")) return false
-  state.unlisted = true
-  warnOnce(
-    state,
-    lost.code!,
-    `route table: the registry did not list this follower (${lost.reason}); following unlisted, and trying the name ` +
-      "again at the next connection"
-  )
-  return true
-}
-
 // One connection, to its end: its loss, or the defect that ended it, taken for a loss and logged. Opened unlisted,
 // the next one tries the name again.
 const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> => {
-  const target = state.unlisted ? { ...state.settings.target, name: undefined } : state.settings.target
-  return Effect.flip(Client.connect(target, state.cursor, opened(state), sinkOf)).pipe(
+  return Effect.flip(Client.connect(Listing.target(state), state.cursor, opened(state), sinkOf)).pipe(
     Effect.ensuring(Effect.sync(() => (state.unlisted = false))),
     Effect.catchAllDefect((defect) =>
       Effect.as(
@@ -472,7 +430,7 @@ export const follow = (state: State): Effect.Effect<void> =>
       const cursor = state.cursor
       const wasUnlisted = state.unlisted
       const lost = yield* connection(state, sinkOf)
-      if (!wasUnlisted && unlist(state, lost)) continue
+      if (!wasUnlisted && Listing.unlist(state, lost)) continue
       // A stream that stayed healthy: the backoff starts again from its first wait.
       if (isHealthy(state, Apply.now(state))) yield* retry.reset
       yield* lose(state, lost)

@@ -21,9 +21,9 @@ import type { LogRead } from "../../RouteRepository.js"
 import type * as RouteTable from "../../RouteTable.js"
 import * as Heartbeat from "../follow/heartbeat.js"
 import * as History from "../table/history.js"
-import type { Status } from "../table/liveTable.js"
 import type { OpenBody, Sink } from "./exchange.js"
 import { endTurn, type LogReads, takeTurn } from "./logReads.js"
+import { type Heartbeats, join, leave, onExpiry, type Open } from "./streamTimers.js"
 
 /** Reads the store's log after a revision (`RouteRepository.logAfter`), outside any fiber. */
 export type ReadLog = (revision: number, limit: number) => Promise<LogRead>
@@ -50,6 +50,7 @@ export interface Source {
 }
 
 export { type LogReads, logReads, MAX_LOG_READS } from "./logReads.js"
+export { type Heartbeats, heartbeats } from "./streamTimers.js"
 
 // How many log entries a catch-up reads at a time.
 const LOG_PAGE = 1000
@@ -191,57 +192,6 @@ export const parseQuery = (
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Heartbeats: one timer for every open stream of a core
-// ---------------------------------------------------------------------------------------------------------------
-
-/** One open stream, as its core's timer and its shutdown see it. */
-interface Open {
-  readonly beat: (text: string) => void
-  readonly cut: () => void
-}
-
-/**
- * The open streams of one core, each sent a heartbeat every interval by one timer, running while any is open. A
- * heartbeat is a comment line that keeps idle connections from timing out and says whether this process's table is
- * current (`status`, the table's; `heartbeat.ts`).
- */
-export interface Heartbeats {
-  readonly intervalMillis: number
-  readonly status: (() => Status) | undefined
-  readonly streams: Set<Open>
-  timer: ReturnType<typeof setInterval> | undefined
-}
-
-export const heartbeats = (intervalMillis: number, status?: () => Status): Heartbeats => ({
-  intervalMillis,
-  status,
-  streams: new Set(),
-  timer: undefined
-})
-
-const beat = (heartbeats: Heartbeats) => {
-  const text = Heartbeat.of(heartbeats.status?.())
-  for (const stream of heartbeats.streams) stream.beat(text)
-}
-
-const join = (heartbeats: Heartbeats, stream: Open) => {
-  heartbeats.streams.add(stream)
-  if (heartbeats.timer === undefined) {
-    heartbeats.timer = setInterval(beat, heartbeats.intervalMillis, heartbeats)
-    // Open streams never keep a process alive on their own: its server does.
-    heartbeats.timer.unref?.()
-  }
-}
-
-const leave = (heartbeats: Heartbeats, stream: Open) => {
-  heartbeats.streams.delete(stream)
-  if (heartbeats.streams.size === 0 && heartbeats.timer !== undefined) {
-    clearInterval(heartbeats.timer)
-    heartbeats.timer = undefined
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // One stream
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -274,26 +224,6 @@ export const body = (
       })
     }
   }
-
-// The longest a timer may wait in Node: an expiry further off is waited for in steps.
-const MAX_TIMER_MILLIS = 2 ** 31 - 1
-
-/**
- * Calls `expire` once `expiresAt` has passed (checked again on each wake, so a clock moved meanwhile counts); returns
- * the cancel. No expiry: nothing.
- */
-const onExpiry = (expiresAt: Date | undefined, expire: () => void): () => void => {
-  if (expiresAt === undefined) return () => {}
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const check = () => {
-    const left = expiresAt.getTime() - Date.now()
-    if (left <= 0) return expire()
-    timer = setTimeout(check, Math.min(left, MAX_TIMER_MILLIS))
-    timer.unref?.()
-  }
-  check()
-  return () => clearTimeout(timer)
-}
 
 // How often a stream that sent `expired` looks whether its client has it all.
 const EXPIRED_POLL_MILLIS = 20
