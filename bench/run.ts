@@ -371,7 +371,8 @@ export const wholeOption = (name: string, fallback: number): number => {
 
 /**
  * The environment of an `npm start` host that a benchmark starts: `npm start`'s own variables, a free port on
- * loopback, the two tokens, the memory store unless `extra` names a database, and `extra` over all.
+ * loopback, the two tokens (the read token may report to the fleet, `fleet:report`, as followers' tokens do), the
+ * memory store unless `extra` names a database, and `extra` over all.
  */
 export const npmStartEnv = (
   tokens: { readonly admin: string; readonly read: string },
@@ -383,7 +384,7 @@ export const npmStartEnv = (
   PORT: "0",
   HOST: "127.0.0.1",
   ROUTING_ADMIN_TOKENS: tokens.admin,
-  ROUTING_READ_TOKENS: tokens.read,
+  ROUTING_TOKENS: JSON.stringify([{ name: "reader", token: tokens.read, scopes: ["routes:read", "fleet:report"] }]),
   DATABASE_URL: "",
   ...extra
 })

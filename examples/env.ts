@@ -239,9 +239,10 @@ export const tokens = (readOnly = false): ReadonlyArray<Authenticator.StaticToke
     console.log(`no tokens configured: generated admin token ${token}`)
   }
   console.log("(set ROUTING_ADMIN_TOKENS, ROUTING_READ_TOKENS or ROUTING_TOKENS to choose your own)")
+  // It may follow this process too, listed in its fleet: a newcomer's first follower shows up.
   return readOnly
-    ? [{ token: Redacted.make(token), scopes: ["routes:read"], id: "reader" }]
-    : [{ token: Redacted.make(token), scopes: ["routes:read", "routes:write"], id: "admin" }]
+    ? [{ token: Redacted.make(token), scopes: ["routes:read", "fleet:report"], id: "reader" }]
+    : [{ token: Redacted.make(token), scopes: ["routes:read", "routes:write", "fleet:report"], id: "admin" }]
 }
 
 /**

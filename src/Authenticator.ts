@@ -17,12 +17,13 @@ import { InvalidOption } from "./InvalidOption.js"
 /**
  * The permissions the routing API checks: `routes:read` to get and list, `routes:write` to create, update, restore
  * and delete any route, `routes:write:<prefix>` (such as `routes:write:/payments`) to do so only for routes whose path
- * is the prefix or starts with it followed by `/`. A prefix is a valid path of static segments.
+ * is the prefix or starts with it followed by `/`. A prefix is a valid path of static segments. `fleet:report` (0.5.0),
+ * besides `routes:read`, lets a follower name itself in the fleet and report the revision it applied.
  *
  * @since 0.1.0
  */
 export const Scope = Schema.Union(
-  Schema.Literal("routes:read", "routes:write"),
+  Schema.Literal("routes:read", "routes:write", "fleet:report"),
   Schema.TemplateLiteral(Schema.Literal("routes:write:"), Schema.String)
 )
 
@@ -50,6 +51,13 @@ export const isWellFormedToken = (token: string): boolean => TOKEN68.test(token)
 export interface Principal {
   readonly id: string
   readonly scopes: ReadonlyArray<string>
+  /**
+   * When the credential stops being valid (a JWT's `exp`), if it does: a change stream opened with it ends then, with an
+   * `expired` event (docs/scaling-out.md). Static tokens never expire.
+   *
+   * @since 0.5.0
+   */
+  readonly expiresAt?: Date | undefined
 }
 
 export {

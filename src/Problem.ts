@@ -33,7 +33,7 @@ const problems = {
   invalid_report: {
     status: 400,
     description:
-      "A follower's name (the Follower-Name header of the change stream) or its report (POST /v1/routing/followers) breaks the rules of docs/scaling-out.md; `errors` names each field."
+      "A follower's name (the Follower-Name header of the change stream) or its report (POST /v1/routing/followers) breaks the rules of docs/scaling-out.md, or reports a revision above any this process issued; `errors` names each field."
   },
   malformed_path: {
     status: 400,
@@ -87,6 +87,11 @@ const problems = {
     status: 409,
     description: "A stored route has the same method and shape; `conflictingRouteId` names it."
   },
+  follower_name_taken: {
+    status: 409,
+    description:
+      "A follower of that name (Follower-Name) is connected to this process already; the stream was not opened. Give each follower its own name, or open the stream without one to follow unlisted."
+  },
   idempotency_key_in_use: {
     status: 409,
     description:
@@ -130,6 +135,14 @@ const problems = {
     status: 429,
     description:
       "A follower sent more reports on one stream than the fleet takes per second; this one was not taken. Send the next after `Retry-After` seconds."
+  },
+  too_many_followers: {
+    status: 429,
+    description: `The fleet holds as many followers, relayed ones included, as this process lists (${
+      Limits.FLEET_FOLLOWERS_PER_PROCESS.toLocaleString("en-US")
+    }) or as one principal may report (${
+      Limits.FLEET_FOLLOWERS_PER_PRINCIPAL.toLocaleString("en-US")
+    }); the join or report was not taken. Follow unlisted, or retry after \`Retry-After\` seconds.`
   },
   too_many_streams: {
     status: 429,

@@ -102,6 +102,15 @@ export interface Options {
    * holds more. Defaults 250,000 routes and 5 minutes.
    */
   readonly maxSnapshotRoutes?: number | undefined
+  /**
+   * The most bytes of routes (their JSON, as the registry sends them) one snapshot may hold: past it, the stream is a
+   * protocol error as past `maxSnapshotRoutes`, so a registry sending the largest routes cannot make a follower hold
+   * gigabytes. Decoded, routes take about four times their JSON in heap, held beside the table while a snapshot is read
+   * (docs/scaling-out.md, "A follower's memory"). Default 64 MiB.
+   *
+   * @since 0.5.0
+   */
+  readonly maxSnapshotBytes?: number | undefined
   readonly snapshotTimeout?: Duration.DurationInput | undefined
   /**
    * How many of its last changes the follower keeps for its own followers to resume from (a relay), as

@@ -35,6 +35,7 @@ import {
   RoutePage
 } from "./internal/http/apiSchemas.js"
 import { transform } from "./internal/http/openApi.js"
+import { FLEET_FOLLOWERS_PER_PRINCIPAL, FLEET_FOLLOWERS_PER_PROCESS } from "./internal/limits.js"
 import * as Route from "./Route.js"
 
 export * from "./internal/http/apiProblems.js"
@@ -84,7 +85,10 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
         "Needs the routes:read scope. Answers text/event-stream and stays open: without a cursor, one upsert " +
           "per route, then ready, then every change as it happens; with a cursor, the changes after it, then " +
           "ready, then every change (a reset first, then every route, when this process no longer holds them). " +
-          "Any query parameter but since is 400 invalid_query."
+          "Any query parameter but since is 400 invalid_query. With Follower-Name and the fleet:report scope the " +
+          "stream joins the fleet (a name connected already is 409 follower_name_taken, a fleet at its bounds 429 " +
+          "too_many_followers); without the scope it is served unlisted. A stream opened with a credential that " +
+          "expires ends then, with an expired event."
       )
   )
   .add(
@@ -97,8 +101,10 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
         OpenApi.Description,
         "Needs the routes:read scope. Answers this process's latest revision and every follower connected to it, " +
           "directly or through relays, with the revision each applied, and those that left in the last 5 minutes; " +
-          "sorted by name. With revision (and wait, seconds up to 60), answers as soon as every connected follower " +
-          "applied it, or when the wait is over, with complete. A bad parameter is 400 invalid_query."
+          "sorted by name, at most 1000 a page. With revision (and wait, seconds up to 60), answers as soon as every " +
+          "connected follower applied it, or when the wait is over, with complete. With limit, cursor or behind, or " +
+          "when more pages follow, also the whole fleet's counts and nextCursor (and a Link to the next page). A bad " +
+          "parameter is 400 invalid_query."
       )
   )
   .add(
@@ -109,9 +115,12 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
       .annotate(OpenApi.Summary, "Report the revision a follower applied")
       .annotate(
         OpenApi.Description,
-        "Needs the routes:read scope of the token that opened the stream. A follower that opened the change " +
-          "stream with Follower-Name reports the revision it applied, naming the stream's Follower-Stream, with " +
-          "its own followers when it is a relay (at most 10,000 entries, 4 MiB, 10 reports a second). 204."
+        "Needs the routes:read and fleet:report scopes of the token that opened the stream. A follower that opened " +
+          "the change stream with Follower-Name reports the revision it applied, naming the stream's Follower-Stream, " +
+          "with its own followers when it is a relay (at most 10,000 entries, 4 MiB, 10 reports a second). A revision " +
+          "above any this process issued is 400 invalid_report; a subtree past the fleet's bounds " +
+          `(${FLEET_FOLLOWERS_PER_PRINCIPAL.toLocaleString("en-US")} followers per principal, ` +
+          `${FLEET_FOLLOWERS_PER_PROCESS.toLocaleString("en-US")} per process) is 429 too_many_followers. 204.`
       )
   )
   .add(

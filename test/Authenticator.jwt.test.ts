@@ -90,9 +90,12 @@ describe("Authenticator.jwt with a JWKS URL", () => {
       const authenticator = yield* Authenticator.jwt({ jwksUrl: jwks.url, issuer: ISSUER, audience: AUDIENCE })
       for (const key of keys) {
         const token = yield* Effect.promise(() => sign(key, { sub: `svc-${key.kid}` }))
+        // The principal expires with the token: a change stream opened with it ends then.
+        const { exp } = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString("utf8"))
         assert.deepStrictEqual(yield* authenticate(authenticator, token), {
           id: `svc-${key.kid}`,
-          scopes: ["routes:read", "routes:write"]
+          scopes: ["routes:read", "routes:write"],
+          expiresAt: new Date(exp * 1000)
         })
       }
       // Fetched once, then cached.

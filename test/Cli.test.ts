@@ -29,7 +29,11 @@ const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const SERVER = "examples/server.ts"
 const TOKEN = "cli-admin"
 const READER = "cli-reader"
-const HOST_ENV = { ROUTING_ADMIN_TOKENS: TOKEN, ROUTING_READ_TOKENS: READER }
+// The reader follows and reports to the fleet (fleet:report), as followers' tokens do.
+const HOST_ENV = {
+  ROUTING_ADMIN_TOKENS: TOKEN,
+  ROUTING_TOKENS: JSON.stringify([{ name: "reader", token: READER, scopes: ["routes:read", "fleet:report"] }])
+}
 
 interface Result {
   readonly code: number | null

@@ -4,18 +4,19 @@
  * through an echoed problem detail, a read-only token, two tabs editing one route, and axe-core.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import express from "express"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import type { Browser, BrowserContextOptions, Locator, Page } from "playwright-core"
+import * as Authenticator from "route-registry/Authenticator"
 import { routeRegistry as expressRegistry } from "route-registry/express"
 import * as Demo from "../examples/catalog.js"
 import { makeHost, withTable } from "../examples/server.js"
 import { launch, listen, screenshotDir } from "./utils/browser.js"
 import { follow } from "./utils/followers.js"
-import { ADMIN, READER, tokens } from "./utils/httpContract.js"
+import { ADMIN, READER, REPORTER, tokens } from "./utils/httpContract.js"
 import { stores } from "./utils/stores.js"
 
 const axeSource = Fs.readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8")
@@ -78,6 +79,36 @@ describe("dashboard under a prefix mount (Express, app.use(\"/admin\", …))", (
       await page.getByRole("table", { name: "Routes" }).getByText("/under/:prefix", { exact: true }).waitFor()
       const listed = await fetch(`${server.origin}/admin/v1/routing`, { headers: { authorization: `Bearer ${ADMIN}` } })
       assert.deepStrictEqual((await listed.json()).items.map((r: { path: string }) => r.path), ["/under/:prefix"])
+    } finally {
+      await page.close()
+      await server.close()
+      await registry.close()
+    }
+  })
+})
+
+describe("a session whose token expires", () => {
+  it("the page stops saying live and asks the person to sign in again", async () => {
+    // Every request's token expires 2 s after it is presented, as a short-lived JWT does.
+    const expiring = Layer.succeed(Authenticator.Authenticator, {
+      authenticate: () =>
+        Effect.sync(() => ({
+          id: "short-lived",
+          scopes: ["routes:read"],
+          expiresAt: new Date(Date.now() + 2_000)
+        }))
+    })
+    const registry = expressRegistry({ authenticator: expiring, handlers: {}, dashboard: true })
+    await registry.ready
+    const server = await listen(express().use(registry))
+    const page = await browser.newPage()
+    try {
+      await page.goto(`${server.origin}/v1/routing/ui/`)
+      await page.getByRole("textbox", { name: "Token" }).fill("any-token")
+      await page.getByRole("button", { name: "Sign in" }).click()
+      await page.getByRole("status").filter({ hasText: /^live$/ }).waitFor()
+      await page.getByRole("alert").filter({ hasText: /session expired/ }).waitFor({ timeout: 20_000 })
+      await page.getByRole("button", { name: "Sign in" }).waitFor()
     } finally {
       await page.close()
       await server.close()
@@ -412,7 +443,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
 
   it("task 6: shows the fleet: each follower, the revision it applied, how far behind it is, and those that left", async () => {
     const name = `dashboard-${fresh().slice(1)}`
-    const follower = await follow(origin, READER, { name })
+    const follower = await follow(origin, REPORTER, { name })
     try {
       await create("GET", `/${name}/fleet`)
       const page = await signIn()
@@ -640,7 +671,7 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
       "timing"
     ])
     const name = `edge-${prefix.slice(1)}`
-    const follower = await follow(origin, READER, { name })
+    const follower = await follow(origin, REPORTER, { name })
     try {
       const page = await signIn()
       await page.getByRole("table", { name: "Followers" }).getByRole("row").filter({ hasText: name }).waitFor()

@@ -6,15 +6,18 @@
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import type { Clock } from "effect"
-import { Layer } from "effect"
+import { Context, Layer, Logger, ManagedRuntime, Redacted } from "effect"
 import * as Http from "node:http"
 import * as AdminListener from "route-registry/AdminListener"
+import * as Authenticator from "route-registry/Authenticator"
+import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Fleet from "../src/internal/follow/fleet.js"
+import * as FleetPage from "../src/internal/follow/fleetPage.js"
 import * as History from "../src/internal/table/history.js"
 import { closeServer, listen, nodeListener, type Served } from "./utils/adapters.js"
 import { follow, type Follower } from "./utils/followers.js"
-import { ADMIN, READER, type Store, tokens, WRITER } from "./utils/httpContract.js"
+import { ADMIN, READER, REPORTER, type Store, tokenList, tokens, WRITER } from "./utils/httpContract.js"
 import { stores } from "./utils/stores.js"
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` })
@@ -31,7 +34,7 @@ const registry = async (store: Store): Promise<Served> => {
 }
 
 const follower = async (origin: string, name: string): Promise<Follower> => {
-  const followed = await follow(origin, READER, { name }, tokens)
+  const followed = await follow(origin, REPORTER, { name }, tokens)
   closing.push(followed.close)
   return followed
 }
@@ -153,31 +156,183 @@ describe("a relay tree: registry ← relay ← follower", () => {
   })
 })
 
-describe("reports on an open stream", () => {
-  it("taken from the token that opened the stream, refused from another (404 stream_not_found)", async () => {
-    const served = await registry(stores[0]![1])
+describe("who may report, and how much (v5)", () => {
+  // A second principal that may report: its reports never land on another's stream.
+  const OTHER = "other-report-token"
+  const withOther = Authenticator.layerStaticTokens([...tokenList, {
+    token: Redacted.make(OTHER),
+    scopes: ["routes:read", "fleet:report"],
+    id: "other"
+  }])
+  const served = async () => {
+    const started = await nodeListener.start(
+      Layer.merge(RouteTable.layer.pipe(Layer.provideMerge(stores[0]![1])), withOther)
+    )
+    closing.push(started.close)
+    return started
+  }
+  const open = async (origin: string, token: string, name: string) => {
     const controller = new AbortController()
     closing.push(async () => controller.abort())
-    const stream = await fetch(`${served.origin}/v1/routing/changes`, {
-      headers: { ...auth(READER), "follower-name": "hand-1" },
+    const response = await fetch(`${origin}/v1/routing/changes`, {
+      headers: { ...auth(token), "follower-name": name },
       signal: controller.signal
     })
-    const id = stream.headers.get("follower-stream")
-    assert.match(id!, /^[0-9a-f]{32}$/)
-    const send = (token: string) =>
-      fetch(`${served.origin}/v1/routing/followers`, {
-        method: "POST",
-        headers: { ...auth(token), "content-type": "application/json" },
-        body: JSON.stringify({ stream: id, appliedRevision: 7, followers: [] })
-      })
-    assert.strictEqual((await send(ADMIN)).status, 404)
-    assert.strictEqual((await send(READER)).status, 204)
-    const listed = await fleet(served.origin)
-    assert.deepStrictEqual(listed.items.map((item) => [item.name, item.appliedRevision]), [["hand-1", 7]])
-    controller.abort()
-    await until(served.origin, (items) => items[0]?.connected === false, "hand-1 leaves with its stream")
+    return { response, stream: response.headers.get("follower-stream"), close: () => controller.abort() }
+  }
+  const send = (origin: string, token: string, body: unknown) =>
+    fetch(`${origin}/v1/routing/followers`, {
+      method: "POST",
+      headers: { ...auth(token), "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+
+  it("a report is taken from the token that opened the stream with fleet:report, refused from another", async () => {
+    const { origin } = await served()
+    await create(origin, "/one")
+    const opened = await open(origin, REPORTER, "hand-1")
+    assert.match(opened.stream!, /^[0-9a-f]{32}$/)
+    const body = { stream: opened.stream, appliedRevision: 1, followers: [] }
+    assert.strictEqual((await send(origin, OTHER, body)).status, 404)
+    const unscoped = await send(origin, ADMIN, body)
+    assert.strictEqual(unscoped.status, 403)
+    assert.include((await unscoped.json()).detail, "fleet:report")
+    assert.strictEqual((await send(origin, REPORTER, body)).status, 204)
+    const listed = await fleet(origin)
+    assert.deepStrictEqual(listed.items.map((item) => [item.name, item.appliedRevision]), [["hand-1", 1]])
+    opened.close()
+    await until(origin, (items) => items[0]?.connected === false, "hand-1 leaves with its stream")
+  })
+
+  it("a token without fleet:report that names itself follows unlisted: no Follower-Stream, not in the fleet", async () => {
+    const { origin } = await served()
+    const opened = await open(origin, READER, "quiet-1")
+    assert.strictEqual(opened.response.status, 200)
+    assert.isNull(opened.stream)
+    assert.deepStrictEqual((await fleet(origin)).items, [])
+  })
+
+  it("a name already connected is 409 follower_name_taken, whoever asks; free again once it left", async () => {
+    const { origin } = await served()
+    const first = await open(origin, REPORTER, "edge-9")
+    assert.strictEqual(first.response.status, 200)
+    for (const token of [REPORTER, OTHER]) {
+      const again = await open(origin, token, "edge-9")
+      assert.strictEqual(again.response.status, 409)
+      assert.strictEqual((await again.response.json()).code, "follower_name_taken")
+    }
+    first.close()
+    await until(origin, (items) => items[0]?.connected === false, "edge-9 leaves")
+    assert.strictEqual((await open(origin, OTHER, "edge-9")).response.status, 200)
+  })
+
+  it("a revision above any this process issued is 400 invalid_report, relayed ones too, and changes nothing", async () => {
+    const { origin } = await served()
+    await create(origin, "/one")
+    const { revision } = await fleet(origin)
+    const opened = await open(origin, REPORTER, "liar-1")
+    for (
+      const [body, path] of [
+        [{ appliedRevision: Number.MAX_SAFE_INTEGER, followers: [] }, "appliedRevision"],
+        [
+          { appliedRevision: revision, followers: [{ ...leafEntry, appliedRevision: revision + 1 }] },
+          "followers[0].appliedRevision"
+        ]
+      ] as const
+    ) {
+      const refused = await send(origin, REPORTER, { stream: opened.stream, ...body })
+      assert.strictEqual(refused.status, 400)
+      const problem = await refused.json()
+      assert.strictEqual(problem.code, "invalid_report")
+      assert.deepStrictEqual(problem.errors.map((error: { path: string }) => error.path), [path])
+    }
+    assert.deepStrictEqual((await fleet(origin)).items.map((item) => item.appliedRevision), [null])
+    // Held at complete: false by nobody: the liar's revision is not taken, so the wait waits for its real one.
+    assert.strictEqual((await send(origin, REPORTER, { stream: opened.stream, appliedRevision: revision })).status, 204)
+    assert.isTrue((await fleet(origin, `?revision=${revision}&wait=0`)).complete)
+  })
+
+  it("relayed entries count against the principal's bound: past it, 429 too_many_followers, nothing stored", async () => {
+    const { origin } = await served()
+    const many = (prefix: string) =>
+      Array.from(
+        { length: Fleet.MAX_ENTRIES },
+        (_, i) => ({ ...leafEntry, name: `${prefix}-${i}`, appliedRevision: 0 })
+      )
+    const a = await open(origin, REPORTER, "relay-a")
+    assert.strictEqual(
+      (await send(origin, REPORTER, { stream: a.stream, appliedRevision: 0, followers: many("a") })).status,
+      204
+    )
+    const b = await open(origin, REPORTER, "relay-b")
+    const refused = await send(origin, REPORTER, { stream: b.stream, appliedRevision: 0, followers: many("b") })
+    assert.strictEqual(refused.status, 429)
+    assert.strictEqual((await refused.json()).code, "too_many_followers")
+    assert.isNotNull(refused.headers.get("retry-after"))
+    // Another principal is bounded on its own.
+    const c = await open(origin, OTHER, "relay-c")
+    assert.strictEqual(
+      (await send(origin, OTHER, { stream: c.stream, appliedRevision: 0, followers: many("c") })).status,
+      204
+    )
+    // The fleet answers a page at a time, whatever was reported: the first 1,000 by name, the counts of all.
+    const listed = await fleet(origin) as any
+    assert.strictEqual(listed.items.length, 1000)
+    // relay-b never reported: the one behind.
+    assert.deepStrictEqual(listed.counts, { followers: 20_003, connected: 20_003, behind: 1 })
+    assert.strictEqual(listed.items[0].name, "a-0")
+    const next = await fetch(`${origin}/v1/routing/followers?limit=1000&cursor=${listed.nextCursor}`, {
+      headers: auth(READER)
+    })
+    const second = await next.json()
+    assert.strictEqual(second.items.length, 1000)
+    assert.isTrue(second.items[0].name > listed.items[999].name, "the next page begins after the first")
+    assert.match(next.headers.get("link")!, /^<\/v1\/routing\/followers\?limit=1000&cursor=[\w-]+>; rel="next"$/)
   })
 })
+
+describe("a follower the registry does not list", () => {
+  // A follower whose warnings the test reads.
+  const logging = async (origin: string, token: string, name: string) => {
+    const logged: Array<string> = []
+    const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => logged.push(String(message))))
+    const runtime = ManagedRuntime.make(
+      RouteFollower.layer({ url: origin, token: Redacted.make(token), name, retryInitial: 10, retryMax: 200 }).pipe(
+        Layer.provide(capture)
+      )
+    )
+    closing.push(() => runtime.dispose())
+    const { context } = await runtime.runtime()
+    return { logged, table: Context.get(context, RouteTable.RouteTable) }
+  }
+
+  it("without fleet:report, or under a name taken, it follows unlisted and says why once", async () => {
+    const served = await registry(stores[0]![1])
+    await create(served.origin, "/seen")
+    await follower(served.origin, "twin")
+    const twin = await logging(served.origin, REPORTER, "twin")
+    const plain = await logging(served.origin, READER, "plain")
+    for (const { table } of [twin, plain]) assert.strictEqual(RouteTable.lookup(table, "GET", "/seen")._tag, "Found")
+    await create(served.origin, "/later")
+    await until(served.origin, (items) => items[0]?.appliedRevision !== null, "twin reports")
+    assert.deepStrictEqual((await fleet(served.origin)).items.map((item) => item.name), ["twin"])
+    assert.deepStrictEqual(twin.logged.filter((line) => line.includes("follower_name_taken")).length, 1)
+    assert.deepStrictEqual(plain.logged.filter((line) => line.includes("fleet:report")).length, 1)
+  })
+})
+
+const leafEntry = {
+  name: "leaf-1",
+  address: "10.0.0.7:51234",
+  via: null,
+  connectedAt: "2026-11-26T09:30:12.345Z",
+  appliedRevision: 0,
+  reportedAt: "2026-11-26T09:30:13.000Z",
+  connected: true
+}
+
+const page = (fleet: Fleet.Fleet, query: Partial<FleetPage.Query> = {}) =>
+  FleetPage.page(fleet, { after: undefined, limit: FleetPage.MAX_LIMIT, behindOnly: false, revision: 0, ...query })
 
 describe("the fleet's bounds", () => {
   // A clock the test sets: the fleet reads nothing else.
@@ -189,11 +344,11 @@ describe("the fleet's bounds", () => {
     const fleet = Fleet.of(History.make(), clock)
     Fleet.join(fleet, member("s", "n"))
     const report = { stream: "s", appliedRevision: 1, followers: [] }
-    for (let i = 0; i < Fleet.REPORTS_PER_SECOND; i++) assert.isUndefined(Fleet.report(fleet, "p", report))
-    const refused = Fleet.report(fleet, "p", report)
+    for (let i = 0; i < Fleet.REPORTS_PER_SECOND; i++) assert.isUndefined(Fleet.report(fleet, "p", report, 1))
+    const refused = Fleet.report(fleet, "p", report, 1)
     assert.strictEqual(refused?._tag, "TooFrequent")
     now += 1000 / Fleet.REPORTS_PER_SECOND
-    assert.isUndefined(Fleet.report(fleet, "p", report))
+    assert.isUndefined(Fleet.report(fleet, "p", report, 1))
   })
 
   it("followers that left stay listed for LEFT_MILLIS, at most MAX_LEFT of them", () => {
@@ -208,16 +363,39 @@ describe("the fleet's bounds", () => {
     assert.deepStrictEqual(Fleet.entries(fleet), [])
   })
 
+  it("joins and reports past the bounds per principal and per process are refused and change nothing", () => {
+    const fleet = Fleet.of(History.make(), clock, { perProcess: 4, perPrincipal: 3 })
+    const join = (principal: string, name: string) => Fleet.join(fleet, { stream: name, principal, name, address: "a" })
+    assert.isTrue(join("p", "a"))
+    const leaf = (name: string) => ({ ...Fleet.entries(fleet)[0]!, name, appliedRevision: 0 })
+    const relayed = (names: Array<string>) => ({ stream: "a", appliedRevision: 0, followers: names.map(leaf) })
+    assert.deepStrictEqual(Fleet.report(fleet, "p", relayed(["x", "y", "z"]), 0), {
+      _tag: "TooMany",
+      bound: "perPrincipal",
+      limit: 3
+    })
+    assert.strictEqual(Fleet.entries(fleet).length, 1)
+    assert.isUndefined(Fleet.report(fleet, "p", relayed(["x", "y"]), 0))
+    assert.strictEqual(Fleet.refusesJoin(fleet, "p", "b")?._tag, "TooMany")
+    assert.strictEqual(Fleet.refusesJoin(fleet, "q", "a")?._tag, "NameTaken")
+    assert.isTrue(join("q", "b"))
+    assert.deepStrictEqual(Fleet.refusesJoin(fleet, "r", "c"), { _tag: "TooMany", bound: "perProcess", limit: 4 })
+    // A relay that leaves takes its subtree's count with it.
+    Fleet.leave(fleet, "a")
+    assert.isTrue(join("r", "c"))
+    assert.isTrue(join("p", "a"))
+  })
+
   it("a follower is behind until it reports, and relayed followers count", () => {
     const fleet = Fleet.of(History.make(), clock)
     assert.isTrue(Fleet.holds(fleet, 5))
     Fleet.join(fleet, member("r", "relay"))
     assert.isFalse(Fleet.holds(fleet, 0))
     const leaf = { ...Fleet.entries(fleet)[0]!, name: "leaf", appliedRevision: 3 }
-    Fleet.report(fleet, "p", { stream: "r", appliedRevision: 5, followers: [leaf] })
+    Fleet.report(fleet, "p", { stream: "r", appliedRevision: 5, followers: [leaf] }, 5)
     assert.isFalse(Fleet.holds(fleet, 5))
     assert.isTrue(Fleet.holds(fleet, 3))
-    assert.deepStrictEqual(Fleet.entries(fleet).map((entry) => [entry.name, entry.via]), [["leaf", "relay"], [
+    assert.deepStrictEqual(page(fleet).items.map((entry) => [entry.name, entry.via]), [["leaf", "relay"], [
       "relay",
       null
     ]])

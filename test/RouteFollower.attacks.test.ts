@@ -268,7 +268,13 @@ describe("attacks", () => {
     }).pipe(Effect.provide(logs.layer))
   })
 
-  it.scoped("a reset followed by endless upserts is dropped past maxSnapshotRoutes, and logged", () => {
+  // A registry that sends a reset and then `events(n)` on every stream after the first: the follower drops each
+  // stream past its bound, logs `logged`, and keeps the 3 routes it had.
+  const droppedPast = (
+    options: Partial<RouteFollower.Options>,
+    events: (n: number) => ReadonlyArray<string>,
+    logged: string
+  ) => {
     const logs = capturingLogs()
     return Effect.gen(function*() {
       const { origin, requests } = yield* Effect.promise(() =>
@@ -276,18 +282,36 @@ describe("attacks", () => {
           res.writeHead(200, STREAM_HEADERS)
           if (n === 0) return void res.end(SNAPSHOT)
           res.write("event: reset\ndata: {}\n\n")
-          for (let i = 0; i < 200; i++) res.write(upsert(route("GET", `/flood/${n}/${i}`), cursorAt(1, 1)))
+          for (const event of events(n)) res.write(event)
         })
       )
-      const { table } = yield* followUnderTestClock(origin, TOKEN, { maxSnapshotRoutes: 100 })
+      const { table } = yield* followUnderTestClock(origin, TOKEN, options)
       yield* driveClock(10_000, 3, 1_000)
       yield* eventuallyEffect(Effect.sync(() => requests.length >= 3), () => `${requests.length} requests`)
       assert.strictEqual(RouteTable.size(table), 3, "the table kept its routes")
-      assert.isTrue(
-        logs.lines.some((line) => line.includes("more than 100 routes (maxSnapshotRoutes)")),
-        logs.lines.join("\n")
-      )
+      assert.isTrue(logs.lines.some((line) => line.includes(logged)), logs.lines.join("\n"))
     }).pipe(Effect.provide(logs.layer))
+  }
+
+  it.scoped("a reset followed by endless upserts is dropped past maxSnapshotRoutes, and logged", () =>
+    droppedPast(
+      { maxSnapshotRoutes: 100 },
+      (n) => Array.from({ length: 200 }, (_, i) => upsert(route("GET", `/flood/${n}/${i}`), cursorAt(1, 1))),
+      "more than 100 routes (maxSnapshotRoutes)"
+    ))
+
+  it.scoped("a reset of few, large routes is dropped past maxSnapshotBytes, and logged", () => {
+    // The most middleware a route may name, each as long as a name may be: about 4 KB of JSON a route.
+    const bulk = Array.from({ length: 32 }, (_, i) => `m${i}`.padEnd(128, "x"))
+    return droppedPast(
+      { maxSnapshotBytes: 64 * 1024 },
+      (n) =>
+        Array.from(
+          { length: 50 },
+          (_, i) => upsert({ ...route("GET", `/big/${n}/${i}`), middleware: bulk } as any, cursorAt(1, 1))
+        ),
+      "more than 65536 bytes of routes (maxSnapshotBytes)"
+    )
   })
 
   it.scoped("a snapshot that never ends is dropped past snapshotTimeout, and logged", () => {

@@ -109,6 +109,19 @@ describe("the SSE parser", () => {
     assert.strictEqual(single.events.length, 1)
   })
 
+  it("skips a byte order mark split across chunks anywhere, and keeps a first byte that only looks like its start", () => {
+    const bytes = Buffer.from("\uFEFFevent: ready\n\n")
+    for (const cuts of [[1], [2], [1, 2], [3]]) {
+      const ends = [...cuts, bytes.length]
+      const { events, failure } = parse(ends.map((end, i) => bytes.subarray(i === 0 ? 0 : ends[i - 1], end)))
+      assert.isUndefined(failure)
+      assert.deepStrictEqual(events, [{ type: "ready", data: "", id: "" }], `cut at ${cuts.join(",")}`)
+    }
+    // Bytes that begin like a mark and then differ are the stream's own: an event type of "\xEF\xBBx" kept.
+    const lookalike = parse([Buffer.from([0xef]), Buffer.from([0xbb]), Buffer.from("x\ndata: 1\n\n")])
+    assert.deepStrictEqual(lookalike.events.map((event) => event.data), ["1"])
+  })
+
   it("ignores an id holding NUL, and drops a block with neither data nor type", () => {
     const { events } = parse(["id: 1\n\nid: a\0b\nevent: x\n\n"])
     assert.deepStrictEqual(events, [{ type: "x", data: "", id: "1" }])

@@ -237,7 +237,8 @@ describe("RoutingApi", () => {
       "pathPrefix",
       "handler",
       "middleware",
-      "q"
+      "q",
+      "enabled"
     ])
     for (const parameter of Object.values<any>(parameters)) {
       assert.strictEqual(parameter.in, "query")

@@ -15,6 +15,7 @@ import * as Http from "node:http"
 import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
 import * as AdminListener from "route-registry/AdminListener"
+import * as Authenticator from "route-registry/Authenticator"
 import * as Express from "route-registry/express"
 import * as FastifyIntegration from "route-registry/fastify"
 import * as HonoIntegration from "route-registry/hono"
@@ -23,7 +24,15 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
-import { type Adapter, adapters, fetchFrom, type Served, serveNode, type Services } from "./utils/adapters.js"
+import {
+  type Adapter,
+  adapters,
+  fetchFrom,
+  nodeListener,
+  type Served,
+  serveNode,
+  type Services
+} from "./utils/adapters.js"
 import * as EventStream from "./utils/eventStream.js"
 import { ADMIN, assertProblem, READER, type Store, tokens, WRITER } from "./utils/httpContract.js"
 import { memory, stores } from "./utils/stores.js"
@@ -604,4 +613,32 @@ describe("closing a host with followers connected", () => {
     await stream.ended
     await served.close()
   })
+})
+
+describe("a stream never outlives its credential (v5)", () => {
+  // A token accepted for `millis` after it is presented, as a JWT's `exp` makes it.
+  const expiring = (millis: number) =>
+    Layer.succeed(Authenticator.Authenticator, {
+      authenticate: () =>
+        Effect.sync(() => ({ id: "short-lived", scopes: ["routes:read"], expiresAt: new Date(Date.now() + millis) }))
+    })
+
+  for (const [name, store] of stores) {
+    it(`${name}: at its credential's expiry the stream sends expired, then ends`, async () => {
+      const served = await nodeListener.start(
+        Layer.merge(RouteTable.layer.pipe(Layer.provideMerge(store)), expiring(500))
+      )
+      try {
+        const stream = await EventStream.open(fetch, `${served.origin}/v1/routing/changes`, auth("any"))
+        await stream.waitFor((event) => event.event === "ready")
+        await Promise.race([
+          stream.ended,
+          new Promise((_, reject) => setTimeout(() => reject(new Error("the stream outlived its token")), 10_000))
+        ])
+        assert.deepStrictEqual(stream.events.at(-1), { event: "expired", id: undefined, data: {} })
+      } finally {
+        await served.close()
+      }
+    })
+  }
 })

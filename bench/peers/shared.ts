@@ -110,7 +110,8 @@ const INVALID_TOKEN = challenge(
 )
 const REFUSED_SCOPE: Record<Scope, Answer> = {
   "routes:read": insufficientScope("routes:read", "read routes"),
-  "routes:write": insufficientScope("routes:write", "create routes")
+  "routes:write": insufficientScope("routes:write", "create routes"),
+  "fleet:report": insufficientScope("fleet:report", "report to the fleet")
 }
 
 export const INTERNAL_ERROR = problem(

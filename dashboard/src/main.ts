@@ -92,10 +92,10 @@ const signedIn = (session: Session) => {
   )
   const followers = fleet(session, stop.signal)
   const changes = recentChanges(session)
-  const signOut = () => {
+  const signOut = (notice?: string) => {
     stop.abort()
     document.querySelectorAll("dialog").forEach((open) => open.close())
-    signIn()
+    signIn(notice)
   }
   replace(
     root,
@@ -105,7 +105,7 @@ const signedIn = (session: Session) => {
       h("h1", {}, "Route registry"),
       h("span", { class: "mode" }, session.writable ? "" : "read-only"),
       live,
-      h("button", { type: "button", onclick: signOut }, "Sign out")
+      h("button", { type: "button", onclick: () => signOut() }, "Sign out")
     ),
     h("main", { class: "main" }, notice, list.element),
     h("aside", { class: "side", "aria-label": "Tools" }, tester(session), followers.element, changes.element)
@@ -126,7 +126,8 @@ const signedIn = (session: Session) => {
       status: (status) => {
         live.textContent = status
       },
-      refused: () => signOut()
+      refused: () => signOut(),
+      expired: () => signOut("Your session expired: sign in again with a fresh token.")
     }, stop.signal)
   )
 }

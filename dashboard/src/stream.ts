@@ -17,6 +17,8 @@ export interface Listener {
   readonly status: (status: "connecting" | "live" | "reconnecting") => void
   /** The token was refused (signed out elsewhere, revoked): the stream stops. */
   readonly refused: (status: number) => void
+  /** The token expired (the registry's `expired` event): the stream stops, and the person signs in again. */
+  readonly expired: () => void
 }
 
 const FIRST_DELAY_MILLIS = 250
@@ -119,6 +121,9 @@ export const follow = async (session: Session, listener: Listener, signal: Abort
             snapshot = undefined
             failures = 0
             listener.status("live")
+            break
+          case "expired":
+            return listener.expired()
         }
       }
     } catch {

@@ -56,6 +56,17 @@ export const DEFAULT_CHANGES_STREAMS_PER_PRINCIPAL = 2_000
  */
 export const DEFAULT_CHANGES_STALL_MILLIS = 30_000
 
+/**
+ * The most followers, relayed ones included, connected to one process at once (`FLEET_FOLLOWERS_PER_PROCESS`) and
+ * through one principal's streams (`FLEET_FOLLOWERS_PER_PRINCIPAL`): a join or a report past either is refused (429
+ * `too_many_followers`), so what a token reports never makes the fleet grow without bound.
+ */
+export const FLEET_FOLLOWERS_PER_PROCESS = 50_000
+export const FLEET_FOLLOWERS_PER_PRINCIPAL = 20_000
+
+/** Seconds a follower refused for the fleet's bounds is told to wait before it reports again. */
+export const FLEET_RETRY_AFTER_SECONDS = 10
+
 /** Routes in one page of a listing when the query gives no `limit`. */
 export const DEFAULT_PAGE_SIZE = 100
 

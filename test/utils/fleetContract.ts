@@ -8,7 +8,7 @@ import { Layer } from "effect"
 import * as RouteTable from "route-registry/RouteTable"
 import type * as RoutingHandler from "route-registry/RoutingHandler"
 import type { Adapter, Received, Sent } from "./adapters.js"
-import { ADMIN, assertProblem, post, READER, serving, type Store } from "./httpContract.js"
+import { ADMIN, assertProblem, post, READER, REPORTER, serving, type Store } from "./httpContract.js"
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` })
 
@@ -21,7 +21,7 @@ const followers = (query = "", token = READER): Sent => ({
 const report = (body: unknown, headers: Record<string, string> = {}): Sent => ({
   method: "POST",
   path: "/v1/routing/followers",
-  headers: { ...auth(READER), "content-type": "application/json", ...headers },
+  headers: { ...auth(REPORTER), "content-type": "application/json", ...headers },
   body: typeof body === "string" ? body : JSON.stringify(body)
 })
 
@@ -58,10 +58,26 @@ export const fleetContract = (adapter: Adapter, store: Store, options?: RoutingH
     assert.isTrue(response.json.complete)
   })
 
+  it("a paged query (limit, cursor, behind) answers the counts and nextCursor too, null on the last page", async () => {
+    const response = await send(followers("limit=10&behind=true"))
+    assert.strictEqual(response.status, 200, response.text)
+    assert.deepStrictEqual(Object.keys(response.json), ["revision", "items", "counts", "nextCursor"])
+    assert.deepStrictEqual(response.json.counts, { followers: 0, connected: 0, behind: 0 })
+    assert.isNull(response.json.nextCursor)
+    assert.isNull(response.headers.get("link"))
+  })
+
+  it("a report takes fleet:report besides routes:read: 403 insufficient_scope naming it, before the body", async () => {
+    const refused = await send(report("{", auth(READER)))
+    assertProblem(refused, "insufficient_scope")
+    assert.include(refused.headers.get("www-authenticate"), "scope=\"fleet:report\"")
+  })
+
   it("a bad query: 400 invalid_query naming every parameter at fault", async () => {
-    const response = await send(followers("revision=-1&wait=61&limit=3&access_token=x"))
+    const response = await send(followers("revision=-1&wait=61&limit=0&cursor=x&behind=yes&access_token=x"))
     assertProblem(response, "invalid_query", ["errors"])
-    assert.deepStrictEqual(paths(response).sort(), ["access_token", "limit", "revision", "wait"])
+    assert.deepStrictEqual(paths(response).sort(), ["access_token", "behind", "cursor", "limit", "revision", "wait"])
+    assertProblem(await send(followers("limit=1001")), "invalid_query", ["errors"])
     assertProblem(await send(followers("wait=5")), "invalid_query", ["errors"])
     const twice = await send(followers("revision=1&revision=2"))
     assert.deepStrictEqual(paths(twice), ["revision"])

@@ -26,12 +26,15 @@ export const READER = "read-token"
 export const WRITER = "write-token"
 /** Owns the path prefixes /payments and /api/orders (docs/authentication.md), and reads everything. */
 export const OWNER = "owner-token"
+/** Reads, and names itself in the fleet and reports to it (`fleet:report`): what a listed follower holds. */
+export const REPORTER = "report-token"
 
 export const tokenList: ReadonlyArray<Authenticator.StaticToken> = [
   { token: Redacted.make(ADMIN), scopes: ["routes:read", "routes:write"], id: "admin" },
   { token: Redacted.make(READER), scopes: ["routes:read"], id: "reader" },
   { token: Redacted.make(WRITER), scopes: ["routes:write"], id: "writer" },
-  { token: Redacted.make(OWNER), scopes: ["routes:read", "routes:write:/payments", "routes:write:/api/orders"] }
+  { token: Redacted.make(OWNER), scopes: ["routes:read", "routes:write:/payments", "routes:write:/api/orders"] },
+  { token: Redacted.make(REPORTER), scopes: ["routes:read", "fleet:report"], id: "reporter" }
 ]
 
 export const tokens = Authenticator.layerStaticTokens(tokenList)

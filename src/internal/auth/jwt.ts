@@ -207,13 +207,19 @@ const actorPrefixOf = (options: JwtOptions): string => {
 const issuedInTheFuture = (payload: Jose.JWTPayload, nowMillis: number, toleranceSeconds: number): boolean =>
   typeof payload.iat === "number" && payload.iat > Math.floor(nowMillis / 1000) + toleranceSeconds
 
+// The principal of a verified token: it expires when the token stops being accepted, `exp` and the tolerance past it.
 const principalOf = (
   payload: Jose.JWTPayload,
   claim: string | undefined,
-  prefix: string
+  prefix: string,
+  toleranceSeconds: number
 ): Effect.Effect<Principal, InvalidToken> =>
   typeof payload.sub === "string" && payload.sub !== ""
-    ? Exit.succeed({ id: prefix + payload.sub, scopes: scopesOf(payload, claim) })
+    ? Exit.succeed({
+      id: prefix + payload.sub,
+      scopes: scopesOf(payload, claim),
+      ...(typeof payload.exp === "number" ? { expiresAt: new Date((payload.exp + toleranceSeconds) * 1000) } : {})
+    })
     : Exit.fail(new InvalidToken({ reason: "the \"sub\" claim is not a non-empty string" }))
 
 const FUTURE_IAT = Exit.fail(
@@ -266,7 +272,7 @@ export const make = (
             }).pipe(Effect.flatMap(({ payload }) =>
               issuedInTheFuture(payload, now, verify.clockTolerance)
                 ? FUTURE_IAT
-                : principalOf(payload, options.scopeClaim, prefix)
+                : principalOf(payload, options.scopeClaim, prefix, verify.clockTolerance)
             ))
         )
       }

@@ -10,6 +10,8 @@ import { underPrefixes } from "../store/rules.js"
 
 export const READ = "routes:read"
 export const WRITE = "routes:write"
+/** Naming oneself in the fleet and reporting to it (docs/scaling-out.md, "Who may report"), besides `READ`. */
+export const REPORT = "fleet:report"
 /** A prefix scope is this followed by the prefix. */
 export const WRITE_PREFIX = "routes:write:"
 
@@ -32,10 +34,10 @@ export const checkPrefix = (prefix: string): string | undefined => {
 /** Why `scope` is not one the routing API knows, or `undefined`: for scopes a host configures. */
 export const checkScope = (scope: unknown): string | undefined => {
   if (typeof scope !== "string") return `is a ${scope === null ? "null" : typeof scope}, not a string`
-  if (scope === READ || scope === WRITE) return undefined
+  if (scope === READ || scope === WRITE || scope === REPORT) return undefined
   if (scope.startsWith(WRITE_PREFIX)) return checkPrefix(scope.slice(WRITE_PREFIX.length))
-  return `${JSON.stringify(scope)} is not a scope of the routing API: use routes:read, routes:write or ` +
-    "routes:write:<prefix> (such as routes:write:/payments)"
+  return `${JSON.stringify(scope)} is not a scope of the routing API: use routes:read, routes:write, ` +
+    "routes:write:<prefix> (such as routes:write:/payments) or fleet:report"
 }
 
 /** What a principal may write: every route (`"all"`), or the routes under these prefixes. */

@@ -88,7 +88,7 @@ const SNAPSHOT_REPLACED = Effect.logWarning(
 export const startSnapshot = (state: State): void => {
   if (state.source === "snapshot") unsafeLog(state, SNAPSHOT_REPLACED)
   const since = now(state)
-  state.snapshot = state.routing ? { held: new Map(), since } : { kept: new Set(), since }
+  state.snapshot = state.routing ? { held: new Map(), since, bytes: 0 } : { kept: new Set(), since, bytes: 0 }
 }
 
 // The snapshot is complete: the table takes it whole, in one step no request sees half of, and the history begins
@@ -113,13 +113,18 @@ const takeSnapshot = (state: State, snapshot: Map<string, Revised>): void => {
   }
 }
 
-// Into the snapshot being read, within its bound; a protocol error past it.
-const collect = (state: State, snapshot: Snapshot, revised: Revised): string | undefined => {
-  const { maxSnapshotRoutes } = state.settings
+// Into the snapshot being read, within its bounds (routes, and the bytes of their JSON: a route sent twice counts
+// twice); a protocol error past them.
+const collect = (state: State, snapshot: Snapshot, revised: Revised, bytes: number): string | undefined => {
+  const { maxSnapshotBytes, maxSnapshotRoutes } = state.settings
   const ids = snapshot.held ?? snapshot.kept
   const id = revised.route.id
   if (ids.size >= maxSnapshotRoutes && !ids.has(id)) {
     return `a snapshot of more than ${maxSnapshotRoutes} routes (maxSnapshotRoutes)`
+  }
+  snapshot.bytes += bytes
+  if (snapshot.bytes > maxSnapshotBytes) {
+    return `a snapshot of more than ${maxSnapshotBytes} bytes of routes (maxSnapshotBytes)`
   }
   if (snapshot.held !== undefined) {
     snapshot.held.set(id, revised)
@@ -176,7 +181,7 @@ export const upsert = (state: State, data: string, id: string): string | undefin
     return undefined
   }
   const revised = { route, revision: cursor.routeRevision ?? cursor.revision }
-  if (state.snapshot !== undefined) return collect(state, state.snapshot, revised)
+  if (state.snapshot !== undefined) return collect(state, state.snapshot, revised, Buffer.byteLength(data))
   put(state, revised)
   return undefined
 }

@@ -11,6 +11,7 @@
  * @internal
  */
 import type { Clock } from "effect"
+import * as Limits from "../limits.js"
 import * as History from "../table/history.js"
 import type { Source } from "../table/liveTable.js"
 
@@ -47,9 +48,25 @@ interface Member {
   refilledAt: number
 }
 
+/** How many followers, relayed ones included, the fleet lists at once (docs/scaling-out.md, "The fleet's bounds"). */
+export interface Bounds {
+  readonly perProcess: number
+  readonly perPrincipal: number
+}
+
 export interface Fleet {
   readonly clock: Clock.Clock
+  readonly bounds: Bounds
   readonly members: Map<string, Member>
+  /** The stream of each connected follower's name: a name is connected once. */
+  readonly names: Map<string, string>
+  /** The connected followers, relayed ones included, in all and per principal: what the bounds are checked on. */
+  count: number
+  readonly counts: Map<string, number>
+  /** The highest revision this process has issued that the fleet has seen: a report above it is refused. */
+  highest: number
+  /** Counts every change (a join, a report, a leave, the gone dropped): what a kept reading is checked against. */
+  version: number
   /** Followers gone in the last `LEFT_MILLIS`, oldest first, at most `MAX_LEFT`, each with when it left. */
   readonly left: Array<{ readonly entry: Entry; readonly at: number }>
   /** Told of every change: a join, a report, a leave (the waiters, and a relay's reporter). */
@@ -72,6 +89,11 @@ export const LEFT_MILLIS = 5 * 60_000
 export const MAX_LEFT = 1_000
 /** The longest an address may be (an address a relay reports included). */
 export const MAX_ADDRESS_LENGTH = 256
+/** The most followers, relayed ones included, connected to one process at once, and through one principal's tokens. */
+export const BOUNDS: Bounds = {
+  perProcess: Limits.FLEET_FOLLOWERS_PER_PROCESS,
+  perPrincipal: Limits.FLEET_FOLLOWERS_PER_PRINCIPAL
+}
 
 /** The problem with a follower name, or `undefined` for a good one. */
 export const checkName = (name: string): string | undefined =>
@@ -100,17 +122,29 @@ export const latestRevision = (history: History.History): number => history.revi
 
 const fleets = new WeakMap<History.History, Fleet>()
 
-/** The fleet of the followers of `history`'s stream, made on first use with `clock`. */
-export const of = (history: History.History, clock: Clock.Clock): Fleet => {
+/** The fleet of the followers of `history`'s stream, made on first use with `clock` and `bounds`. */
+export const of = (history: History.History, clock: Clock.Clock, bounds: Bounds = BOUNDS): Fleet => {
   let fleet = fleets.get(history)
   if (fleet === undefined) {
-    fleet = { clock, members: new Map(), left: [], listeners: new Set() }
+    fleet = {
+      clock,
+      bounds,
+      members: new Map(),
+      names: new Map(),
+      count: 0,
+      counts: new Map(),
+      highest: 0,
+      version: 0,
+      left: [],
+      listeners: new Set()
+    }
     fleets.set(history, fleet)
   }
   return fleet
 }
 
 const changed = (fleet: Fleet): void => {
+  fleet.version++
   for (const listener of Array.from(fleet.listeners)) listener()
 }
 
@@ -126,7 +160,9 @@ const prune = (fleet: Fleet, at: number): void => {
   const left = fleet.left
   let gone = 0
   while (gone < left.length && (at - left[gone]!.at >= LEFT_MILLIS || left.length - gone > MAX_LEFT)) gone++
-  if (gone > 0) left.splice(0, gone)
+  if (gone === 0) return
+  left.splice(0, gone)
+  fleet.version++
 }
 
 // --- joining, reporting, leaving -----------------------------------------------------------------------------------
@@ -135,11 +171,44 @@ const prune = (fleet: Fleet, at: number): void => {
 export const newStreamId = (): string =>
   Array.from(crypto.getRandomValues(new Uint8Array(16)), (byte) => byte.toString(16).padStart(2, "0")).join("")
 
-/** A follower opened a stream: it is listed from now on (and its earlier, gone self no more). */
+/** Why a follower was not taken into the fleet, or its report not taken. */
+export type Refused =
+  | { readonly _tag: "UnknownStream" }
+  | { readonly _tag: "TooFrequent"; readonly retryAfterMillis: number }
+  | { readonly _tag: "NameTaken"; readonly name: string }
+  | { readonly _tag: "TooMany"; readonly bound: "perProcess" | "perPrincipal"; readonly limit: number }
+  | { readonly _tag: "Unissued"; readonly path: string; readonly revision: number; readonly highest: number }
+
+// `more` followers more for `principal`, or the bound that would be passed.
+const exceeds = (fleet: Fleet, principal: string, more: number): Refused | undefined => {
+  if (more <= 0) return undefined
+  const { perPrincipal, perProcess } = fleet.bounds
+  if (fleet.count + more > perProcess) return { _tag: "TooMany", bound: "perProcess", limit: perProcess }
+  return (fleet.counts.get(principal) ?? 0) + more > perPrincipal
+    ? { _tag: "TooMany", bound: "perPrincipal", limit: perPrincipal }
+    : undefined
+}
+
+const recount = (fleet: Fleet, principal: string, delta: number): void => {
+  fleet.count += delta
+  const count = (fleet.counts.get(principal) ?? 0) + delta
+  if (count === 0) fleet.counts.delete(principal)
+  else fleet.counts.set(principal, count)
+}
+
+/** Why `name` could not join for `principal` now, or `undefined`: checked before the stream is answered. */
+export const refusesJoin = (fleet: Fleet, principal: string, name: string): Refused | undefined =>
+  fleet.names.has(name) ? { _tag: "NameTaken", name } : exceeds(fleet, principal, 1)
+
+/**
+ * A follower opened a stream: it is listed from now on (and its earlier, gone self no more). `false`, and not listed,
+ * when it may not join (its name connected meanwhile, or a bound reached): it follows unlisted.
+ */
 export const join = (
   fleet: Fleet,
   member: { readonly stream: string; readonly principal: string; readonly name: string; readonly address: string }
-): void => {
+): boolean => {
+  if (refusesJoin(fleet, member.principal, member.name) !== undefined) return false
   const at = now(fleet)
   const gone = fleet.left.findIndex(({ entry }) => entry.name === member.name && entry.via === null)
   if (gone !== -1) fleet.left.splice(gone, 1)
@@ -153,7 +222,10 @@ export const join = (
     allowance: REPORTS_PER_SECOND,
     refilledAt: at
   })
+  fleet.names.set(member.name, member.stream)
+  recount(fleet, member.principal, 1)
   changed(fleet)
+  return true
 }
 
 const ownEntry = (member: Member): Entry => ({
@@ -175,6 +247,8 @@ export const leave = (fleet: Fleet, stream: string): void => {
   const member = fleet.members.get(stream)
   if (member === undefined) return
   fleet.members.delete(stream)
+  fleet.names.delete(member.name)
+  recount(fleet, member.principal, -1 - member.downstream.length)
   const at = now(fleet)
   for (const entry of [ownEntry(member), ...member.downstream.filter((relayed) => relayed.connected)]) {
     fleet.left.push({ entry: { ...entry, connected: false }, at })
@@ -191,18 +265,34 @@ export interface Report {
   readonly followers: ReadonlyArray<Entry>
 }
 
-/** Why a report was not taken. */
-export type Refused =
-  | { readonly _tag: "UnknownStream" }
-  | { readonly _tag: "TooFrequent"; readonly retryAfterMillis: number }
+// The first revision of `report` above `highest`, with where it is, or `undefined`.
+const unissued = (report: Report, highest: number): Refused | undefined => {
+  if (report.appliedRevision > highest) {
+    return { _tag: "Unissued", path: "appliedRevision", revision: report.appliedRevision, highest }
+  }
+  const at = report.followers.findIndex((entry) => entry.appliedRevision !== null && entry.appliedRevision > highest)
+  return at === -1
+    ? undefined
+    : {
+      _tag: "Unissued",
+      path: `followers[${at}].appliedRevision`,
+      revision: report.followers[at]!.appliedRevision!,
+      highest
+    }
+}
 
 /**
- * Takes a report from `principal`: a stream that is not open here, or not opened by `principal`, is unknown; one that
- * sent more than `REPORTS_PER_SECOND` is told when to try again.
+ * Takes a report from `principal`, whose process has issued revisions up to `latest`: a stream that is not open here,
+ * or not opened by `principal`, is unknown; a revision above any this process issued is refused; one that sent more
+ * than `REPORTS_PER_SECOND` is told when to try again; a subtree that would take the principal's or the process's
+ * followers past their bound is refused. A refused report changes nothing.
  */
-export const report = (fleet: Fleet, principal: string, report: Report): Refused | undefined => {
+export const report = (fleet: Fleet, principal: string, report: Report, latest: number): Refused | undefined => {
   const member = fleet.members.get(report.stream)
   if (member === undefined || member.principal !== principal) return { _tag: "UnknownStream" }
+  fleet.highest = Math.max(fleet.highest, latest)
+  const invalid = unissued(report, fleet.highest)
+  if (invalid !== undefined) return invalid
   const at = now(fleet)
   member.allowance = Math.min(
     REPORTS_PER_SECOND,
@@ -212,31 +302,31 @@ export const report = (fleet: Fleet, principal: string, report: Report): Refused
   if (member.allowance < 1) {
     return { _tag: "TooFrequent", retryAfterMillis: Math.ceil(((1 - member.allowance) * 1000) / REPORTS_PER_SECOND) }
   }
+  const delta = report.followers.length - member.downstream.length
+  const tooMany = exceeds(fleet, principal, delta)
+  if (tooMany !== undefined) return tooMany
   member.allowance -= 1
   member.appliedRevision = report.appliedRevision
   member.source = report.source ?? null
   member.reportedAt = at
   member.downstream = report.followers.map((entry) => entry.via === null ? { ...entry, via: member.name } : entry)
+  recount(fleet, principal, delta)
   changed(fleet)
   return undefined
 }
 
 // --- reading -------------------------------------------------------------------------------------------------------
 
-const byName = (a: Entry, b: Entry): number =>
-  a.name < b.name
-    ? -1
-    : a.name > b.name
-    ? 1
-    : Number(b.connected) - Number(a.connected) || a.connectedAt - b.connectedAt
+/** Drops the followers gone for `LEFT_MILLIS`: before each reading of the fleet. */
+export const refresh = (fleet: Fleet): void => prune(fleet, now(fleet))
 
-/** Every follower, connected or gone in the last `LEFT_MILLIS`, sorted by name. */
+/** Every follower, connected or gone in the last `LEFT_MILLIS`, in no order (`fleetPage.ts` sorts them). */
 export const entries = (fleet: Fleet): Array<Entry> => {
-  prune(fleet, now(fleet))
+  refresh(fleet)
   const all: Array<Entry> = []
   for (const member of fleet.members.values()) all.push(ownEntry(member), ...member.downstream)
   for (const { entry } of fleet.left) all.push(entry)
-  return all.sort(byName)
+  return all
 }
 
 const time = (millis: number | null) => millis === null ? "null" : `"${new Date(millis).toISOString()}"`
@@ -259,7 +349,3 @@ export const holds = (fleet: Fleet, revision: number): boolean => {
   }
   return true
 }
-
-/** The connected followers still below `revision`, by name. */
-export const behind = (items: ReadonlyArray<Entry>, revision: number): Array<Entry> =>
-  items.filter((entry) => entry.connected && (entry.appliedRevision === null || entry.appliedRevision < revision))

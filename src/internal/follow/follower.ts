@@ -27,6 +27,7 @@ import * as RouteTree from "../table/routeTree.js"
 import * as Apply from "./apply.js"
 import * as Client from "./client.js"
 import * as Heartbeat from "./heartbeat.js"
+import * as Listing from "./listing.js"
 import * as Log from "./log.js"
 import type * as Sse from "./sse.js"
 
@@ -38,8 +39,9 @@ export interface Settings {
   /** The first wait before reconnecting, and the longest: each failure in a row doubles it up to the longest. */
   readonly retryInitialMillis: number
   readonly retryMaxMillis: number
-  /** The most routes a snapshot may hold, and the longest it may take, before the stream is dropped. */
+  /** The most routes a snapshot may hold, its most bytes, and the longest it may take, before the stream is dropped. */
   readonly maxSnapshotRoutes: number
+  readonly maxSnapshotBytes: number
   readonly snapshotTimeoutMillis: number
 }
 
@@ -77,8 +79,11 @@ interface Outage {
  * (`kept`): a follower never holds its first snapshot twice.
  */
 export type Snapshot =
-  | { readonly held: Map<string, Apply.Revised>; readonly kept?: undefined; readonly since: number }
-  | { readonly held?: undefined; readonly kept: Set<string>; readonly since: number }
+  & ({ readonly held: Map<string, Apply.Revised>; readonly kept?: undefined } | {
+    readonly held?: undefined
+    readonly kept: Set<string>
+  })
+  & { readonly since: number; /** The bytes of the routes' JSON received so far. */ bytes: number }
 
 export interface State {
   readonly settings: Settings
@@ -89,6 +94,10 @@ export interface State {
   cursor: string | undefined
   /** The id the registry gave the open stream (`Follower-Stream`), which the follower's reports name. */
   stream: string | undefined
+  /** The registry refused the name (taken, or its fleet full): the next connection opens without it, unlisted. */
+  unlisted: boolean
+  /** Why this follower was unlisted, each logged once: a warning per cause, not per connection. */
+  readonly warned: Set<string>
   /** Told of each event applied while live (`ready` included): the fleet report's cue (`report.ts`). */
   applied: () => void
   /** Told of each event applied once the table routes: the snapshot file's cue (`SnapshotFile.writer`). */
@@ -130,6 +139,8 @@ export const makeState = (history: History.History, settings: Settings): Effect.
       history,
       cursor: undefined,
       stream: undefined,
+      unlisted: false,
+      warned: new Set(),
       applied: () => {},
       persist: () => {},
       source: "registry",
@@ -251,6 +262,9 @@ export const sink = (state: State): Sse.Sink => ({
         Apply.startSnapshot(state)
         state.live = false
         break
+      case "expired":
+        Listing.expired(state)
+        break
         // Other types are for later versions of the stream.
     }
     if (failure !== undefined) return failure
@@ -276,6 +290,7 @@ export const sink = (state: State): Sse.Sink => ({
 // counts as current until a heartbeat says otherwise (one comes before `ready`, from this library's registries).
 const opened = (state: State) => (stream: string | undefined) => {
   state.stream = stream
+  Listing.opened(state, stream)
   if (state.cursor === undefined) Apply.startSnapshot(state)
   else state.snapshot = undefined
   state.live = false
@@ -374,9 +389,11 @@ export const refusesCursor = (lost: Client.Lost): boolean =>
   lost.status === 400 &&
   (lost.fields?.some((field) => CURSOR_FIELD.test(field)) === true || /last-event-id/i.test(lost.reason))
 
-// One connection, to its end: its loss, or the defect that ended it, taken for a loss and logged.
-const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> =>
-  Effect.flip(Client.connect(state.settings.target, state.cursor, opened(state), sinkOf)).pipe(
+// One connection, to its end: its loss, or the defect that ended it, taken for a loss and logged. Opened unlisted,
+// the next one tries the name again.
+const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> => {
+  return Effect.flip(Client.connect(Listing.target(state), state.cursor, opened(state), sinkOf)).pipe(
+    Effect.ensuring(Effect.sync(() => (state.unlisted = false))),
     Effect.catchAllDefect((defect) =>
       Effect.as(
         Effect.logError("route table: a connection to the registry failed unexpectedly; reconnecting", defect),
@@ -384,6 +401,7 @@ const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> 
       )
     )
   )
+}
 
 // An outage is logged when it starts and when it ends (at `ready`), not at every try; the same loss again before a
 // stream stayed healthy is counted, and the count logged once it has.
@@ -430,7 +448,9 @@ export const follow = (state: State): Effect.Effect<void> =>
     const retry = yield* Schedule.driver(backoff(state.settings))
     while (true) {
       const cursor = state.cursor
+      const wasUnlisted = state.unlisted
       const lost = yield* connection(state, sinkOf)
+      if (!wasUnlisted && Listing.unlist(state, lost)) continue
       // A stream that stayed healthy: the backoff starts again from its first wait.
       if (isHealthy(state, Apply.now(state))) yield* retry.reset
       yield* lose(state, lost)

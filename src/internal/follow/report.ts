@@ -94,9 +94,16 @@ export const bodyOf = (state: Follower.State, fleet: Fleet.Fleet): string | unde
   return `{"stream":${
     JSON.stringify(state.stream)
   },"appliedRevision":${revision},"source":"${state.source}","followers":[${
-    Fleet.entries(fleet).map(Fleet.entryJson).join(",")
+    upward(Fleet.entries(fleet)).map(Fleet.entryJson).join(",")
   }]}`
 }
+
+// What a relay passes on: at most the entries a report carries, its connected followers first.
+const upward = (entries: Array<Fleet.Entry>): Array<Fleet.Entry> =>
+  entries.length <= Fleet.MAX_ENTRIES
+    ? entries
+    : [...entries.filter((entry) => entry.connected), ...entries.filter((entry) => !entry.connected)]
+      .slice(0, Fleet.MAX_ENTRIES)
 
 /**
  * Reports until interrupted: cued by each event applied and each change of the follower's own fleet, and every

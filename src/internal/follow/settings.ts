@@ -24,6 +24,7 @@ export const DEFAULTS = {
   idleTimeout: Duration.seconds(20),
   maxEventBytes: 1024 * 1024,
   maxSnapshotRoutes: 250_000,
+  maxSnapshotBytes: 64 * 1024 * 1024,
   snapshotTimeout: Duration.minutes(5)
 } as const
 
@@ -91,6 +92,9 @@ export const resolve = (options: FollowOptions): Either.Either<Settings, Invalid
     const maxSnapshotRoutes = options.maxSnapshotRoutes ?? DEFAULTS.maxSnapshotRoutes
     const invalidRoutes = positiveInteger("maxSnapshotRoutes", maxSnapshotRoutes, "routes")
     if (invalidRoutes !== undefined) return yield* Either.left(invalidRoutes)
+    const maxSnapshotBytes = options.maxSnapshotBytes ?? DEFAULTS.maxSnapshotBytes
+    const invalidBytes = positiveInteger("maxSnapshotBytes", maxSnapshotBytes, "bytes")
+    if (invalidBytes !== undefined) return yield* Either.left(invalidBytes)
     const snapshotTimeoutMillis = yield* millis(
       "snapshotTimeout",
       options.snapshotTimeout ?? DEFAULTS.snapshotTimeout,
@@ -104,6 +108,7 @@ export const resolve = (options: FollowOptions): Either.Either<Settings, Invalid
       retryInitialMillis,
       retryMaxMillis,
       maxSnapshotRoutes,
+      maxSnapshotBytes,
       snapshotTimeoutMillis,
       startTimeout: Duration.millis(startTimeout),
       historyCapacity: capacity,

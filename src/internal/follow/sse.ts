@@ -1,7 +1,7 @@
 /**
  * A Server-Sent Events parser, as the WHATWG HTML standard (§9.2.6, "Interpreting an event stream") reads a stream,
  * over bytes and bounded: lines end with CRLF, LF or CR (a CR at the end of one chunk and an LF at the start of the
- * next are one line end), a leading byte order mark is skipped, `data` lines are joined with LF, a line starting with
+ * next are one line end), a leading byte order mark is skipped (split across chunks too), `data` lines are joined with LF, a line starting with
  * `:` is a comment, `id` sets the last event id (kept across events, ignored when it holds NUL), a value's one leading
  * space is dropped, and unknown fields are ignored. `retry` is ignored too: a follower reconnects on its own backoff.
  *
@@ -48,6 +48,8 @@ export class Parser {
   // The previous chunk ended with CR: an LF starting this one ends no other line.
   private afterCR = false
   private started = false
+  // The stream's first bytes while they may still be the start of a byte order mark (it can arrive split).
+  private head: Buffer | undefined = undefined
 
   constructor(readonly maxEventBytes: number, readonly sink: Sink) {}
 
@@ -56,8 +58,15 @@ export class Parser {
     if (this.failure !== undefined) return this.failure
     let at = 0
     if (!this.started) {
+      if (this.head !== undefined) chunk = Buffer.concat([this.head, chunk])
+      const marked = BOM.every((byte, i) => i >= chunk.length || chunk[i] === byte)
+      if (marked && chunk.length < BOM.length) {
+        this.head = chunk
+        return undefined
+      }
       this.started = true
-      if (chunk.length >= 3 && chunk[0] === BOM[0] && chunk[1] === BOM[1] && chunk[2] === BOM[2]) at = 3
+      this.head = undefined
+      if (marked) at = BOM.length
     }
     if (this.afterCR) {
       this.afterCR = false

@@ -110,6 +110,8 @@ const insufficientScope = (scope: string, action: string) =>
 
 export const READ_SCOPE = insufficientScope("routes:read", "read routes")
 
+export const REPORT_SCOPE = insufficientScope("fleet:report", "report to the fleet")
+
 export const WRITE_SCOPE = insufficientScope("routes:write", "create, update or delete routes")
 
 // --- owners of path prefixes (docs/authentication.md) ---------------------------------------------------------------------------

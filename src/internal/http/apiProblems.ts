@@ -193,6 +193,18 @@ export const StreamNotFoundProblem = problem("stream_not_found")
  * @since 0.4.0
  */
 export const TooManyReportsProblem = problem("too_many_reports")
+/**
+ * `409`: a follower of that name is connected to this process already.
+ *
+ * @since 0.5.0
+ */
+export const FollowerNameTakenProblem = problem("follower_name_taken")
+/**
+ * `429`: a join or report would take the fleet past its bound per process or per principal.
+ *
+ * @since 0.5.0
+ */
+export const TooManyFollowersProblem = problem("too_many_followers")
 
 /** The schema of each problem the routing API answers, by code. */
 export const PROBLEMS = {
@@ -222,5 +234,7 @@ export const PROBLEMS = {
   invalid_restore: InvalidRestoreProblem,
   invalid_report: InvalidReportProblem,
   stream_not_found: StreamNotFoundProblem,
-  too_many_reports: TooManyReportsProblem
+  too_many_reports: TooManyReportsProblem,
+  follower_name_taken: FollowerNameTakenProblem,
+  too_many_followers: TooManyFollowersProblem
 } as const satisfies Partial<Record<Problem.Code, Schema.Schema.Any>>

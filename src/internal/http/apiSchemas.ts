@@ -306,7 +306,24 @@ export const Fleet = Schema.Struct({
   items: Schema.Array(FollowerEntry),
   complete: Schema.optional(Schema.Boolean.annotations({
     description: "With revision: whether every connected follower had applied it when the answer was given."
-  }))
+  })),
+  counts: Schema.optional(
+    Schema.Struct({
+      followers: Schema.Int.annotations({ description: "Every follower listed, connected or gone." }),
+      connected: Schema.Int.annotations({ description: "Those connected." }),
+      behind: Schema.Int.annotations({
+        description: "Those connected below revision (this process's latest without it)."
+      })
+    }).annotations({
+      description:
+        "The whole fleet's counts: present when the query pages (limit, cursor, behind) or more pages follow."
+    })
+  ),
+  nextCursor: Schema.optional(
+    Schema.NullOr(Schema.String).annotations({
+      description: "The cursor of the next page, null on the last: present with counts."
+    })
+  )
 }).annotations({ identifier: "Fleet" })
 
 /**
@@ -328,6 +345,22 @@ export const FollowersParams = Schema.Struct({
         maximum: 60,
         description: "With revision: seconds to wait for every connected follower to apply it."
       }
+    })
+  ),
+  limit: Schema.optional(
+    Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 1000)).annotations({
+      jsonSchema: {
+        type: "integer",
+        minimum: 1,
+        maximum: 1000,
+        description: "Followers in the page (default and most 1000)."
+      }
+    })
+  ),
+  cursor: Schema.optional(Schema.String.annotations({ description: "The nextCursor of the previous page." })),
+  behind: Schema.optional(
+    Schema.Literal("true", "false").annotations({
+      description: "true: only the connected followers below revision (this process's latest without it)."
     })
   )
 })

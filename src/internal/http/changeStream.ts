@@ -21,9 +21,9 @@ import type { LogRead } from "../../RouteRepository.js"
 import type * as RouteTable from "../../RouteTable.js"
 import * as Heartbeat from "../follow/heartbeat.js"
 import * as History from "../table/history.js"
-import type { Status } from "../table/liveTable.js"
 import type { OpenBody, Sink } from "./exchange.js"
 import { endTurn, type LogReads, takeTurn } from "./logReads.js"
+import { type Heartbeats, join, leave, onExpiry, type Open } from "./streamTimers.js"
 
 /** Reads the store's log after a revision (`RouteRepository.logAfter`), outside any fiber. */
 export type ReadLog = (revision: number, limit: number) => Promise<LogRead>
@@ -50,6 +50,7 @@ export interface Source {
 }
 
 export { type LogReads, logReads, MAX_LOG_READS } from "./logReads.js"
+export { type Heartbeats, heartbeats } from "./streamTimers.js"
 
 // How many log entries a catch-up reads at a time.
 const LOG_PAGE = 1000
@@ -191,57 +192,6 @@ export const parseQuery = (
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Heartbeats: one timer for every open stream of a core
-// ---------------------------------------------------------------------------------------------------------------
-
-/** One open stream, as its core's timer and its shutdown see it. */
-interface Open {
-  readonly beat: (text: string) => void
-  readonly cut: () => void
-}
-
-/**
- * The open streams of one core, each sent a heartbeat every interval by one timer, running while any is open. A
- * heartbeat is a comment line that keeps idle connections from timing out and says whether this process's table is
- * current (`status`, the table's; `heartbeat.ts`).
- */
-export interface Heartbeats {
-  readonly intervalMillis: number
-  readonly status: (() => Status) | undefined
-  readonly streams: Set<Open>
-  timer: ReturnType<typeof setInterval> | undefined
-}
-
-export const heartbeats = (intervalMillis: number, status?: () => Status): Heartbeats => ({
-  intervalMillis,
-  status,
-  streams: new Set(),
-  timer: undefined
-})
-
-const beat = (heartbeats: Heartbeats) => {
-  const text = Heartbeat.of(heartbeats.status?.())
-  for (const stream of heartbeats.streams) stream.beat(text)
-}
-
-const join = (heartbeats: Heartbeats, stream: Open) => {
-  heartbeats.streams.add(stream)
-  if (heartbeats.timer === undefined) {
-    heartbeats.timer = setInterval(beat, heartbeats.intervalMillis, heartbeats)
-    // Open streams never keep a process alive on their own: its server does.
-    heartbeats.timer.unref?.()
-  }
-}
-
-const leave = (heartbeats: Heartbeats, stream: Open) => {
-  heartbeats.streams.delete(stream)
-  if (heartbeats.streams.size === 0 && heartbeats.timer !== undefined) {
-    clearInterval(heartbeats.timer)
-    heartbeats.timer = undefined
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
 // One stream
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -258,11 +208,16 @@ export const closeAll = (source: Source): void => {
  * to be a cursor this API issued; what it resumes from is decided when the stream opens. `undefined` when the
  * principal holds as many streams open as it may; an open stream counts until it stops.
  */
-export const body = (source: Source, since: string | undefined, principal: string): OpenBody | undefined =>
+export const body = (
+  source: Source,
+  since: string | undefined,
+  principal: string,
+  expiresAt?: Date | undefined
+): OpenBody | undefined =>
   (source.principals.get(principal) ?? 0) >= source.streamsPerPrincipal ? undefined : {
     open: (sink) => {
       source.principals.set(principal, (source.principals.get(principal) ?? 0) + 1)
-      return open(source, since, sink, () => {
+      return open(source, since, sink, expiresAt, () => {
         const left = source.principals.get(principal)! - 1
         if (left === 0) source.principals.delete(principal)
         else source.principals.set(principal, left)
@@ -270,16 +225,32 @@ export const body = (source: Source, since: string | undefined, principal: strin
     }
   }
 
-const open = (source: Source, since: string | undefined, sink: Sink, release: () => void): () => void => {
+// How often a stream that sent `expired` looks whether its client has it all.
+const EXPIRED_POLL_MILLIS = 20
+
+/** The event that ends a stream whose credential expired: the client signs in again, or gets a fresh token. */
+export const EXPIRED = "event: expired\ndata: {}\n\n"
+
+const open = (
+  source: Source,
+  since: string | undefined,
+  sink: Sink,
+  expiresAt: Date | undefined,
+  release: () => void
+): () => void => {
   const { bufferBytes, history } = source
   let unsubscribe: (() => void) | undefined
   // A timer or a wait to cancel when the stream stops.
   let pending: (() => void) | undefined
   let stopped = false
+  let unexpire = () => {}
+  // The credential expired: nothing is written after `expired`.
+  let ending = false
 
   const stop = () => {
     if (stopped) return
     stopped = true
+    unexpire()
     unsubscribe?.()
     pending?.()
     pending = undefined
@@ -292,7 +263,7 @@ const open = (source: Source, since: string | undefined, sink: Sink, release: ()
   }
   // Writes whole events; a connection that holds more than its bound is cut, and never fails the writer.
   const send = (chunk: string | Uint8Array) => {
-    if (stopped) return
+    if (stopped || ending) return
     try {
       sink.write(chunk)
       if (sink.buffered() > bufferBytes) cut()
@@ -428,6 +399,23 @@ const open = (source: Source, since: string | undefined, sink: Sink, release: ()
   }
 
   join(source.heartbeats, opened)
+  // A stream never outlives its credential: it says so, writes nothing more, and ends once the client has it (or at
+  // the stall deadline: closing drops what the connection holds).
+  unexpire = onExpiry(expiresAt, () => {
+    send(EXPIRED)
+    ending = true
+    unsubscribe?.()
+    pending?.()
+    const deadline = Date.now() + source.stallMillis
+    const settle = () => {
+      if (stopped) return
+      if (sink.buffered() === 0 || Date.now() > deadline) return cut()
+      const timer = setTimeout(settle, EXPIRED_POLL_MILLIS)
+      pending = () => clearTimeout(timer)
+    }
+    settle()
+  })
+  if (stopped) return stop
   const resumed = since === undefined ? undefined : history.since(since)
   if (resumed === undefined) snapshot()
   else if (resumed._tag === "Reset" || resumed._tag === "Invalid") reset()

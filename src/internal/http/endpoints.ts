@@ -62,7 +62,7 @@ export const ENDPOINTS = {
     path: CHANGES,
     operation: "changes",
     ...read,
-    problems: ["invalid_query", "invalid_report"]
+    problems: ["invalid_query", "invalid_report", "follower_name_taken", "too_many_followers"]
   },
   followers: {
     method: "GET",
@@ -82,7 +82,8 @@ export const ENDPOINTS = {
       "stream_not_found",
       "payload_too_large",
       "unsupported_media_type",
-      "too_many_reports"
+      "too_many_reports",
+      "too_many_followers"
     ]
   },
   match: { method: "GET", path: MATCH, operation: "match", ...read, problems: ["invalid_query", "not_found"] },

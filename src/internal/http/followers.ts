@@ -10,7 +10,10 @@
 import { Duration, Effect, Either } from "effect"
 import type * as Authenticator from "../../Authenticator.js"
 import type * as Route from "../../Route.js"
+import * as Scopes from "../auth/scopes.js"
 import * as Fleet from "../follow/fleet.js"
+import * as FleetPage from "../follow/fleetPage.js"
+import { FLEET_RETRY_AFTER_SECONDS } from "../limits.js"
 import { MAX_ISSUES } from "../route/validate.js"
 import * as Answers from "./answers.js"
 import { type Refusal, refuse } from "./answers.js"
@@ -51,9 +54,11 @@ const invalidReport = (what: string) => (errors: ReadonlyArray<Route.FieldIssue>
 // --- joining: the change stream of a named follower ----------------------------------------------------------------
 
 /**
- * The change stream's answer for `body`: as it is for a client that names no follower; with `Follower-Name`, the
- * stream also joins the fleet while it is open, and the answer carries its id in `Follower-Stream`. A bad name is
- * refused (400 `invalid_report` naming the header).
+ * The change stream's answer for `body`: as it is for a client that names no follower; with `Follower-Name` and the
+ * scope `fleet:report`, the stream also joins the fleet while it is open, and the answer carries its id in
+ * `Follower-Stream`. Without the scope the stream is served unlisted (no `Follower-Stream`: the follower knows). A bad
+ * name is refused (400 `invalid_report` naming the header), a name connected already (409 `follower_name_taken`), a
+ * join past the fleet's bounds (429 `too_many_followers`).
  */
 export const joined = (
   source: ChangeStream.Source,
@@ -63,12 +68,16 @@ export const joined = (
 ): Effect.Effect<Response, Refusal> =>
   Effect.gen(function*() {
     const name = request.header(NAME_HEADER)
-    if (name === undefined) return { status: 200, headers: ChangeStream.HEADERS, body: "", stream: body }
+    const unlisted: Response = { status: 200, headers: ChangeStream.HEADERS, body: "", stream: body }
+    if (name === undefined) return unlisted
     const problem = Fleet.checkName(name)
     if (problem !== undefined) {
       return yield* refuse(invalidReport("The follower's name")([{ path: "Follower-Name", message: problem }]))
     }
+    if (!principal.scopes.includes(Scopes.REPORT)) return unlisted
     const fleet = yield* fleetOf(source)
+    const refused = Fleet.refusesJoin(fleet, principal.id, name)
+    if (refused !== undefined) return yield* refuse(refusal(refused))
     const member = {
       stream: Fleet.newStreamId(),
       principal: principal.id,
@@ -81,6 +90,7 @@ export const joined = (
       body: "",
       stream: {
         open: (sink) => {
+          // Taken by another stream since it was checked: this one follows unlisted (its reports are 404).
           Fleet.join(fleet, member)
           const stop = body.open(sink)
           return () => {
@@ -94,10 +104,15 @@ export const joined = (
 
 // --- the query of the fleet ----------------------------------------------------------------------------------------
 
-/** A fleet query: wait up to `waitMillis` for every connected follower to apply `revision`. */
+/** A fleet query: a page of the fleet, and a wait up to `waitMillis` for every connected follower to apply `revision`. */
 export interface Query {
   readonly revision: number | undefined
   readonly waitMillis: number
+  readonly limit: number
+  readonly after: ReturnType<typeof FleetPage.parseCursor>
+  readonly behindOnly: boolean
+  /** A parameter of paging was given: the answer carries `counts` and `nextCursor` whatever they are. */
+  readonly paged: boolean
 }
 
 const RULES = {
@@ -110,19 +125,33 @@ const RULES = {
   wait: (value: string) =>
     /^[0-9]{1,2}$/.test(value) && Number(value) <= MAX_WAIT_SECONDS
       ? undefined
-      : `must be whole seconds from 0 to ${MAX_WAIT_SECONDS} (got ${JSON.stringify(value)})`
+      : `must be whole seconds from 0 to ${MAX_WAIT_SECONDS} (got ${JSON.stringify(value)})`,
+  limit: (value: string) =>
+    /^[0-9]{1,4}$/.test(value) && Number(value) >= 1 && Number(value) <= FleetPage.MAX_LIMIT
+      ? undefined
+      : `must be a whole number from 1 to ${FleetPage.MAX_LIMIT} (got ${JSON.stringify(value)})`,
+  cursor: (value: string) =>
+    FleetPage.parseCursor(value) === undefined
+      ? "is not a cursor of the fleet: give the nextCursor of the previous page"
+      : undefined,
+  behind: (value: string) =>
+    value === "true" || value === "false" ? undefined : `must be true or false (got ${JSON.stringify(value)})`
 }
 
 /** The fleet query in a raw query string, or every problem with it (as the listing's query reports them). */
 export const parseQuery = (raw: string): Either.Either<Query, ReadonlyArray<Route.FieldIssue>> =>
   Either.flatMap(
     parseParameters(raw, RULES, "the fleet"),
-    ({ revision, wait }) =>
+    ({ behind, cursor, limit, revision, wait }) =>
       wait !== undefined && revision === undefined
         ? Either.left([{ path: "wait", message: "needs revision: give the revision to wait for, such as revision=42" }])
         : Either.right({
           revision: revision === undefined ? undefined : Number(revision),
-          waitMillis: wait === undefined ? 0 : Number(wait) * 1000
+          waitMillis: wait === undefined ? 0 : Number(wait) * 1000,
+          limit: limit === undefined ? FleetPage.MAX_LIMIT : Number(limit),
+          after: cursor === undefined ? undefined : FleetPage.parseCursor(cursor),
+          behindOnly: behind === "true",
+          paged: limit !== undefined || cursor !== undefined || behind !== undefined
         })
   )
 
@@ -264,16 +293,77 @@ const tooManyReports = (retryAfterMillis: number) =>
     { "retry-after": String(Math.max(1, Math.ceil(retryAfterMillis / 1000))) }
   )
 
+const BOUND_NAMES = { perProcess: "this process lists", perPrincipal: "one principal may report" } as const
+
+/** The answer to a join or a report the fleet refused. */
+const refusal = (refused: Fleet.Refused): Response => {
+  switch (refused._tag) {
+    case "UnknownStream":
+      return STREAM_NOT_FOUND
+    case "TooFrequent":
+      return tooManyReports(refused.retryAfterMillis)
+    case "NameTaken":
+      return Answers.problem(
+        "follower_name_taken",
+        `A follower named ${JSON.stringify(refused.name)} is connected to this process already: give each follower ` +
+          "its own name (RouteFollower's name, FOLLOW_NAME), or follow without one, unlisted."
+      )
+    case "TooMany":
+      return Answers.problem(
+        "too_many_followers",
+        `The fleet already holds ${refused.limit} followers, relayed ones included, the most ${
+          BOUND_NAMES[refused.bound]
+        }: this was not taken. Follow unlisted, or retry after Retry-After (docs/scaling-out.md, "The fleet's bounds").`,
+        { "retry-after": String(FLEET_RETRY_AFTER_SECONDS) }
+      )
+    case "Unissued":
+      return invalidReport("The report")([{
+        path: refused.path,
+        message: `is ${refused.revision}, above any revision this process has issued (${refused.highest}): report ` +
+          "the revision of the last event applied"
+      }])
+  }
+}
+
 // --- answers -------------------------------------------------------------------------------------------------------
 
-const listed = (fleet: Fleet.Fleet, source: ChangeStream.Source, complete: boolean | undefined): Response =>
-  Answers.json(
+const nextLink = (request: Request, query: Query, last: Fleet.Entry): string => {
+  const params = new URLSearchParams({ limit: String(query.limit) })
+  if (query.revision !== undefined) params.set("revision", String(query.revision))
+  if (query.behindOnly) params.set("behind", "true")
+  params.set("cursor", FleetPage.cursorOf(last))
+  return `<${request.base ?? ""}${FOLLOWERS}?${params.toString()}>; rel="next"`
+}
+
+// `{revision, items[, complete]}` as docs/http-api.md answers it; `counts` and `nextCursor` too when the query pages, or
+// when the fleet holds more than one page.
+const listed = (
+  fleet: Fleet.Fleet,
+  source: ChangeStream.Source,
+  request: Request,
+  query: Query,
+  complete: boolean | undefined
+): Response => {
+  const revision = Fleet.latestRevision(source.history)
+  const page = FleetPage.page(fleet, { ...query, revision: query.revision ?? revision })
+  const paging = query.paged || page.last !== undefined
+  return Answers.json(
     200,
-    `{"revision":${Fleet.latestRevision(source.history)},"items":[${
-      Fleet.entries(fleet).map(Fleet.entryJson).join(",")
-    }]${complete === undefined ? "" : `,"complete":${complete}`}}`,
-    { "cache-control": "no-store" }
+    `{"revision":${revision},"items":[${page.items.map(Fleet.entryJson).join(",")}]${
+      complete === undefined ? "" : `,"complete":${complete}`
+    }${
+      paging
+        ? `,"counts":${FleetPage.countsJson(page.counts)},"nextCursor":${
+          page.last === undefined ? "null" : `"${FleetPage.cursorOf(page.last)}"`
+        }`
+        : ""
+    }}`,
+    {
+      "cache-control": "no-store",
+      ...(page.last === undefined ? {} : { link: nextLink(request, query, page.last) })
+    }
   )
+}
 
 // Woken by the fleet's changes (a report, a join, a leave), never by a timer of its own but the wait's end.
 const waitFor = (fleet: Fleet.Fleet, revision: number, waitMillis: number): Effect.Effect<boolean> => {
@@ -305,12 +395,13 @@ export const list: Steps = (core, request) =>
     const complete = query.revision === undefined
       ? undefined
       : yield* waitFor(fleet, query.revision, query.waitMillis)
-    return listed(fleet, source, complete)
+    return listed(fleet, source, request, query, complete)
   })
 
-/** `POST /v1/routing/followers`: a follower's report. */
+/** `POST /v1/routing/followers`: a follower's report; it takes `fleet:report` besides `routes:read`. */
 export const report: Steps = (core, request, principal) =>
   Effect.gen(function*() {
+    if (!principal.scopes.includes(Scopes.REPORT)) return yield* refuse(Answers.REPORT_SCOPE)
     const source = core.changes
     if (source === undefined) return yield* refuse(NO_FLEET)
     const body = yield* Content.readJson(request, Content.CREATE_TYPES, {
@@ -318,9 +409,7 @@ export const report: Steps = (core, request, principal) =>
       tooLarge: reportTooLarge
     })
     const taken = yield* fromEither(Either.mapLeft(parseReport(body), invalidReport("The report")))
-    const refused = Fleet.report(yield* fleetOf(source), principal.id, taken)
-    if (refused === undefined) return Answers.empty(204)
-    return yield* refuse(
-      refused._tag === "UnknownStream" ? STREAM_NOT_FOUND : tooManyReports(refused.retryAfterMillis)
-    )
+    const fleet = yield* fleetOf(source)
+    const refused = Fleet.report(fleet, principal.id, taken, Fleet.latestRevision(source.history))
+    return refused === undefined ? Answers.empty(204) : yield* refuse(refusal(refused))
   })

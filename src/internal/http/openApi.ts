@@ -64,7 +64,10 @@ const successes: Record<string, Record<string, { description: string; headers?: 
     }
   },
   "routing.followers": {
-    "200": { description: "The fleet: every follower of this process and where it stands." }
+    "200": {
+      description: "The fleet: every follower of this process and where it stands, a page at a time.",
+      headers: { Link: nextPage }
+    }
   },
   "routing.report": { "204": { description: "The report is taken: no body." } },
   "routing.match": {

@@ -153,7 +153,7 @@ export const changes: Steps = (core, request, principal) =>
       const path = (request.header(ChangeStream.LAST_EVENT_ID) ?? "") === "" ? "since" : "Last-Event-ID"
       return yield* refuse(Answers.invalidChangesQuery([{ path, message: ChangeStream.NOT_ISSUED }]))
     }
-    const stream = ChangeStream.body(source, since, principal.id)
+    const stream = ChangeStream.body(source, since, principal.id, principal.expiresAt)
     if (stream === undefined) return yield* refuse(Answers.tooManyStreams(source.streamsPerPrincipal))
     return yield* Followers.joined(source, request, principal, stream)
   })
