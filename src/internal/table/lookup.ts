@@ -37,7 +37,8 @@ class Walk {
   lastEmpty = -2
   /** For a HEAD request to a table with HEAD routes: the first GET route reached, with its parameters' spans. */
   fallback: Leaf<any> | undefined = undefined
-  readonly fallbackSpans: Array<number> = []
+  /** Made when the fallback is found (a HEAD request to a table with HEAD routes, served by a GET route). */
+  fallbackSpans: Array<number> | undefined = undefined
   /** Nodes examined, added to the tree's count when the lookup ends. */
   examined = 0
   constructor(readonly number: number, readonly wantsFallback: boolean) {}
@@ -62,7 +63,7 @@ const atEnd = <R extends Route.Route>(walk: Walk, node: Node<R>, method: string)
 const keepFallback = (walk: Walk, leaf: Leaf<any> | undefined): void => {
   if (leaf === undefined) return
   walk.fallback = leaf
-  for (let i = 0; i < 2 * leaf.names.length; i++) walk.fallbackSpans[i] = walk.spans[i]!
+  walk.fallbackSpans = walk.spans.slice(0, 2 * leaf.names.length)
 }
 
 /**
@@ -229,7 +230,7 @@ const findHead = <R extends Route.Route>(tree: Tree<R>, path: string): Resolutio
   const leaf = find(walk, tree, path, "HEAD")
   if (leaf !== undefined) return found(leaf, path, walk.spans)
   const get: Leaf<R> | undefined = walk.fallback
-  return get === undefined ? methodNotAllowed(walk.reached) : found(get, path, walk.fallbackSpans)
+  return get === undefined ? methodNotAllowed(walk.reached) : found(get, path, walk.fallbackSpans!)
 }
 
 /**
