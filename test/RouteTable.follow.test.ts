@@ -258,8 +258,10 @@ describe("RouteFollower.layer", () => {
       const fake = yield* Effect.promise(() => registry())
       const build = (token: string) =>
         Effect.gen(function*() {
+          // The registry's silence is waited for on the same clock: longer than startTimeout's 30 s here.
           const building = yield* Effect.fork(
-            Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make(token) })).pipe(Effect.scoped)
+            Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make(token), idleTimeout: 40_000 }))
+              .pipe(Effect.scoped)
           )
           // Until it ends, or waits for a retry (any wait shorter than startTimeout's 30 s).
           yield* eventually(

@@ -15,10 +15,11 @@
  *
  * @internal
  */
-import { Either } from "effect"
+import { Effect, Either, type Fiber, FiberId, Runtime, Schedule } from "effect"
 import * as Route from "../../Route.js"
 import type { LogRead } from "../../RouteRepository.js"
 import type * as RouteTable from "../../RouteTable.js"
+import * as Alarms from "../alarms.js"
 import * as Heartbeat from "../follow/heartbeat.js"
 import * as History from "../table/history.js"
 import type { Status } from "../table/liveTable.js"
@@ -201,23 +202,24 @@ interface Open {
 }
 
 /**
- * The open streams of one core, each sent a heartbeat every interval by one timer, running while any is open. A
- * heartbeat is a comment line that keeps idle connections from timing out and says whether this process's table is
- * current (`status`, the table's; `heartbeat.ts`).
+ * The open streams of one core, each sent a heartbeat every interval by one fiber on the core's `Clock` (`runtime`'s,
+ * the TestClock under a test), running while any is open. A heartbeat is a comment line that keeps idle connections
+ * from timing out and says whether this process's table is current (`status`, the table's; `heartbeat.ts`). The
+ * streams' stall deadlines wait on the same clock.
  */
 export interface Heartbeats {
+  readonly runtime: Runtime.Runtime<never>
   readonly intervalMillis: number
   readonly status: (() => Status) | undefined
   readonly streams: Set<Open>
-  timer: ReturnType<typeof setInterval> | undefined
+  beating: Fiber.RuntimeFiber<never> | undefined
 }
 
-export const heartbeats = (intervalMillis: number, status?: () => Status): Heartbeats => ({
-  intervalMillis,
-  status,
-  streams: new Set(),
-  timer: undefined
-})
+export const heartbeats = (
+  runtime: Runtime.Runtime<never>,
+  intervalMillis: number,
+  status?: () => Status
+): Heartbeats => ({ runtime, intervalMillis, status, streams: new Set(), beating: undefined })
 
 const beat = (heartbeats: Heartbeats) => {
   const text = Heartbeat.of(heartbeats.status?.())
@@ -226,18 +228,20 @@ const beat = (heartbeats: Heartbeats) => {
 
 const join = (heartbeats: Heartbeats, stream: Open) => {
   heartbeats.streams.add(stream)
-  if (heartbeats.timer === undefined) {
-    heartbeats.timer = setInterval(beat, heartbeats.intervalMillis, heartbeats)
-    // Open streams never keep a process alive on their own: its server does.
-    heartbeats.timer.unref?.()
+  if (heartbeats.beating === undefined) {
+    heartbeats.beating = Runtime.runFork(heartbeats.runtime)(
+      Effect.schedule(Effect.sync(() => beat(heartbeats)), Schedule.fixed(heartbeats.intervalMillis)).pipe(
+        Effect.zipRight(Effect.never)
+      )
+    )
   }
 }
 
 const leave = (heartbeats: Heartbeats, stream: Open) => {
   heartbeats.streams.delete(stream)
-  if (heartbeats.streams.size === 0 && heartbeats.timer !== undefined) {
-    clearInterval(heartbeats.timer)
-    heartbeats.timer = undefined
+  if (heartbeats.streams.size === 0 && heartbeats.beating !== undefined) {
+    heartbeats.beating.unsafeInterruptAsFork(FiberId.none)
+    heartbeats.beating = undefined
   }
 }
 
@@ -304,18 +308,18 @@ const open = (source: Source, since: string | undefined, sink: Sink, release: ()
 
   // Waits for `resume` to be called (by the connection draining, the history moving), at most the stall deadline.
   const waitFor = (start: (resume: () => void) => (() => void) | void, resume: () => void) => {
-    const timer = setTimeout(cut, source.stallMillis)
+    const stall = Alarms.after(source.heartbeats.runtime, source.stallMillis, cut)
     let done = false
     let cancel: (() => void) | void = undefined
     const cancelling = () => {
       done = true
-      clearTimeout(timer)
+      stall()
       cancel?.()
     }
     cancel = start(() => {
       if (done || stopped) return
       done = true
-      clearTimeout(timer)
+      stall()
       if (pending === cancelling) pending = undefined
       resume()
     })
