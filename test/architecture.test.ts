@@ -36,6 +36,7 @@ const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
   ["Catalog.ts", "model"],
   ["internal/route/", "model"],
   ["internal/optionChecks.ts", "model"],
+  ["internal/alarms.ts", "model"],
   ["RouteRepository.ts", "stores"],
   ["PgRouteRepository.ts", "stores"],
   ["internal/store/", "stores"],
