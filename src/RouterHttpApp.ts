@@ -139,7 +139,8 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
     const hostPaths = yield* HostPaths.HostPaths
-    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
     yield* Effect.promise(Otel.load)
     const timedOut = Answers.requestTimeout(bodyTimeoutMillis)
     const report = Guard.reportOnce((message, error) => runFork(Effect.logError(message, Cause.die(error))))
@@ -200,7 +201,7 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
     const bodyDeadline = (req: IncomingMessage, res: ServerResponse) =>
       Effect.async<void>((resume) => {
         let racing = true
-        Guard.watchBody(req, res, bodyTimeoutMillis, () => {
+        Guard.watchBody(runtime, req, res, bodyTimeoutMillis, () => {
           if (!racing) return false
           racing = false
           resume(Effect.void)

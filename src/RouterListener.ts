@@ -150,7 +150,8 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
   Effect.gen(function*() {
     const table = yield* RouteTable.RouteTable
     const hostPaths = yield* HostPaths.HostPaths
-    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
+    const runtime = yield* Effect.runtime<never>()
+    const runFork = Runtime.runFork(runtime)
     yield* Effect.promise(Otel.load)
     const core = RouterCore.make<RouteFunction, RouteFunction, ReadonlyArray<RouteFunction>>(
       functions,
@@ -252,7 +253,9 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
       const serving = new Serving(route, choice?.handler ?? route.handler)
       ;(res as Guarded)[SERVING] = serving
       res.on("error", onResponseError)
-      if (Guard.bodyPending(req)) Guard.watchBody(req, res, bodyTimeoutMillis, () => timeOut(serving, req, res))
+      if (Guard.bodyPending(req)) {
+        Guard.watchBody(runtime, req, res, bodyTimeoutMillis, () => timeOut(serving, req, res))
+      }
       Connect.run(
         fns,
         req,

@@ -324,7 +324,7 @@ const makeCore = (
       streamsPerPrincipal: config.changesStreamsPerPrincipal,
       principals: new Map(),
       logReads: ChangeStream.logReads(),
-      heartbeats: ChangeStream.heartbeats(config.changesHeartbeatMillis, changes.status),
+      heartbeats: ChangeStream.heartbeats(runtime, config.changesHeartbeatMillis, changes.status),
       shared: undefined
     }
   }

@@ -13,6 +13,7 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Feed from "../src/internal/pg/feed.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
+import { eventually } from "./utils/waiting.js"
 
 type Store = RouteRepository.RouteRepository["Type"]
 
@@ -28,16 +29,6 @@ const processTable = (table: string, options: PgRouteRepository.Options = {}) =>
   RouteTable.layer.pipe(Layer.provide(processStore(table, options)))
 
 const build = <A, E>(layer: Layer.Layer<A, E>) => Effect.orDie(Layer.build(layer))
-
-/** Waits (in real time) until `check` holds, failing with `what` after `millis`. */
-const eventually = (what: string, check: () => boolean, millis = 5_000) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + millis
-    while (!check()) {
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`not within ${millis} ms: ${what}`))
-      yield* Effect.sleep(5)
-    }
-  })
 
 const feedOf = (store: Store) => {
   assert.isDefined(store.changes, "the Postgres store offers a change feed")

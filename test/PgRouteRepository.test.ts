@@ -591,8 +591,9 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
     // A pool of one connection, held by another fiber: the next operation waits for it, and only the timeout can
     // answer. Run on the default scheduler and on an immediate one (as the Node listener runs requests), where
     // interrupting the waiting operation completes it at once: the caller must still get the timeout.
+    // Live: the timeout waits on the caller's Clock, and here a real connection is what it waits for.
     for (const scheduler of ["default", "immediate"] as const) {
-      it.effect(`on the ${scheduler} scheduler`, () => {
+      it.live(`on the ${scheduler} scheduler`, () => {
         const table = TestDatabase.freshTable()
         return Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient

@@ -20,16 +20,8 @@ import * as FollowSettings from "../src/internal/follow/settings.js"
 import * as Options from "../src/internal/options.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import * as FakeRegistry from "./utils/fakeRegistry.js"
-import {
-  differences,
-  endWait,
-  eventually,
-  eventuallyEffect,
-  follow,
-  followUnderTestClock,
-  pendingWaits,
-  route
-} from "./utils/followers.js"
+import { differences, endWait, follow, followUnderTestClock, pendingWaits, route } from "./utils/followers.js"
+import { eventually } from "./utils/waiting.js"
 
 const TOKEN = "reader"
 
@@ -93,7 +85,8 @@ const cursorAt = (revision: number, route?: number) =>
 const SNAPSHOT = ROUTES.map((r) => upsert(r, cursorAt(1, 1))).join("") + `event: ready\nid: ${cursorAt(1)}\n\n`
 
 describe("honest health", () => {
-  // On the TestClock: the staleness is the clock's; the registry's heartbeats (every 60 s of real time) never come.
+  // On the TestClock: the staleness is the clock's, and so is the registry's silence (idleTimeout), which cuts the
+  // connection; the registry's heartbeats (every 60 s of real time) never come.
   it.scoped("an idle, connected follower stays current between heartbeats, and not once they are overdue", () =>
     Effect.gen(function*() {
       const fake = yield* Effect.promise(() => registry())
@@ -104,10 +97,9 @@ describe("honest health", () => {
         assert.strictEqual(status().stalenessMillis, 0, `after ${4 * (i + 1)} s without a heartbeat`)
         assert.isTrue(status().reachable)
       }
-      yield* TestClock.adjust(Duration.seconds(6))
-      const overdue = status()
-      assert.strictEqual(overdue.stalenessMillis, 22_000, "past idleTimeout: the time since the last byte")
-      assert.isFalse(overdue.reachable)
+      yield* TestClock.adjust(Duration.seconds(4))
+      yield* eventually("the silent connection is cut at idleTimeout", () => !status().reachable)
+      assert.strictEqual(status().stalenessMillis, 20_000, "past idleTimeout: the time since the last byte")
     }))
 
   it.scoped("a heartbeat saying the process followed is stale makes the follower as stale, until one says it is not", () =>
@@ -116,13 +108,13 @@ describe("honest health", () => {
       seed(fake, 3)
       const { status } = yield* followUnderTestClock(fake.origin, TOKEN)
       fake.inject(": stale 30000\n\n")
-      yield* eventuallyEffect(Effect.sync(() => status().stalenessMillis > 0), () => JSON.stringify(status()))
+      yield* eventually(() => JSON.stringify(status()), () => status().stalenessMillis > 0)
       assert.strictEqual(status().stalenessMillis, 30_000)
       assert.isFalse(status().reachable)
       yield* TestClock.adjust(Duration.seconds(2))
       assert.strictEqual(status().stalenessMillis, 32_000, "it grows while the process followed is stale")
       fake.inject(":\n\n")
-      yield* eventuallyEffect(Effect.sync(() => status().stalenessMillis === 0), () => JSON.stringify(status()))
+      yield* eventually(() => JSON.stringify(status()), () => status().stalenessMillis === 0)
     }))
 
   it("a follower of a relay cut off from its registry is not current: the relay's heartbeats carry its staleness", async () => {
@@ -141,19 +133,23 @@ describe("honest health", () => {
     onTestFinished(() => closeServer(server))
     const leaf = await follow(origin, TOKEN)
     onTestFinished(() => leaf.close())
-    await eventually(() => leaf.status().reachable, () => JSON.stringify(leaf.status()))
+    await Effect.runPromise(eventually(() => JSON.stringify(leaf.status()), () => leaf.status().reachable))
     assert.strictEqual(leaf.status().stalenessMillis, 0)
     fake.refuse(503)
     fake.cutAll()
-    await eventually(() => !relay.status().reachable, () => "the relay never saw its stream lost")
-    await eventually(
-      () => !leaf.status().reachable && leaf.status().stalenessMillis >= 200,
-      () => `the follower of the relay reports ${JSON.stringify(leaf.status())}`
+    await Effect.runPromise(eventually("the relay never saw its stream lost", () => !relay.status().reachable))
+    await Effect.runPromise(
+      eventually(
+        () => `the follower of the relay reports ${JSON.stringify(leaf.status())}`,
+        () => !leaf.status().reachable && leaf.status().stalenessMillis >= 200
+      )
     )
     fake.refuse(undefined)
-    await eventually(
-      () => relay.status().reachable && leaf.status().reachable,
-      () => `not current again: ${JSON.stringify(leaf.status())}`
+    await Effect.runPromise(
+      eventually(
+        () => `not current again: ${JSON.stringify(leaf.status())}`,
+        () => relay.status().reachable && leaf.status().reachable
+      )
     )
   })
 })
@@ -200,12 +196,12 @@ describe("prompt reconnects", () => {
       fake.cutAll()
       yield* driveClock(10_000, 100, 4_000)
       // The follower is in a wait (its last try refused) when the registry accepts again.
-      yield* eventuallyEffect(Effect.map(pendingWaits, (waits) => waits.some((wait) => wait > 0)), () => "no wait")
+      yield* eventually("no wait", Effect.map(pendingWaits, (waits) => waits.some((wait) => wait > 0)))
       fake.refuse(undefined)
       const accepting = yield* Clock.currentTimeMillis
       const streams = fake.resumedFrom.length
       yield* endWait(4_000)
-      yield* eventuallyEffect(Effect.sync(() => fake.resumedFrom.length > streams), () => "not back")
+      yield* eventually("not back", () => fake.resumedFrom.length > streams)
       assert.isAtMost((yield* Clock.currentTimeMillis) - accepting, 4_000)
     }))
 
@@ -247,18 +243,18 @@ describe("attacks", () => {
         const extra = route("GET", `/bad/${before}`)
         fake.inject(upsert(extra, bad))
         yield* endWait(200)
-        yield* eventuallyEffect(
-          Effect.sync(() => fake.resumedFrom.length > before),
-          () => `never connected again after the id ${JSON.stringify(bad)}`
+        yield* eventually(
+          () => `never connected again after the id ${JSON.stringify(bad)}`,
+          () => fake.resumedFrom.length > before
         )
         assert.notStrictEqual(fake.resumedFrom.at(-1), bad, "it resumed from the bad id")
         assert.strictEqual(RouteTable.lookup(table, "GET", `/bad/${before}`)._tag, "NotFound", "the event was applied")
       }
       assert.isAbove(fake.resumedFrom.length, good)
       fake.put(route("GET", "/after-the-attack"))
-      yield* eventuallyEffect(
-        Effect.sync(() => RouteTable.lookup(table, "GET", "/after-the-attack")._tag === "Found"),
-        () => "the follower stopped following"
+      yield* eventually(
+        "the follower stopped following",
+        () => RouteTable.lookup(table, "GET", "/after-the-attack")._tag === "Found"
       )
       assert.isTrue(logs.lines.some((line) => line.includes("an event id that is not a cursor")), logs.lines.join("\n"))
       // Not confirmed by the streams that broke, until one stays healthy for a while.
@@ -287,7 +283,7 @@ describe("attacks", () => {
       )
       const { table } = yield* followUnderTestClock(origin, TOKEN, options)
       yield* driveClock(10_000, 3, 1_000)
-      yield* eventuallyEffect(Effect.sync(() => requests.length >= 3), () => `${requests.length} requests`)
+      yield* eventually(() => `${requests.length} requests`, () => requests.length >= 3)
       assert.strictEqual(RouteTable.size(table), 3, "the table kept its routes")
       assert.isTrue(logs.lines.some((line) => line.includes(logged)), logs.lines.join("\n"))
     }).pipe(Effect.provide(logs.layer))
@@ -326,15 +322,13 @@ describe("attacks", () => {
           res.write("event: reset\ndata: {}\n\n" + upsert(route("GET", `/slow/${n}`), cursorAt(1, 1)))
         })
       )
-      const { table } = yield* followUnderTestClock(origin, TOKEN, { snapshotTimeout: 60_000 })
+      // The registry's silence (idleTimeout) is waited for on the same clock: longer than the snapshot's deadline here.
+      const { table } = yield* followUnderTestClock(origin, TOKEN, { snapshotTimeout: 60_000, idleTimeout: 120_000 })
       yield* endWait(1_000)
-      yield* eventuallyEffect(Effect.sync(() => open.length === 1), () => "no second stream")
+      yield* eventually("no second stream", () => open.length === 1)
       yield* TestClock.adjust(Duration.seconds(61))
       open[0]!.write(":\n\n")
-      yield* eventuallyEffect(
-        Effect.sync(() => requests.length >= 2 && open[0]!.destroyed),
-        () => "the stream was kept"
-      )
+      yield* eventually("the stream was kept", () => requests.length >= 2 && open[0]!.destroyed)
       assert.strictEqual(RouteTable.size(table), 3)
       assert.isTrue(logs.lines.some((line) => line.includes("(snapshotTimeout)")), logs.lines.join("\n"))
     }).pipe(Effect.provide(logs.layer))
@@ -382,9 +376,9 @@ describe("attacks", () => {
       )
       const { table } = yield* followUnderTestClock(origin, TOKEN)
       yield* driveClock(10_000, 2, 200)
-      yield* eventuallyEffect(Effect.sync(() => requests.length >= 3), () => `${requests.length} requests`)
+      yield* eventually(() => `${requests.length} requests`, () => requests.length >= 3)
       assert.deepStrictEqual(requests.slice(0, 3), [undefined, cursorAt(1), undefined])
-      yield* eventuallyEffect(Effect.sync(() => RouteTable.size(table) === 1), () => "the snapshot was not taken")
+      yield* eventually("the snapshot was not taken", () => RouteTable.size(table) === 1)
     }))
 
   it.scoped("a reset that shrinks the table is a warning with the counts", () => {
@@ -396,7 +390,7 @@ describe("attacks", () => {
       for (const id of Array.from(fake.routes.keys()).slice(0, 3)) fake.routes.delete(id)
       fake.restart()
       yield* endWait(200)
-      yield* eventuallyEffect(Effect.sync(() => RouteTable.size(table) === 2), () => "no reset taken")
+      yield* eventually("no reset taken", () => RouteTable.size(table) === 2)
       assert.deepStrictEqual(differences(fake.routes.values(), table), [])
       const warning = logs.lines.find((line) => line.includes("a reset"))
       assert.isDefined(warning, logs.lines.join("\n"))

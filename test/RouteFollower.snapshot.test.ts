@@ -12,7 +12,8 @@ import * as Path from "node:path"
 import * as RouteTable from "route-registry/RouteTable"
 import * as SnapshotFile from "../src/internal/table/snapshotFile.js"
 import * as FakeRegistry from "./utils/fakeRegistry.js"
-import { differences, eventually, follow, route } from "./utils/followers.js"
+import { differences, follow, route } from "./utils/followers.js"
+import { eventually } from "./utils/waiting.js"
 
 const TOKEN = "reader"
 
@@ -41,7 +42,7 @@ const same = (fake: FakeRegistry.FakeRegistry, table: Iterable<RouteTable.Found[
 const written = async (fake: FakeRegistry.FakeRegistry, file: string, count: number) => {
   for (let i = 0; i < count; i++) fake.put(route("GET", `/s/${i}`))
   const first = await follower(fake.origin, { snapshotFile: file })
-  await eventually(() => Fs.existsSync(file), () => "no snapshot written")
+  await Effect.runPromise(eventually(() => "no snapshot written", () => Fs.existsSync(file)))
   await first.close()
   return Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "follower"))
 }
@@ -63,7 +64,9 @@ describe("a follower's snapshot", () => {
     assert.strictEqual(away.confirmedAt?.toISOString(), snapshot.header.confirmedAt)
     const requested = fake.resumedFrom.length
     fake.refuse(undefined)
-    await eventually(() => second.status().source === "registry" && same(fake, second.table), () => "not resumed")
+    await Effect.runPromise(
+      eventually(() => "not resumed", () => second.status().source === "registry" && same(fake, second.table))
+    )
     // Resumed from the snapshot's cursor: the registry sent only the change since, with no reset.
     assert.strictEqual(fake.resumedFrom[requested], `${snapshot.header.store}.${snapshot.header.revision.toString(36)}`)
     assert.strictEqual(second.history.store(), snapshot.header.store)
@@ -78,7 +81,7 @@ describe("a follower's snapshot", () => {
     for (const id of Array.from(fake.routes.keys())) fake.remove(id)
     fake.put(route("GET", "/other-store"))
     const second = await follower(fake.origin, { snapshotFile: file })
-    await eventually(() => same(fake, second.table), () => "not replaced")
+    await Effect.runPromise(eventually(() => "not replaced", () => same(fake, second.table)))
     assert.strictEqual(RouteTable.size(second.table), 1)
   })
 
@@ -134,7 +137,7 @@ describe("a follower's bootstrap file", () => {
     assert.strictEqual(status.stalenessMillis, Infinity)
     assert.strictEqual(JSON.parse(JSON.stringify(status)).stalenessMillis, null)
     fake.refuse(undefined)
-    await eventually(() => same(fake, started.table), () => "not replaced")
+    await Effect.runPromise(eventually(() => "not replaced", () => same(fake, started.table)))
     assert.strictEqual(RouteTable.lookup(started.table, "GET", "/from-bootstrap")._tag, "NotFound")
     assert.strictEqual(started.status().source, "registry")
   })
@@ -168,7 +171,7 @@ describe("the snapshot writer", () => {
         yield* Effect.yieldNow()
       }
       // The first write done (in real time: it is file I/O), the next waits for the interval on the test clock.
-      yield* Effect.promise(() => eventually(() => Fs.existsSync(file), () => "no first write"))
+      yield* eventually(() => "no first write", () => Fs.existsSync(file))
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
       assert.strictEqual(captured, 1)
       revision++
@@ -176,7 +179,7 @@ describe("the snapshot writer", () => {
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
       assert.strictEqual(captured, 1)
       yield* TestClock.adjust(SnapshotFile.INTERVAL_MILLIS)
-      yield* Effect.promise(() => eventually(() => captured === 2, () => `captured ${captured} times`))
+      yield* eventually(() => `captured ${captured} times`, () => captured === 2)
       yield* Fiber.interrupt(fiber)
       revision++
       yield* writer.final

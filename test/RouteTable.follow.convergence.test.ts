@@ -16,7 +16,8 @@ import type * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as CuttingProxy from "./utils/cuttingProxy.js"
-import { differences, eventually, follow, type Follower } from "./utils/followers.js"
+import { differences, follow, type Follower } from "./utils/followers.js"
+import { eventually } from "./utils/waiting.js"
 
 const TOKEN = "reader"
 const CAPACITY = 16
@@ -142,10 +143,12 @@ describe("followers converge on a registry that restarts, prunes its history and
     const expected = async () => (await Effect.runPromise(registry.store.list({ limit: 1000 }))).items
     for (const [name, followed] of followers) {
       const routes = await expected()
-      await eventually(
-        () => differences(routes, followed.table).length === 0,
-        () => `${name}: ${differences(routes, followed.table).length} differences`,
-        15_000
+      await Effect.runPromise(
+        eventually(
+          () => `${name}: ${differences(routes, followed.table).length} differences`,
+          () => differences(routes, followed.table).length === 0,
+          15_000
+        )
       )
     }
     const routes = await expected()
@@ -168,10 +171,12 @@ describe("followers converge on a registry that restarts, prunes its history and
     // Current again once each stream stayed healthy (a follower that saw a cut counts as current only then, and one
     // behind the relay once the relay's heartbeats say it is current).
     for (const [name, followed] of followers) {
-      await eventually(
-        () => followed.status().reachable,
-        () => `${name}: not current (${JSON.stringify(followed.status())})`,
-        30_000
+      await Effect.runPromise(
+        eventually(
+          () => `${name}: not current (${JSON.stringify(followed.status())})`,
+          () => followed.status().reachable,
+          30_000
+        )
       )
     }
   })

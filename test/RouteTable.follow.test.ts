@@ -30,17 +30,8 @@ import * as Sse from "../src/internal/follow/sse.js"
 import * as History from "../src/internal/table/history.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import * as FakeRegistry from "./utils/fakeRegistry.js"
-import {
-  changed,
-  differences,
-  endWait,
-  eventually,
-  eventuallyEffect,
-  follow,
-  followUnderTestClock,
-  pendingWaits,
-  route
-} from "./utils/followers.js"
+import { changed, differences, endWait, follow, followUnderTestClock, pendingWaits, route } from "./utils/followers.js"
+import { eventually } from "./utils/waiting.js"
 
 const TOKEN = "reader"
 
@@ -57,10 +48,10 @@ const follower = async (url: string, options: Partial<RouteFollower.Options> = {
 }
 
 const converged = (fake: FakeRegistry.FakeRegistry, table: Iterable<RouteTable.Found["route"]>) =>
-  eventually(
-    () => differences(fake.routes.values(), table).length === 0,
-    () => `the tables differ at ${differences(fake.routes.values(), table).join(", ")}`
-  )
+  Effect.runPromise(eventually(
+    () => `the tables differ at ${differences(fake.routes.values(), table).join(", ")}`,
+    () => differences(fake.routes.values(), table).length === 0
+  ))
 
 // The cursor of everything a history holds.
 const cursorOf = (history: History.History) => History.cursorOf(history.store()!, history.revision())
@@ -224,7 +215,7 @@ describe("RouteFollower.layer", () => {
     fake.routes.set(added.id, added)
     fake.holdReady()
     fake.restart()
-    await eventually(() => fake.open() === 1, () => "the follower did not reconnect")
+    await Effect.runPromise(eventually("the follower did not reconnect", () => fake.open() === 1))
     await new Promise((resolve) => setTimeout(resolve, 100))
     // The snapshot is in, its ready held back: the table still routes as before.
     assert.strictEqual(RouteTable.lookup(table, "GET", "/gone")._tag, "Found")
@@ -244,9 +235,9 @@ describe("RouteFollower.layer", () => {
       const { status, table } = yield* followUnderTestClock(fake.origin, TOKEN, { retryMax: 50 })
       fake.refuse(503)
       fake.cutAll()
-      yield* eventuallyEffect(Effect.sync(() => !status().reachable), () => "still reachable")
+      yield* eventually("still reachable", () => !status().reachable)
       yield* TestClock.adjust(Duration.millis(300))
-      yield* eventuallyEffect(Effect.map(pendingWaits, (waits) => waits.some((wait) => wait <= 50)), () => "no retry")
+      yield* eventually("no retry", Effect.map(pendingWaits, (waits) => waits.some((wait) => wait <= 50)))
       const away = status()
       assert.isAtLeast(away.stalenessMillis, 250)
       assert.strictEqual(away.stalenessMillis, 300, "the staleness is the time since the last event")
@@ -258,10 +249,7 @@ describe("RouteFollower.layer", () => {
       fake.refuse(undefined)
       yield* endWait(50)
       yield* Effect.promise(() => converged(fake, table))
-      yield* eventuallyEffect(
-        Effect.sync(() => status().reachable && status().stalenessMillis < 200),
-        () => JSON.stringify(status())
-      )
+      yield* eventually(() => JSON.stringify(status()), () => status().reachable && status().stalenessMillis < 200)
       assert.strictEqual(status().stalenessMillis, 0, "confirmed current at the clock's instant")
     }))
 
@@ -272,7 +260,7 @@ describe("RouteFollower.layer", () => {
     await new Promise((resolve) => setTimeout(resolve, 150))
     assert.strictEqual(fake.resumedFrom.length, 1, "heartbeats kept the stream")
     fake.put(route("GET", "/after-silence"))
-    await eventually(() => fake.resumedFrom.length >= 2, () => "no new connection", 2_000)
+    await Effect.runPromise(eventually("no new connection", () => fake.resumedFrom.length >= 2, 2_000))
     fake.speak()
     await converged(fake, table)
   })
@@ -283,17 +271,19 @@ describe("RouteFollower.layer", () => {
       const fake = yield* Effect.promise(() => registry())
       const build = (token: string) =>
         Effect.gen(function*() {
+          // The registry's silence is waited for on the same clock: longer than startTimeout's 30 s here.
           const building = yield* Effect.fork(
-            Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make(token) })).pipe(Effect.scoped)
+            Layer.build(RouteFollower.layer({ url: fake.origin, token: Redacted.make(token), idleTimeout: 40_000 }))
+              .pipe(Effect.scoped)
           )
           // Until it ends, or waits for a retry (any wait shorter than startTimeout's 30 s).
-          yield* eventuallyEffect(
+          yield* eventually(
+            "neither failed nor retried",
             Effect.zipWith(
               Fiber.poll(building),
               pendingWaits,
               (done, waits) => done._tag === "Some" || waits.some((wait) => wait < 30_000)
-            ),
-            () => "neither failed nor retried"
+            )
           )
           const done = yield* Fiber.poll(building)
           assert.isTrue(Option.isSome(done), `it waits to retry: ${(yield* pendingWaits).join(", ")} ms`)
@@ -338,13 +328,13 @@ describe("RouteFollower.layer", () => {
       // Each step waits until the build ended, or waits for a retry (at most retryMax) or for startTimeout's end.
       let tries = 0
       for (;;) {
-        yield* eventuallyEffect(
+        yield* eventually(
+          "neither failed nor waits",
           Effect.zipWith(
             Fiber.poll(building),
             pendingWaits,
             (done, waits) => Option.isSome(done) || waits.some((wait) => wait <= 50)
-          ),
-          () => "neither failed nor waits"
+          )
         )
         if (Option.isSome(yield* Fiber.poll(building))) break
         tries++
@@ -414,7 +404,10 @@ describe("reconnecting: exponential backoff with full jitter", () => {
         while (from + times.length < fake.requests.length) times.push(now)
       })
       while ((yield* Clock.currentTimeMillis) < 2_000) {
-        yield* eventuallyEffect(Effect.map(pendingWaits, (waits) => waits.some((wait) => wait <= 160)), () => "")
+        yield* eventually(
+          "a wait of at most 160 ms",
+          Effect.map(pendingWaits, (waits) => waits.some((wait) => wait <= 160))
+        )
         yield* record
         yield* endWait(160)
       }

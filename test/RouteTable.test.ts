@@ -349,9 +349,9 @@ describe("RouteTable.lookup", () => {
 
 // The nodes a lookup examines, and what it resolves to.
 const work = (table: RouteTable.Table, method: string, target: string) => {
-  const before = RouteTree.examinedNodes()
+  const before = RouteTree.examinedNodes(table.tree)
   const resolution = RouteTable.lookup(table, method, target)
-  return { nodes: RouteTree.examinedNodes() - before, tag: resolution._tag }
+  return { nodes: RouteTree.examinedNodes(table.tree) - before, tag: resolution._tag }
 }
 
 describe("RouteTable lookup cost (docs/router.md, Bounded lookups: a miss costs at most a few times a hit)", () => {

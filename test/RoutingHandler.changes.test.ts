@@ -37,6 +37,7 @@ import * as EventStream from "./utils/eventStream.js"
 import { ADMIN, assertProblem, READER, type Store, tokens, WRITER } from "./utils/httpContract.js"
 import { memory, stores } from "./utils/stores.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
+import { eventually } from "./utils/waiting.js"
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` })
 const admin = { ...auth(ADMIN), "content-type": "application/json" }
@@ -318,7 +319,7 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
       const { open } = await serve(subject, store, { changesHeartbeatMillis: 40 })
       const stream = await open()
       await stream.until(1)
-      await EventStream.eventually("three heartbeats", () => stream.comments() >= 3, 3_000)
+      await Effect.runPromise(eventually("three heartbeats", () => stream.comments() >= 3, 3_000))
       assert.deepStrictEqual(kinds(stream.events), ["ready"])
     })
   })
@@ -333,7 +334,7 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
     // The server sees the client leave when it next writes at the latest.
     await create(1)
     if (server.subscribed() !== undefined) {
-      await EventStream.eventually("no subscription left", () => server.subscribed() === 0)
+      await Effect.runPromise(eventually("no subscription left", () => server.subscribed() === 0))
     }
   })
 })
@@ -397,7 +398,7 @@ describe.each(subjects.filter((subject) => subject.name !== "AdminWebHandler (fe
       })
       socket.on("error", () => {})
       socket.write(`GET /v1/routing/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${READER}\r\n\r\n`)
-      await EventStream.eventually("the stream is live", () => received.includes("event: ready"))
+      await Effect.runPromise(eventually("the stream is live", () => received.includes("event: ready")))
       // Long paths and BULK: each change is about 6 KB; far more than the bound and the sockets' buffers together.
       const segment = "x".repeat(200)
       const path = (n: number) => `/${n}` + `/${segment}`.repeat(9)
@@ -410,7 +411,7 @@ describe.each(subjects.filter((subject) => subject.name !== "AdminWebHandler (fe
       }
       if (server.subscribed() !== undefined) assert.strictEqual(server.subscribed(), 0, `cut after ${n} changes`)
       socket.resume()
-      await EventStream.eventually("the connection is closed", () => closed, 10_000)
+      await Effect.runPromise(eventually("the connection is closed", () => closed, 10_000))
       socket.destroy()
     })
   }
@@ -463,7 +464,7 @@ describe("the AdminListener's connection of a follower that stops reading", () =
     })
     socket.on("error", () => {})
     socket.write(`GET /v1/routing/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${READER}\r\n\r\n`)
-    await EventStream.eventually("the stream is live", () => received.includes("event: ready"))
+    await Effect.runPromise(eventually("the stream is live", () => received.includes("event: ready")))
     let n = 0
     const segment = "y".repeat(200)
     while (watched.subscribed() !== 0 && n < 20_000) {
@@ -514,7 +515,7 @@ describe("the AdminListener's snapshot", () => {
     socket.on("data", (chunk) => (received += chunk))
     socket.on("error", () => {})
     socket.write(`GET /v1/routing/changes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${READER}\r\n\r\n`)
-    await EventStream.eventually("the stream is live", () => received.includes("event: ready"))
+    await Effect.runPromise(eventually("the stream is live", () => received.includes("event: ready")))
     socket.destroy()
     assert.strictEqual(received.split("event: upsert\n").length - 1, routes)
     // About 100 KB of events: two writes of them, and the ready event's.

@@ -38,6 +38,7 @@ const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
   ["internal/route/", "model"],
   ["internal/optionChecks.ts", "model"],
   ["internal/cli/routesFile.ts", "model"],
+  ["internal/alarms.ts", "model"],
   ["RouteRepository.ts", "stores"],
   ["PgRouteRepository.ts", "stores"],
   ["internal/store/", "stores"],

@@ -18,8 +18,9 @@ import * as RouteTable from "route-registry/RouteTable"
 import { closeServer, listen, type Served, serveNode } from "./utils/adapters.js"
 import * as EventStream from "./utils/eventStream.js"
 import { follow } from "./utils/followers.js"
-import { ADMIN, READER, tokenList, tokens } from "./utils/httpContract.js"
+import { ADMIN, READER, REPORTER, tokenList, tokens } from "./utils/httpContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
+import { eventually } from "./utils/waiting.js"
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` })
 const admin = { ...auth(ADMIN), "content-type": "application/json" }
@@ -168,10 +169,10 @@ describe("a relay", () => {
       await update(origin, one.id, "moved")
       const moved = await open(origin, atRegistry.cursor)
       const atOrigin = await untilReady(moved)
-      await EventStream.eventually(
+      await Effect.runPromise(eventually(
         "the relay has the change",
         () => relayed.history.revision() >= revisionOf(atOrigin.cursor)
-      )
+      ))
       const atRelay = await untilReady(await open(relay, atRegistry.cursor))
       assert.deepStrictEqual(kinds(atRelay.events), ["upsert", "ready"])
       assert.strictEqual(atRelay.events[0]!.id, atOrigin.events[0]!.id)
@@ -190,7 +191,7 @@ describe("a relay", () => {
 
 // A relay of `origin` keeping only `historyCapacity` changes, its routing API served on a port of its own.
 const relayOf = async (origin: Served, historyCapacity: number) => {
-  const relayed = await follow(origin.origin, READER, { historyCapacity }, Authenticator.layerStaticTokens(tokenList))
+  const relayed = await follow(origin.origin, REPORTER, { historyCapacity }, Authenticator.layerStaticTokens(tokenList))
   const listener = await relayed.runtime.runPromise(AdminListener.make())
   const server = Http.createServer((req, res) => listener(req, res, () => res.writeHead(404).end()))
   const relay = { origin: await listen(server), relayed }
@@ -204,7 +205,7 @@ const caughtUp = async (
   origin: Served
 ) => {
   const latest = revisionOf((await untilReady(await open(origin))).cursor)
-  await EventStream.eventually("the relay has every change", () => relay.relayed.history.revision() >= latest)
+  await Effect.runPromise(eventually("the relay has every change", () => relay.relayed.history.revision() >= latest))
 }
 
 const summary = (events: ReadonlyArray<EventStream.Event>) =>
@@ -368,7 +369,7 @@ describe("the bounds of the change stream", () => {
     // Well past the deadline, the client reads again: what the connection held, then its end, which comes behind it.
     await new Promise((resolve) => setTimeout(resolve, 3_000))
     socket.resume()
-    await EventStream.eventually("the stalled stream is closed", () => closed, 20_000)
+    await Effect.runPromise(eventually("the stalled stream is closed", () => closed, 20_000))
     assert.notInclude(received, "event: ready", "cut in the middle of its snapshot")
   })
 

@@ -3,6 +3,7 @@
  * itself when DATABASE_URL is unset, nor its data directory, nor a test process, nor a process a test started.
  */
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
+import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
@@ -72,7 +73,13 @@ describe("an interrupted test run", () => {
     starter.child.kill("SIGKILL")
     await starter.exited
     // The guard stops the server twice, 2 s apart, then removes the directory.
-    assert.isTrue(await eventually(GONE_MS, async () => !existsSync(directory) && !(await accepts(port))), directory)
+    await Effect.runPromise(
+      eventually(
+        `${directory} removed and its server stopped`,
+        async () => !existsSync(directory) && !(await accepts(port)),
+        GONE_MS
+      )
+    )
   }, TIMEOUT_MS)
 
   it("leaves no test process and no process a test started when the run's main process gets SIGINT", async () => {
@@ -98,7 +105,12 @@ describe("an interrupted test run", () => {
     // channel to it, and must end, with the child it started.
     vitest.kill("SIGINT")
     await exited(vitest)
-    const gone = await eventually(GONE_MS, () => !alive(pids.worker) && !alive(pids.child))
-    assert.isTrue(gone, `still running: ${JSON.stringify(pids)}`)
+    await Effect.runPromise(
+      eventually(
+        () => `still running: ${JSON.stringify(pids)}`,
+        () => !alive(pids.worker) && !alive(pids.child),
+        GONE_MS
+      )
+    )
   }, TIMEOUT_MS)
 })

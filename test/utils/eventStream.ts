@@ -2,6 +2,8 @@
  * A Server-Sent Events client for the change stream's tests: it opens `GET /v1/routing/changes` through any fetch
  * (a real socket, or the web handler in process), parses the frames as they arrive, and counts comment lines.
  */
+import { Effect } from "effect"
+import { eventually } from "./waiting.js"
 
 export interface Event {
   readonly event: string
@@ -39,16 +41,13 @@ const parseFrame = (frame: string, events: Array<Event>, comment: () => void) =>
   if (data.length > 0) events.push({ event, id, data: JSON.parse(data.join("\n")) })
 }
 
+// Until `check` holds, failing at once when the stream has ended without it.
 const waiting = (what: string, check: () => boolean, ended: () => boolean, millis: number) =>
-  new Promise<void>((resolve, reject) => {
-    const deadline = Date.now() + millis
-    const poll = () => {
-      if (check()) return resolve()
-      if (ended() || Date.now() > deadline) return reject(new Error(`${what}: not within ${millis} ms`))
-      setTimeout(poll, 2)
-    }
-    poll()
-  })
+  Effect.runPromise(eventually(what, () => {
+    if (check()) return true
+    if (ended()) throw new Error(`${what}: the stream ended first`)
+    return false
+  }, millis))
 
 export const open = async (
   fetch: typeof globalThis.fetch,
@@ -102,7 +101,3 @@ export const open = async (
     close: () => controller.abort()
   }
 }
-
-/** Resolves once `check` holds, polling; fails after `millis`. */
-export const eventually = (what: string, check: () => boolean, millis = 5_000) =>
-  waiting(what, check, () => false, millis)

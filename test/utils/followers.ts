@@ -2,7 +2,7 @@
  * Followers for tests: `RouteFollower.layer` built in a runtime of its own, its services at hand, and the
  * comparison of two sets of routes path by path.
  */
-import { assert } from "@effect/vitest"
+
 import type { Scope } from "effect"
 import { Chunk, Clock, Context, Effect, Layer, ManagedRuntime, Redacted, TestClock } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
@@ -11,6 +11,7 @@ import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import type * as History from "../../src/internal/table/history.js"
+import { eventually } from "./waiting.js"
 
 export interface Follower {
   readonly table: RouteTable.Table<Route.StoredRoute>
@@ -76,15 +77,6 @@ export const differences = (expected: Iterable<Route.Route>, actual: Iterable<Ro
   return [...keys].filter((key) => a.get(key) !== b.get(key))
 }
 
-/** Waits until `check` holds (polling every 10 ms), failing with `message` after `timeoutMillis`. */
-export const eventually = async (check: () => boolean, message: () => string, timeoutMillis = 5_000) => {
-  const deadline = Date.now() + timeoutMillis
-  while (!check()) {
-    if (Date.now() > deadline) assert.fail(message())
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
 let clock = Date.UTC(2026, 11, 1)
 
 /** A stored route, with a new id. */
@@ -123,19 +115,6 @@ export const followUnderTestClock = (
     })
   )
 
-// Real time, while the TestClock stands still: for sockets to answer.
-const realPause = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
-
-/** Waits in real time until `check` holds, failing with `message` after 5 s. */
-export const eventuallyEffect = (check: Effect.Effect<boolean>, message: () => string): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + 5_000
-    while (!(yield* check)) {
-      if (Date.now() > deadline) return assert.fail(message())
-      yield* realPause
-    }
-  })
-
 /** The waits of fibers on the TestClock (pending `sleep`s), in ms from now, soonest first. */
 export const pendingWaits: Effect.Effect<Array<number>> = Effect.gen(function*() {
   const now = yield* Clock.currentTimeMillis
@@ -151,13 +130,13 @@ export const endWait = (within: number): Effect.Effect<number> =>
   Effect.gen(function*() {
     let wake: number | undefined
     const now = yield* Clock.currentTimeMillis
-    yield* eventuallyEffect(
+    yield* eventually(
+      () => `nothing waits on the clock for at most ${within} ms`,
       Effect.map(TestClock.sleeps(), (sleeps) =>
         (wake = Chunk.toReadonlyArray(sleeps).filter((end) =>
           end - now <= within
         ).sort((a, b) => a - b)[0]) !==
-          undefined),
-      () => `nothing waits on the clock for at most ${within} ms`
+          undefined)
     )
     yield* TestClock.setTime(wake!)
     return wake! - now

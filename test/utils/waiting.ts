@@ -3,20 +3,38 @@
  * process's exit, a directory removed), by polling up to a deadline. Each deadline is a bound on a loaded machine, not
  * a measure; the test that waits must have a timeout above the sum of its deadlines.
  */
+import { Effect } from "effect"
 import { watch } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { basename, dirname } from "node:path"
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+// Real time, whatever clock the waiting fiber has: a TestClock stands still while sockets and processes answer.
+const pause = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
-/** Polls `condition` every 100 ms until it holds, or `ms` pass; resolves whether it held. */
-export const eventually = async (ms: number, condition: () => boolean | Promise<boolean>): Promise<boolean> => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    if (await condition()) return true
-    if (Date.now() > deadline) return false
-    await pause(100)
-  }
+/** What a wait is for, as its failure names it: a text, or a function giving one when it fails. */
+export type What = string | (() => string)
+
+/**
+ * The suite's one polling wait: until `check` holds (a function, sync or async, or an Effect run in the waiting
+ * fiber, its context and clock included), polling in real time every 2 ms at first and backing off to every 100 ms;
+ * dies with `what` after `millis`. For what sends no event (another process's exit, a directory removed, a socket
+ * answering a fiber under a TestClock); from a Promise, `await Effect.runPromise(eventually(…))`.
+ */
+export const eventually = <E = never, R = never>(
+  what: What,
+  check: (() => boolean | PromiseLike<boolean>) | Effect.Effect<boolean, E, R>,
+  millis = 5_000
+): Effect.Effect<void, E, R> => {
+  const holds = Effect.isEffect(check) ? check : Effect.promise(async () => await check())
+  return Effect.gen(function*() {
+    const deadline = Date.now() + millis
+    for (let every = 2; !(yield* holds); every = Math.min(100, 2 * every)) {
+      if (Date.now() > deadline) {
+        return yield* Effect.die(new Error(`not within ${millis} ms: ${typeof what === "string" ? what : what()}`))
+      }
+      yield* pause(every)
+    }
+  })
 }
 
 /**

@@ -10,9 +10,10 @@
  *
  * @internal
  */
-import { Data, Effect, Redacted } from "effect"
+import { Data, Effect, Redacted, type Runtime } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"
+import * as Alarms from "../alarms.js"
 import * as Sse from "./sse.js"
 
 /** Where and how to connect. */
@@ -113,11 +114,32 @@ export const connect = (
   opened: (stream: string | undefined) => void,
   sink: Sse.Sink
 ): Effect.Effect<never, Lost> =>
+  Effect.flatMap(Effect.runtime<never>(), (runtime) => connectOn(runtime, target, cursor, opened, sink))
+
+const connectOn = (
+  runtime: Runtime.Runtime<never>,
+  target: Target,
+  cursor: string | undefined,
+  opened: (stream: string | undefined) => void,
+  sink: Sse.Sink
+) =>
   Effect.async<never, Lost>((resume) => {
     let ended = false
+    // The registry's silence, on the caller's `Clock`: rearmed by every byte that comes (set before the last is
+    // cancelled, so the deadlines' fiber keeps running).
+    let quiet = () => {}
+    const heard = () => {
+      const last = quiet
+      quiet = Alarms.after(runtime, target.idleMillis, () =>
+        end(new Lost({ reason: `no byte from the registry for ${target.idleMillis} ms` })))
+      last()
+    }
     const end = (lost: Lost) => {
-      if (ended) return
+      if (ended) {
+        return
+      }
       ended = true
+      quiet()
       request.destroy()
       resume(Effect.fail(lost))
     }
@@ -126,8 +148,12 @@ export const connect = (
       "cache-control": "no-cache",
       authorization: `Bearer ${Redacted.value(target.token)}`
     }
-    if (cursor !== undefined) headers["last-event-id"] = cursor
-    if (target.name !== undefined) headers["follower-name"] = target.name
+    if (cursor !== undefined) {
+      headers["last-event-id"] = cursor
+    }
+    if (target.name !== undefined) {
+      headers["follower-name"] = target.name
+    }
     const client = target.url.protocol === "https:" ? Https : Http
     let request: Http.ClientRequest
     try {
@@ -137,12 +163,14 @@ export const connect = (
       resume(Effect.fail(new Lost({ reason: `the request could not be made: ${String(error)}` })))
       return
     }
-    request.setTimeout(target.idleMillis, () =>
-      end(new Lost({ reason: `no byte from the registry for ${target.idleMillis} ms` })))
+    heard()
     request.on("error", (error) =>
       end(new Lost({ reason: error.message })))
     request.on("response", (response) => {
-      if (response.statusCode !== 200) return refused(response, end)
+      heard()
+      if (response.statusCode !== 200) {
+        return refused(response, end)
+      }
       const type = response.headers["content-type"] ?? ""
       if (!/^text\/event-stream\s*(?:;|$)/i.test(type)) {
         return end(new Lost({ reason: `the registry answered 200 with ${JSON.stringify(type)}, not an event stream` }))
@@ -151,7 +179,10 @@ export const connect = (
       opened(typeof stream === "string" ? stream : undefined)
       const parser = new Sse.Parser(target.maxEventBytes, sink)
       response.on("data", (chunk: Buffer) => {
-        if (ended) return
+        if (ended) {
+          return
+        }
+        heard()
         let failure: string | undefined
         try {
           failure = parser.push(chunk)
@@ -163,12 +194,14 @@ export const connect = (
           end(new Lost({ reason: `the stream broke the protocol: ${failure}`, protocol: true }))
         }
       })
-      response.on("error", (error) => end(new Lost({ reason: error.message })))
+      response.on("error", (error) =>
+        end(new Lost({ reason: error.message })))
       // "close" comes after "end", and alone when the connection is cut.
       response.on("close", () => end(new Lost({ reason: "the registry ended the stream" })))
     })
     return Effect.sync(() => {
       ended = true
+      quiet()
       request.destroy()
     })
   })

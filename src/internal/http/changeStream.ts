@@ -19,6 +19,7 @@ import { Either } from "effect"
 import * as Route from "../../Route.js"
 import type { LogRead } from "../../RouteRepository.js"
 import type * as RouteTable from "../../RouteTable.js"
+import * as Alarms from "../alarms.js"
 import * as Heartbeat from "../follow/heartbeat.js"
 import * as History from "../table/history.js"
 import type { OpenBody, Sink } from "./exchange.js"
@@ -275,18 +276,18 @@ const open = (
 
   // Waits for `resume` to be called (by the connection draining, the history moving), at most the stall deadline.
   const waitFor = (start: (resume: () => void) => (() => void) | void, resume: () => void) => {
-    const timer = setTimeout(cut, source.stallMillis)
+    const stall = Alarms.after(source.heartbeats.runtime, source.stallMillis, cut)
     let done = false
     let cancel: (() => void) | void = undefined
     const cancelling = () => {
       done = true
-      clearTimeout(timer)
+      stall()
       cancel?.()
     }
     cancel = start(() => {
       if (done || stopped) return
       done = true
-      clearTimeout(timer)
+      stall()
       if (pending === cancelling) pending = undefined
       resume()
     })
@@ -401,17 +402,18 @@ const open = (
   join(source.heartbeats, opened)
   // A stream never outlives its credential: it says so, writes nothing more, and ends once the client has it (or at
   // the stall deadline: closing drops what the connection holds).
-  unexpire = onExpiry(expiresAt, () => {
+  unexpire = onExpiry(source.heartbeats.runtime, expiresAt, () => {
     send(EXPIRED)
     ending = true
     unsubscribe?.()
     pending?.()
-    const deadline = Date.now() + source.stallMillis
+    const runtime = source.heartbeats.runtime
+    const clock = Alarms.clockOf(runtime)
+    const deadline = clock.unsafeCurrentTimeMillis() + source.stallMillis
     const settle = () => {
       if (stopped) return
-      if (sink.buffered() === 0 || Date.now() > deadline) return cut()
-      const timer = setTimeout(settle, EXPIRED_POLL_MILLIS)
-      pending = () => clearTimeout(timer)
+      if (sink.buffered() === 0 || clock.unsafeCurrentTimeMillis() > deadline) return cut()
+      pending = Alarms.after(runtime, EXPIRED_POLL_MILLIS, settle)
     }
     settle()
   })

@@ -248,7 +248,8 @@ export const make = (store: Store.Store) => {
             resume: (exit) => resume(exit as Exit.Exit<A, E>),
             timer: undefined
           }
-          // Still waiting at its deadline: nothing of it was sent.
+          // Still waiting at its deadline: nothing of it was sent. A Node timer, not alarms.ts: a member's deadline on
+          // its caller's Clock left a group's members waiting when that clock was a test's (docs/performance.md).
           waiting.timer = setTimeout(() => {
             if (leave(waiting)) resume(Exit.fail(store.deadline.timedOut()))
           }, millis)

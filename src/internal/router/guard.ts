@@ -5,10 +5,11 @@
  *
  * @internal
  */
-import { Either } from "effect"
+import { Either, type Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { InvalidOption } from "../../InvalidOption.js"
 import type * as Route from "../../Route.js"
+import * as Alarms from "../alarms.js"
 import * as Limits from "../limits.js"
 import * as OptionChecks from "../optionChecks.js"
 
@@ -118,16 +119,17 @@ const expire = (req: IncomingMessage, res: ServerResponse, answer: () => boolean
  * in full, `answer()` answers it (the router's 408, which closes the connection) if nothing was answered yet, and
  * returns `false` when it cannot; an answer under way is cut; a whole answer is left to reach the client, and then
  * the connection is closed rather than kept for the rest of the body. The deadline goes when the request closes
- * (its body has ended, or the connection has gone); `clearTimeout` on the returned timer disarms it.
+ * (its body has ended, or the connection has gone); calling the returned function disarms it. It waits on `runtime`'s
+ * `Clock` (alarms.ts), the TestClock under a test.
  */
 export const watchBody = (
+  runtime: Runtime.Runtime<never>,
   req: IncomingMessage,
   res: ServerResponse,
   millis: number,
   answer: () => boolean
-): ReturnType<typeof setTimeout> => {
-  const timer = setTimeout(expire, millis, req, res, answer)
-  timer.unref()
-  req.once("close", () => clearTimeout(timer))
-  return timer
+): () => void => {
+  const disarm = Alarms.after(runtime, millis, () => expire(req, res, answer))
+  req.once("close", disarm)
+  return disarm
 }

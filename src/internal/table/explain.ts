@@ -54,7 +54,7 @@ const walk = <R extends Route.Route>(node: Node<R>, path: string, start: number,
   const visit = (child: Node<R>) => (last ? collect(child, out) : walk(child, path, end + 1, out))
   const child = node.statics?.get(path.slice(start, end))
   if (child !== undefined) visit(child)
-  for (const mixed of node.mixed ?? []) if (split(mixed.texts!, path, start, end, 0)) visit(mixed)
+  for (const mixed of node.mixed ?? []) if (split([], mixed.texts!, path, start, end, 0)) visit(mixed)
   if (node.param !== undefined) visit(node.param)
   // A wildcard takes the rest of the path, every segment of it non-empty.
   if (node.wildcard !== undefined && path.indexOf("//", start) === -1 && !path.endsWith("/")) {

@@ -23,45 +23,47 @@ import * as RequestPath from "./requestPath.js"
 // Lookup
 // ---------------------------------------------------------------------------------------------------------------
 
-// Scratch space of the current lookup (lookups are synchronous, so one at a time): the bounds of the segments the
-// parameters of the branch being tried matched, as pairs, and the nodes reached that hold routes of other methods.
-const spans: Array<number> = []
-const reached: Array<Node<any>> = []
+/**
+ * The scratch of one lookup, its own (as find-my-way's and Hono's are): the bounds of the segments the parameters of
+ * the branch being tried matched, as pairs, and the nodes reached that hold routes of other methods. Lookups share
+ * only the tree, whose classes a failure marks with the lookup's number.
+ */
+class Walk {
+  readonly spans: Array<number> = []
+  readonly reached: Array<Node<any>> = []
+  /** Whether some node failed in this lookup yet. */
+  backtracked = false
+  /** Where the last empty segment of the path starts (`-1` for none), found on first use (`-2` until then). */
+  lastEmpty = -2
+  /** For a HEAD request to a table with HEAD routes: the first GET route reached, with its parameters' spans. */
+  fallback: Leaf<any> | undefined = undefined
+  /** Made when the fallback is found (a HEAD request to a table with HEAD routes, served by a GET route). */
+  fallbackSpans: Array<number> | undefined = undefined
+  /** Nodes examined, added to the tree's count when the lookup ends. */
+  examined = 0
+  constructor(readonly number: number, readonly wantsFallback: boolean) {}
+}
 
-// For a HEAD request to a table with HEAD routes: the first GET route reached (the most specific), with the spans of
-// its parameters, which serves when no HEAD route does. One walk finds both, so no node is examined twice.
-let fallback: Leaf<any> | undefined
-const fallbackSpans: Array<number> = []
-let wantsFallback = false
-
-// The number of the current lookup: a class whose `failed` holds it failed in this lookup. `backtracked`: whether
-// some node failed in this lookup yet.
-let lookupNumber = 0
-let backtracked = false
-
-// Nodes examined by lookups, ever: a lookup's work, counted (not timed) by the tests and the benchmark.
-let examined = 0
-
-/** How many nodes lookups have examined since the process started: the difference around a lookup is its work. */
-export const examinedNodes = (): number => examined
+/** How many nodes lookups in `tree` have examined: the difference around a lookup is its work. */
+export const examinedNodes = (tree: Tree<any>): number => tree.examined
 
 // The end of the path is reached at `node`: its route of `method`, or none, noting that the path has routes there.
-const atEnd = <R extends Route.Route>(node: Node<R>, method: string): Leaf<R> | undefined => {
-  examined++
+const atEnd = <R extends Route.Route>(walk: Walk, node: Node<R>, method: string): Leaf<R> | undefined => {
+  walk.examined++
   const leaves = node.leaves
   if (leaves === undefined) return undefined
   const leaf = leaves.get(method)
   if (leaf === undefined) {
-    reached.push(node)
-    if (wantsFallback && fallback === undefined) keepFallback(leaves.get("GET"))
+    walk.reached.push(node)
+    if (walk.wantsFallback && walk.fallback === undefined) keepFallback(walk, leaves.get("GET"))
   }
   return leaf
 }
 
-const keepFallback = (leaf: Leaf<any> | undefined): void => {
+const keepFallback = (walk: Walk, leaf: Leaf<any> | undefined): void => {
   if (leaf === undefined) return
-  fallback = leaf
-  for (let i = 0; i < 2 * leaf.names.length; i++) fallbackSpans[i] = spans[i]!
+  walk.fallback = leaf
+  walk.fallbackSpans = walk.spans.slice(0, 2 * leaf.names.length)
 }
 
 /**
@@ -71,15 +73,16 @@ const keepFallback = (leaf: Leaf<any> | undefined): void => {
  * failure marks a class, so a lookup that does not backtrack writes nothing.
  */
 const search = <R extends Route.Route>(
+  walk: Walk,
   node: Node<R>,
   path: string,
   start: number,
   method: string,
   k: number
 ): Leaf<R> | undefined => {
-  examined++
+  walk.examined++
   // Until something failed in this lookup, nothing can be skipped: a hit without backtracking reads no class.
-  if (backtracked && node.class!.failed === lookupNumber) return undefined
+  if (walk.backtracked && node.class!.failed === walk.number) return undefined
   let end = path.indexOf("/", start)
   if (end === -1) end = path.length
   // An empty segment matches nothing: a static segment is never empty, nor is a parameter's value.
@@ -90,7 +93,7 @@ const search = <R extends Route.Route>(
       ? (only.key!.length === end - start && path.startsWith(only.key!, start) ? only : undefined)
       : node.statics?.get(path.slice(start, end))
     if (child !== undefined) {
-      const leaf = last ? atEnd(child, method) : search(child, path, end + 1, method, k)
+      const leaf = last ? atEnd(walk, child, method) : search(walk, child, path, end + 1, method, k)
       if (leaf !== undefined) return leaf
     }
     const mixed = node.mixed
@@ -98,28 +101,30 @@ const search = <R extends Route.Route>(
       for (let i = 0; i < mixed.length; i++) {
         const child = mixed[i]!
         const texts = child.texts!
-        if (!split(texts, path, start, end, k)) continue
-        const leaf = last ? atEnd(child, method) : search(child, path, end + 1, method, k + texts.length - 1)
+        if (!split(walk.spans, texts, path, start, end, k)) continue
+        const leaf = last
+          ? atEnd(walk, child, method)
+          : search(walk, child, path, end + 1, method, k + texts.length - 1)
         if (leaf !== undefined) return leaf
       }
     }
     const param = node.param
     if (param !== undefined) {
-      spans[2 * k] = start
-      spans[2 * k + 1] = end
-      const leaf = last ? atEnd(param, method) : search(param, path, end + 1, method, k + 1)
+      walk.spans[2 * k] = start
+      walk.spans[2 * k + 1] = end
+      const leaf = last ? atEnd(walk, param, method) : search(walk, param, path, end + 1, method, k + 1)
       if (leaf !== undefined) return leaf
     }
     const wildcard = node.wildcard
-    if (wildcard !== undefined && noEmptySegmentFrom(path, start)) {
-      spans[2 * k] = start
-      spans[2 * k + 1] = path.length
-      const leaf = atEnd(wildcard, method)
+    if (wildcard !== undefined && noEmptySegmentFrom(walk, path, start)) {
+      walk.spans[2 * k] = start
+      walk.spans[2 * k + 1] = path.length
+      const leaf = atEnd(walk, wildcard, method)
       if (leaf !== undefined) return leaf
     }
   }
-  node.class!.failed = lookupNumber
-  backtracked = true
+  node.class!.failed = walk.number
+  walk.backtracked = true
   return undefined
 }
 
@@ -129,10 +134,16 @@ const search = <R extends Route.Route>(
  * next occurrence of the static text after it, the last what remains before the final static text. Taking the first
  * occurrence is never wrong: were the rest to match from a later one, it would match from this one too (its first
  * parameter would only be longer), so a segment that fails from the first fails from every one, and one pass decides.
- * Static text holds no `/`, so no occurrence found from inside the segment runs past its end. Outside a lookup (an
- * explanation, which keeps no spans) it writes only scratch space that the next lookup overwrites.
+ * Static text holds no `/`, so no occurrence found from inside the segment runs past its end.
  */
-export const split = (texts: ReadonlyArray<string>, path: string, start: number, end: number, k: number): boolean => {
+export const split = (
+  spans: Array<number>,
+  texts: ReadonlyArray<string>,
+  path: string,
+  start: number,
+  end: number,
+  k: number
+): boolean => {
   let at = start + texts[0]!.length
   if (!path.startsWith(texts[0]!, start)) return false
   const params = texts.length - 1
@@ -152,26 +163,19 @@ export const split = (texts: ReadonlyArray<string>, path: string, start: number,
   return true
 }
 
-// Where the last empty segment of the current lookup's path starts (`-1` for none), found on first use: a wildcard
-// matches only non-empty segments.
-let lastEmpty = -2
-
 // Whether every segment of `path` from `start` on, the one at `start` being non-empty, is non-empty.
-const noEmptySegmentFrom = (path: string, start: number): boolean => {
-  if (lastEmpty === -2) {
-    lastEmpty = path.charCodeAt(path.length - 1) === 47 ? path.length : path.lastIndexOf("//") + 1
-    if (lastEmpty === 0) lastEmpty = -1
+const noEmptySegmentFrom = (walk: Walk, path: string, start: number): boolean => {
+  if (walk.lastEmpty === -2) {
+    const lastEmpty = path.charCodeAt(path.length - 1) === 47 ? path.length : path.lastIndexOf("//") + 1
+    walk.lastEmpty = lastEmpty === 0 ? -1 : lastEmpty
   }
-  return lastEmpty < start
+  return walk.lastEmpty < start
 }
 
-const find = <R extends Route.Route>(tree: Tree<R>, path: string, method: string): Leaf<R> | undefined => {
-  // Setting an array's length is a call into the runtime: skipped when there is nothing to clear.
-  if (reached.length !== 0) reached.length = 0
-  lookupNumber++
-  backtracked = false
-  lastEmpty = -2
-  return path.length === 1 ? atEnd(tree.root, method) : search(tree.root, path, 1, method, 0)
+const find = <R extends Route.Route>(walk: Walk, tree: Tree<R>, path: string, method: string): Leaf<R> | undefined => {
+  const leaf = path.length === 1 ? atEnd(walk, tree.root, method) : search(walk, tree.root, path, 1, method, 0)
+  tree.examined += walk.examined
+  return leaf
 }
 
 // The methods of routes at `nodes`, sorted, with HEAD wherever GET is.
@@ -182,7 +186,7 @@ const allowOf = (nodes: ReadonlyArray<Node<any>>): ReadonlyArray<string> => {
   return Array.from(methods).sort(byteOrder)
 }
 
-const methodNotAllowed = (): MethodNotAllowed | NotFound => {
+const methodNotAllowed = (reached: ReadonlyArray<Node<any>>): MethodNotAllowed | NotFound => {
   if (reached.length === 0) return notFound
   let allow: ReadonlyArray<string>
   if (reached.length === 1) {
@@ -221,15 +225,12 @@ const segmentNumber = (path: string, start: number): number => {
 }
 
 // A HEAD request: its HEAD route, else the GET route that the same walk reached first.
-const findHead = <R extends Route.Route>(tree: Tree<R>, path: string): Found<R> | BadPath | undefined => {
-  fallback = undefined
-  wantsFallback = true
-  const leaf = find(tree, path, "HEAD")
-  wantsFallback = false
-  if (leaf !== undefined) return found(leaf, path, spans)
-  const get: Leaf<R> | undefined = fallback
-  fallback = undefined
-  return get === undefined ? undefined : found(get, path, fallbackSpans)
+const findHead = <R extends Route.Route>(tree: Tree<R>, path: string): Resolution<R> => {
+  const walk = new Walk(++tree.lookups, true)
+  const leaf = find(walk, tree, path, "HEAD")
+  if (leaf !== undefined) return found(leaf, path, walk.spans)
+  const get: Leaf<R> | undefined = walk.fallback
+  return get === undefined ? methodNotAllowed(walk.reached) : found(get, path, walk.fallbackSpans!)
 }
 
 /**
@@ -241,8 +242,9 @@ export const lookup = <R extends Route.Route>(tree: Tree<R>, method: string, tar
   if (raw === undefined) return notFound
   const path = RequestPath.normalise(raw)
   if (typeof path === "number") return { _tag: "BadPath", reason: RequestPath.badEscape(path) }
-  if (method === "HEAD" && tree.headRoutes > 0) return findHead(tree, path) ?? methodNotAllowed()
+  if (method === "HEAD" && tree.headRoutes > 0) return findHead(tree, path)
   // Without HEAD routes, a HEAD request is served by the GET route, without a body.
-  const leaf = find(tree, path, method === "HEAD" ? "GET" : method)
-  return leaf === undefined ? methodNotAllowed() : found(leaf, path, spans)
+  const walk = new Walk(++tree.lookups, false)
+  const leaf = find(walk, tree, path, method === "HEAD" ? "GET" : method)
+  return leaf === undefined ? methodNotAllowed(walk.reached) : found(leaf, path, walk.spans)
 }

@@ -98,6 +98,10 @@ export class Tree<R extends Route.Route> {
   /** The classes of its nodes by structure hash; those sharing a hash (a collision) are chained. */
   readonly classes = new Map<number, Class>()
   headRoutes = 0
+  /** The number of the last lookup begun: a class whose `failed` holds a lookup's number failed in that lookup. */
+  lookups = 0
+  /** Nodes examined by its lookups, ever: a lookup's work, counted (not timed) by the tests and the benchmark. */
+  examined = 0
   /**
    * @param hashBits the bits of a structure hash that find a class: all of them, but for the tests, which keep few to
    * make collisions common and so check that they cost a comparison, never a wrong class.

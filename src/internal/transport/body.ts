@@ -4,8 +4,9 @@
  *
  * @internal
  */
-import { Chunk, Effect, Exit, Stream } from "effect"
+import { Chunk, Effect, Exit, type Runtime, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Alarms from "../alarms.js"
 import type { BodyFailure } from "../http/exchange.js"
 import * as NodeTransport from "./nodeTransport.js"
 
@@ -31,6 +32,7 @@ export const isIncomingMessage = (u: unknown): u is IncomingMessage =>
  * reading without calling `done`.
  */
 export const readIncomingMessage = (
+  runtime: Runtime.Runtime<never>,
   req: IncomingMessage,
   res: ServerResponse | undefined,
   maxBytes: number,
@@ -47,13 +49,13 @@ export const readIncomingMessage = (
   let first: Buffer | undefined
   let rest: Array<Buffer> | undefined
   let size = 0
-  const timer = setTimeout(() => {
+  const timer = Alarms.after(runtime, ms, () => {
     cleanup()
     req.pause()
     done(Exit.fail("Timeout"))
-  }, ms)
+  })
   const cleanup = () => {
-    clearTimeout(timer)
+    timer()
     unlisten()
   }
   const onData = (chunk: Buffer) => {
@@ -77,9 +79,15 @@ export const readIncomingMessage = (
   return cleanup
 }
 
-/** `readIncomingMessage` as an Effect; interrupting it stops reading. */
+/** `readIncomingMessage` as an Effect, its deadline on the caller's `Clock`; interrupting it stops reading. */
 export const fromIncomingMessage = (req: IncomingMessage, res?: ServerResponse) => (maxBytes: number, ms: number) =>
-  Effect.async<Uint8Array, BodyFailure>((resume) => Effect.sync(readIncomingMessage(req, res, maxBytes, ms, resume)))
+  Effect.flatMap(
+    Effect.runtime<never>(),
+    (runtime) =>
+      Effect.async<Uint8Array, BodyFailure>((resume) =>
+        Effect.sync(readIncomingMessage(runtime, req, res, maxBytes, ms, resume))
+      )
+  )
 
 /**
  * Reads a web `Request`. Past the limit or the time allowed it cancels the body stream: with no socket of its own
@@ -87,6 +95,14 @@ export const fromIncomingMessage = (req: IncomingMessage, res?: ServerResponse) 
  * 413 or 408 depends on the host runtime's server.
  */
 export const fromWebRequest = (request: Request) => (maxBytes: number, timeoutMillis: number) =>
+  Effect.flatMap(Effect.runtime<never>(), (runtime) => fromWebRequestOn(runtime, request, maxBytes, timeoutMillis))
+
+const fromWebRequestOn = (
+  runtime: Runtime.Runtime<never>,
+  request: Request,
+  maxBytes: number,
+  timeoutMillis: number
+) =>
   Effect.async<Uint8Array, BodyFailure>((resume, signal) => {
     // Read before the API could: a middleware of the host took it.
     if (request.bodyUsed) return resume(Effect.fail("Consumed"))
@@ -98,11 +114,11 @@ export const fromWebRequest = (request: Request) => (maxBytes: number, timeoutMi
     const settle = (outcome: Effect.Effect<Uint8Array, BodyFailure>, cancel: boolean) => {
       if (settled) return
       settled = true
-      clearTimeout(timer)
+      timer()
       if (cancel) void reader.cancel().catch(() => {})
       resume(outcome)
     }
-    const timer = setTimeout(() => settle(Effect.fail("Timeout"), true), timeoutMillis)
+    const timer = Alarms.after(runtime, timeoutMillis, () => settle(Effect.fail("Timeout"), true))
     signal.addEventListener("abort", () => settle(Effect.fail("Incomplete"), true))
     const pump = (): Promise<void> =>
       reader.read().then(({ done, value }) => {

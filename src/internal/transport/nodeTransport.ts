@@ -9,8 +9,9 @@
  *
  * @internal
  */
-import { Effect } from "effect"
+import { Effect, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Alarms from "../alarms.js"
 import type { OpenBody } from "../http/exchange.js"
 
 /** Most bytes read and discarded after an answer before the connection is closed anyway. */
@@ -87,7 +88,7 @@ export const discard = (req: IncomingMessage, done: () => void): () => void => {
   }
   let discarded = 0
   const stop = () => {
-    clearTimeout(timer)
+    timer()
     unlisten()
   }
   const finish = () => {
@@ -100,7 +101,8 @@ export const discard = (req: IncomingMessage, done: () => void): () => void => {
     discarded += chunk.length
     if (discarded > LINGER_BYTES) finish()
   }
-  const timer = setTimeout(finish, LINGER_MILLIS)
+  // Called outside any fiber (an adapter answering): on the default runtime's clock.
+  const timer = Alarms.after(Runtime.defaultRuntime, LINGER_MILLIS, finish)
   const unlisten = listen(req, onData, finish, finish)
   req.resume()
   return stop
