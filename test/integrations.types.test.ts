@@ -1,6 +1,7 @@
 /**
- * The README's "Fastify, Express or Hono: one step" blocks compile under `tsc --strict` against the package, with no
- * cast: a host writes its handlers exactly as its framework's own.
+ * The one-step hosts (the README's "Fastify, Express or Hono: one step", and docs/mounting.md's "Express and Hono in
+ * one step") compile under `tsc --strict` against the package, with no cast: a host writes its handlers exactly as
+ * its framework's own.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
@@ -9,9 +10,20 @@ import { fileURLToPath } from "node:url"
 import ts from "typescript"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
-const readme = readFileSync(join(ROOT, "README.md"), "utf8")
-const section = readme.slice(readme.indexOf("### Fastify, Express or Hono"), readme.indexOf("### A complete host"))
-const blocks = [...section.matchAll(/^```ts\n([\s\S]*?)^```/gm)].map((match) => match[1]!)
+// The text of `file` from the heading `from` to the next heading of its level.
+const section = (file: string, from: string): string => {
+  const text = readFileSync(join(ROOT, file), "utf8")
+  const start = text.indexOf(from)
+  assert.isAtLeast(start, 0, `${file} has the heading ${from}`)
+  const end = text.indexOf("\n### ", start + from.length)
+  return text.slice(start, end === -1 ? undefined : end)
+}
+const blocksOf = (text: string) => [...text.matchAll(/^```ts\n([\s\S]*?)^```/gm)].map((match) => match[1]!)
+// Fastify's in the README, Express's and Hono's in docs/mounting.md.
+const blocks = [
+  ...blocksOf(section("README.md", "### Fastify, Express or Hono")),
+  ...blocksOf(section("docs/mounting.md", "### Express and Hono in one step"))
+]
 
 const config = ts.parseJsonConfigFileContent(
   ts.readConfigFile(join(ROOT, "tsconfig.json"), ts.sys.readFile).config,
@@ -34,7 +46,7 @@ const diagnosticsOf = (code: string, name: string): Array<string> => {
   )
 }
 
-describe("README: Fastify, Express or Hono in one step", () => {
+describe("Fastify, Express or Hono in one step (README, docs/mounting.md)", () => {
   it("has one block for each framework", () => {
     assert.deepStrictEqual(
       blocks.map((code) => /from "route-registry\/(fastify|express|hono)"/.exec(code)?.[1]),
