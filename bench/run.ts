@@ -1,5 +1,6 @@
 /**
- * The benchmark: `node --import tsx bench/run.ts [--quick] [--rounds N] [--duration SECONDS] [--only IDS]`, where IDS
+ * The benchmark: `node --import tsx bench/run.ts [--quick] [--rounds N] [--duration SECONDS] [--only IDS]
+ * [--baseline DIR]`, where IDS
  * is a comma-separated list of parts to run (get, mix, post, pg-get, pg-mix, pg-post, router, which also runs
  * router-github; memory, the heap per stored route; table, the route table against radix routers by bench/table.ts;
  * writes, creates, updates and deletes per second on Postgres against its peers by bench/writes.ts, with DATABASE_URL);
@@ -59,6 +60,13 @@ const config = {
   memoryRoutes: 200_000
 }
 const DATABASE_URL = process.env.DATABASE_URL === "" ? undefined : process.env.DATABASE_URL
+// --baseline DIR: another checkout of the library, built (`npm run build` there), whose `npm start` and Node listener
+// run in the same rounds as this one's (`npm-start@base`, `ours-node@base`): an earlier commit measured against this
+// one on the same loaded machine, taking turns.
+const BASELINE = (() => {
+  const i = argv.indexOf("--baseline")
+  return i === -1 ? undefined : argv[i + 1]
+})()
 
 // ---------------------------------------------------------------------------------------------------------------
 // Servers and scenarios
@@ -82,6 +90,8 @@ interface ServerSpec {
   readonly env?: Readonly<Record<string, string>>
   /** For a router server: the set of routes it serves (bench/router.ts), passed as `ROUTE_SET`; default `rest`. */
   readonly routeSet?: Router.RouteSet
+  /** The checkout the server runs from (`--baseline`); this one when omitted. */
+  readonly root?: string
 }
 
 // The GitHub REST API's routes, all of them (bench/router.ts).
@@ -149,7 +159,11 @@ const servers: ReadonlyArray<ServerSpec> = [
     seed: GITHUB,
     router: true,
     routeSet: "github"
-  }
+  },
+  ...(BASELINE === undefined ? [] : [
+    { name: "npm-start@base", file: "examples/server.ts", seed: config.seed, npmStart: true, root: BASELINE },
+    { name: "ours-node@base", file: "bench/ours/node-listener.ts", seed: config.seed, root: BASELINE }
+  ])
 ]
 
 type Mode = "get" | "post" | "mix" | "router"
@@ -169,6 +183,7 @@ interface Scenario {
 const all = <A>(full: ReadonlyArray<A>, quick: ReadonlyArray<A>) => QUICK ? quick : full
 // The lean peers: the whole contract on node:http written for speed, and on Fastify as its documentation teaches.
 const LEAN_PEERS = ["lean-node", "fastify-plain"]
+const BASELINE_SERVERS = BASELINE === undefined ? [] : ["npm-start@base", "ours-node@base"]
 const memoryServers = all(
   [
     "ours-node",
@@ -183,10 +198,10 @@ const memoryServers = all(
     "effect-httpapi"
   ],
   ["ours-node", "npm-start", "ours-httpapp", ...LEAN_PEERS, "raw-node", "fastify", "effect-httpapi"]
-)
+).concat(BASELINE_SERVERS)
 const postServers = all(
   memoryServers,
-  ["ours-node", "npm-start", "ours-httpapp", ...LEAN_PEERS, "fastify", "effect-httpapi"]
+  ["ours-node", "npm-start", "ours-httpapp", ...LEAN_PEERS, "fastify", "effect-httpapi", ...BASELINE_SERVERS]
 )
 const pgServers = ["ours-node-pg", "fastify-pg"]
 const allScenarios: ReadonlyArray<Scenario> = [
@@ -348,8 +363,10 @@ const tables: Array<string> = []
  * What `npm start` runs, read from package.json (`NAME=value … node <args>`), so the benchmark measures that command
  * and not a copy of it. Its process is node itself, pinned and measured as the others are (npm's own process is not).
  */
-export const npmStartCommand = (): { readonly env: Record<string, string>; readonly args: ReadonlyArray<string> } => {
-  const script: string = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.start
+export const npmStartCommand = (
+  root = ROOT
+): { readonly env: Record<string, string>; readonly args: ReadonlyArray<string> } => {
+  const script: string = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts.start
   const words = script.trim().split(/\s+/)
   const env: Record<string, string> = {}
   while (words.length > 0 && /^[A-Z_][A-Z0-9_]*=/.test(words[0]!)) {
@@ -496,15 +513,16 @@ const startServer = (spec: ServerSpec): Promise<Running> => {
     DATABASE_URL: spec.postgres === true ? DATABASE_URL : "",
     TABLE: table
   }
-  const npmStart = spec.npmStart === true ? npmStartCommand() : undefined
+  const root = spec.root ?? ROOT
+  const npmStart = spec.npmStart === true ? npmStartCommand(root) : undefined
   const child = npmStart !== undefined
     ? spawn(process.execPath, npmStart.args, {
-      cwd: ROOT,
+      cwd: root,
       env: { ...env, ...npmStart.env },
       stdio: ["ignore", "pipe", "pipe"]
     })
     : spawn(process.execPath, ["--max-old-space-size=4096", "--import", "tsx", spec.file], {
-      cwd: ROOT,
+      cwd: root,
       env: { ...env, ...COMPILED, ...spec.env, ...(spec.routeSet === undefined ? {} : { ROUTE_SET: spec.routeSet }) },
       stdio: ["ignore", "pipe", "pipe"]
     })
