@@ -99,6 +99,13 @@ const GITHUB = Router.routes(Infinity, "github").length
 const scaleName = `ours-node@${config.scaleSeed.toLocaleString("en-US")}`
 const servers: ReadonlyArray<ServerSpec> = [
   { name: "ours-node", file: "bench/ours/node-listener.ts", seed: config.seed, library: true },
+  {
+    name: "ours-node-telemetry",
+    file: "bench/ours/node-listener.ts",
+    seed: config.seed,
+    library: true,
+    env: { TELEMETRY: "1" }
+  },
   { name: "ours-httpapp", file: "bench/ours/http-app.ts", seed: config.seed, library: true },
   { name: "ours-web", file: "bench/ours/web-handler.ts", seed: config.seed, library: true },
   { name: "npm-start", file: "examples/server.ts", seed: config.seed, library: true, npmStart: true },
@@ -187,6 +194,7 @@ const BASELINE_SERVERS = BASELINE === undefined ? [] : ["npm-start@base", "ours-
 const memoryServers = all(
   [
     "ours-node",
+    "ours-node-telemetry",
     "npm-start",
     "ours-httpapp",
     "ours-web",
