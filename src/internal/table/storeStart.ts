@@ -48,8 +48,8 @@ export interface StartOptions {
 /** How long `RouteTable.layerFrom` waits for its store before it routes from its files: 10 seconds. */
 export const DEFAULT_START_TIMEOUT = Duration.seconds(10)
 
-// Between two tries to build the store: from half a second, doubling, at most 10 seconds.
-const RETRY = Schedule.union(Schedule.exponential(Duration.millis(500)), Schedule.spaced(Duration.seconds(10)))
+// Between two tries to build the store: from 200 ms, doubling, at most 2 seconds (a try is one connection).
+const RETRY = Schedule.union(Schedule.exponential(Duration.millis(200)), Schedule.spaced(Duration.seconds(2)))
 
 /** The live table over the store in context on `table`, its followers forked in the scope. */
 const liveOn = (table: Impl.TableImpl<Route.StoredRoute>, history: History.History) =>

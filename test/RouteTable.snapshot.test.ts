@@ -1,0 +1,150 @@
+/**
+ * A process on the Postgres store with a snapshot file (`RouteTable.layerFrom`, docs/resilience.md): it writes its
+ * table's snapshot (kind `postgres`); started with its database down, it routes from the snapshot at once, refuses
+ * writes with `StoreUnavailable` (the API's `503 store_unavailable`) and says `source: "snapshot"`; when the database
+ * answers, the database's table replaces the snapshot's in one step and writes work. A snapshot of another kind is
+ * refused with its reason.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { assert, describe, it, onTestFinished } from "@effect/vitest"
+import { Effect, Either, Exit, Layer, Logger, ManagedRuntime, Redacted } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as PgRouteRepository from "route-registry/PgRouteRepository"
+import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
+import * as RouteTable from "route-registry/RouteTable"
+import * as SnapshotFile from "../src/internal/table/snapshotFile.js"
+import { eventually } from "./utils/followers.js"
+import * as TcpProxy from "./utils/tcpProxy.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
+
+const folder = () => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "route-registry-pg-snapshot-"))
+  onTestFinished(() => Fs.rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+const store = (url: string, table: string) =>
+  PgRouteRepository.layer({ table }).pipe(
+    Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 2, connectTimeout: "1 second" }))
+  )
+
+// A table of its own, dropped when the test ends.
+const table = () => {
+  const name = TestDatabase.freshTable()
+  onTestFinished(() =>
+    Effect.runPromise(
+      PgRouteRepository.uninstall({ table: name }).pipe(Effect.provide(TestDatabase.layer()), Effect.ignore)
+    )
+  )
+  return name
+}
+
+const host = (url: string, name: string, options: RouteTable.StartOptions, logs: Array<string> = []) => {
+  const logger = Logger.make(({ message }) =>
+    void logs.push(Array.isArray(message) ? message.join(" ") : String(message))
+  )
+  const runtime = ManagedRuntime.make(
+    RouteTable.layerFrom(store(url, name), options).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, logger)))
+  )
+  onTestFinished(() => runtime.dispose())
+  return runtime
+}
+
+type Host = ReturnType<typeof host>
+
+const create = (runtime: Host, path: string) =>
+  runtime.runPromiseExit(
+    Effect.flatMap(
+      Route.decodeCreate({ method: "GET", path, handler: "h", middleware: [] }).pipe(Effect.orDie),
+      (input) => Effect.flatMap(RouteRepository.RouteRepository, (repo) => repo.create(input))
+    )
+  )
+
+const tableOf = (runtime: Host) => runtime.runPromise(RouteTable.RouteTable)
+const statusOf = (runtime: Host) => runtime.runPromise(RouteTable.status)
+
+describe("a Postgres-store process's snapshot", () => {
+  it("is routed from while the database is down, then the database's table replaces it and writes work", async () => {
+    const proxy = await TcpProxy.start(TestDatabase.url)
+    onTestFinished(() => proxy.close())
+    const name = table()
+    const file = Path.join(folder(), "table.snapshot")
+    const options: RouteTable.StartOptions = { snapshotFile: file, startTimeout: "1 second" }
+
+    const first = host(proxy.url, name, options)
+    for (const path of ["/a", "/b", "/c"]) assert.isTrue(Exit.isSuccess(await create(first, path)))
+    assert.strictEqual((await statusOf(first)).source, "database")
+    await eventually(
+      () =>
+        Fs.existsSync(file) &&
+        Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "postgres")).entries.length === 3,
+      () => "no snapshot of the 3 routes written"
+    )
+    await first.dispose()
+
+    // The database goes away; meanwhile (through another address) a route is added and one removed.
+    proxy.point(undefined)
+    const direct = host(TestDatabase.url, name, {})
+    const added = await create(direct, "/while-away")
+    assert.isTrue(Exit.isSuccess(added))
+    const b = RouteTable.lookup(await tableOf(direct), "GET", "/b")
+    assert.strictEqual(b._tag, "Found")
+    await direct.runPromise(
+      Effect.flatMap(RouteRepository.RouteRepository, (repo) => repo.remove((b as RouteTable.Found).route.id))
+    )
+    await direct.dispose()
+
+    const logs: Array<string> = []
+    const second = host(proxy.url, name, options, logs)
+    const snapshotTable = await tableOf(second)
+    const status = await statusOf(second)
+    assert.strictEqual(status.source, "snapshot")
+    assert.isFalse(status.reachable)
+    assert.isNotNull(status.confirmedAt)
+    assert.strictEqual(RouteTable.size(snapshotTable), 3)
+    assert.strictEqual(RouteTable.lookup(snapshotTable, "GET", "/b")._tag, "Found")
+    const refused = await create(second, "/refused")
+    assert.isTrue(Exit.isFailure(refused))
+    assert.include(JSON.stringify(refused), "StoreUnavailable")
+    assert.isTrue(logs.some((line) => line.includes("routing from the snapshot")), logs.join("\n"))
+
+    // The database answers: its table replaces the snapshot's, and writes work.
+    proxy.point(TestDatabase.url)
+    const deadline = Date.now() + 20_000
+    while ((await statusOf(second)).source !== "database") {
+      assert.isBelow(Date.now(), deadline, "never caught up")
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const caughtUp = await tableOf(second)
+    assert.strictEqual(caughtUp, snapshotTable, "the same table, its routes replaced")
+    assert.strictEqual(RouteTable.lookup(caughtUp, "GET", "/while-away")._tag, "Found")
+    assert.strictEqual(RouteTable.lookup(caughtUp, "GET", "/b")._tag, "NotFound")
+    assert.isTrue(Exit.isSuccess(await create(second, "/after")))
+    assert.strictEqual(RouteTable.lookup(caughtUp, "GET", "/after")._tag, "Found")
+    await eventually(
+      () => Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "postgres")).entries.length === 4,
+      () => "the snapshot was not written again"
+    )
+  }, 60_000)
+
+  it("of another kind is refused with its reason, and the start fails as without one", async () => {
+    const proxy = await TcpProxy.start(TestDatabase.url)
+    onTestFinished(() => proxy.close())
+    proxy.point(undefined)
+    const file = Path.join(folder(), "table.snapshot")
+    const content = { store: "0123456789abcdef", revision: 1, confirmedAt: new Date(), routes: [] }
+    await Effect.runPromise(SnapshotFile.write(file, { ...content, kind: "follower" }))
+    const logs: Array<string> = []
+    const runtime = host(proxy.url, table(), { snapshotFile: file, startTimeout: "200 millis" }, logs)
+    assert.isTrue(Exit.isFailure(await runtime.runPromiseExit(RouteTable.status)))
+    assert.isTrue(
+      logs.some((line) =>
+        line.includes(`${file} is not routed from (written by a follower process, not a postgres's)`)
+      ),
+      logs.join("\n")
+    )
+  }, 30_000)
+})
