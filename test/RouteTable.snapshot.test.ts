@@ -17,6 +17,7 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as SnapshotFile from "../src/internal/table/snapshotFile.js"
 import { eventually } from "./utils/followers.js"
+import * as Spawned from "./utils/spawned.js"
 import * as TcpProxy from "./utils/tcpProxy.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -147,4 +148,61 @@ describe("a Postgres-store process's snapshot", () => {
       logs.join("\n")
     )
   }, 30_000)
+})
+
+describe("npm start on Postgres with SNAPSHOT_FILE", () => {
+  it(
+    "starts from its snapshot with the database down, answers writes 503 store_unavailable, then catches up",
+    async () => {
+      const database = await TestDatabase.freshDatabase()
+      onTestFinished(() => database.drop())
+      const proxy = await TcpProxy.start(database.url)
+      onTestFinished(() => proxy.close())
+      const token = "admin-token-for-the-snapshot-test"
+      const env = {
+        DATABASE_URL: proxy.url,
+        SNAPSHOT_FILE: Path.join(folder(), "table.snapshot"),
+        DATABASE_START_TIMEOUT_MS: "1000",
+        ROUTING_ADMIN_TOKENS: token,
+        DASHBOARD: "0"
+      }
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+      const post = (origin: string, path: string) =>
+        fetch(`${origin}/v1/routing`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ method: "GET", path, handler: "echo" })
+        })
+      const ready = async (origin: string) =>
+        (await (await fetch(`${origin}/readyz`)).json()) as Record<string, unknown>
+
+      const first = await Spawned.start("examples/server.ts", env)
+      try {
+        assert.strictEqual((await post(first.origin, "/hello")).status, 201)
+      } finally {
+        assert.strictEqual(await first.stop(), 0) // its last snapshot is written at shutdown
+      }
+
+      proxy.point(undefined)
+      const second = await Spawned.start("examples/server.ts", env)
+      onTestFinished(() => void second.stop("SIGKILL"))
+      const fromSnapshot = await ready(second.origin)
+      assert.strictEqual(fromSnapshot.source, "snapshot", JSON.stringify(fromSnapshot))
+      assert.isNumber(fromSnapshot.stalenessMillis)
+      assert.strictEqual((await fetch(`${second.origin}/hello`)).status, 200)
+      const refused = await post(second.origin, "/refused")
+      assert.strictEqual(refused.status, 503)
+      assert.strictEqual(((await refused.json()) as { code: string }).code, "store_unavailable")
+
+      proxy.point(database.url)
+      const deadline = Date.now() + 30_000
+      while ((await ready(second.origin)).source !== "database") {
+        assert.isBelow(Date.now(), deadline, `never caught up:\n${second.output()}`)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      assert.strictEqual((await post(second.origin, "/after")).status, 201)
+      assert.strictEqual((await fetch(`${second.origin}/after`)).status, 200)
+    },
+    120_000
+  )
 })
