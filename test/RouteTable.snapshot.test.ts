@@ -131,6 +131,43 @@ describe("a Postgres-store process's snapshot", () => {
     )
   }, 60_000)
 
+  it("absent, a first start routes from the bootstrap file until the database's table replaces it whole", async () => {
+    const proxy = await TcpProxy.start(TestDatabase.url)
+    onTestFinished(() => proxy.close())
+    const name = table()
+    const dir = folder()
+    const bootstrapFile = Path.join(dir, "routes.json")
+    Fs.writeFileSync(bootstrapFile, JSON.stringify({ routes: [{ method: "GET", path: "/boot", handler: "h" }] }))
+    const direct = host(TestDatabase.url, name, {})
+    assert.isTrue(Exit.isSuccess(await create(direct, "/stored")))
+    await direct.dispose()
+
+    proxy.point(undefined)
+    const options: RouteTable.StartOptions = {
+      snapshotFile: Path.join(dir, "table.snapshot"),
+      bootstrapFile,
+      startTimeout: "300 millis"
+    }
+    const booted = host(proxy.url, name, options)
+    const status = await statusOf(booted)
+    assert.strictEqual(status.source, "bootstrap")
+    assert.isNull(status.confirmedAt)
+    const routes = await tableOf(booted)
+    assert.strictEqual(RouteTable.lookup(routes, "GET", "/boot")._tag, "Found")
+    assert.strictEqual(RouteTable.lookup(routes, "GET", "/stored")._tag, "NotFound")
+    await new Promise((resolve) => setTimeout(resolve, 1_200))
+    assert.isFalse(Fs.existsSync(options.snapshotFile!), "a bootstrap table is never written as a snapshot")
+
+    proxy.point(TestDatabase.url)
+    const deadline = Date.now() + 20_000
+    while ((await statusOf(booted)).source !== "database") {
+      assert.isBelow(Date.now(), deadline, "never caught up")
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    assert.strictEqual(RouteTable.lookup(routes, "GET", "/boot")._tag, "NotFound")
+    assert.strictEqual(RouteTable.lookup(routes, "GET", "/stored")._tag, "Found")
+  }, 60_000)
+
   it("of another kind is refused with its reason, and the start fails as without one", async () => {
     const proxy = await TcpProxy.start(TestDatabase.url)
     onTestFinished(() => proxy.close())

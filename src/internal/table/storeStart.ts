@@ -208,6 +208,13 @@ export const fromFiles = <E, R>(
     const startTimeout = Duration.decode(options.startTimeout ?? DEFAULT_START_TIMEOUT)
     const scope = yield* Effect.scope
     let lastError = "the store is not built yet"
+    // Each new reason a try fails for is logged once (the tries repeat every few seconds).
+    const failed = (reason: string) =>
+      Effect.suspend(() => {
+        const fresh = reason !== lastError
+        lastError = reason
+        return fresh ? Effect.logWarning(`route table: cannot build the store (${reason}); trying again`) : Effect.void
+      })
     const attempt = Effect.gen(function*() {
       const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       return yield* Effect.onError(Layer.buildWithScope(storeLayer, child), (cause) =>
@@ -216,9 +223,7 @@ export const fromFiles = <E, R>(
     const building = yield* Effect.forkIn(
       attempt.pipe(
         Effect.tapError((error) =>
-          Effect.sync(() => {
-            lastError = reasonOf(error)
-          })
+          failed(reasonOf(error))
         ),
         Effect.retry(RETRY)
       ),
@@ -243,9 +248,7 @@ export const fromFiles = <E, R>(
     }
     const history = History.make(capacity)
     const table = new Impl.TableImpl<Route.StoredRoute>(placed(fallback, history))
-    let store = standIn(() =>
-      lastError
-    )
+    let store = standIn(() => lastError)
     let status = () => fallbackStatus(fallback, clock.unsafeCurrentTimeMillis(), lastError)
     const parts: Parts = { table, history, store: forwarding(() => store), status: () => status() }
     yield* Effect.logWarning(
@@ -263,11 +266,7 @@ export const fromFiles = <E, R>(
       const live = yield* liveOn(loaded, history).pipe(
         Effect.provide(context),
         Scope.extend(scope),
-        Effect.tapError((error) =>
-          Effect.sync(() => {
-            lastError = error.reason
-          })
-        ),
+        Effect.tapError((error) => failed(error.reason)),
         Effect.retry(RETRY)
       )
       Impl.replaceTree(table, loaded.tree)
