@@ -123,6 +123,12 @@ describe("a Postgres-store process's snapshot", () => {
     assert.strictEqual(caughtUp, snapshotTable, "the same table, its routes replaced")
     assert.strictEqual(RouteTable.lookup(caughtUp, "GET", "/while-away")._tag, "Found")
     assert.strictEqual(RouteTable.lookup(caughtUp, "GET", "/b")._tag, "NotFound")
+    // The database's table is written at once, not only at its next change.
+    const holds = (path: string) =>
+      Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "postgres")).entries.some((entry) =>
+        entry.route.path === path
+      )
+    await eventually(() => holds("/while-away") && !holds("/b"), () => "the database's table was not written")
     assert.isTrue(Exit.isSuccess(await create(second, "/after")))
     assert.strictEqual(RouteTable.lookup(caughtUp, "GET", "/after")._tag, "Found")
     await eventually(

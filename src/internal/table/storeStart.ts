@@ -207,6 +207,10 @@ export const fromFiles = <E, R>(
   Effect.gen(function*() {
     const startTimeout = Duration.decode(options.startTimeout ?? DEFAULT_START_TIMEOUT)
     const scope = yield* Effect.scope
+    // Nothing to route from: the store as `plain` builds it, with no wait.
+    if (options.snapshotFile === undefined && options.bootstrapFile === undefined) {
+      return yield* Effect.provide(plain(capacity), yield* Layer.buildWithScope(storeLayer, scope))
+    }
     let lastError = "the store is not built yet"
     // Each new reason a try fails for is logged once (the tries repeat every few seconds).
     const failed = (reason: string) =>
@@ -234,10 +238,16 @@ export const fromFiles = <E, R>(
     const fallback = Option.isSome(built)
       ? undefined
       : yield* Effect.mapError(fallbackOf(options, clock.unsafeCurrentTimeMillis()), unavailable)
+    // Cues a write of the snapshot, once its writer runs.
+    let cue = (): void => {}
     const withSnapshot = (parts: Parts) =>
-      options.snapshotFile === undefined
-        ? Effect.as(Effect.void, parts)
-        : Effect.as(keepSnapshot(options.snapshotFile, parts), parts)
+      options.snapshotFile === undefined ? Effect.succeed(parts) : Effect.map(
+        keepSnapshot(options.snapshotFile, parts),
+        (writer) => {
+          cue = writer.changed
+          return parts
+        }
+      )
     if (fallback === undefined) {
       // As `plain`: the store's layer as built (its error, when it fails, is the start's).
       const context = Option.isSome(built)
@@ -259,11 +269,15 @@ export const fromFiles = <E, R>(
           : `routing from the bootstrap file ${options.bootstrapFile} (${fallback.routes.length} routes)`) +
         "; writes are refused until it is"
     )
-    // The store's table, loaded into a tree of its own, replaces the fallback's in one step.
+    yield* withSnapshot(parts)
+    // The store's table, loaded into a tree of its own (a new one per try: a failed load leaves a part), replaces
+    // the fallback's in one step.
     const catchUp = Effect.gen(function*() {
       const context = yield* Fiber.join(building)
-      const loaded = new Impl.TableImpl<Route.StoredRoute>()
-      const live = yield* liveOn(loaded, history).pipe(
+      const [loaded, live] = yield* Effect.suspend(() => {
+        const loaded = new Impl.TableImpl<Route.StoredRoute>()
+        return Effect.map(liveOn(loaded, history), (live) => [loaded, live] as const)
+      }).pipe(
         Effect.provide(context),
         Scope.extend(scope),
         Effect.tapError((error) => failed(error.reason)),
@@ -272,10 +286,11 @@ export const fromFiles = <E, R>(
       Impl.replaceTree(table, loaded.tree)
       store = live.store
       status = live.status
+      cue()
       yield* Effect.logInfo(
         `route table: the store answers; its table (${loaded.tree.byId.size} routes) replaces the ${fallback.source}'s`
       )
     })
     yield* Effect.forkIn(catchUp, scope)
-    return yield* withSnapshot(parts)
+    return parts
   })
