@@ -73,7 +73,8 @@ describe("a Postgres-store process's snapshot", () => {
     onTestFinished(() => proxy.close())
     const name = table()
     const file = Path.join(folder(), "table.snapshot")
-    const options: RouteTable.StartOptions = { snapshotFile: file, startTimeout: "1 second" }
+    // A refused connection falls back at once: the timeout bounds only a database that does not answer.
+    const options: RouteTable.StartOptions = { snapshotFile: file, startTimeout: "30 seconds" }
 
     const first = host(proxy.url, name, options)
     for (const path of ["/a", "/b", "/c"]) assert.isTrue(Exit.isSuccess(await create(first, path)))

@@ -8,7 +8,20 @@
  * @internal
  */
 import type { Context } from "effect"
-import { Duration, Effect, Either, ExecutionStrategy, Exit, Fiber, Layer, Option, Schedule, Scope } from "effect"
+import {
+  Deferred,
+  Duration,
+  Effect,
+  Either,
+  ExecutionStrategy,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Schedule,
+  Scope
+} from "effect"
+import { identity } from "effect/Function"
 import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as Telemetry from "../../Telemetry.js"
@@ -212,11 +225,13 @@ export const fromFiles = <E, R>(
       return yield* Effect.provide(plain(capacity), yield* Layer.buildWithScope(storeLayer, scope))
     }
     let lastError = "the store is not built yet"
+    const failedOnce = yield* Deferred.make<void>()
     // Each new reason a try fails for is logged once (the tries repeat every few seconds).
     const failed = (reason: string) =>
       Effect.suspend(() => {
         const fresh = reason !== lastError
         lastError = reason
+        Deferred.unsafeDone(failedOnce, Exit.void)
         return fresh ? Effect.logWarning(`route table: cannot build the store (${reason}); trying again`) : Effect.void
       })
     const attempt = Effect.gen(function*() {
@@ -233,7 +248,11 @@ export const fromFiles = <E, R>(
       ),
       scope
     )
-    const built = yield* Effect.timeoutOption(Fiber.join(building), startTimeout)
+    // The store, unless its first try fails (the database refuses: route from the files at once) or it takes too long.
+    const built = yield* Effect.raceFirst(
+      Effect.map(Fiber.join(building), Option.some),
+      Effect.as(Deferred.await(failedOnce), Option.none())
+    ).pipe(Effect.timeoutTo({ duration: startTimeout, onSuccess: identity, onTimeout: Option.none }))
     const clock = yield* Effect.clock
     const fallback = Option.isSome(built)
       ? undefined
@@ -262,7 +281,7 @@ export const fromFiles = <E, R>(
     let status = () => fallbackStatus(fallback, clock.unsafeCurrentTimeMillis(), lastError)
     const parts: Parts = { table, history, store: forwarding(() => store), status: () => status() }
     yield* Effect.logWarning(
-      `route table: the store was not built within ${Duration.format(startTimeout)} (${lastError}); ` +
+      `route table: the store cannot be built (${lastError}); ` +
         (fallback.source === "snapshot"
           ? `routing from the snapshot ${options.snapshotFile} (${fallback.snapshot.header.routes} routes, revision ` +
             `${fallback.snapshot.header.revision}, confirmed current at ${fallback.snapshot.header.confirmedAt})`
@@ -287,6 +306,12 @@ export const fromFiles = <E, R>(
       store = live.store
       status = live.status
       cue()
+      const was = fallback.source === "snapshot" ? fallback.snapshot.header.store : undefined
+      if (was !== undefined && was !== history.store()) {
+        yield* Effect.logWarning(
+          `route table: the snapshot ${options.snapshotFile} was of another store (${was}); replaced by this one's table`
+        )
+      }
       yield* Effect.logInfo(
         `route table: the store answers; its table (${loaded.tree.byId.size} routes) replaces the ${fallback.source}'s`
       )
