@@ -300,7 +300,7 @@ export class ChangeHistory extends Context.Tag("route-registry/RouteTable/Change
  *   last was, a relay's as its heartbeats say (docs/scaling-out.md, "Readiness and staleness").
  * - `error`: why the last read failed, while it fails.
  * - `source` (since 0.5.0): where the table's routes came from: `"database"` (the process's own store), `"registry"`
- *   (a follower's registry), `"snapshot"` (a follower's last-known-good snapshot, until its registry answers) or
+ *   (a follower's registry), `"snapshot"` (a last-known-good snapshot, until the registry or database answers) or
  *   `"bootstrap"` (a bootstrap file, until the registry answers: `confirmedAt` is then `null` and `stalenessMillis`
  *   `Infinity`, past any bound). docs/resilience.md.
  *
