@@ -237,6 +237,8 @@ describe("npm start on Postgres with SNAPSHOT_FILE", () => {
       const refused = await post(second.origin, "/refused")
       assert.strictEqual(refused.status, 503)
       assert.strictEqual(((await refused.json()) as { code: string }).code, "store_unavailable")
+      // The admin API's reads answer as the store does when it cannot be reached.
+      assert.strictEqual((await fetch(`${second.origin}/v1/routing`, { headers })).status, 503)
 
       proxy.point(database.url)
       const deadline = Date.now() + 30_000
