@@ -7,7 +7,8 @@
  * ROUTING_READ_TOKENS (comma-separated, `token` or `name=token`), ROUTING_TOKENS (JSON), JWT_JWKS_URL, JWT_PUBLIC_KEY
  * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL,
  * FOLLOW_TOKEN and FOLLOW_NAME (follow that registry instead, with no store: see `follower` below; FOLLOW_RETRY_MAX_MS, its longest wait
- * between reconnections; SNAPSHOT_FILE, BOOTSTRAP_FILE and FOLLOW_START_TIMEOUT_MS, docs/resilience.md), READY_MAX_STALENESS_MS (see
+ * between reconnections; SNAPSHOT_FILE, BOOTSTRAP_FILE and FOLLOW_START_TIMEOUT_MS, docs/resilience.md; with DATABASE_URL,
+ * SNAPSHOT_FILE, BOOTSTRAP_FILE and DATABASE_START_TIMEOUT_MS likewise), READY_MAX_STALENESS_MS (see
  * /readyz below), ROUTER_STRICT, LOG_LEVEL (Effect's log levels: Info by default), DASHBOARD (`0` turns the dashboard at /v1/routing/ui/ off), and the timeouts HEADERS_TIMEOUT_MS, BODY_TIMEOUT_MS and REQUEST_TIMEOUT_MS (see
  * examples/env.ts).
  */
@@ -97,13 +98,16 @@ const follower = (url: string): Layer.Layer<Tables, unknown> => {
 const tables = (): Layer.Layer<Services, unknown> => {
   const follow = process.env.FOLLOW_URL
   if (follow !== undefined && follow !== "") return Layer.merge(follower(follow), Env.authenticator(true))
-  return withTable(Env.services(store()))
-}
-
-const store = (): Layer.Layer<RouteRepository.RouteRepository, unknown> => {
   const url = process.env.DATABASE_URL
-  if (url === undefined || url === "") return RouteRepository.layerMemory
-  return PgRouteRepository.layer().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl(url)) })))
+  if (url === undefined || url === "") return withTable(Env.services(RouteRepository.layerMemory))
+  const store = PgRouteRepository.layer().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl(url)) })))
+  const snapshotFile = process.env.SNAPSHOT_FILE || undefined
+  const bootstrapFile = process.env.BOOTSTRAP_FILE || undefined
+  if (snapshotFile === undefined && bootstrapFile === undefined) return withTable(Env.services(store))
+  // SNAPSHOT_FILE, BOOTSTRAP_FILE, DATABASE_START_TIMEOUT_MS: routing on while the database is down at start
+  // (docs/resilience.md).
+  const startTimeout = Env.optionalPositiveMillis("DATABASE_START_TIMEOUT_MS")
+  return Layer.merge(RouteTable.layerFrom(store, { snapshotFile, bootstrapFile, startTimeout }), Env.authenticator())
 }
 
 // The messages along an error's chain of causes, outermost first. The store's own error only says "PgClient: Failed

@@ -27,14 +27,13 @@ import type { Inspectable } from "effect/Inspectable"
 import type { Pipeable } from "effect/Pipeable"
 import * as Explain from "./internal/table/explain.js"
 import * as History from "./internal/table/history.js"
-import * as LiveTable from "./internal/table/liveTable.js"
+import type * as LiveTable from "./internal/table/liveTable.js"
 import * as Tree from "./internal/table/routeTree.js"
+import * as Start from "./internal/table/storeStart.js"
 import * as Impl from "./internal/table/table.js"
-import * as TelemetryInternal from "./internal/telemetry.js"
 import { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
-import * as Telemetry from "./Telemetry.js"
 
 /**
  * @since 0.2.0
@@ -301,7 +300,7 @@ export class ChangeHistory extends Context.Tag("route-registry/RouteTable/Change
  *   last was, a relay's as its heartbeats say (docs/scaling-out.md, "Readiness and staleness").
  * - `error`: why the last read failed, while it fails.
  * - `source` (since 0.5.0): where the table's routes came from: `"database"` (the process's own store), `"registry"`
- *   (a follower's registry), `"snapshot"` (a follower's last-known-good snapshot, until its registry answers) or
+ *   (a follower's registry), `"snapshot"` (a last-known-good snapshot, until the registry or database answers) or
  *   `"bootstrap"` (a bootstrap file, until the registry answers: `confirmedAt` is then `null` and `stalenessMillis`
  *   `Infinity`, past any bound). docs/resilience.md.
  *
@@ -355,34 +354,14 @@ export interface LayerOptions {
  */
 export const DEFAULT_HISTORY_CAPACITY: number = History.DEFAULT_CAPACITY
 
-const live = (capacity: number) =>
-  Effect.gen(function*() {
-    const table = empty<Route.StoredRoute>()
-    const history = History.make(capacity)
-    const telemetry = yield* Telemetry.Telemetry
-    const live = yield* LiveTable.make(
-      yield* RouteRepository.RouteRepository,
-      table.tree,
-      history,
-      telemetry === undefined ? undefined : TelemetryInternal.arrived(yield* Effect.clock)
-    )
-    if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
-    if (live.record !== undefined) yield* Effect.forkScoped(live.record)
-    if (telemetry !== undefined) {
-      yield* Effect.forkScoped(
-        TelemetryInternal.sampleTable(
-          telemetry.tableSampleInterval,
-          () => size(table),
-          () => live.status().stalenessMillis
-        )
-      )
-    }
-    return Context.make(RouteTable, table).pipe(
-      Context.add(RouteRepository.RouteRepository, live.store),
-      Context.add(TableStatus, { get: Effect.sync(live.status), unsafeGet: live.status }),
-      Context.add(ChangeHistory, history)
-    )
-  })
+const contextOf = (parts: Start.Parts) =>
+  Context.make(RouteTable, parts.table as Table<Route.StoredRoute>).pipe(
+    Context.add(RouteRepository.RouteRepository, parts.store),
+    Context.add(TableStatus, { get: Effect.sync(parts.status), unsafeGet: parts.status }),
+    Context.add(ChangeHistory, parts.history)
+  )
+
+const live = (capacity: number) => Effect.map(Start.plain(capacity), contextOf)
 
 /**
  * The live table over the `RouteRepository` in context. Building the layer loads every stored route (a process
@@ -429,4 +408,36 @@ export const layerWith = (options: LayerOptions): Layer.Layer<
   Either.match(History.capacityOf(options.historyCapacity), {
     onLeft: Layer.fail,
     onRight: (capacity) => Layer.scopedContext(live(capacity))
+  })
+
+/**
+ * The options of `layerFrom`: `historyCapacity` as `layerWith`'s; `snapshotFile`, `bootstrapFile`, `startTimeout`
+ * (default 10 seconds) as docs/resilience.md says.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export type StartOptions = Start.StartOptions
+
+/**
+ * `layerWith` over the store `storeLayer` builds, which may be down at start, keeping `snapshotFile` current. When
+ * the store's first try fails, or it is not built within `startTimeout`, the table routes at once from a valid snapshot (else `bootstrapFile`),
+ * `TableStatus` says `source: "snapshot"` and its age, the store's every call fails with `StoreUnavailable` (writes
+ * answer `503 store_unavailable`), and a fiber keeps building the store, whose table then replaces the snapshot's in
+ * one step (`source: "database"`). With neither file usable, it waits and fails as `layerWith`. docs/resilience.md.
+ *
+ * @since 0.5.0
+ * @category layers
+ */
+export const layerFrom = <E, R>(
+  storeLayer: Layer.Layer<RouteRepository.RouteRepository, E, R>,
+  options: StartOptions
+): Layer.Layer<
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  E | RouteRepository.StoreUnavailable | InvalidOption,
+  R
+> =>
+  Either.match(History.capacityOf(options.historyCapacity), {
+    onLeft: Layer.fail,
+    onRight: (capacity) => Layer.scopedContext(Effect.map(Start.fromFiles(storeLayer, capacity, options), contextOf))
   })

@@ -17,7 +17,8 @@ function* routesOf<R extends Route.Route>(tree: Tree.Tree<R>): Generator<R> {
 
 export class TableImpl<R extends Route.Route> implements Table<R> {
   readonly [TypeId]: typeof TypeId = TypeId
-  constructor(readonly tree: Tree.Tree<R> = new Tree.Tree()) {}
+  // Not readonly: a process starting from a snapshot replaces it in one step with its store's (`replaceTree`).
+  constructor(public tree: Tree.Tree<R> = new Tree.Tree()) {}
   [Symbol.iterator](): Iterator<R> {
     return routesOf(this.tree)
   }
@@ -35,4 +36,9 @@ export class TableImpl<R extends Route.Route> implements Table<R> {
   [NodeInspectSymbol]() {
     return this.toJSON()
   }
+}
+
+/** Makes `tree` the table's, in one step: the next lookup reads it (a table started from a snapshot, caught up). */
+export const replaceTree = <R extends Route.Route>(table: TableImpl<R>, tree: Tree.Tree<R>): void => {
+  table.tree = tree
 }
