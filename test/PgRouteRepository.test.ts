@@ -14,7 +14,8 @@ import {
   Layer,
   Schedule,
   Scheduler,
-  String as Str
+  String as Str,
+  TestServices
 } from "effect"
 import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
@@ -591,9 +592,8 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
     // A pool of one connection, held by another fiber: the next operation waits for it, and only the timeout can
     // answer. Run on the default scheduler and on an immediate one (as the Node listener runs requests), where
     // interrupting the waiting operation completes it at once: the caller must still get the timeout.
-    // Live: the timeout waits on the caller's Clock, and here a real connection is what it waits for.
     for (const scheduler of ["default", "immediate"] as const) {
-      it.live(`on the ${scheduler} scheduler`, () => {
+      it.effect(`on the ${scheduler} scheduler`, () => {
         const table = TestDatabase.freshTable()
         return Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient
@@ -623,6 +623,8 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
           yield* Fiber.join(holder)
           assert.strictEqual((yield* repo.findById(created.id)).id, created.id) // the store recovers
         }).pipe(
+          // On a live clock: the timeout waits on the caller's Clock, and here a real connection is what it waits for.
+          TestServices.provideLive,
           Effect.provide(
             TestDatabase.storeLayer({ table, queryTimeout: "300 millis" }).pipe(
               Layer.provideMerge(TestDatabase.layer({ maxConnections: 1 }))

@@ -16,10 +16,10 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as SnapshotFile from "../src/internal/table/snapshotFile.js"
-import { eventually } from "./utils/followers.js"
 import * as Spawned from "./utils/spawned.js"
 import * as TcpProxy from "./utils/tcpProxy.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
+import { eventually } from "./utils/waiting.js"
 
 const folder = () => {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "route-registry-pg-snapshot-"))
@@ -79,12 +79,9 @@ describe("a Postgres-store process's snapshot", () => {
     const first = host(proxy.url, name, options)
     for (const path of ["/a", "/b", "/c"]) assert.isTrue(Exit.isSuccess(await create(first, path)))
     assert.strictEqual((await statusOf(first)).source, "database")
-    await eventually(
-      () =>
-        Fs.existsSync(file) &&
-        Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "postgres")).entries.length === 3,
-      () => "no snapshot of the 3 routes written"
-    )
+    await Effect.runPromise(eventually(() => "no snapshot of the 3 routes written", () =>
+      Fs.existsSync(file) &&
+      Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "postgres")).entries.length === 3))
     await first.dispose()
 
     // The database goes away; meanwhile (through another address) a route is added and one removed.
@@ -129,12 +126,16 @@ describe("a Postgres-store process's snapshot", () => {
       Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "postgres")).entries.some((entry) =>
         entry.route.path === path
       )
-    await eventually(() => holds("/while-away") && !holds("/b"), () => "the database's table was not written")
+    await Effect.runPromise(
+      eventually(() => "the database's table was not written", () => holds("/while-away") && !holds("/b"))
+    )
     assert.isTrue(Exit.isSuccess(await create(second, "/after")))
     assert.strictEqual(RouteTable.lookup(caughtUp, "GET", "/after")._tag, "Found")
-    await eventually(
-      () => Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "postgres")).entries.length === 4,
-      () => "the snapshot was not written again"
+    await Effect.runPromise(
+      eventually(
+        () => "the snapshot was not written again",
+        () => Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(file), "postgres")).entries.length === 4
+      )
     )
   }, 60_000)
 
