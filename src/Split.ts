@@ -1,5 +1,5 @@
 /**
- * A route's split (canary and A/B, CONTRACT §20): a share of a route's traffic, by a key read from each request, goes
+ * A route's split (canary and A/B, docs/router.md: disabled routes and splits): a share of a route's traffic, by a key read from each request, goes
  * to other handlers, each key always to the same one in every process. Its schema, and the bucket and handler a key
  * gets, which the routers and `GET /v1/routing/match` compute the same way.
  *
@@ -87,7 +87,8 @@ export const Split = Schema.Struct({
   (schema) =>
     schema.annotations({
       identifier: "Split",
-      description: "A share of the route's traffic sent to other handlers by a key (CONTRACT §20)"
+      description:
+        "A share of the route's traffic sent to other handlers by a key (docs/router.md: disabled routes and splits)"
     })
 )
 

@@ -26,7 +26,7 @@ describe("Catalog.check", () => {
     assert.include(issues[2]!.message, "did you mean \"showUser\"?")
   })
 
-  it("checks every split target as a handler, at its place (CONTRACT §20)", () => {
+  it("checks every split target as a handler, at its place (docs/router.md: disabled routes and splits)", () => {
     const split = { targets: [{ handler: "echo" }, { handler: "listUser" }, { handler: "zzz" }] }
     const issues = Catalog.check(names, { handler: "showUser", split })
     assert.deepStrictEqual(issues.map((issue) => issue.path), ["split.targets[1].handler", "split.targets[2].handler"])

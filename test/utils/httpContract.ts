@@ -1234,7 +1234,7 @@ export const matchContract = (adapter: Adapter, store: Store, options?: RoutingH
     assert.include(candidates[1].reason, "another method")
   })
 
-  it("with key=, a split's choice beside the route: key, bucket and handler (CONTRACT §20)", async () => {
+  it("with key=, a split's choice beside the route: key, bucket and handler (docs/router.md: disabled routes and splits)", async () => {
     const split = { by: "header:x-user", targets: [{ handler: "v2", weight: 5000 }] }
     const created = await send(post({ method: "GET", path: "/split", handler: "h", split }))
     assert.strictEqual(created.status, 201, created.text)

@@ -84,7 +84,7 @@ export const integrationContract = (integration: Integration, store: Store) => {
       assert.include(refused.message, fix)
     }
   })
-  it("a disabled route answers 503 route_disabled; a split sends a key to its target, the override wins (CONTRACT §20)", async () => {
+  it("a disabled route answers 503 route_disabled; a split sends a key to its target, the override wins (docs/router.md: disabled routes and splits)", async () => {
     const host = await integration.start(store, "")
     try {
       const split = { by: "header:x-u", targets: [{ handler: "other", weight: 10_000 }], override: "x-o" }

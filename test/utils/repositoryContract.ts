@@ -252,7 +252,7 @@ export const repositoryContract = <R>(
   describe("the method bound", () => methodBound(test))
   describe("idempotency keys", () => idempotencyKeys(test))
   describe("the change log", () => logContract(test, it, limited))
-  describe("enabled and split (CONTRACT §20)", () => safeChangesContract(test))
+  describe("enabled and split (docs/router.md: disabled routes and splits)", () => safeChangesContract(test))
 }
 
 type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void

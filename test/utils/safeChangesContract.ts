@@ -1,5 +1,5 @@
 /**
- * The repository contract of the fields of CONTRACT §20 this release stores (`enabled`, `split`): left out at their
+ * The repository contract of the fields of docs/router.md: disabled routes and splits this release stores (`enabled`, `split`): left out at their
  * defaults, stored, patched, logged, restored and filtered alike by every store.
  */
 import { assert } from "@effect/vitest"

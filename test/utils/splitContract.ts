@@ -1,5 +1,5 @@
 /**
- * The router's part of CONTRACT §20, whatever its form: a disabled route wins matching and is answered `503
+ * The router's part of docs/router.md: disabled routes and splits, whatever its form: a disabled route wins matching and is answered `503
  * route_disabled` with no function run; a split sends each key to the handler its bucket names, the override header
  * wins, and the host's code reads the choice through the form's accessor. Each form registers `variants` in its own
  * idiom; the tests compute the expected handler with `Split.choose` on their own.

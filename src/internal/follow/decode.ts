@@ -80,7 +80,7 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
   const optional = optionalFields(json as Record<string, unknown>, handler)
   if (optional === undefined) return undefined
   // Schema.Class ignores keys it does not know; only the text is then not the route's own. A route with the fields of
-  // §20 is written again by the follower's history (rare, and not worth recognising).
+  // docs/router.md is written again by the follower's history (rare, and not worth recognising).
   const canonical = hasRouteKeys(json) && data.length === plainLength(id, method, path, middleware, handler)
   return {
     id,
@@ -97,7 +97,7 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
 
 const NONE = {}
 
-// The fields of §20 an event carries, as a route keeps them; `undefined` when one is not valid. A follower that
+// The fields of docs/router.md an event carries, as a route keeps them; `undefined` when one is not valid. A follower that
 // dropped them would serve a disabled route, or ignore a split.
 const optionalFields = (
   json: Record<string, unknown>,

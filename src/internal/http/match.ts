@@ -17,7 +17,7 @@ import type { Request, Response } from "./exchange.js"
 import { parseParameters } from "./listQuery.js"
 
 /**
- * The question: a request's method and its target (a path, with or without a query string), and (§20) the key a
+ * The question: a request's method and its target (a path, with or without a query string), and (docs/router.md) the key a
  * split would read from the request.
  */
 export interface Question {

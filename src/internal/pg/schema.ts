@@ -235,7 +235,7 @@ export const migrations = (options: Options.Options = {}) => {
     "9_add_store_identity": Effect.flatMap(SqlClient.SqlClient, (sql) =>
       sql`ALTER TABLE ${sql(counter)}
         ADD COLUMN store text NOT NULL DEFAULT substr(md5(random()::text || clock_timestamp()::text), 1, 16)`),
-    // (v5) A route may be disabled, and may split its traffic (CONTRACT §20): both at their defaults for every route
+    // (v5) A route may be disabled, and may split its traffic (docs/router.md: disabled routes and splits): both at their defaults for every route
     // stored before, so they read as before. No index on `enabled`: a listing filtered by it reads in id order.
     "10_add_enabled_and_split": Effect.flatMap(
       SqlClient.SqlClient,

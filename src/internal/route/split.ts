@@ -1,5 +1,5 @@
 /**
- * A route's split (CONTRACT §20): the rules of its fields, its canonical form, and which handler a key's bucket goes
+ * A route's split (docs/router.md: disabled routes and splits): the rules of its fields, its canonical form, and which handler a key's bucket goes
  * to. Plain functions, as the rest of the grammar: the validators and the routers call them.
  *
  * @internal

@@ -117,7 +117,7 @@ const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<st
   }
 }
 
-// The optional fields of §20 as a route keeps them: only when not at their defaults.
+// The optional fields of docs/router.md as a route keeps them: only when not at their defaults.
 const optionalFields = (body: Record<string, unknown>) => ({
   ...(body.enabled === false ? { enabled: false } : {}),
   ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) })

@@ -39,7 +39,7 @@ export const handlerUnavailable = (name: string): Answer =>
     { "retry-after": String(Limits.DEFAULT_RETRY_AFTER_SECONDS) }
   )
 
-/** How long a client of a disabled route is asked to wait (CONTRACT §20). */
+/** How long a client of a disabled route is asked to wait (docs/router.md: disabled routes and splits). */
 export const ROUTE_DISABLED_RETRY_AFTER_SECONDS = 60
 
 /** A disabled route's answer: it still wins matching, so traffic never falls through to a broader route. */

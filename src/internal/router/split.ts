@@ -1,5 +1,5 @@
 /**
- * A split's choice for a request, read the same way by every router form and integration (CONTRACT §20): the key from
+ * A split's choice for a request, read the same way by every router form and integration (docs/router.md: disabled routes and splits): the key from
  * a header, a cookie or a query parameter, and the override header. A route without a split costs one property read.
  *
  * @internal
@@ -34,7 +34,7 @@ const readingOf = (split: Split.Split): Reading => {
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 /**
- * A header's value as §20 reads it: its bytes as UTF-8 where valid, else as Latin-1. Servers give each byte as one
+ * A header's value as docs/router.md reads it: its bytes as UTF-8 where valid, else as Latin-1. Servers give each byte as one
  * character (Latin-1); an ASCII value is returned as it is.
  */
 export const headerText = (value: string): string => {

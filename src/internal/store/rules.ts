@@ -40,12 +40,12 @@ export const IDEMPOTENCY_KEY_OVERHEAD_BYTES = 256
  */
 export const fingerprint = (input: Route.CreateRoute): string => {
   const optional = optionalOf(input)
-  // A route without the fields of §20 keeps the digest of earlier releases, so its remembered keys still match.
+  // A route without the fields of docs/router.md keeps the digest of earlier releases, so its remembered keys still match.
   const fields = [input.method, input.path, input.middleware, input.handler, ...(optional === NONE ? [] : [optional])]
   return createHash("sha256").update(JSON.stringify(fields), "utf8").digest("base64url")
 }
 
-/** The fields of §20 a route keeps, only when not at their defaults: `enabled` only when `false`. */
+/** The fields of docs/router.md a route keeps, only when not at their defaults: `enabled` only when `false`. */
 export interface Optional {
   readonly enabled?: false
   readonly split?: Split.Split
@@ -167,7 +167,7 @@ export type Fields = Pick<Route.Route, "method" | "path" | "middleware" | "handl
 
 // A constructor whose instances are `StoredRoute`s (its prototype is theirs) and set nothing but their own fields, in
 // their order: V8 then keeps all seven inside the object, as it does for the class's own (`Object.create` would not).
-// The fields of §20 are set only when present, so a route without them keeps the seven-field shape.
+// The fields of docs/router.md are set only when present, so a route without them keeps the seven-field shape.
 const StoredRouteOf = function(
   this: Record<string, unknown>,
   id: Route.RouteId,
@@ -287,7 +287,7 @@ export const checkHistoryCapacity = (value: number): string | undefined =>
 
 /**
  * What a restore makes a route: the fields of the route right after the change it goes back to, as a patch (the
- * fields of §20 at their defaults given too, so that they are reset) and, for a deleted route, as a create input.
+ * fields of docs/router.md at their defaults given too, so that they are reset) and, for a deleted route, as a create input.
  */
 export const restoredFields = (after: Route.Route) => ({
   input: inputFields(after),
