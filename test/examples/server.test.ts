@@ -269,7 +269,13 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
   }
 
   it("registry → follower → follower of the follower: routes what the registry stores, read-only, with no database", async () => {
-    const registry = await start({ ROUTING_ADMIN_TOKENS: "admin", ROUTING_READ_TOKENS: "reader" })
+    // Followers are listed in the fleet with a token that holds fleet:report (docs/scaling-out.md).
+    const reporters = JSON.stringify([{ name: "edge", token: "edge-token", scopes: ["routes:read", "fleet:report"] }])
+    const registry = await start({
+      ROUTING_ADMIN_TOKENS: "admin",
+      ROUTING_READ_TOKENS: "reader",
+      ROUTING_TOKENS: reporters
+    })
     onTestFinished(async () => {
       await registry.stop()
     })
@@ -277,18 +283,22 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
     assert.strictEqual(hello.status, 201)
     const route = await hello.json()
     // DATABASE_URL names a port nothing listens on: a follower that connected would not start.
-    const followerEnv = { ROUTING_READ_TOKENS: "reader", DATABASE_URL: "postgres://postgres@127.0.0.1:1/none" }
+    const followerEnv = {
+      ROUTING_READ_TOKENS: "reader",
+      ROUTING_TOKENS: reporters,
+      DATABASE_URL: "postgres://postgres@127.0.0.1:1/none"
+    }
     const follower = await start({
       ...followerEnv,
       FOLLOW_URL: registry.origin,
-      FOLLOW_TOKEN: "reader",
+      FOLLOW_TOKEN: "edge-token",
       FOLLOW_NAME: "edge-relay"
     })
     onTestFinished(async () => {
       await follower.stop()
     })
     assert.include(follower.output(), "DATABASE_URL is not used")
-    const relayed = await start({ ...followerEnv, FOLLOW_URL: follower.origin, FOLLOW_TOKEN: "reader" })
+    const relayed = await start({ ...followerEnv, FOLLOW_URL: follower.origin, FOLLOW_TOKEN: "edge-token" })
     onTestFinished(async () => {
       await relayed.stop()
     })
