@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Context } from "effect"
-import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option, Redacted, TestClock } from "effect"
+import { Cause, Effect, Exit, Layer, Logger, LogLevel, Option, Redacted, Runtime, TestClock } from "effect"
 import * as Authenticator from "route-registry/Authenticator"
 import * as InvalidOption from "route-registry/InvalidOption"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
+import * as Runner from "../src/internal/http/runner.js"
 
 const authenticate = (token: string) =>
   Effect.flatMap(Authenticator.Authenticator, (auth) => auth.authenticate(Redacted.make(token)))
@@ -251,24 +252,32 @@ describe("the principals every authenticator gives the routing API", () => {
 
   it("a usable principal decided at once is answered at once (an Exit), as before", () => {
     ids.set("id-fast", "fast")
-    assert.isTrue(Exit.isExit(handler.handle(request("id-fast"))))
+    // The adapters' runner completes it in the call that starts it.
+    assert.isTrue(Exit.isExit(Runner.make(Runtime.defaultRuntime)(handler.handle(request("id-fast"))!)))
   })
 
   // The core over `authenticator`, built where the log lines go to `lines` (it runs requests on the runtime it is made in).
   const logging = (authenticator: Context.Tag.Service<typeof Authenticator.Authenticator>) => {
     const lines: Array<{ readonly level: string; readonly message: string }> = []
-    const core = RoutingHandler.make().pipe(
-      Effect.provide(RouteRepository.layerMemory),
-      Effect.provideService(Authenticator.Authenticator, authenticator),
-      Effect.provide(Logger.replace(
+    const logger = Layer.merge(
+      Logger.replace(
         Logger.defaultLogger,
         Logger.make(({ logLevel, message }) =>
           lines.push({ level: logLevel.label, message: (Array.isArray(message) ? message : [message]).join(" ") })
         )
-      )),
-      Effect.provide(Logger.minimumLogLevel(LogLevel.All))
+      ),
+      Logger.minimumLogLevel(LogLevel.All)
     )
-    return Effect.map(core, (own) => ({ lines, send: (token: string) => own.handle(request(token))! }))
+    const core = RoutingHandler.make().pipe(
+      Effect.provide(RouteRepository.layerMemory),
+      Effect.provideService(Authenticator.Authenticator, authenticator),
+      Effect.provide(logger)
+    )
+    // `handle` starts nothing: each request runs where the log lines go, as an adapter runs it on its runtime.
+    return Effect.map(core, (own) => ({
+      lines,
+      send: (token: string) => Effect.provide(own.handle(request(token))!, logger)
+    }))
   }
 
   it.effect("each refusal's reason is logged as a warning, once per reason and minute, never with the token", () =>

@@ -38,7 +38,6 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Cause, Clock, Context, Effect, Exit, Fiber, FiberId, Option, Runtime, Stream } from "effect"
 import Pg from "pg"
 import type * as RouteRepository from "../../RouteRepository.js"
-import * as Alarms from "../alarms.js"
 import type * as Connect from "./connect.js"
 import { isReadOnly } from "./errors.js"
 import * as Sweep from "./sweep.js"
@@ -184,9 +183,9 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
   const late = Sweep.make(sql, connect, mark, millis)
   let savepoints = 0
 
-  // Runs `effect` in a fiber forked with the caller's fiber refs (so a host's transaction and span still apply), against
-  // a deadline on the caller's `Clock` (alarms.ts): `Effect.timeoutFail` races two forked fibers and a sleep per call,
-  // which cost a third of a store's throughput (bench/). Past the deadline the caller is answered and the statement left to the sweep: an
+  // Runs `effect` against a timer in a fiber forked with the caller's fiber refs (so a host's transaction and span
+  // still apply): `Effect.timeoutFail` races two forked fibers and a `Clock` sleep per call, which cost a third of a
+  // store's throughput (bench/). Past the deadline the caller is answered and the statement left to the sweep: an
   // interruption would make @effect/sql-pg cancel through the pool, which may have no free connection, and may hand
   // the cancel to whatever that backend runs by then.
   const read = <A, E>(effect: Effect.Effect<A, E>) =>
@@ -196,19 +195,19 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
         Effect.async<A, E | RouteRepository.StoreUnavailable>((resume) => {
           let passed = false
           const fiber = Runtime.runFork(runtime)(effect)
-          const cancel = Alarms.after(runtime, millis, () => {
+          const timer = setTimeout(() => {
             passed = true
             late.passed(runtime)
             resume(Effect.fail(timedOut()))
-          })
+          }, millis)
           fiber.addObserver((exit) => {
-            cancel()
+            clearTimeout(timer)
             if (passed) return late.ended()
             // Interrupted by anything but this caller (a pool or runtime shutting down): the store could not answer.
             resume(Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? Effect.fail(interrupted()) : exit)
           })
           return Effect.sync(() => {
-            cancel()
+            clearTimeout(timer)
             fiber.unsafeInterruptAsFork(FiberId.none)
           })
         })
@@ -360,14 +359,15 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
       return yield* Effect.failCause(kept.cause)
     })
 
-  // The deadline and its backstop wait on the caller's `Clock`, as `read`'s does (alarms.ts).
+  // The deadline and its backstop are Node timers, as `read`'s is; the time left for the statements is read from the
+  // `Clock`.
   const write = <A>(witness: Witness<A>, since?: number) => <B extends A, E>(work: Effect.Effect<B, E | SqlError>) =>
     Effect.flatMap(
       Effect.zip(Effect.runtime<never>(), Effect.clock),
       ([runtime, clock]) =>
         Effect.async<B, E | SqlError | RouteRepository.StoreUnavailable>((resume) => {
           const startedAt = since ?? clock.unsafeCurrentTimeMillis()
-          const left = Math.max(0, Math.ceil(millis - (clock.unsafeCurrentTimeMillis() - startedAt)))
+          const left = millis - (clock.unsafeCurrentTimeMillis() - startedAt)
           const remaining = () => Math.max(1, Math.ceil(millis - (clock.unsafeCurrentTimeMillis() - startedAt)))
           const host = Context.getOption(runtime.context, SqlClient.TransactionConnection)
           const state: State = {
@@ -384,19 +384,19 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
           const answer = (exit: Exit.Exit<B, E | SqlError | RouteRepository.StoreUnavailable>) => {
             if (answered) return
             answered = true
-            deadline()
-            backstop()
+            clearTimeout(deadline)
+            clearTimeout(backstop)
             resume(exit)
           }
-          const deadline = Alarms.after(runtime, left, () => {
+          const deadline = setTimeout(() => {
             // Nothing sent yet, or no COMMIT: the transaction will never commit. In a host's transaction the answer waits
             // for the savepoint's rollback, which the server's statement_timeout brings at the deadline.
             if (host._tag === "None" && state.phase !== "committing") {
               state.phase = "abandoned"
               answer(Exit.fail(state.readOnly ? readOnly() : timedOut()))
             }
-          })
-          const backstop = Alarms.after(runtime, left + grace, () => {
+          }, left)
+          const backstop = setTimeout(() => {
             // The connection has not answered at all since the deadline.
             if (state.phase === "committing") {
               run(settled(state, state.value as B, timedOut())).addObserver(answer)
@@ -408,7 +408,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
                 )
               ))
             }
-          })
+          }, left + grace)
           const fiber = run(
             host._tag === "Some" ? inHost(host.value[0], work, state, remaining) : own(work, witness, state, remaining)
           )
@@ -423,8 +423,8 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
           // An interrupted caller gives the write up as the deadline does: rolled back unless its COMMIT was sent.
           return Effect.sync(() => {
             answered = true
-            deadline()
-            backstop()
+            clearTimeout(deadline)
+            clearTimeout(backstop)
             if (host._tag === "None" && state.phase !== "committing") state.phase = "abandoned"
           })
         })

@@ -266,10 +266,9 @@ export const uninstall = (
     ]
     const functions = [settings.stampFunction, settings.removalFunction, settings.methodBoundFunction]
     yield* Effect.all([
-      sql`DROP TABLE IF EXISTS ${sql.csv(tables.map((name) => sql`${sql(name)}`))}`,
-      sql`DROP FUNCTION IF EXISTS ${sql.csv(functions.map((name) => sql`${sql(name)}()`))}, ${
-        sql(settings.searchFunction)
-      }(text, text, text[])`
+      Effect.forEach(tables, (name) => sql`DROP TABLE IF EXISTS ${sql(name)}`, { discard: true }),
+      Effect.forEach(functions, (name) => sql`DROP FUNCTION IF EXISTS ${sql(name)}()`, { discard: true }),
+      sql`DROP FUNCTION IF EXISTS ${sql(settings.searchFunction)}(text, text, text[])`
     ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
   })
 

@@ -162,7 +162,8 @@ export const validateCreate = (body: unknown): Either.Either<CreateRoute, Readon
   }
   const issues = new Issues()
   for (const field of FIELDS) {
-    const value = body[field]
+    // Own fields only: a boxed string's `split` is String.prototype's, not the body's.
+    const value = hasOwn(body, field) ? body[field] : undefined
     const required = REQUIRED[field]
     if (value !== undefined) checkField[field](value, issues, body)
     else if (required !== undefined) issues.add(field, required)
