@@ -121,10 +121,16 @@ describe("PgRouteRepository on a server that crashed", () => {
       )
       const before = await writer.runtime.runPromise(changes.cursor)
       assert.isTrue((await writer.runtime.runPromise(changes.since(before))).complete)
+      const statsReset = () =>
+        PgCluster.query(server.url, (client) => client.query("SELECT stats_reset::text AS at FROM pg_stat_archiver"))
+          .then((result) => String(result.rows[0].at), () => undefined)
+      const resetBefore = await statsReset()
       await PgCluster.query(server.url, async (client) => {
         const { rows } = await client.query("SELECT pg_backend_pid() AS pid")
         process.kill(rows[0].pid, "SIGKILL")
       })
+      // The crash is the server's to notice: until it has restarted its processes, a read may still reach the old ones.
+      for (let at = await statsReset(); at === undefined || at === resetBefore; at = await statsReset()) await pause(50)
       for (;;) {
         const read = await writer.runtime.runPromiseExit(changes.since(before))
         if (Exit.isSuccess(read)) {
