@@ -45,9 +45,6 @@ export type Route = Omit<typeof RouteModule.Route.Encoded, "middleware" | "enabl
 
 export type RouteFields = Omit<Route, "id" | "createdAt">
 
-/** A middleware entry's name. */
-export const nameOf = (entry: MiddlewareEntry): string => typeof entry === "string" ? entry : entry.name
-
 /** An entry of the change log as the API answers it (docs/history.md): its routes and time in their JSON forms. */
 export type Entry = Omit<RouteRepositoryModule.HistoryEntry, "at" | "before" | "after"> & {
   readonly at: string

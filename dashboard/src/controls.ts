@@ -4,9 +4,9 @@
  * target's "Weight"). Labels are the accessible names docs/dashboard.md lists; none contains another field's name, so
  * "Handler" names one textbox of the form.
  */
-import { type Condition, type MiddlewareEntry, nameOf, type RouteFields, type Split, type When } from "./api.js"
+import type { Condition, MiddlewareEntry, RouteFields, Split, When } from "./api.js"
 import { type Field, field, h, type Kind, type Props, toggle } from "./dom.js"
-import { conditionText, type Name, percent } from "./fields.js"
+import { conditionText, type Name, nameOf, percent } from "./fields.js"
 
 /** A problem the page finds before sending (a config that is not JSON), at its path as the API's `errors[]` has it. */
 export interface Issue {
@@ -136,8 +136,8 @@ const section = (legend: string, intro: string, ...children: ReadonlyArray<Node>
   return { element, problem }
 }
 
-// One condition a line: `name`, or `name<separator>value`.
-const conditionsOf = (text: string, separator: string): Array<Condition> =>
+/** One condition a line: `name`, or `name<separator>value`. */
+export const conditionsOf = (text: string, separator: string): Array<Condition> =>
   text.split("\n").map((line) => line.trim()).filter((line) => line !== "").map((line) => {
     const at = line.indexOf(separator)
     return at < 0 ? { name: line } : { name: line.slice(0, at).trim(), value: line.slice(at + 1).trim() }
@@ -176,12 +176,11 @@ const when = (): Control => {
       }
     },
     check: () => [],
-    at: (path) =>
-      path.startsWith("when.host") ? host : path.startsWith("when.headers") ?
-      headers :
-      path.startsWith("when.query") ?
-      query :
-      { problem },
+    at: (path) => {
+      if (path.startsWith("when.host")) return host
+      if (path.startsWith("when.headers")) return headers
+      return path.startsWith("when.query") ? query : { problem }
+    },
     places: () => [host, headers, query, { problem }]
   }
 }
@@ -201,7 +200,11 @@ const KINDS: Kind = [["header", "a header"], ["cookie", "a cookie"], ["query", "
 const split = (): Control => {
   const by = field("Split by", {}, undefined, KINDS)
   const key = field("Key name", {}, "the header, cookie or query parameter whose value is the key")
-  const group = field("Group", {}, "routes sharing a group and weights send a key the same way (the route's id if empty)")
+  const group = field(
+    "Group",
+    {},
+    "routes sharing a group and weights send a key the same way (the route's id if empty)"
+  )
   const override = field("Override", {}, "a header whose value, naming one of the route's handlers, chooses it")
   const list = h("div", { class: "targets" })
   const rest = h("p", { class: "summary", "aria-live": "polite" })
@@ -225,11 +228,14 @@ const split = (): Control => {
     const weightField = field(
       "Weight",
       { type: "number", min: 0, max: 10_000, step: 1, value: weight, oninput: shares },
-      "basis points: 100 is 1 %"
+      "basis points"
     )
     const share = h("output", { for: weightField.input.id, id: `${weightField.input.id}-share` })
     weightField.input.after(share)
-    weightField.input.setAttribute("aria-describedby", `${share.id} ${weightField.input.getAttribute("aria-describedby")}`)
+    weightField.input.setAttribute(
+      "aria-describedby",
+      `${share.id} ${weightField.input.getAttribute("aria-describedby")}`
+    )
     const target: Target = {
       row: h("div", { role: "group", class: "target" }, handlerField.row, weightField.row),
       handler: handlerField,

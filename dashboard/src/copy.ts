@@ -30,9 +30,9 @@ export const routesFileEntry = (route: Route): string =>
     `  path: ${JSON.stringify(route.path)}`,
     `  middleware: ${JSON.stringify(route.middleware)}`,
     `  handler: ${route.handler}`,
-    ...fieldsOf(route).filter(([name]) => !["method", "path", "middleware", "handler"].includes(name)).map(([name, value]) =>
-      `  ${name}: ${JSON.stringify(value)}`
-    )
+    ...fieldsOf(route).filter(([name]) => !["method", "path", "middleware", "handler"].includes(name)).map((
+      [name, value]
+    ) => `  ${name}: ${JSON.stringify(value)}`)
   ].join("\n")
 
 const block = (label: string, text: string) => {

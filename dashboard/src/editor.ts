@@ -145,8 +145,10 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
         general.append(h("p", {}, `${issue.path}: ${issue.message}`))
         continue
       }
-      // A problem deeper than the field says where in it ("targets[1].weight").
-      const within = issue.path.slice(name!.length).replace(/^\./, "")
+      // Shown at a section, or deeper than its input (a config's own fields), a problem says where ("targets[1]").
+      const within = place.input === undefined || issue.path.includes(".config.")
+        ? issue.path.slice(name!.length).replace(/^\./, "")
+        : ""
       place.problem.append(h("p", {}, within === "" ? issue.message : `${within}: ${issue.message}`))
       place.input?.setAttribute("aria-invalid", "true")
       if (name === "path") {

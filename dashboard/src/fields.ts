@@ -30,6 +30,9 @@ const atDefault = (route: RouteFields, name: Name): boolean =>
 /** A share in basis points as a percentage: 1,000 is "10 %", 1,250 "12.5 %". */
 export const percent = (weight: number): string => `${(weight / 100).toFixed(2).replace(/\.?0+$/, "")} %`
 
+/** A middleware entry's name. */
+export const nameOf = (entry: MiddlewareEntry): string => typeof entry === "string" ? entry : entry.name
+
 export const middlewareText = (entry: MiddlewareEntry): string =>
   typeof entry === "string" ? entry : `${entry.name} ${JSON.stringify(entry.config ?? {})}`
 

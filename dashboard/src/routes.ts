@@ -2,11 +2,11 @@
  * The routes table: a page of the API's listing under the filters, more pages on demand, kept current by the change
  * stream (docs/dashboard.md, tasks 1 and 2).
  */
-import { call, describe, nameOf, type Route, type Session } from "./api.js"
+import { call, describe, type Route, type Session } from "./api.js"
 import * as Batch from "./batch.js"
 import { namesOf } from "./controls.js"
 import { debounce, dialog, type Field, field, h, pathCode, replace } from "./dom.js"
-import { FIELDS, middlewareText, same } from "./fields.js"
+import { FIELDS, middlewareText, nameOf, same } from "./fields.js"
 import type { Change } from "./stream.js"
 
 /** Routes in one page: the first rows arrive with one request. */
@@ -85,7 +85,11 @@ export class RouteList {
     })
     this.#bulk = [
       h("button", { type: "button", onclick: () => void this.#patchSelected({ enabled: true }, "Enabled") }, "Enable"),
-      h("button", { type: "button", onclick: () => void this.#patchSelected({ enabled: false }, "Disabled") }, "Disable"),
+      h(
+        "button",
+        { type: "button", onclick: () => void this.#patchSelected({ enabled: false }, "Disabled") },
+        "Disable"
+      ),
       h("button", { type: "button", onclick: () => this.#retag() }, "Retag"),
       h("button", {
         type: "button",
@@ -179,7 +183,11 @@ export class RouteList {
   // The selected routes' tags replaced by the ones given (none removes them), after the person enters them.
   #retag() {
     const n = this.#selected.size
-    const tags = field("Tags", {}, "separated by commas; they replace each selected route's tags, and none removes them")
+    const tags = field(
+      "Tags",
+      {},
+      "separated by commas; they replace each selected route's tags, and none removes them"
+    )
     const element = dialog(
       `Retag ${n} route${n === 1 ? "" : "s"}`,
       h(
