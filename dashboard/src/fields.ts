@@ -20,9 +20,25 @@ export interface RouteField {
   readonly read: (text: string) => RouteFields[Name]
 }
 
-/** The names of a "Middleware" field: separated by commas, spaces around them ignored, empty entries dropped. */
-const namesOf = (text: string): Array<string> =>
-  text.split(",").map((name) => name.trim()).filter((name) => name !== "")
+type Entry = RouteFields["middleware"][number]
+
+/** The name of a middleware entry: the entry itself, or the name beside its config. */
+export const nameOf = (entry: Entry): string => typeof entry === "string" ? entry : entry.name
+
+/**
+ * The middleware of a "Middleware" field: names separated by commas, spaces around them ignored, empty entries
+ * dropped; or, for a list with configs, its JSON as the field shows it, so that an edit never drops a config.
+ */
+const middlewareOf = (text: string): RouteFields["middleware"] => {
+  if (text.trim().startsWith("[")) {
+    try {
+      return JSON.parse(text) as RouteFields["middleware"]
+    } catch {
+      // Not JSON: read as names, which the API then refuses by name.
+    }
+  }
+  return text.split(",").map((name) => name.trim()).filter((name) => name !== "")
+}
 
 export const FIELDS: ReadonlyArray<RouteField> = [
   {
@@ -44,9 +60,12 @@ export const FIELDS: ReadonlyArray<RouteField> = [
   {
     name: "middleware",
     label: "Middleware",
-    hint: "names separated by commas",
-    text: (route) => route.middleware.join(", "),
-    read: namesOf
+    hint: "names separated by commas (a list with configs as its JSON)",
+    text: (route) =>
+      route.middleware.every((entry) => typeof entry === "string")
+        ? route.middleware.join(", ")
+        : JSON.stringify(route.middleware),
+    read: middlewareOf
   },
   {
     name: "handler",

@@ -4,7 +4,7 @@
  */
 import { call, describe, type Route, type Session } from "./api.js"
 import { debounce, type Field, field, h, pathCode, replace } from "./dom.js"
-import { FIELDS, same } from "./fields.js"
+import { FIELDS, nameOf, same } from "./fields.js"
 import type { Change } from "./stream.js"
 
 /** Routes in one page: the first rows arrive with one request. */
@@ -169,7 +169,7 @@ export class RouteList {
       { "data-id": route.id },
       h("td", { class: "method" }, route.method),
       h("td", { class: "path" }, pathCode(route.path)),
-      h("td", {}, route.middleware.join(", ")),
+      h("td", {}, route.middleware.map(nameOf).join(", ")),
       h("td", {}, route.handler),
       h(
         "td",
@@ -188,11 +188,11 @@ export class RouteList {
     if (f.method !== undefined && route.method !== f.method) return false
     if (f.pathPrefix !== undefined && !route.path.startsWith(f.pathPrefix)) return false
     if (f.handler !== undefined && route.handler !== f.handler) return false
-    if (f.middleware !== undefined && !route.middleware.includes(f.middleware)) return false
+    if (f.middleware !== undefined && !route.middleware.some((entry) => nameOf(entry) === f.middleware)) return false
     const q = f.q
     if (
       q !== undefined &&
-      !(route.path.includes(q) || route.handler.includes(q) || route.middleware.some((name) => name.includes(q)))
+      !(route.path.includes(q) || route.handler.includes(q) || route.middleware.some((entry) => nameOf(entry).includes(q)))
     ) {
       return false
     }
