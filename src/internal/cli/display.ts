@@ -25,11 +25,15 @@ export const routes = (list: ReadonlyArray<Route.Route>): string =>
         route.id,
         route.method,
         route.path,
-        names(route.middleware),
+        names(route.middleware.map(Route.middlewareName)),
         route.handler,
         route.createdAt.toISOString()
       ])
     ])
+
+// A middleware entry on one line: its name, and its config's JSON.
+const middlewareText = (entry: Route.MiddlewareEntry) =>
+  typeof entry === "string" ? entry : `${entry.name} ${JSON.stringify(entry.config)}`
 
 /** One route, a field a line, with its ETag. */
 export const route = (route: Route.Route, etag: string | undefined): string =>
@@ -37,8 +41,12 @@ export const route = (route: Route.Route, etag: string | undefined): string =>
     ["id", route.id],
     ["method", route.method],
     ["path", route.path],
-    ["middleware", names(route.middleware)],
+    ["middleware", names(route.middleware.map(middlewareText))],
     ["handler", route.handler],
+    ...(route.enabled === false ? [["enabled", "false"]] : []),
+    ...(route.split === undefined ? [] : [["split", JSON.stringify(route.split)]]),
+    ...(route.description === undefined ? [] : [["description", route.description]]),
+    ...(route.tags === undefined ? [] : [["tags", route.tags.join(", ")]]),
     ["createdAt", route.createdAt.toISOString()],
     ...(etag === undefined ? [] : [["etag", etag]])
   ])
@@ -89,10 +97,16 @@ const changeOf = (entry: Entry): string => {
   }
   const fields = [
     ...(before.path === after.path ? [] : [`path ${before.path} -> ${after.path}`]),
-    ...(before.middleware.join() === after.middleware.join()
+    ...(JSON.stringify(before.middleware) === JSON.stringify(after.middleware)
       ? []
-      : [`middleware [${before.middleware.join(", ")}] -> [${after.middleware.join(", ")}]`]),
-    ...(before.handler === after.handler ? [] : [`handler ${before.handler} -> ${after.handler}`])
+      : [`middleware [${before.middleware.map(middlewareText).join(", ")}] -> [${
+        after.middleware.map(middlewareText).join(", ")
+      }]`]),
+    ...(before.handler === after.handler ? [] : [`handler ${before.handler} -> ${after.handler}`]),
+    ...((before.description ?? "") === (after.description ?? "") ? [] : ["description changed"]),
+    ...(JSON.stringify(before.tags ?? []) === JSON.stringify(after.tags ?? [])
+      ? []
+      : [`tags [${(before.tags ?? []).join(", ")}] -> [${(after.tags ?? []).join(", ")}]`])
   ]
   return items([...from, ...fields])
 }

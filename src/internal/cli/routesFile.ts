@@ -1,6 +1,7 @@
 /**
  * The routes file that `export` writes and `diff` and `sync` read: `{ routes: [{ method, path, middleware, handler }] }`
- * in YAML or JSON. A `.json` file is read by the YAML parser too (JSON is a subset of YAML 1.2), so a problem in
+ * in YAML or JSON, each route with the fields of docs/router.md (`enabled`, `split`, `description`, `tags`, middleware
+ * configs) when not at their defaults. A `.json` file is read by the YAML parser too (JSON is a subset of YAML 1.2), so a problem in
  * either kind is reported with its line and column.
  *
  * @internal
@@ -45,8 +46,15 @@ const entry = (route: Route.CreateRoute) => ({
   method: route.method,
   path: route.path,
   middleware: [...route.middleware],
-  handler: route.handler
+  handler: route.handler,
+  ...(route.enabled === false ? { enabled: false } : {}),
+  ...(route.split === undefined ? {} : { split: route.split }),
+  ...(route.description === undefined || route.description === "" ? {} : { description: route.description }),
+  ...(route.tags === undefined || route.tags.length === 0 ? {} : { tags: [...route.tags] })
 })
+
+// The lists kept on one line: `middleware: [auth, timing]`, `tags: [team:payments]`.
+const FLOW = new Set(["middleware", "tags"])
 
 /** The file for `routes`, in file order; nothing in it depends on the registry or the time it was written. */
 export const render = (routes: ReadonlyArray<Route.CreateRoute>, format: Format): string => {
@@ -56,16 +64,20 @@ export const render = (routes: ReadonlyArray<Route.CreateRoute>, format: Format)
   // One line per field: a middleware list reads `[auth, timing]`.
   Yaml.visit(doc, {
     Pair: (_, pair) => {
-      if (Yaml.isScalar(pair.key) && pair.key.value === "middleware" && Yaml.isSeq(pair.value)) pair.value.flow = true
+      if (Yaml.isScalar(pair.key) && FLOW.has(pair.key.value as string) && Yaml.isSeq(pair.value)) pair.value.flow = true
     }
   })
   return doc.toString({ lineWidth: 0, flowCollectionPadding: false })
 }
 
-// "middleware[1]" → ["middleware", 1]: the place a validation issue names, as a path into the item.
+// "middleware[1].config.max" → ["middleware", 1, "config", "max"]: the place a validation issue names, as a path into
+// the item (a key that is not an identifier is written `["a b"]`).
 const issuePath = (path: string): Array<string | number> => {
-  const match = /^([^[]*)\[(\d+)\]$/.exec(path)
-  return match === null ? [path] : [match[1]!, Number(match[2])]
+  const parts: Array<string | number> = []
+  for (const [, name, index, quoted] of path.matchAll(/\.?([^.[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/g)) {
+    parts.push(name !== undefined ? name : index !== undefined ? Number(index) : JSON.parse(quoted!) as string)
+  }
+  return parts
 }
 
 const nodeIn = (doc: Yaml.Document, path: ReadonlyArray<string | number>): Yaml.Node | undefined => {

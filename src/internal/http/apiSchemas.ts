@@ -62,15 +62,16 @@ export const ListParams = Schema.Struct({
   ),
   q: Schema.optional(
     Schema.String.pipe(Schema.minLength(1), Schema.maxLength(Limits.MAX_SEARCH_LENGTH)).annotations({
-      description: "Only routes whose path, handler or one of whose middleware names contains this text, compared " +
-        "byte for byte."
+      description: "Only routes whose path, handler, one of whose middleware names, description or one of whose tags " +
+        "contains this text, compared byte for byte."
     })
   ),
   enabled: Schema.optional(
     Schema.Literal("true", "false").annotations({
       description: "Only enabled routes (true) or only disabled ones (false)."
     })
-  )
+  ),
+  tag: Schema.optional(Route.Tag.annotations({ description: "Only routes carrying this tag." }))
 })
 
 const tagList = "* or a comma-separated list of entity tags, as ETag printed them"

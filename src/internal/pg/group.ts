@@ -108,7 +108,8 @@ const insertMany = (store: Store.Store, creating: ReadonlyArray<Creating>) => {
       input AS (
         SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
           ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
-          created_at timestamptz, actor text, enabled boolean, split jsonb
+          created_at timestamptz, actor text, enabled boolean, split jsonb, middleware_config jsonb,
+          description text, tags text[]
         )
       ),
       fresh AS (
@@ -121,8 +122,10 @@ const insertMany = (store: Store.Store, creating: ReadonlyArray<Creating>) => {
       ),
       numbered AS (SELECT *, ${base}::bigint + row_number() OVER (ORDER BY ord) AS revision FROM fresh),
       changed AS (
-        INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split)
-        SELECT id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split FROM numbered
+        INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split,
+          middleware_config, description, tags)
+        SELECT id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split,
+          middleware_config, description, tags FROM numbered
         ORDER BY (SELECT true FROM ${table} AS stored WHERE stored.method = numbered.method LIMIT 1) IS NOT NULL, ord
         ON CONFLICT (method, path_shape) DO NOTHING
         RETURNING ${columns}

@@ -5,6 +5,7 @@
  * @internal
  */
 import { Either } from "effect"
+import * as Fields from "./fields.js"
 import * as Grammar from "./grammar.js"
 import * as Path from "./path.js"
 import * as Split from "./split.js"
@@ -25,20 +26,24 @@ export interface FieldIssue {
 export interface CreateRoute {
   readonly method: Grammar.HttpMethod
   readonly path: Grammar.RoutePath
-  readonly middleware: ReadonlyArray<Grammar.MiddlewareName>
+  readonly middleware: ReadonlyArray<Fields.Entry>
   readonly handler: Grammar.HandlerName
   readonly enabled?: boolean
   readonly split?: Split.Split
+  readonly description?: string
+  readonly tags?: ReadonlyArray<string>
 }
 
 /** The fields an update replaces, each with the rules of a create; `split: null` removes the split. */
 export interface RoutePatch {
   readonly method?: Grammar.HttpMethod
   readonly path?: Grammar.RoutePath
-  readonly middleware?: ReadonlyArray<Grammar.MiddlewareName>
+  readonly middleware?: ReadonlyArray<Fields.Entry>
   readonly handler?: Grammar.HandlerName
   readonly enabled?: boolean
   readonly split?: Split.Split | null
+  readonly description?: string
+  readonly tags?: ReadonlyArray<string>
 }
 
 /** The most problems reported for one body: a huge invalid body costs no more to refuse than a small one. */
@@ -55,7 +60,7 @@ class Issues {
   }
 }
 
-const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split"] as const
+const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split", "description", "tags"] as const
 type Field = typeof FIELDS[number]
 const FIELD_NAMES: ReadonlySet<string> = new Set(FIELDS)
 
@@ -90,16 +95,26 @@ const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<st
     const tooMany = Grammar.checkMiddlewareList(value)
     if (tooMany !== undefined) issues.add("middleware", tooMany)
     const seen = new Set<string>()
+    const names = value.map((entry: unknown) => isRecord(entry) ? entry.name : entry)
     for (let i = 0; i < value.length && !issues.full; i++) {
-      const name: unknown = value[i]
+      const entry: unknown = value[i]
       const at = `middleware[${i}]`
+      if (isRecord(entry)) {
+        for (const issue of Fields.checkEntryObject(entry, at)) issues.add(issue.path, issue.message)
+        if (!hasOwn(entry, "name")) continue
+      } else if (typeof entry !== "string") {
+        issues.add(at, `must be a name or {"name", "config"} (got ${describeType(entry)})`)
+        continue
+      }
+      const name: unknown = names[i]
+      const nameAt = isRecord(entry) ? `${at}.name` : at
       if (typeof name !== "string") {
-        issues.add(at, `must be a string (got ${describeType(name)})`)
+        issues.add(nameAt, `must be a string (got ${describeType(name)})`)
         continue
       }
       const problem = Grammar.checkName(name)
-      if (problem !== undefined) issues.add(at, problem)
-      else if (seen.has(name)) issues.add(at, Grammar.duplicateMessage(value, i))
+      if (problem !== undefined) issues.add(nameAt, problem)
+      else if (seen.has(name)) issues.add(nameAt, Grammar.duplicateMessage(names, i))
       seen.add(name)
     }
   },
@@ -114,13 +129,28 @@ const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<st
   split: (value, issues, body) => {
     const handler = typeof body.handler === "string" ? body.handler : undefined
     for (const issue of Split.check(value, handler)) issues.add(issue.path, issue.message)
+  },
+  description: (value, issues) => {
+    const problem = Fields.checkDescription(value)
+    if (problem !== undefined) issues.add("description", problem)
+  },
+  tags: (value, issues) => {
+    for (const issue of Fields.checkTags(value)) issues.add(issue.path, issue.message)
   }
 }
+
+// A valid middleware list as a route keeps it: `{ "name": "x" }` as `"x"`, configs in their canonical form.
+const entries = (value: ReadonlyArray<unknown>): ReadonlyArray<Fields.Entry> =>
+  Fields.hasConfig(value as ReadonlyArray<Fields.Entry>)
+    ? value.map(Fields.canonicalEntry)
+    : value as ReadonlyArray<Fields.Entry>
 
 // The optional fields of docs/router.md as a route keeps them: only when not at their defaults.
 const optionalFields = (body: Record<string, unknown>) => ({
   ...(body.enabled === false ? { enabled: false } : {}),
-  ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) })
+  ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) }),
+  ...(body.description === undefined || body.description === "" ? {} : { description: body.description }),
+  ...(body.tags === undefined || (body.tags as ReadonlyArray<string>).length === 0 ? {} : { tags: body.tags })
 })
 
 // What a create says of a required field it lacks; the others are optional.
@@ -138,7 +168,8 @@ const unknownFieldMessage = (key: string): string => {
       return `unknown field "${key}": did you mean "${field}"?`
     }
   }
-  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled and split`
+  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled, split, description ` +
+    "and tags"
 }
 
 const checkUnknownFields = (record: Record<string, unknown>, issues: Issues): void => {
@@ -173,7 +204,7 @@ export const validateCreate = (body: unknown): Either.Either<CreateRoute, Readon
   return Either.right({
     method: body.method,
     path: body.path,
-    middleware: body.middleware ?? [],
+    middleware: body.middleware === undefined ? [] : entries(body.middleware as ReadonlyArray<unknown>),
     handler: body.handler,
     ...optionalFields(body)
   } as CreateRoute)
@@ -181,11 +212,13 @@ export const validateCreate = (body: unknown): Either.Either<CreateRoute, Readon
 
 const CLEAR_HINT: Partial<Record<Field, string>> = {
   middleware: ", or send [] to clear the list",
-  enabled: ", or send true or false"
+  enabled: ", or send true or false",
+  description: ", or send \"\" to clear it",
+  tags: ", or send [] to clear the list"
 }
 
 export const NOTHING_TO_CHANGE =
-  "nothing to change: give at least one of method, path, middleware, handler, enabled and split"
+  "nothing to change: give at least one of method, path, middleware, handler, enabled, split, description and tags"
 
 /**
  * Validates a parsed JSON body as a patch: at least one field, each with the rules of a create; `null` is refused
@@ -215,6 +248,9 @@ export const validatePatch = (body: unknown): Either.Either<RoutePatch, Readonly
   }
   if (patch.split !== undefined && patch.split !== null && issues.list.length === 0) {
     patch.split = Split.canonical(patch.split as Record<string, unknown>)
+  }
+  if (patch.middleware !== undefined && issues.list.length === 0) {
+    patch.middleware = entries(patch.middleware as ReadonlyArray<unknown>)
   }
   checkUnknownFields(body, issues)
   // Said only of a body with nothing else wrong: `{"id": …}` needs the field removed, not a hint to add another.
