@@ -607,6 +607,63 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
+  it("v5: \"Description\", \"Tags\" and middleware configurations: edited, shown in the row, filtered by tag and searched", async () => {
+    const prefix = fresh()
+    const page = await signIn()
+    const sent = writes(page)
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/described`)
+    await form.getByRole("textbox", { name: "Middleware" }).fill("requestId, timing")
+    await form.getByRole("textbox", { name: "Handler" }).fill("echo")
+    await form.getByRole("textbox", { name: "Description" }).fill("Shows one user's page")
+    await form.getByRole("textbox", { name: "Tags" }).fill("team:web, beta")
+    // What the page can tell itself is said at the field, and nothing is sent.
+    const config = form.getByRole("textbox", { name: "Config" })
+    await config.fill("{\"timing\": ")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.getByText(/is not JSON/).waitFor()
+    await config.fill("{\"rateLimit\": {\"max\": 10}}")
+    await form.getByText(/configures rateLimit, which is not in Middleware/).waitFor()
+    assert.deepStrictEqual(sent, [])
+    await config.fill("{\"timing\": {\"precision\": 3}}")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    const [made] = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
+    assert.deepStrictEqual(
+      [made.middleware, made.description, made.tags],
+      [["requestId", { name: "timing", config: { precision: 3 } }], "Shows one user's page", ["team:web", "beta"]]
+    )
+    const line = row(page, `${prefix}/described`)
+    await line.getByText("Shows one user's page").waitFor()
+    await line.getByText("beta", { exact: true }).waitFor()
+    // The form shows them again; clearing the description sends the default.
+    await line.getByRole("button", { name: "Edit" }).click()
+    const edit = page.getByRole("dialog", { name: "Edit route" })
+    assert.strictEqual(await edit.getByRole("textbox", { name: "Tags" }).inputValue(), "team:web, beta")
+    assert.deepStrictEqual(JSON.parse(await edit.getByRole("textbox", { name: "Config" }).inputValue()), {
+      timing: { precision: 3 }
+    })
+    await edit.getByRole("textbox", { name: "Description" }).fill("")
+    await edit.getByRole("button", { name: "Save" }).click()
+    await edit.waitFor({ state: "detached" })
+    assert.deepStrictEqual(sent[sent.length - 1]!.body, { description: "" })
+    assert.notProperty((await api("GET", `/${made.id}`)).body, "description")
+    // The tag filter is the listing's `tag`; the search covers tags.
+    await create("GET", `${prefix}/untagged`)
+    await page.getByRole("textbox", { name: "Filter by path prefix" }).fill(prefix)
+    await row(page, `${prefix}/untagged`).waitFor()
+    await page.getByRole("textbox", { name: "Filter by tag" }).fill("team:web")
+    await row(page, `${prefix}/untagged`).waitFor({ state: "detached" })
+    await row(page, `${prefix}/described`).waitFor()
+    await page.getByRole("textbox", { name: "Filter by tag" }).fill("")
+    await page.getByRole("searchbox", { name: "Search" }).fill("team:web")
+    await row(page, `${prefix}/untagged`).waitFor({ state: "detached" })
+    await row(page, `${prefix}/described`).waitFor()
+    await page.close()
+  })
+
   it("renders an echoed problem detail as text: markup in it never runs", async () => {
     const page = await signIn()
     await page.getByRole("button", { name: "New route" }).click()
