@@ -15,6 +15,7 @@ import * as Path from "./internal/route/path.js"
 import * as PathPattern from "./internal/route/pathPattern.js"
 import * as Validate from "./internal/route/validate.js"
 import * as Split from "./Split.js"
+import * as When from "./When.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Issues
@@ -300,8 +301,8 @@ export const Middleware = Schema.Array(MiddlewareName).pipe(
 )
 
 /**
- * A stored route: the six fields of the contract, and (0.5.0) `enabled` and `split`, present only when not at their
- * defaults (`enabled: false`; a split). `createdAt` encodes as `Date.prototype.toISOString` prints it.
+ * A stored route: the six fields of the contract, and (0.5.0) `enabled`, `split` and `when`, present only when not at
+ * their defaults (`enabled: false`; a split; conditions). `createdAt` encodes as `Date.prototype.toISOString` prints it.
  *
  * @since 0.1.0
  */
@@ -320,7 +321,8 @@ export class Route extends Schema.Class<Route>("Route")({
     }
   }),
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  split: Schema.optionalWith(Split.Split, { exact: true })
+  split: Schema.optionalWith(Split.Split, { exact: true }),
+  when: Schema.optionalWith(When.When, { exact: true })
 }) {}
 
 /**
@@ -347,7 +349,7 @@ export const toJson = (route: Route): string =>
     JSON.stringify(route.handler)
   },"createdAt":"${route.createdAt.toISOString()}"${route.enabled === false ? `,"enabled":false` : ""}${
     route.split === undefined ? "" : `,"split":${JSON.stringify(route.split)}`
-  }}`
+  }${route.when === undefined ? "" : `,"when":${When.canonicalJson(route.when)}`}}`
 
 // A body's unknown fields are refused, as the HTTP API refuses them, and every problem is reported.
 const STRICT = { onExcessProperty: "error", errors: "all" } as const
@@ -363,7 +365,8 @@ export const CreateRoute = Schema.Struct({
   middleware: Schema.optionalWith(Middleware, { exact: true, default: () => [] }),
   handler: HandlerName,
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  split: Schema.optionalWith(Split.Split, { exact: true })
+  split: Schema.optionalWith(Split.Split, { exact: true }),
+  when: Schema.optionalWith(When.When, { exact: true })
 }).annotations({ identifier: "CreateRoute", parseOptions: STRICT })
 
 /**
@@ -389,7 +392,8 @@ export const PatchRoute = Schema.Struct({
   middleware: Schema.optionalWith(Middleware, { exact: true }),
   handler: Schema.optionalWith(HandlerName, { exact: true }),
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  split: Schema.optionalWith(Schema.NullOr(Split.Split), { exact: true })
+  split: Schema.optionalWith(Schema.NullOr(Split.Split), { exact: true }),
+  when: Schema.optionalWith(Schema.NullOr(When.When), { exact: true })
 }).pipe(
   Schema.filter((patch) => Object.keys(patch).length > 0 || Validate.NOTHING_TO_CHANGE, {
     jsonSchema: { minProperties: 1 }

@@ -11,6 +11,7 @@ import * as Route from "../../Route.js"
 import * as Grammar from "../route/grammar.js"
 import * as Path from "../route/path.js"
 import * as Split from "../route/split.js"
+import * as When from "../route/when.js"
 
 /** A route decoded from an event, with its parsed path, before the follower gives it a revision. */
 export interface Decoded {
@@ -22,6 +23,7 @@ export interface Decoded {
   readonly createdAt: Date
   readonly enabled?: false
   readonly split?: Split.Split
+  readonly when?: When.When
   readonly parsed: Path.ParsedPath
   /** The event's data when it is byte for byte `Route.toJson` of the route, else `undefined`. */
   readonly text: string | undefined
@@ -98,17 +100,20 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
 const NONE = {}
 
 // The fields of docs/router.md an event carries, as a route keeps them; `undefined` when one is not valid. A follower that
-// dropped them would serve a disabled route, or ignore a split.
+// dropped them would serve a disabled route, ignore a split, or serve a route whatever its conditions.
 const optionalFields = (
   json: Record<string, unknown>,
   handler: string
-): { readonly enabled?: false; readonly split?: Split.Split } | undefined => {
-  const { enabled, split } = json
-  if (enabled === undefined && split === undefined) return NONE
+): { readonly enabled?: false; readonly split?: Split.Split; readonly when?: When.When } | undefined => {
+  const { enabled, split, when } = json
+  if (enabled === undefined && split === undefined && when === undefined) return NONE
   if (enabled !== undefined && typeof enabled !== "boolean") return undefined
   if (split !== undefined && Split.check(split, handler).length > 0) return undefined
+  if (when !== undefined && When.check(when).length > 0) return undefined
+  const conditions = when === undefined ? undefined : When.canonical(when as Record<string, unknown>)
   return {
     ...(enabled === false ? { enabled: false } : {}),
-    ...(split === undefined ? {} : { split: Split.canonical(split as Record<string, unknown>) })
+    ...(split === undefined ? {} : { split: Split.canonical(split as Record<string, unknown>) }),
+    ...(conditions === undefined ? {} : { when: conditions })
   }
 }

@@ -64,7 +64,8 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
     'middleware', to_jsonb(${a}.middleware), 'handler', ${a}.handler,
     'createdAt', to_char(${a}.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
     || CASE WHEN ${a}.enabled THEN '{}'::jsonb ELSE '{"enabled": false}'::jsonb END
-    || CASE WHEN ${a}.split IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('split', ${a}.split) END`
+    || CASE WHEN ${a}.split IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('split', ${a}.split) END
+    || CASE WHEN ${a}.when_key = '' THEN '{}'::jsonb ELSE jsonb_build_object('when', ${a}.when_key::jsonb) END`
 }
 
 /**

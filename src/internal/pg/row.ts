@@ -9,6 +9,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Route from "../../Route.js"
 import type { Action, HistoryEntry } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
+import * as When from "../route/when.js"
 import { optionalOf } from "../store/rules.js"
 
 /** A route row, as a statement reads it or as JSON carries it (then `created_at` is text). */
@@ -23,6 +24,10 @@ export interface RouteRow {
   readonly enabled?: boolean
   /** The split (jsonb), `null` or left out when there is none. */
   readonly split?: Split.Split | null
+  /** The conditions' canonical JSON as the column holds it, `''` for none (a statement's row). */
+  readonly when_key?: string
+  /** The conditions (an announcement's or the log's JSON), left out when there are none. */
+  readonly when?: When.When
   /** A bigint: node-postgres gives a string unless the host's client parses it. */
   readonly revision: string | number | bigint
 }
@@ -35,11 +40,11 @@ export interface JsonRow extends RouteRow {
 
 /** The columns of a `RouteRow`, in every statement that reads routes. */
 export const columns = (sql: SqlClient.SqlClient) =>
-  sql`id, method, path, middleware, handler, created_at, revision, enabled, split`
+  sql`id, method, path, middleware, handler, created_at, revision, enabled, split, when_key`
 
 // A route's fields as a row or the log holds them. Rows were validated when they were written, so they are trusted.
 const trusted = (
-  fields: Pick<RouteRow, "id" | "method" | "path" | "middleware" | "handler" | "enabled" | "split">,
+  fields: Pick<RouteRow, "id" | "method" | "path" | "middleware" | "handler" | "enabled" | "split" | "when_key" | "when">,
   createdAt: Date | string
 ) => ({
   id: fields.id as Route.RouteId,
@@ -48,8 +53,16 @@ const trusted = (
   middleware: fields.middleware as ReadonlyArray<Route.MiddlewareName>,
   handler: fields.handler as Route.HandlerName,
   createdAt: typeof createdAt === "string" ? new Date(createdAt) : createdAt,
-  ...optionalOf(fields)
+  ...optionalOf({ enabled: fields.enabled, split: fields.split, when: whenOf(fields) })
 })
+
+// The conditions of a row (its column's text) or of JSON the log holds (jsonb, whose keys come back reordered).
+const whenOf = (fields: Pick<RouteRow, "when_key" | "when">): When.When | undefined =>
+  fields.when !== undefined
+    ? When.canonical(fields.when as unknown as Record<string, unknown>)
+    : fields.when_key === undefined || fields.when_key === ""
+    ? undefined
+    : JSON.parse(fields.when_key) as When.When
 
 /** The route a row holds. */
 export const decode = (row: RouteRow): Route.StoredRoute =>
@@ -111,6 +124,7 @@ export const encodeInsert = (route: Route.Route, ord: number) => ({
   ...fields(route),
   enabled: route.enabled !== false,
   split: route.split ?? null,
+  when_key: When.keyOf(route.when),
   ord,
   path_shape: Route.shapeOf(route.path)
 })

@@ -12,6 +12,7 @@ import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
 import type { ListQuery, Page, Precondition, RouteIdGenerator, WriteError } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
+import * as When from "../route/when.js"
 import {
   type OutsidePrefixes,
   type PreconditionFailed,
@@ -128,15 +129,17 @@ export const insert = (
   const { columns, settings, sql } = store
   const table = sql(settings.qualified)
   const shape = Route.shapeOf(route.path)
+  const whenKey = When.keyOf(route.when)
   const base = sql`(SELECT revision FROM locked)`
   return Effect.flatMap(
     sql<Row.RouteRow>`
     WITH ${Log.locked(store)},
     changed AS (
-      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split)
+      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split,
+        when_key)
       VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
-              ${route.createdAt}, ${base} + 1, ${route.enabled !== false}, ${splitValue(sql, route.split)})
-      ON CONFLICT (method, path_shape) DO NOTHING
+              ${route.createdAt}, ${base} + 1, ${route.enabled !== false}, ${splitValue(sql, route.split)}, ${whenKey})
+      ON CONFLICT (method, path_shape, when_key) DO NOTHING
       RETURNING ${columns}
     ),
     ${
@@ -151,7 +154,8 @@ export const insert = (
       inserted.length > 0
         ? Effect.succeed(Row.decode(inserted[0]!))
         : Effect.flatMap(
-          sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
+          sql<{ id: string }>`SELECT id FROM ${table}
+            WHERE method = ${route.method} AND path_shape = ${shape} AND when_key = ${whenKey}`,
           (holders) =>
             conflictOr(
               holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
@@ -193,6 +197,7 @@ export const updateStatement = (store: Store, { change, id, patch, precondition 
   if (patch.handler !== undefined) given.push(["handler", patch.handler])
   if (patch.enabled !== undefined) given.push(["enabled", patch.enabled])
   if (patch.split !== undefined) given.push(["split", splitValue(sql, patch.split)])
+  if (patch.when !== undefined) given.push(["when_key", When.keyOf(patch.when ?? undefined)])
   const action = change.restoredFrom === undefined ? "update" : "restore"
   // One statement checks the precondition, writes only a real change and logs it; the unique index decides conflicts.
   return sql<Row.RouteRow>`
@@ -221,12 +226,14 @@ export const holderOf = (
 ): Effect.Effect<ReadonlyArray<Holder>, SqlError> => {
   const table = sql(settings.qualified)
   const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
+  const whenKey = patch.when === undefined ? undefined : When.keyOf(patch.when ?? undefined)
   return sql<Holder>`${readMark}
     SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
            COALESCE(${patch.path ?? null}, self.path) AS path
     FROM ${table} AS self JOIN ${table} AS other
       ON other.method = COALESCE(${patch.method ?? null}, self.method)
-      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
+      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape)
+      AND other.when_key = COALESCE(${whenKey ?? null}, self.when_key) AND other.id <> self.id
     WHERE self.id = ${id}`
 }
 
@@ -242,7 +249,7 @@ export const updateStep = (store: Store, one: Updating): Effect.Effect<Route.Sto
   const { id, patch, precondition } = one
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
   const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
-    patch.handler === undefined && patch.enabled === undefined && patch.split === undefined
+    patch.handler === undefined && patch.enabled === undefined && patch.split === undefined && patch.when === undefined
   const attempt = (): Effect.Effect<Route.StoredRoute, UpdateError | SqlError> =>
     empty ?
       decide(store, id, precondition, unchanged, attempt) :

@@ -8,6 +8,7 @@ import { Either } from "effect"
 import * as Grammar from "./grammar.js"
 import * as Path from "./path.js"
 import * as Split from "./split.js"
+import * as When from "./when.js"
 
 /**
  * One problem found in an input: where (`path` is `"method"`, `"middleware[1]"`, … and `""` for the whole body)
@@ -29,6 +30,7 @@ export interface CreateRoute {
   readonly handler: Grammar.HandlerName
   readonly enabled?: boolean
   readonly split?: Split.Split
+  readonly when?: When.When
 }
 
 /** The fields an update replaces, each with the rules of a create; `split: null` removes the split. */
@@ -39,6 +41,8 @@ export interface RoutePatch {
   readonly handler?: Grammar.HandlerName
   readonly enabled?: boolean
   readonly split?: Split.Split | null
+  /** `null` (or `{}` in the body) removes the conditions. */
+  readonly when?: When.When | null
 }
 
 /** The most problems reported for one body: a huge invalid body costs no more to refuse than a small one. */
@@ -55,7 +59,7 @@ class Issues {
   }
 }
 
-const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split"] as const
+const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split", "when"] as const
 type Field = typeof FIELDS[number]
 const FIELD_NAMES: ReadonlySet<string> = new Set(FIELDS)
 
@@ -114,14 +118,24 @@ const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<st
   split: (value, issues, body) => {
     const handler = typeof body.handler === "string" ? body.handler : undefined
     for (const issue of Split.check(value, handler)) issues.add(issue.path, issue.message)
+  },
+  when: (value, issues) => {
+    for (const issue of When.check(value)) issues.add(issue.path, issue.message)
   }
 }
 
 // The optional fields of docs/router.md as a route keeps them: only when not at their defaults.
 const optionalFields = (body: Record<string, unknown>) => ({
   ...(body.enabled === false ? { enabled: false } : {}),
-  ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) })
+  ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) }),
+  ...whenOf(body)
 })
+
+// Conditions at their default (`{}`) are no conditions: a route keeps no `when` then.
+const whenOf = (body: Record<string, unknown>): { readonly when?: When.When } => {
+  const when = body.when === undefined ? undefined : When.canonical(body.when as Record<string, unknown>)
+  return when === undefined ? {} : { when }
+}
 
 // What a create says of a required field it lacks; the others are optional.
 const REQUIRED: Readonly<Partial<Record<Field, string>>> = {
@@ -138,7 +152,7 @@ const unknownFieldMessage = (key: string): string => {
       return `unknown field "${key}": did you mean "${field}"?`
     }
   }
-  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled and split`
+  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled, split and when`
 }
 
 const checkUnknownFields = (record: Record<string, unknown>, issues: Issues): void => {
@@ -185,7 +199,7 @@ const CLEAR_HINT: Partial<Record<Field, string>> = {
 }
 
 export const NOTHING_TO_CHANGE =
-  "nothing to change: give at least one of method, path, middleware, handler, enabled and split"
+  "nothing to change: give at least one of method, path, middleware, handler, enabled, split and when"
 
 /**
  * Validates a parsed JSON body as a patch: at least one field, each with the rules of a create; `null` is refused
@@ -206,7 +220,7 @@ export const validatePatch = (body: unknown): Either.Either<RoutePatch, Readonly
     const value = body[field]
     if (value === undefined || !hasOwn(body, field)) continue
     patch[field] = value
-    if (value === null && field === "split") continue
+    if (value === null && (field === "split" || field === "when")) continue
     if (value === null) {
       issues.add(field, `must not be null: leave "${field}" out to keep the stored value${CLEAR_HINT[field] ?? ""}`)
     } else {
@@ -215,6 +229,9 @@ export const validatePatch = (body: unknown): Either.Either<RoutePatch, Readonly
   }
   if (patch.split !== undefined && patch.split !== null && issues.list.length === 0) {
     patch.split = Split.canonical(patch.split as Record<string, unknown>)
+  }
+  if (patch.when !== undefined && patch.when !== null && issues.list.length === 0) {
+    patch.when = When.canonical(patch.when as Record<string, unknown>) ?? null
   }
   checkUnknownFields(body, issues)
   // Said only of a body with nothing else wrong: `{"id": …}` needs the field removed, not a hint to add another.

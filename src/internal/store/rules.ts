@@ -12,6 +12,7 @@ import * as Route from "../../Route.js"
 import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
 import { equal as sameSplit } from "../route/split.js"
+import * as When from "../route/when.js"
 import { OutsidePrefixes, PreconditionFailed, RouteConflict } from "./errors.js"
 
 /**
@@ -49,26 +50,32 @@ export const fingerprint = (input: Route.CreateRoute): string => {
 export interface Optional {
   readonly enabled?: false
   readonly split?: Split.Split
+  readonly when?: When.When
 }
 
 /** What a route keeps of the optional fields of `fields` (an input, a route, a patch applied). */
 export const optionalOf = (
-  fields: { readonly enabled?: boolean | undefined; readonly split?: Split.Split | null | undefined }
-): Optional =>
-  fields.enabled === false
-    ? fields.split == null ? DISABLED : { enabled: false, split: fields.split }
-    : fields.split == null
-    ? NONE
-    : { split: fields.split }
+  fields: {
+    readonly enabled?: boolean | undefined
+    readonly split?: Split.Split | null | undefined
+    readonly when?: When.When | null | undefined
+  }
+): Optional => {
+  const some: Optional = fields.enabled === false ?
+    fields.split == null ? DISABLED : { enabled: false, split: fields.split } :
+    fields.split == null ? NONE : { split: fields.split }
+  return fields.when == null ? some : { ...some, when: fields.when }
+}
 
 const NONE: Optional = {}
 const DISABLED: Optional = { enabled: false }
 
-/** The optional fields of `route` once `patch` is applied: `split: null` removes the split. */
+/** The optional fields of `route` once `patch` is applied: `split: null` and `when: null` remove theirs. */
 export const patchedOptional = (route: Route.Route, patch: Route.RoutePatch): Optional =>
   optionalOf({
     enabled: patch.enabled ?? route.enabled,
-    split: patch.split === undefined ? route.split : patch.split
+    split: patch.split === undefined ? route.split : patch.split,
+    when: patch.when === undefined ? route.when : patch.when
   })
 
 const utf8 = new TextEncoder()
@@ -184,6 +191,7 @@ const StoredRouteOf = function(
   this.revision = revision
   if (fields.enabled === false) this.enabled = false
   if (fields.split !== undefined) this.split = fields.split
+  if (fields.when !== undefined) this.when = fields.when
 } as unknown as new(
   id: Route.RouteId,
   fields: Fields,
@@ -207,11 +215,13 @@ export const storedRoute = (
 ): Route.StoredRoute => new StoredRouteOf(id, fields, createdAt, revision)
 
 /**
- * The key under which two conflicting routes collide: method and shape.
+ * The key under which two conflicting routes collide: method, shape and (0.5.0) conditions as a set (their canonical
+ * JSON, after a space; nothing for a route without conditions, whose key is as before).
  *
  * @since 0.1.0
  */
-export const conflictKey = (method: string, path: Route.RoutePath): string => `${method} ${Route.shapeOf(path)}`
+export const conflictKey = (method: string, path: Route.RoutePath, when?: When.When | undefined): string =>
+  when === undefined ? `${method} ${Route.shapeOf(path)}` : `${method} ${Route.shapeOf(path)} ${When.keyOf(when)}`
 
 /**
  * `true` when a route at `revision` meets the precondition: there is none, or it names that revision.
@@ -270,7 +280,8 @@ export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boole
   (patch.handler !== undefined && patch.handler !== route.handler) ||
   (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware)) ||
   (patch.enabled !== undefined && patch.enabled !== (route.enabled ?? true)) ||
-  (patch.split !== undefined && !sameSplit(patch.split ?? undefined, route.split))
+  (patch.split !== undefined && !sameSplit(patch.split ?? undefined, route.split)) ||
+  (patch.when !== undefined && !When.equal(patch.when ?? undefined, route.when))
 
 /**
  * The newest log entries the memory store keeps at least, by default (`RouteRepository.MemoryOptions`).
@@ -296,7 +307,8 @@ export const restoredFields = (after: Route.Route) => ({
   middleware: after.middleware,
   handler: after.handler,
   enabled: after.enabled ?? true,
-  split: after.split ?? null
+  split: after.split ?? null,
+  when: after.when ?? null
 } satisfies Route.RoutePatch & { readonly input: Route.CreateRoute })
 
 /**
