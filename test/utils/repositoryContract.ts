@@ -9,6 +9,7 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
 import { logContract } from "./logContract.js"
+import { conditionsContract } from "./conditionsContract.js"
 import { safeChangesContract } from "./safeChangesContract.js"
 
 const NOW = Date.parse("2026-11-21T09:30:12.345Z")
@@ -253,6 +254,7 @@ export const repositoryContract = <R>(
   describe("idempotency keys", () => idempotencyKeys(test))
   describe("the change log", () => logContract(test, it, limited))
   describe("enabled and split (docs/router.md: disabled routes and splits)", () => safeChangesContract(test))
+  describe("conditions (docs/router.md: conditions)", () => conditionsContract(test))
 }
 
 type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void

@@ -285,7 +285,7 @@ export const make = (store: Store.Store) => {
       join<Route.StoredRoute, Store.UpdateError | Store.CreateError>({
         run: Store.updateStep(store, one),
         locksFirst: false,
-        refusable: one.patch.method !== undefined || one.patch.path !== undefined,
+        refusable: one.patch.method !== undefined || one.patch.path !== undefined || one.patch.when !== undefined,
         refused: (error, again) => Store.refusedUpdate(store, one, error, inTransaction, again),
         entries: entry(one.change.at)
       }),

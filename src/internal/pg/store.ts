@@ -316,7 +316,7 @@ export const removeStep = (
       WITH ${Log.locked(store)},
       changed AS (
         DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
-        RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision, enabled, split
+        RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision, enabled, split, when_key
       ),
       ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
       ${Log.advance(store, base, change.dryRun)}
