@@ -76,7 +76,7 @@ const trusted = (
   middleware: fields.middleware_config ?? fields.middleware,
   handler: fields.handler as Route.HandlerName,
   createdAt: typeof createdAt === "string" ? new Date(createdAt) : createdAt,
-  ...optionalOf({ enabled: fields.enabled, split: fields.split, when: whenOf(fields) })
+  ...optionalOf({ ...fields, when: whenOf(fields) })
 })
 
 // The conditions of a row (its column's text) or of JSON the log holds (jsonb, whose keys come back reordered).
