@@ -107,6 +107,21 @@ export const integrationContract = (integration: Integration, store: Store) => {
       await host.close()
     }
   })
+  it("conditions: a route serves only a request meeting its headers and query (docs/router.md: conditions)", async () => {
+    const host = await integration.start(store, "")
+    try {
+      const when = { headers: [{ name: "X-Version", value: "2" }], query: [{ name: "beta" }] }
+      assert.strictEqual((await createAt(host.origin, route("GET", "/when/:id", "show"))).status, 201)
+      assert.strictEqual((await createAt(host.origin, route("GET", "/when/:id", "other", [], { when }))).status, 201)
+      const send = fetchFrom(host.origin)
+      const met = await send({ method: "GET", path: "/when/1?beta", headers: { "x-version": "2" } })
+      assert.deepStrictEqual(met.json, { handler: "other" })
+      const missed = await send({ method: "GET", path: "/when/1?beta", headers: { "x-version": "3" } })
+      assert.deepStrictEqual(missed.json.params, { id: "1" })
+    } finally {
+      await host.close()
+    }
+  })
   it("hostPaths: no stored route may take them, match says the host serves them, the router hands them on", async () => {
     const host = await integration.start(store, "", undefined, ["/health", "/assets/*"])
     try {
