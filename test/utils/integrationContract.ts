@@ -118,6 +118,18 @@ export const integrationContract = (integration: Integration, store: Store) => {
       const ok = await send({ method: "GET", path: "/cfg/ok" })
       assert.deepStrictEqual([ok.status, ok.headers.get("x-cfg"), ok.json], [200, "abab", { handler: "other" }])
       assertProblem(await send({ method: "GET", path: "/cfg/bad" }), "route_misconfigured", [])
+=======
+  it("conditions: a route serves only a request meeting its headers and query (docs/router.md: conditions)", async () => {
+    const host = await integration.start(store, "")
+    try {
+      const when = { headers: [{ name: "X-Version", value: "2" }], query: [{ name: "beta" }] }
+      assert.strictEqual((await createAt(host.origin, route("GET", "/when/:id", "show"))).status, 201)
+      assert.strictEqual((await createAt(host.origin, route("GET", "/when/:id", "other", [], { when }))).status, 201)
+      const send = fetchFrom(host.origin)
+      const met = await send({ method: "GET", path: "/when/1?beta", headers: { "x-version": "2" } })
+      assert.deepStrictEqual(met.json, { handler: "other" })
+      const missed = await send({ method: "GET", path: "/when/1?beta", headers: { "x-version": "3" } })
+      assert.deepStrictEqual(missed.json.params, { id: "1" })
     } finally {
       await host.close()
     }
