@@ -7,8 +7,8 @@
  *
  * The core's steps chain through `flatMapNow` and `catchNow`, which continue at once when what they follow has
  * already ended (an `Exit`: a token decided at once, a route read from memory), so that such an answer is an `Exit`
- * itself and `make`'s starter needs no fiber for it: a fiber cost a GET from memory about two-thirds of its CPU
- * (docs/performance.md, The HTTP core alone).
+ * itself and `make`'s starter needs no fiber for it: a fiber cost a GET from memory about a third of its CPU in the
+ * core (docs/performance.md, The admin read path back).
  *
  * @internal
  */
