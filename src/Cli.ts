@@ -300,11 +300,24 @@ const matchCommand = Command.make("match", {
   path: Args.text({ name: "path" }).pipe(
     Args.withSchema(RoutingApi.MatchParams.fields.path),
     Args.withDescription("The request target as the router receives it, such as /users/42?fields=name.")
+  ),
+  host: Options.text("host").pipe(
+    Options.withDescription("The request's Host, for routes with a host condition, such as api.example.com."),
+    Options.optional
+  ),
+  header: Options.text("header").pipe(
+    Options.withDescription("A request header as name:value, such as x-version:2; repeat it for each header."),
+    Options.repeated
   )
 }, (options) =>
   Effect.gen(function*() {
     const registry = yield* connect(options.url)
-    const answer = yield* registry.match(options.method, options.path)
+    const answer = yield* registry.match(
+      options.method,
+      options.path,
+      Option.getOrUndefined(options.host),
+      options.header
+    )
     yield* print(options.json ? Table.matchJson(answer) : Table.match(answer))
     // Routes that serve the path with other methods are an answer about routes that exist: only a path no stored
     // route matches (or a bad one) is "no route".

@@ -16,6 +16,7 @@ import * as Path from "./internal/route/path.js"
 import * as PathPattern from "./internal/route/pathPattern.js"
 import * as Validate from "./internal/route/validate.js"
 import * as Split from "./Split.js"
+import * as When from "./When.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Issues
@@ -399,9 +400,9 @@ export const Tags = Schema.Array(Tag).pipe(
 )
 
 /**
- * A stored route: the six fields of the contract, and (0.5.0) `enabled`, `split`, `description` and `tags`, present
- * only when not at their defaults (`enabled: false`; a split; a description not empty; tags). `createdAt` encodes as
- * `Date.prototype.toISOString` prints it.
+ * A stored route: the six fields of the contract, and (0.5.0) `enabled`, `split`, `description`, `tags` and `when`,
+ * present only when not at their defaults (`enabled: false`; a split; a description not empty; tags; conditions).
+ * `createdAt` encodes as `Date.prototype.toISOString` prints it.
  *
  * @since 0.1.0
  */
@@ -422,7 +423,8 @@ export class Route extends Schema.Class<Route>("Route")({
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
   split: Schema.optionalWith(Split.Split, { exact: true }),
   description: Schema.optionalWith(Description, { exact: true }),
-  tags: Schema.optionalWith(Tags, { exact: true })
+  tags: Schema.optionalWith(Tags, { exact: true }),
+  when: Schema.optionalWith(When.When, { exact: true })
 }) {}
 
 /**
@@ -451,7 +453,7 @@ export const toJson = (route: Route): string =>
     route.split === undefined ? "" : `,"split":${JSON.stringify(route.split)}`
   }${route.description === undefined ? "" : `,"description":${JSON.stringify(route.description)}`}${
     route.tags === undefined ? "" : `,"tags":${JSON.stringify(route.tags)}`
-  }}`
+  }${route.when === undefined ? "" : `,"when":${When.canonicalJson(route.when)}`}}`
 
 // A body's unknown fields are refused, as the HTTP API refuses them, and every problem is reported.
 const STRICT = { onExcessProperty: "error", errors: "all" } as const
@@ -469,7 +471,8 @@ export const CreateRoute = Schema.Struct({
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
   split: Schema.optionalWith(Split.Split, { exact: true }),
   description: Schema.optionalWith(Description, { exact: true }),
-  tags: Schema.optionalWith(Tags, { exact: true })
+  tags: Schema.optionalWith(Tags, { exact: true }),
+  when: Schema.optionalWith(When.When, { exact: true })
 }).annotations({ identifier: "CreateRoute", parseOptions: STRICT })
 
 /**
@@ -497,7 +500,8 @@ export const PatchRoute = Schema.Struct({
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
   split: Schema.optionalWith(Schema.NullOr(Split.Split), { exact: true }),
   description: Schema.optionalWith(Description, { exact: true }),
-  tags: Schema.optionalWith(Tags, { exact: true })
+  tags: Schema.optionalWith(Tags, { exact: true }),
+  when: Schema.optionalWith(Schema.NullOr(When.When), { exact: true })
 }).pipe(
   Schema.filter((patch) => Object.keys(patch).length > 0 || Validate.NOTHING_TO_CHANGE, {
     jsonSchema: { minProperties: 1 }

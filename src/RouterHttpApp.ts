@@ -282,7 +282,7 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
       E | HttpServerError.RouteNotFound,
       Exclude<R, Match>
     > => {
-      const found = HostPaths.lookup(hostPaths, table, request.method, request.url)
+      const found = HostPaths.lookup(hostPaths, table, request.method, request.url, request.headers)
       switch (found._tag) {
         case "BadPath":
           return Effect.succeed(toResponse(Answers.malformedPath(found.reason)))

@@ -275,7 +275,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
     }
 
     return ((req, res, next) => {
-      const found = HostPaths.lookup(hostPaths, table, req.method ?? "GET", req.url ?? "/")
+      const found = HostPaths.lookup(hostPaths, table, req.method ?? "GET", req.url ?? "/", req.headers)
       switch (found._tag) {
         case "BadPath":
           return NodeResponse.write(req, res, Answers.malformedPath(found.reason))

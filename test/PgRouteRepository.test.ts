@@ -58,7 +58,8 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         "split:jsonb",
         "middleware_config:jsonb",
         "description:text",
-        "tags:ARRAY"
+        "tags:ARRAY",
+        "when_key:text"
       ])
       const indexes = yield* sql<{ indexname: string; indexdef: string }>`
         SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ${table} ORDER BY indexname`
@@ -79,7 +80,7 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         "btree (id) WHERE (NOT enabled)",
         "btree (handler, id)",
         "btree (method, id)",
-        "btree (method, path_shape)",
+        "btree (method, path_shape, when_key)",
         "gin (middleware)",
         "btree (path COLLATE \"C\")",
         "btree (id)",

@@ -91,7 +91,7 @@ export const describedContract = (test: Test) => {
       )
       const repo = yield* repository
       for (const [i, route] of routes.entries()) {
-        assert.deepStrictEqual(route.middleware, i % 2 === 0 ? [{ name: "m", config: { i } }] : ["m"])
+        assert.deepStrictEqual(route.middleware as ReadonlyArray<unknown>, i % 2 === 0 ? [{ name: "m", config: { i } }] : ["m"])
         assert.strictEqual(route.description, i % 3 === 0 ? `route ${i}` : undefined)
         assert.strictEqual(Route.toJson(yield* repo.findById(route.id)), Route.toJson(route))
       }
@@ -106,7 +106,7 @@ export const describedContract = (test: Test) => {
         middleware: [{ name: "m", config: { b: 1, a: 2 } }]
       })
       assert.isAbove(changed.revision, created.revision)
-      assert.deepStrictEqual(changed.middleware, [{ name: "m", config: { a: 2, b: 1 } }])
+      assert.deepStrictEqual(changed.middleware as ReadonlyArray<unknown>, [{ name: "m", config: { a: 2, b: 1 } }])
       const same = yield* update(created.id, {
         description: "d",
         tags: ["x"],

@@ -10,6 +10,7 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
 import { describedContract } from "./describedContract.js"
 import { logContract } from "./logContract.js"
+import { conditionsContract } from "./conditionsContract.js"
 import { safeChangesContract } from "./safeChangesContract.js"
 
 const NOW = Date.parse("2026-11-21T09:30:12.345Z")
@@ -259,6 +260,7 @@ export const repositoryContract = <R>(
   describe("the change log", () => logContract(test, it, limited))
   describe("enabled and split (docs/router.md: disabled routes and splits)", () => safeChangesContract(test))
   describe("descriptions, tags and middleware configs (docs/router.md)", () => describedContract(test))
+  describe("conditions (docs/router.md: conditions)", () => conditionsContract(test))
 }
 
 type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void

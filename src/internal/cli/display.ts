@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import * as Route from "../../Route.js"
 import * as RoutingApi from "../../RoutingApi.js"
+import * as When from "../../When.js"
 
 const names = (list: ReadonlyArray<string>) => list.length === 0 ? "-" : list.join(", ")
 
@@ -58,7 +59,10 @@ export const json = (value: Route.Route | ReadonlyArray<Route.Route>): string =>
   JSON.stringify(Array.isArray(value) ? value.map((route) => encode(route)) : encode(value as Route.Route), null, 2) +
   "\n"
 
-const named = (route: Route.Route) => `${route.method} ${route.path}  (${route.id})`
+const named = (route: Route.Route) =>
+  `${route.method} ${route.path}${
+    route.when === undefined ? "" : ` when ${When.canonicalJson(route.when)}`
+  }  (${route.id})`
 
 /** The answer of `match`: the decision a field a line, then each other route matching the path with why it lost. */
 export const match = (answer: typeof RoutingApi.Match.Type): string => {

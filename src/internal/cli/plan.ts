@@ -1,7 +1,7 @@
 /**
  * What `diff` shows and `sync` does: the changes that make a registry's routes equal to a routes file's.
  *
- * Routes are matched by method and shape (`GET /users/:id` and `GET /users/:userId` are one route): the key a
+ * Routes are matched by method, shape and conditions (`GET /users/:id` and `GET /users/:userId` are one route): the key a
  * registry keeps unique, so a file route matches at most one stored route, and renaming a parameter is an update
  * in place (same id, no moment without the route) rather than a delete and a create.
  *
@@ -10,6 +10,7 @@
 import * as Route from "../../Route.js"
 import * as RouteFields from "../route/fields.js"
 import * as Split from "../route/split.js"
+import * as When from "../route/when.js"
 import * as RoutesFile from "./routesFile.js"
 
 /** The fields an update changes. */
@@ -95,15 +96,19 @@ const entries = (middleware: ReadonlyArray<Route.MiddlewareEntry>) =>
 
 const optional = (value: unknown) => value === undefined || value === null ? "-" : JSON.stringify(value)
 
+// A route as a title names it: method, path and its conditions when it has some.
+const nameOf = (route: Route.CreateRoute) =>
+  `${route.method} ${route.path}${route.when === undefined ? "" : ` when ${When.keyOf(route.when)}`}`
+
 /** One line naming a change, as progress and failures print it. */
 export const title = (change: Change): string => {
   switch (change._tag) {
     case "Delete":
-      return `delete ${change.current.method} ${change.current.path}`
+      return `delete ${nameOf(change.current)}`
     case "Update":
-      return `update ${change.current.method} ${change.current.path}`
+      return `update ${nameOf(change.current)}`
     case "Create":
-      return `create ${change.item.route.method} ${change.item.route.path}`
+      return `create ${nameOf(change.item.route)}`
   }
 }
 

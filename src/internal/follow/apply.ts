@@ -32,7 +32,7 @@ const parse = (data: string): unknown => {
 // or cannot hold it.
 const place = (state: State, { revision, route }: Revised): Route.StoredRoute | undefined => {
   if (RouteTree.get(state.tree, route.id)?.revision === revision) return undefined
-  const { createdAt, description, enabled, handler, id, method, middleware, path, split, tags } = route
+  const { createdAt, description, enabled, handler, id, method, middleware, path, split, tags, when } = route
   const stored = new Route.StoredRoute(
     {
       id,
@@ -41,7 +41,7 @@ const place = (state: State, { revision, route }: Revised): Route.StoredRoute | 
       middleware,
       handler,
       createdAt,
-      ...optionalOf({ enabled, split, description, tags }),
+      ...optionalOf({ enabled, split, description, tags, when }),
       revision
     },
     true

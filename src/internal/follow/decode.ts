@@ -12,6 +12,7 @@ import * as RouteFields from "../route/fields.js"
 import * as Grammar from "../route/grammar.js"
 import * as Path from "../route/path.js"
 import * as Split from "../route/split.js"
+import * as When from "../route/when.js"
 
 /** A route decoded from an event, with its parsed path, before the follower gives it a revision. */
 export interface Decoded {
@@ -25,6 +26,7 @@ export interface Decoded {
   readonly split?: Split.Split
   readonly description?: string
   readonly tags?: ReadonlyArray<string>
+  readonly when?: When.When
   readonly parsed: Path.ParsedPath
   /** The event's data when it is byte for byte `Route.toJson` of the route, else `undefined`. */
   readonly text: string | undefined
@@ -115,21 +117,27 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
 const NONE = {}
 
 // The fields of docs/router.md an event carries, as a route keeps them; `undefined` when one is not valid. A follower that
-// dropped them would serve a disabled route, or ignore a split.
+// dropped them would serve a disabled route, ignore a split, or serve a route whatever its conditions.
 const optionalFields = (
   json: Record<string, unknown>,
   handler: string
-): Pick<Decoded, "enabled" | "split" | "description" | "tags"> | undefined => {
-  const { description, enabled, split, tags } = json
-  if (enabled === undefined && split === undefined && description === undefined && tags === undefined) return NONE
+): Pick<Decoded, "enabled" | "split" | "description" | "tags" | "when"> | undefined => {
+  const { description, enabled, split, tags, when } = json
+  if (
+    enabled === undefined && split === undefined && description === undefined && tags === undefined &&
+    when === undefined
+  ) return NONE
   if (enabled !== undefined && typeof enabled !== "boolean") return undefined
   if (split !== undefined && Split.check(split, handler).length > 0) return undefined
   if (description !== undefined && RouteFields.checkDescription(description) !== undefined) return undefined
   if (tags !== undefined && RouteFields.checkTags(tags).length > 0) return undefined
+  if (when !== undefined && When.check(when).length > 0) return undefined
+  const conditions = when === undefined ? undefined : When.canonical(when as Record<string, unknown>)
   return {
     ...(enabled === false ? { enabled: false } : {}),
     ...(split === undefined ? {} : { split: Split.canonical(split as Record<string, unknown>) }),
     ...(description === undefined || description === "" ? {} : { description: description as string }),
-    ...(tags === undefined || (tags as ReadonlyArray<string>).length === 0 ? {} : { tags: tags as ReadonlyArray<string> })
+    ...(tags === undefined || (tags as ReadonlyArray<string>).length === 0 ? {} : { tags: tags as ReadonlyArray<string> }),
+    ...(conditions === undefined ? {} : { when: conditions })
   }
 }

@@ -145,9 +145,16 @@ export const LastEventId = Schema.Struct({
 export const MatchParams = Schema.Struct({
   method: Route.HttpMethod.annotations({ description: "The request's method, as the router receives it." }),
   path: Schema.String.pipe(Schema.startsWith("/")).annotations({
-    description: "The request's target: its path, optionally with a query string (ignored), as the router receives " +
-      "it (percent-escapes included: send % as %25 and + as %2B in this parameter)."
-  })
+    description: "The request's target: its path, optionally with a query string (which query conditions read), as " +
+      "the router receives it (percent-escapes included: send % as %25, + as %2B and & as %26 in this parameter)."
+  }),
+  host: Schema.optional(Schema.String.annotations({
+    description: "The request's Host (a port is ignored), which host conditions read."
+  })),
+  header: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)).annotations({
+    description: "A request header as name:value, which header conditions read; repeat it for each header (at most " +
+      "32)."
+  }))
 })
 
 /**
@@ -167,7 +174,14 @@ export const Match = Schema.Struct({
       "(\"/docs\", or \"/static/*\" for a path and everything below it). The outcome is then not_found, whatever " +
       "the method: no stored route serves the path, the host does."
   })),
-  candidates: Schema.Array(Schema.Struct({ route: Route.Route, reason: Schema.String }))
+  candidates: Schema.Array(Schema.Struct({
+    route: Route.Route,
+    reason: Schema.String,
+    condition: Schema.optional(Schema.String.annotations({
+      description: "Present when the route's conditions alone kept it from serving: the one the request fails " +
+        "(when.host, when.headers[0], when.query[1], as the route's when lists them)."
+    }))
+  }))
 }).annotations({
   identifier: "Match",
   description: "route and params are null unless outcome is route. allow is sorted, with HEAD wherever GET is; " +

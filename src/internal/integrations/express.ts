@@ -123,7 +123,7 @@ export const make = (options: Options): Mounted => {
   }
 
   const route = (registry: Registry.Registry<Handler, Handler>, req: Request, res: Response, next: NextFunction) => {
-    const found = registry.lookup(req.method, req.url)
+    const found = registry.lookup(req.method, req.url, req.headers)
     switch (found._tag) {
       case "BadPath":
         return NodeResponse.write(req, res, Registry.answers.malformedPath(found.reason))

@@ -130,7 +130,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
   const chains = new WeakMap<FastifyRequest, Registry.Chain<Handler, Middleware>>()
 
   const onRequest: onRequestHookHandler = function(request, reply, done) {
-    const found = registry.lookup(request.method, targetOf(request, prefix))
+    const found = registry.lookup(request.method, targetOf(request, prefix), request.headers)
     switch (found._tag) {
       case "BadPath":
         return void send(reply, Registry.answers.malformedPath(found.reason))

@@ -143,7 +143,7 @@ export const make = (options: Options): Mounted => {
     const target = targetBelow(c, base)
     if (target === undefined) return next()
     const { path, query } = target
-    const found = lookup(c.req.method, query === "" ? path : `${path}?${query}`)
+    const found = lookup(c.req.method, query === "" ? path : `${path}?${query}`, c.req.raw.headers)
     switch (found._tag) {
       case "BadPath":
         return WebResponse.toWeb(Registry.answers.malformedPath(found.reason))

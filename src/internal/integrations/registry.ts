@@ -68,7 +68,11 @@ export interface Chain<F, M> {
 export interface Registry<F, M> {
   readonly api: RoutingHandler.RoutingHandler
   /** What the router decides for a request (`HostPaths.lookup`): a path the host serves is not found. */
-  readonly lookup: (method: string, target: string) => RouteTable.Resolution<Route.StoredRoute>
+  readonly lookup: (
+    method: string,
+    target: string,
+    headers: RouteTable.Headers
+  ) => RouteTable.Resolution<Route.StoredRoute>
   /**
    * The route's functions, or the first name this process has not registered (logged once per name), or `undefined`
    * for a route whose middleware configs do not decode (logged once per stored version).
@@ -144,7 +148,8 @@ const bind = <F, M, C>(options: Options<F, M, C>, log: Log, bindConfig: (fn: C, 
     const api = yield* Effect.orDie(RoutingHandler.make(limits))
     const table = yield* RouteTable.RouteTable
     const hostPaths = yield* HostPaths.HostPaths
-    const lookup = (method: string, target: string) => HostPaths.lookup(hostPaths, table, method, target)
+    const lookup = (method: string, target: string, headers: RouteTable.Headers) =>
+      HostPaths.lookup(hostPaths, table, method, target, headers)
     const start = Runner.make(yield* Effect.runtime<never>())
     const core = RouterCore.make<F, M, Chain<F, M>, C>(
       { handlers, middleware },

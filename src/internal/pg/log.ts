@@ -66,7 +66,8 @@ export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fr
     || CASE WHEN ${a}.enabled THEN '{}'::jsonb ELSE '{"enabled": false}'::jsonb END
     || CASE WHEN ${a}.split IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('split', ${a}.split) END
     || CASE WHEN ${a}.description = '' THEN '{}'::jsonb ELSE jsonb_build_object('description', ${a}.description) END
-    || CASE WHEN ${a}.tags = '{}' THEN '{}'::jsonb ELSE jsonb_build_object('tags', to_jsonb(${a}.tags)) END`
+    || CASE WHEN ${a}.tags = '{}' THEN '{}'::jsonb ELSE jsonb_build_object('tags', to_jsonb(${a}.tags)) END
+    || CASE WHEN ${a}.when_key = '' THEN '{}'::jsonb ELSE jsonb_build_object('when', ${a}.when_key::jsonb) END`
 }
 
 /**

@@ -10,6 +10,7 @@ import * as Route from "../../Route.js"
 import type { Action, HistoryEntry } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
 import * as RouteFields from "../route/fields.js"
+import * as When from "../route/when.js"
 import { optionalOf } from "../store/rules.js"
 
 /** A route row, as a statement reads it or as JSON carries it (then `created_at` is text). */
@@ -31,6 +32,10 @@ export interface RouteRow {
   readonly description?: string
   /** `[]` or left out when there are none. */
   readonly tags?: ReadonlyArray<string>
+  /** The conditions' canonical JSON as the column holds it, `''` for none (a statement's row). */
+  readonly when_key?: string
+  /** The conditions (an announcement's or the log's JSON), left out when there are none. */
+  readonly when?: When.When
   /** A bigint: node-postgres gives a string unless the host's client parses it. */
   readonly revision: string | number | bigint
 }
@@ -43,13 +48,25 @@ export interface JsonRow extends RouteRow {
 
 /** The columns of a `RouteRow`, in every statement that reads routes. */
 export const columns = (sql: SqlClient.SqlClient) =>
-  sql`id, method, path, middleware, handler, created_at, revision, enabled, split, middleware_config, description, tags`
+  sql`id, method, path, middleware, handler, created_at, revision, enabled, split, middleware_config, description, tags,
+    when_key`
 
 // A route's fields as a row or the log holds them. Rows were validated when they were written, so they are trusted.
 const trusted = (
   fields: Pick<
     RouteRow,
-    "id" | "method" | "path" | "middleware" | "middleware_config" | "handler" | "enabled" | "split" | "description" | "tags"
+    | "id"
+    | "method"
+    | "path"
+    | "middleware"
+    | "middleware_config"
+    | "handler"
+    | "enabled"
+    | "split"
+    | "description"
+    | "tags"
+    | "when_key"
+    | "when"
   >,
   createdAt: Date | string
 ) => ({
@@ -59,8 +76,16 @@ const trusted = (
   middleware: fields.middleware_config ?? fields.middleware,
   handler: fields.handler as Route.HandlerName,
   createdAt: typeof createdAt === "string" ? new Date(createdAt) : createdAt,
-  ...optionalOf(fields)
+  ...optionalOf({ ...fields, when: whenOf(fields) })
 })
+
+// The conditions of a row (its column's text) or of JSON the log holds (jsonb, whose keys come back reordered).
+const whenOf = (fields: Pick<RouteRow, "when_key" | "when">): When.When | undefined =>
+  fields.when !== undefined
+    ? When.canonical(fields.when as unknown as Record<string, unknown>)
+    : fields.when_key === undefined || fields.when_key === ""
+    ? undefined
+    : JSON.parse(fields.when_key) as When.When
 
 /** The route a row holds. */
 export const decode = (row: RouteRow): Route.StoredRoute =>
@@ -131,6 +156,7 @@ export const encodeInsert = (route: Route.Route, ord: number) => ({
   split: route.split ?? null,
   description: route.description ?? "",
   tags: route.tags ?? [],
+  when_key: When.keyOf(route.when),
   ord,
   path_shape: Route.shapeOf(route.path)
 })

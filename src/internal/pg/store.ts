@@ -12,6 +12,7 @@ import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
 import type { ListQuery, Page, Precondition, RouteIdGenerator, WriteError } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
+import * as When from "../route/when.js"
 import {
   type OutsidePrefixes,
   type PreconditionFailed,
@@ -128,6 +129,7 @@ export const insert = (
   const { columns, settings, sql } = store
   const table = sql(settings.qualified)
   const shape = Route.shapeOf(route.path)
+  const whenKey = When.keyOf(route.when)
   const base = sql`(SELECT revision FROM locked)`
   const middleware = Row.middlewareColumns(route.middleware)
   return Effect.flatMap(
@@ -135,11 +137,12 @@ export const insert = (
     WITH ${Log.locked(store)},
     changed AS (
       INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split,
-        middleware_config, description, tags)
+        middleware_config, description, tags, when_key)
       VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${middleware.middleware}, ${route.handler},
               ${route.createdAt}, ${base} + 1, ${route.enabled !== false}, ${splitValue(sql, route.split)},
-              ${configValue(sql, middleware.middleware_config)}, ${route.description ?? ""}, ${route.tags ?? []})
-      ON CONFLICT (method, path_shape) DO NOTHING
+              ${configValue(sql, middleware.middleware_config)}, ${route.description ?? ""}, ${route.tags ?? []},
+              ${whenKey})
+      ON CONFLICT (method, path_shape, when_key) DO NOTHING
       RETURNING ${columns}
     ),
     ${
@@ -154,7 +157,8 @@ export const insert = (
       inserted.length > 0
         ? Effect.succeed(Row.decode(inserted[0]!))
         : Effect.flatMap(
-          sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
+          sql<{ id: string }>`SELECT id FROM ${table}
+            WHERE method = ${route.method} AND path_shape = ${shape} AND when_key = ${whenKey}`,
           (holders) =>
             conflictOr(
               holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
@@ -201,6 +205,7 @@ export const updateStatement = (store: Store, { change, id, patch, precondition 
   if (patch.split !== undefined) given.push(["split", splitValue(sql, patch.split)])
   if (patch.description !== undefined) given.push(["description", patch.description])
   if (patch.tags !== undefined) given.push(["tags", patch.tags])
+  if (patch.when !== undefined) given.push(["when_key", When.keyOf(patch.when ?? undefined)])
   const action = change.restoredFrom === undefined ? "update" : "restore"
   // One statement checks the precondition, writes only a real change and logs it; the unique index decides conflicts.
   return sql<Row.RouteRow>`
@@ -229,12 +234,14 @@ export const holderOf = (
 ): Effect.Effect<ReadonlyArray<Holder>, SqlError> => {
   const table = sql(settings.qualified)
   const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
+  const whenKey = patch.when === undefined ? undefined : When.keyOf(patch.when ?? undefined)
   return sql<Holder>`${readMark}
     SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
            COALESCE(${patch.path ?? null}, self.path) AS path
     FROM ${table} AS self JOIN ${table} AS other
       ON other.method = COALESCE(${patch.method ?? null}, self.method)
-      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
+      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape)
+      AND other.when_key = COALESCE(${whenKey ?? null}, self.when_key) AND other.id <> self.id
     WHERE self.id = ${id}`
 }
 
@@ -251,7 +258,7 @@ export const updateStep = (store: Store, one: Updating): Effect.Effect<Route.Sto
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
   const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
     patch.handler === undefined && patch.enabled === undefined && patch.split === undefined &&
-    patch.description === undefined && patch.tags === undefined
+    patch.description === undefined && patch.tags === undefined && patch.when === undefined
   const attempt = (): Effect.Effect<Route.StoredRoute, UpdateError | SqlError> =>
     empty ?
       decide(store, id, precondition, unchanged, attempt) :
@@ -319,7 +326,7 @@ export const removeStep = (
       changed AS (
         DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
         RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision, enabled, split,
-          middleware_config, description, tags
+          middleware_config, description, tags, when_key
       ),
       ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
       ${Log.advance(store, base, change.dryRun)}

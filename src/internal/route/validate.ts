@@ -9,6 +9,7 @@ import * as Fields from "./fields.js"
 import * as Grammar from "./grammar.js"
 import * as Path from "./path.js"
 import * as Split from "./split.js"
+import * as When from "./when.js"
 
 /**
  * One problem found in an input: where (`path` is `"method"`, `"middleware[1]"`, … and `""` for the whole body)
@@ -32,6 +33,7 @@ export interface CreateRoute {
   readonly split?: Split.Split
   readonly description?: string
   readonly tags?: ReadonlyArray<string>
+  readonly when?: When.When
 }
 
 /** The fields an update replaces, each with the rules of a create; `split: null` removes the split. */
@@ -44,6 +46,8 @@ export interface RoutePatch {
   readonly split?: Split.Split | null
   readonly description?: string
   readonly tags?: ReadonlyArray<string>
+  /** `null` (or `{}` in the body) removes the conditions. */
+  readonly when?: When.When | null
 }
 
 /** The most problems reported for one body: a huge invalid body costs no more to refuse than a small one. */
@@ -60,7 +64,7 @@ class Issues {
   }
 }
 
-const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split", "description", "tags"] as const
+const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split", "description", "tags", "when"] as const
 type Field = typeof FIELDS[number]
 const FIELD_NAMES: ReadonlySet<string> = new Set(FIELDS)
 
@@ -136,6 +140,9 @@ const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<st
   },
   tags: (value, issues) => {
     for (const issue of Fields.checkTags(value)) issues.add(issue.path, issue.message)
+  },
+  when: (value, issues) => {
+    for (const issue of When.check(value)) issues.add(issue.path, issue.message)
   }
 }
 
@@ -150,8 +157,15 @@ const optionalFields = (body: Record<string, unknown>) => ({
   ...(body.enabled === false ? { enabled: false } : {}),
   ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) }),
   ...(body.description === undefined || body.description === "" ? {} : { description: body.description }),
-  ...(body.tags === undefined || (body.tags as ReadonlyArray<string>).length === 0 ? {} : { tags: body.tags })
+  ...(body.tags === undefined || (body.tags as ReadonlyArray<string>).length === 0 ? {} : { tags: body.tags }),
+  ...whenOf(body)
 })
+
+// Conditions at their default (`{}`) are no conditions: a route keeps no `when` then.
+const whenOf = (body: Record<string, unknown>): { readonly when?: When.When } => {
+  const when = body.when === undefined ? undefined : When.canonical(body.when as Record<string, unknown>)
+  return when === undefined ? {} : { when }
+}
 
 // What a create says of a required field it lacks; the others are optional.
 const REQUIRED: Readonly<Partial<Record<Field, string>>> = {
@@ -168,8 +182,8 @@ const unknownFieldMessage = (key: string): string => {
       return `unknown field "${key}": did you mean "${field}"?`
     }
   }
-  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled, split, description ` +
-    "and tags"
+  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled, split, description, ` +
+    "tags and when"
 }
 
 const checkUnknownFields = (record: Record<string, unknown>, issues: Issues): void => {
@@ -218,7 +232,8 @@ const CLEAR_HINT: Partial<Record<Field, string>> = {
 }
 
 export const NOTHING_TO_CHANGE =
-  "nothing to change: give at least one of method, path, middleware, handler, enabled, split, description and tags"
+  "nothing to change: give at least one of method, path, middleware, handler, enabled, split, description, tags " +
+    "and when"
 
 /**
  * Validates a parsed JSON body as a patch: at least one field, each with the rules of a create; `null` is refused
@@ -239,7 +254,7 @@ export const validatePatch = (body: unknown): Either.Either<RoutePatch, Readonly
     const value = body[field]
     if (value === undefined || !hasOwn(body, field)) continue
     patch[field] = value
-    if (value === null && field === "split") continue
+    if (value === null && (field === "split" || field === "when")) continue
     if (value === null) {
       issues.add(field, `must not be null: leave "${field}" out to keep the stored value${CLEAR_HINT[field] ?? ""}`)
     } else {
@@ -251,6 +266,9 @@ export const validatePatch = (body: unknown): Either.Either<RoutePatch, Readonly
   }
   if (patch.middleware !== undefined && issues.list.length === 0) {
     patch.middleware = entries(patch.middleware as ReadonlyArray<unknown>)
+  }
+  if (patch.when !== undefined && patch.when !== null && issues.list.length === 0) {
+    patch.when = When.canonical(patch.when as Record<string, unknown>) ?? null
   }
   checkUnknownFields(body, issues)
   // Said only of a body with nothing else wrong: `{"id": …}` needs the field removed, not a hint to add another.

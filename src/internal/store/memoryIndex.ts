@@ -95,7 +95,7 @@ export const addRoute = (memory: Memory, route: Route.StoredRoute, key: string):
 
 export const dropRoute = (memory: Memory, route: Route.StoredRoute): void => {
   memory.byId.delete(route.id)
-  memory.idByKey.delete(Rules.conflictKey(route.method, route.path))
+  memory.idByKey.delete(Rules.conflictKey(route.method, route.path, route.when))
   removeSorted(memory.ids, route.id)
   unpost(memory.byMethod, route.method, route.id)
   unpost(memory.byHandler, route.handler, route.id)
@@ -107,8 +107,8 @@ export const dropRoute = (memory: Memory, route: Route.StoredRoute): void => {
 export const replaceRoute = (memory: Memory, before: Route.StoredRoute, after: Route.StoredRoute): void => {
   const id = after.id
   memory.byId.set(id, after)
-  memory.idByKey.delete(Rules.conflictKey(before.method, before.path))
-  memory.idByKey.set(Rules.conflictKey(after.method, after.path), id)
+  memory.idByKey.delete(Rules.conflictKey(before.method, before.path, before.when))
+  memory.idByKey.set(Rules.conflictKey(after.method, after.path, after.when), id)
   if (before.method !== after.method) {
     unpost(memory.byMethod, before.method, id)
     post(memory.byMethod, after.method, id)
@@ -130,7 +130,7 @@ export const replaceRoute = (memory: Memory, before: Route.StoredRoute, after: R
 /** Adds `route`, or replaces the route with its id. */
 export const put = (memory: Memory, route: Route.StoredRoute): void => {
   const before = memory.byId.get(route.id)
-  if (before === undefined) addRoute(memory, route, Rules.conflictKey(route.method, route.path))
+  if (before === undefined) addRoute(memory, route, Rules.conflictKey(route.method, route.path, route.when))
   else replaceRoute(memory, before, route)
 }
 

@@ -13,6 +13,7 @@ import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "..
 import type * as Split from "../../Split.js"
 import * as RouteFields from "../route/fields.js"
 import { equal as sameSplit } from "../route/split.js"
+import * as When from "../route/when.js"
 import { OutsidePrefixes, PreconditionFailed, RouteConflict } from "./errors.js"
 
 /**
@@ -55,6 +56,7 @@ export interface Optional {
   readonly split?: Split.Split
   readonly description?: string
   readonly tags?: ReadonlyArray<string>
+  readonly when?: When.When
 }
 
 /** The optional fields as an input, a route or a patch applied may give them. */
@@ -63,13 +65,14 @@ export interface OptionalInput {
   readonly split?: Split.Split | null | undefined
   readonly description?: string | undefined
   readonly tags?: ReadonlyArray<string> | undefined
+  readonly when?: When.When | null | undefined
 }
 
 /** What a route keeps of the optional fields of `fields` (an input, a route, a patch applied). */
 export const optionalOf = (fields: OptionalInput): Optional => {
   const described = fields.description !== undefined && fields.description !== ""
   const tagged = fields.tags !== undefined && fields.tags.length > 0
-  if (!described && !tagged) {
+  if (!described && !tagged && fields.when == null) {
     return fields.enabled === false
       ? fields.split == null ? DISABLED : { enabled: false, split: fields.split }
       : fields.split == null
@@ -80,20 +83,22 @@ export const optionalOf = (fields: OptionalInput): Optional => {
     ...(fields.enabled === false ? DISABLED : NONE),
     ...(fields.split == null ? NONE : { split: fields.split }),
     ...(described ? { description: fields.description } : NONE),
-    ...(tagged ? { tags: fields.tags } : NONE)
+    ...(tagged ? { tags: fields.tags } : NONE),
+    ...(fields.when == null ? NONE : { when: fields.when })
   }
 }
 
 const NONE: Optional = {}
 const DISABLED: Optional = { enabled: false }
 
-/** The optional fields of `route` once `patch` is applied: `split: null` removes the split. */
+/** The optional fields of `route` once `patch` is applied: `split: null` and `when: null` remove theirs. */
 export const patchedOptional = (route: Route.Route, patch: Route.RoutePatch): Optional =>
   optionalOf({
     enabled: patch.enabled ?? route.enabled,
     split: patch.split === undefined ? route.split : patch.split,
     description: patch.description ?? route.description,
-    tags: patch.tags ?? route.tags
+    tags: patch.tags ?? route.tags,
+    when: patch.when === undefined ? route.when : patch.when
   })
 
 const utf8 = new TextEncoder()
@@ -211,6 +216,7 @@ const StoredRouteOf = function(
   if (fields.split !== undefined) this.split = fields.split
   if (fields.description !== undefined) this.description = fields.description
   if (fields.tags !== undefined) this.tags = fields.tags
+  if (fields.when !== undefined) this.when = fields.when
 } as unknown as new(
   id: Route.RouteId,
   fields: Fields,
@@ -234,11 +240,13 @@ export const storedRoute = (
 ): Route.StoredRoute => new StoredRouteOf(id, fields, createdAt, revision)
 
 /**
- * The key under which two conflicting routes collide: method and shape.
+ * The key under which two conflicting routes collide: method, shape and (0.5.0) conditions as a set (their canonical
+ * JSON, after a space; nothing for a route without conditions, whose key is as before).
  *
  * @since 0.1.0
  */
-export const conflictKey = (method: string, path: Route.RoutePath): string => `${method} ${Route.shapeOf(path)}`
+export const conflictKey = (method: string, path: Route.RoutePath, when?: When.When | undefined): string =>
+  when === undefined ? `${method} ${Route.shapeOf(path)}` : `${method} ${Route.shapeOf(path)} ${When.keyOf(when)}`
 
 /**
  * `true` when a route at `revision` meets the precondition: there is none, or it names that revision.
@@ -296,7 +304,8 @@ export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boole
   (patch.enabled !== undefined && patch.enabled !== (route.enabled ?? true)) ||
   (patch.split !== undefined && !sameSplit(patch.split ?? undefined, route.split)) ||
   (patch.description !== undefined && patch.description !== (route.description ?? "")) ||
-  (patch.tags !== undefined && !RouteFields.sameTags(patch.tags, route.tags))
+  (patch.tags !== undefined && !RouteFields.sameTags(patch.tags, route.tags)) ||
+  (patch.when !== undefined && !When.equal(patch.when ?? undefined, route.when))
 
 /**
  * The newest log entries the memory store keeps at least, by default (`RouteRepository.MemoryOptions`).
@@ -324,7 +333,8 @@ export const restoredFields = (after: Route.Route) => ({
   enabled: after.enabled ?? true,
   split: after.split ?? null,
   description: after.description ?? "",
-  tags: after.tags ?? []
+  tags: after.tags ?? [],
+  when: after.when ?? null
 } satisfies Route.RoutePatch & { readonly input: Route.CreateRoute })
 
 /**
