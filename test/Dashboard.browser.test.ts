@@ -664,6 +664,46 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
+  it("v5: \"Conditions\" edits a route's host, headers and query; the tester takes a host and headers", async () => {
+    const prefix = fresh()
+    const page = await signIn()
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/v2`)
+    await form.getByRole("textbox", { name: "Handler" }).fill("echo")
+    const conditions = form.getByRole("group", { name: "Conditions" })
+    await conditions.getByRole("textbox", { name: "Host" }).fill("Not A Host!")
+    await form.getByRole("button", { name: "Save" }).click()
+    // The API's problem at the field.
+    await conditions.locator(".problem").filter({ hasText: /./ }).first().waitFor()
+    assert.strictEqual(await conditions.getByRole("textbox", { name: "Host" }).getAttribute("aria-invalid"), "true")
+    await conditions.getByRole("textbox", { name: "Host" }).fill("api.example.com")
+    await conditions.getByRole("textbox", { name: "Headers" }).fill("x-version: 2\nx-beta")
+    await conditions.getByRole("textbox", { name: "Query" }).fill("tenant=acme")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    const [made] = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
+    const byName = (list: ReadonlyArray<{ name: string }>) => [...list].sort((a, b) => a.name < b.name ? -1 : 1)
+    assert.deepStrictEqual([made.when.host, byName(made.when.headers), made.when.query], [
+      "api.example.com",
+      [{ name: "x-beta" }, { name: "x-version", value: "2" }],
+      [{ name: "tenant", value: "acme" }]
+    ])
+    await row(page, `${prefix}/v2`).getByText(/when host api\.example\.com/).waitFor()
+    await page.getByRole("textbox", { name: "Request URL" }).fill(`${prefix}/v2?tenant=acme`)
+    await page.getByRole("textbox", { name: "Request host" }).fill("api.example.com")
+    await page.getByRole("textbox", { name: "Request headers" }).fill("x-version: 2\nx-beta: yes")
+    await page.getByRole("button", { name: "Test" }).click()
+    const result = page.getByRole("region", { name: "Result" })
+    await result.getByText(`GET ${prefix}/v2 → echo`).waitFor()
+    await result.getByText("Served by a stored route").waitFor()
+    await page.getByRole("textbox", { name: "Request host" }).fill("other.example.com")
+    await page.getByRole("button", { name: "Test" }).click()
+    await result.getByText(/404 Not Found/).waitFor()
+    await page.close()
+  })
+
   it("renders an echoed problem detail as text: markup in it never runs", async () => {
     const page = await signIn()
     await page.getByRole("button", { name: "New route" }).click()
