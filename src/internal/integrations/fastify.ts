@@ -126,7 +126,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
     }
     const route = found.route
     if (route.enabled === false) return void send(reply, Registry.answers.routeDisabled)
-    const choice = Splits.choiceOf(route, (name) => request.headers[name], request.url)
+    const choice = Splits.choiceOf(route, request, Splits.incoming)
     const chain = registry.chainOf(route, choice?.handler)
     if (typeof chain === "string") return void send(reply, Registry.answers.handlerUnavailable(chain))
     chains.set(request, chain)
