@@ -300,11 +300,18 @@ const matchCommand = Command.make("match", {
   path: Args.text({ name: "path" }).pipe(
     Args.withSchema(RoutingApi.MatchParams.fields.path),
     Args.withDescription("The request target as the router receives it, such as /users/42?fields=name.")
+  ),
+  key: Options.text("key").pipe(
+    Options.withDescription(
+      "The key a route's split reads from the request (its header's, cookie's or query parameter's value): the " +
+        "answer then says which handler and bucket the split gives it."
+    ),
+    Options.optional
   )
 }, (options) =>
   Effect.gen(function*() {
     const registry = yield* connect(options.url)
-    const answer = yield* registry.match(options.method, options.path)
+    const answer = yield* registry.match(options.method, options.path, Option.getOrUndefined(options.key))
     yield* print(options.json ? Table.matchJson(answer) : Table.match(answer))
     // Routes that serve the path with other methods are an answer about routes that exist: only a path no stored
     // route matches (or a bad one) is "no route".

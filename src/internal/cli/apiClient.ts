@@ -247,8 +247,10 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
       )
 
     /** Which route serves a request of `method` to `path` in the registry's table, and why not the others. */
-    const match = (method: Route.HttpMethod, path: string) =>
-      client.routing.match({ urlParams: { method, path } }).pipe(Effect.mapError(fail))
+    const match = (method: Route.HttpMethod, path: string, key?: string) =>
+      client.routing.match({ urlParams: { method, path, ...(key === undefined ? {} : { key }) } }).pipe(
+        Effect.mapError(fail)
+      )
 
     return { origin, list, get, create, update, remove, match, history, restore, followers } as const
   })
