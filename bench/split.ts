@@ -6,6 +6,8 @@
  * any route, and with a split on every route; the lookup alone is the baseline. Then a split of 10% / 5% / 85% over
  * 100,000 keys, each side's share against its weight.
  */
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import * as Split from "route-registry/internal/route/split"
 import * as Splits from "route-registry/internal/router/split"
 import * as Route from "route-registry/Route"
@@ -136,3 +138,120 @@ for (const [handler, weight] of [["canary", 10], ["other", 5], ["main", 85]] as 
   console.log(`  ${handler.padEnd(7)} weight ${weight}%  got ${share.toFixed(2)}%  (${(share - weight).toFixed(2)} pp)`)
 }
 if (sink === 0) console.log("")
+
+// ---------------------------------------------------------------------------------------------------------------
+// Stickiness: one key, one handler, in every process and after unrelated changes
+// ---------------------------------------------------------------------------------------------------------------
+
+// A registry (`npm start`'s command, memory store) and 3 followers of it (`npm start` with FOLLOW_URL), each a process
+// with its own table, serving the demo catalog, whose handlers answer their own name and the split's choice. Each
+// follower is asked for every key, then the registry makes 100 unrelated changes, and each is asked again.
+const STICKY_KEYS = Number(process.argv[process.argv.indexOf("--sticky-keys") + 1] ?? "") || 2000
+const ADMIN = "split-bench-admin"
+const READER = "split-bench-reader"
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+
+interface Host {
+  readonly origin: string
+  readonly child: ChildProcess
+}
+
+const startHost = (env: Record<string, string>): Promise<Host> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "examples/server.ts"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", PORT: "0", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    const seen = (chunk: Buffer) => {
+      output += chunk
+      const origin = /listening on (http:\/\/127\.0\.0\.1:\d+)/i.exec(output)?.[1]
+      if (origin !== undefined) resolve({ origin, child })
+    }
+    child.stdout.on("data", seen)
+    child.stderr.on("data", seen)
+    child.on("exit", () => reject(new Error(`the host exited:\n${output}`)))
+  })
+
+const api = async (origin: string, method: string, path: string, body?: object) => {
+  const response = await fetch(`${origin}/v1/routing${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`)
+  return response.status === 204 ? undefined : response.json()
+}
+
+// Until every follower's answer to `path` includes `text` (it has applied the change that made it so).
+const applied = async (followers: ReadonlyArray<Host>, path: string, text: string) => {
+  for (const follower of followers) {
+    while (!(await (await fetch(follower.origin + path)).text()).includes(text)) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+}
+
+// The handler (and bucket) each key reaches on `host`.
+const askAll = async (host: Host, keys: ReadonlyArray<string>) => {
+  const answers: Array<string> = []
+  for (const key of keys) {
+    const answer = await (await fetch(`${host.origin}/sticky/1`, { headers: { "x-user": key } })).json()
+    answers.push(`${answer.handler}@${answer.split.bucket}`)
+  }
+  return answers
+}
+
+const sticky = async () => {
+  const registry = await startHost({
+    ROUTING_ADMIN_TOKENS: ADMIN,
+    ROUTING_TOKENS: JSON.stringify([{ name: "followers", token: READER, scopes: ["routes:read", "fleet:report"] }])
+  })
+  const followers = await Promise.all(
+    [1, 2, 3].map(() => startHost({ FOLLOW_URL: registry.origin, FOLLOW_TOKEN: READER }))
+  )
+  try {
+    const route = await api(registry.origin, "POST", "", {
+      method: "GET",
+      path: "/sticky/:id",
+      handler: "echo",
+      split: { by: "header:x-user", targets: [{ handler: "echo2", weight: 3000 }] }
+    })
+    await applied(followers, "/sticky/1", "\"split\"")
+    const keys = Array.from({ length: STICKY_KEYS }, (_, i) => `member-${i}`)
+    const expected = keys.map((key) => {
+      const choice = SplitApi.choose(route, key)
+      return `${choice.handler}@${choice.bucket}`
+    })
+    const before = await Promise.all(followers.map((follower) => askAll(follower, keys)))
+    // 100 unrelated changes: 50 creates, 20 deletes, 30 updates of other routes. A follower applies changes in order:
+    // once /other/29 answers echo2, the last one, it has applied them all.
+    const others: Array<{ id: string }> = []
+    for (let i = 0; i < 50; i++) {
+      others.push(await api(registry.origin, "POST", "", { method: "GET", path: `/other/${i}`, handler: "echo" }))
+    }
+    for (let i = 30; i < 50; i++) await api(registry.origin, "DELETE", `/${others[i]!.id}`)
+    for (let i = 0; i < 30; i++) await api(registry.origin, "PATCH", `/${others[i]!.id}`, { handler: "echo2" })
+    await applied(followers, "/other/29", "\"handler\":\"echo2\"")
+    const after = await Promise.all(followers.map((follower) => askAll(follower, keys)))
+    let same = 0
+    let total = 0
+    for (const answers of [...before, ...after]) {
+      answers.forEach((answer, i) => {
+        total++
+        if (answer === expected[i]) same++
+      })
+    }
+    const share = (xs: ReadonlyArray<string>) => xs.filter((x) => x.startsWith("echo2@")).length / xs.length * 100
+    console.log(
+      `Stickiness: ${keys.length} keys x 3 follower processes x 2 (before and after 100 unrelated changes): ` +
+        `${same} of ${total} answers (${(same / total * 100).toFixed(2)}%) reached the handler and bucket ` +
+        `Split.choose computes; echo2 (weight 30%) took ${share(expected).toFixed(2)}% of the keys`
+    )
+  } finally {
+    for (const host of [registry, ...followers]) host.child.kill()
+  }
+}
+
+if (!process.argv.includes("--no-sticky")) await sticky()
