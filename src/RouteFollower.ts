@@ -22,13 +22,12 @@ import * as Follower from "./internal/follow/follower.js"
 import * as Report from "./internal/follow/report.js"
 import * as FollowSettings from "./internal/follow/settings.js"
 import * as History from "./internal/table/history.js"
-import * as TelemetryInternal from "./internal/telemetry.js"
+import * as TableTelemetry from "./internal/table/telemetry.js"
 import * as Urls from "./internal/urls.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 import * as RouteTable from "./RouteTable.js"
-import * as Telemetry from "./Telemetry.js"
 
 /**
  * The registry a follower (`layer`) could not follow: it refused the token (401, 403) or the URL (404, 400)
@@ -221,16 +220,7 @@ export const layer = (
     // Reports start with the table: before the first `ready` there is nothing applied to report.
     yield* Effect.forkScoped(Report.run(state, Fleet.of(history, yield* Effect.clock), settings.report))
     const table = RouteTable.fromTree<Route.StoredRoute>(state.tree)
-    const telemetry = yield* Telemetry.Telemetry
-    if (telemetry !== undefined) {
-      yield* Effect.forkScoped(
-        TelemetryInternal.sampleTable(
-          telemetry.tableSampleInterval,
-          () => RouteTable.size(table),
-          () => Follower.status(state).stalenessMillis
-        )
-      )
-    }
+    yield* TableTelemetry.sampleTable(() => RouteTable.size(table), () => Follower.status(state).stalenessMillis)
     const status = () => Follower.status(state)
     return Context.make(RouteTable.RouteTable, table).pipe(
       Context.add(RouteRepository.RouteRepository, Follower.store(state, settings.log)),

@@ -26,9 +26,9 @@ import * as LogPages from "./internal/http/logPages.js"
 import * as Operations from "./internal/http/operations.js"
 import * as ServiceErrors from "./internal/http/serviceErrors.js"
 import type * as Steps from "./internal/http/steps.js"
+import * as RequestTelemetry from "./internal/http/telemetry.js"
 import * as Limits from "./internal/limits.js"
 import * as Options_ from "./internal/options.js"
-import * as Telemetry_ from "./internal/telemetry.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -387,7 +387,7 @@ export const make = (
               catalog,
               hostPaths,
               changes,
-              Telemetry_.request
+              RequestTelemetry.request
             )
       )
   })

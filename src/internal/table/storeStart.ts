@@ -24,14 +24,13 @@ import {
 import { identity } from "effect/Function"
 import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
-import * as Telemetry from "../../Telemetry.js"
-import * as TelemetryInternal from "../telemetry.js"
 import * as BootstrapFile from "./bootstrapFile.js"
 import * as History from "./history.js"
 import * as LiveTable from "./liveTable.js"
 import * as RouteTree from "./routeTree.js"
 import * as SnapshotFile from "./snapshotFile.js"
 import * as Impl from "./table.js"
+import * as Telemetry from "./telemetry.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
 
@@ -67,24 +66,15 @@ const RETRY = Schedule.union(Schedule.exponential(Duration.millis(200)), Schedul
 /** The live table over the store in context on `table`, its followers forked in the scope. */
 const liveOn = (table: Impl.TableImpl<Route.StoredRoute>, history: History.History) =>
   Effect.gen(function*() {
-    const telemetry = yield* Telemetry.Telemetry
     const live = yield* LiveTable.make(
       yield* RouteRepository.RouteRepository,
       table.tree,
       history,
-      telemetry === undefined ? undefined : TelemetryInternal.arrived(yield* Effect.clock)
+      yield* Telemetry.arrivals
     )
     if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
     if (live.record !== undefined) yield* Effect.forkScoped(live.record)
-    if (telemetry !== undefined) {
-      yield* Effect.forkScoped(
-        TelemetryInternal.sampleTable(
-          telemetry.tableSampleInterval,
-          () => table.tree.byId.size,
-          () => live.status().stalenessMillis
-        )
-      )
-    }
+    yield* Telemetry.sampleTable(() => table.tree.byId.size, () => live.status().stalenessMillis)
     return live
   })
 
