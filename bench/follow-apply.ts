@@ -7,6 +7,7 @@ import { Effect, Either, Redacted } from "effect"
 import { performance } from "node:perf_hooks"
 import * as Follower from "../src/internal/follow/follower.js"
 import * as FollowSettings from "../src/internal/follow/settings.js"
+import * as FollowState from "../src/internal/follow/state.js"
 import * as History from "../src/internal/table/history.js"
 import * as Route from "../src/Route.js"
 
@@ -28,7 +29,7 @@ const upserts = (version: number) => Array.from({ length: ROUTES }, (_, i) => Ro
 const deletes = Array.from({ length: ROUTES }, (_, i) => `{"id":"${id(i)}"}`)
 
 const main = Effect.gen(function*() {
-  const state = yield* Follower.makeState(
+  const state = yield* FollowState.makeState(
     History.make(),
     Either.getOrThrow(FollowSettings.resolve({ url: "http://127.0.0.1:1", token: Redacted.make("t") }))
   )

@@ -19,8 +19,10 @@ import type { ConfigError, Redacted } from "effect"
 import * as Files from "./internal/follow/files.js"
 import * as Fleet from "./internal/follow/fleet.js"
 import * as Follower from "./internal/follow/follower.js"
+import * as Health from "./internal/follow/health.js"
 import * as Report from "./internal/follow/report.js"
 import * as FollowSettings from "./internal/follow/settings.js"
+import * as FollowState from "./internal/follow/state.js"
 import * as History from "./internal/table/history.js"
 import * as TableTelemetry from "./internal/table/telemetry.js"
 import * as Urls from "./internal/urls.js"
@@ -197,10 +199,10 @@ export const layer = (
     const cleartext = Urls.cleartextWarning(options.url, "route table: the followed registry's URL")
     if (cleartext !== undefined) yield* Effect.logWarning(cleartext)
     const history = History.make(settings.historyCapacity)
-    const state = yield* Follower.makeState(history, settings)
+    const state = yield* FollowState.makeState(history, settings)
     const { bootstrapFile, snapshotFile } = options
     if (snapshotFile !== undefined) yield* Files.startFromSnapshot(state, snapshotFile)
-    yield* Effect.forkScoped(Follower.logger(state))
+    yield* Effect.forkScoped(FollowState.logger(state))
     yield* Effect.forkScoped(Follower.follow(state).pipe(Effect.onExit(logStopped)))
     const failed = (reason: string) => new FollowFailed({ url: Urls.redacted(options.url), reason })
     const started = yield* Deferred.await(state.started).pipe(
@@ -220,8 +222,8 @@ export const layer = (
     // Reports start with the table: before the first `ready` there is nothing applied to report.
     yield* Effect.forkScoped(Report.run(state, Fleet.of(history, yield* Effect.clock), settings.report))
     const table = RouteTable.fromTree<Route.StoredRoute>(state.tree)
-    yield* TableTelemetry.sampleTable(() => RouteTable.size(table), () => Follower.status(state).stalenessMillis)
-    const status = () => Follower.status(state)
+    yield* TableTelemetry.sampleTable(() => RouteTable.size(table), () => Health.status(state).stalenessMillis)
+    const status = () => Health.status(state)
     return Context.make(RouteTable.RouteTable, table).pipe(
       Context.add(RouteRepository.RouteRepository, Follower.store(state, settings.log)),
       Context.add(RouteTable.TableStatus, { get: Effect.sync(status), unsafeGet: status }),

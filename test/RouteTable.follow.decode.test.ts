@@ -8,6 +8,7 @@ import * as Route from "route-registry/Route"
 import * as Decode from "../src/internal/follow/decode.js"
 import * as Follower from "../src/internal/follow/follower.js"
 import * as FollowSettings from "../src/internal/follow/settings.js"
+import * as FollowState from "../src/internal/follow/state.js"
 import * as History from "../src/internal/table/history.js"
 
 // A registry's store identity, as its cursors carry it.
@@ -145,7 +146,7 @@ const SETTINGS = Either.getOrThrow(FollowSettings.resolve({ url: "http://127.0.0
 describe("a relay's history", () => {
   it.effect("records the event's own text, byte for byte, and the route's JSON for an event written another way", () =>
     Effect.gen(function*() {
-      const state = yield* Follower.makeState(History.make(), SETTINGS)
+      const state = yield* FollowState.makeState(History.make(), SETTINGS)
       const sink = Follower.sink(state)
       sink.event({ type: "ready", data: "", id: `${STORE}.0` })
       const texts: Array<string> = []

@@ -5,20 +5,14 @@
  *
  * @internal
  */
-import { Effect, Queue } from "effect"
+import { Effect } from "effect"
 import * as Route from "../../Route.js"
 import * as Memory from "../store/memoryIndex.js"
 import { optionalOf } from "../store/rules.js"
 import * as History from "../table/history.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Decode from "./decode.js"
-import type { Snapshot, State } from "./follower.js"
-
-/** A route of an event, with the revision its cursor gives it. */
-export interface Revised {
-  readonly route: Decode.Decoded
-  readonly revision: number
-}
+import { now, type Revised, type Snapshot, type State, unsafeLog } from "./state.js"
 
 const parse = (data: string): unknown => {
   try {
@@ -72,12 +66,6 @@ const put = (state: State, revised: Revised): void => {
 const drop = (state: State, id: string, revision: number): void => {
   if (unplace(state, id)) state.history.deleted(id, revision)
 }
-
-export const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
-  Queue.unsafeOffer(state.log, log)
-}
-
-export const now = (state: State): number => state.clock.unsafeCurrentTimeMillis()
 
 // Routing from a snapshot file, the follower is sent every route again: the registry could not resume from it.
 const SNAPSHOT_REPLACED = Effect.logWarning(

@@ -10,9 +10,9 @@ import type { Options as FollowOptions } from "../../RouteFollower.js"
 import { MAX_TIMER_MILLIS, positiveInteger } from "../optionChecks.js"
 import * as History from "../table/history.js"
 import * as Fleet from "./fleet.js"
-import type * as Follower from "./follower.js"
 import type * as Log from "./log.js"
 import * as Report from "./report.js"
+import type * as FollowState from "./state.js"
 
 /** The defaults of `RouteFollower.Options`. */
 export const DEFAULTS = {
@@ -28,7 +28,7 @@ export const DEFAULTS = {
   snapshotTimeout: Duration.minutes(5)
 } as const
 
-export interface Settings extends Follower.Settings {
+export interface Settings extends FollowState.Settings {
   readonly startTimeout: Duration.Duration
   readonly historyCapacity: number
   /** Where the registry's change log is read. */
