@@ -273,10 +273,10 @@ export const internalError: Response = Answers.INTERNAL_ERROR
  */
 export const notFound: Response = Answers.NOT_FOUND
 
-/** What the change stream reads: the process's table, its history, and its status (for the heartbeats). */
+/** What the change stream reads: the process's table, its replay ring, and its status (for the heartbeats). */
 interface Changes {
   readonly table: RouteTable.Table<Route.StoredRoute>
-  readonly history: Context.Tag.Service<RouteTable.ChangeHistory>
+  readonly ring: Context.Tag.Service<RouteTable.ChangeHistory>
   readonly status: (() => RouteTable.Status) | undefined
 }
 
@@ -317,7 +317,7 @@ const makeCore = (
     dashboard: config.dashboard,
     changes: changes === undefined ? undefined : {
       table: changes.table,
-      history: changes.history,
+      ring: changes.ring,
       log: readLog(runtime, repository),
       bufferBytes: config.changesBufferBytes,
       stallMillis: config.changesStallMillis,
@@ -337,16 +337,16 @@ const makeCore = (
   }
 }
 
-// The table and its history when both are in context (`RouteTable.layer` provides them): the change stream's source.
+// The table and its replay ring when both are in context (`RouteTable.layer` provides them): the change stream's source.
 const changesInContext: Effect.Effect<Changes | undefined> = Effect.map(
   Effect.all([
     Effect.serviceOption(RouteTable.RouteTable),
     Effect.serviceOption(RouteTable.ChangeHistory),
     Effect.serviceOption(RouteTable.TableStatus)
   ]),
-  ([table, history, status]) =>
-    Option.isSome(table) && Option.isSome(history)
-      ? { table: table.value, history: history.value, status: Option.getOrUndefined(status)?.unsafeGet }
+  ([table, ring, status]) =>
+    Option.isSome(table) && Option.isSome(ring)
+      ? { table: table.value, ring: ring.value, status: Option.getOrUndefined(status)?.unsafeGet }
       : undefined
 )
 

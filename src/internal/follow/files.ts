@@ -9,7 +9,7 @@ import { Deferred, Effect, Either } from "effect"
 import type * as Route from "../../Route.js"
 import * as Memory from "../store/memoryIndex.js"
 import * as BootstrapFile from "../table/bootstrapFile.js"
-import * as History from "../table/history.js"
+import * as ReplayRing from "../table/replayRing.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as SnapshotFile from "../table/snapshotFile.js"
 import * as Health from "./health.js"
@@ -37,8 +37,8 @@ const placeAll = (
 export const fromSnapshot = (state: FollowState.State, snapshot: SnapshotFile.Snapshot): void => {
   const { entries, header } = snapshot
   placeAll(state, entries.map((entry) => entry.route), (i) => entries[i]!.parsed)
-  state.history.begin(header.store, header.revision, entries.map((entry) => entry.route))
-  state.cursor = History.cursorOf(header.store, header.revision)
+  state.ring.begin(header.store, header.revision, entries.map((entry) => entry.route))
+  state.cursor = ReplayRing.cursorOf(header.store, header.revision)
   state.routing = true
   state.source = "snapshot"
   state.confirmed.at = Date.parse(header.confirmedAt)
@@ -60,14 +60,14 @@ export const fromBootstrap = (state: FollowState.State, routes: ReadonlyArray<Ro
 
 /** The table to write as a snapshot now, or `undefined` while it is not one of the registry's complete tables. */
 export const capture = (state: FollowState.State): SnapshotFile.Content | undefined => {
-  const store = state.history.store()
+  const store = state.ring.store()
   if (!state.routing || state.snapshot !== undefined || state.source === "bootstrap" || store === undefined) {
     return undefined
   }
   return {
     kind: "follower",
     store,
-    revision: state.history.revision(),
+    revision: state.ring.revision(),
     confirmedAt: Health.status(state).confirmedAt ?? new Date(state.confirmed.at),
     routes: Array.from(state.memory.byId.values())
   }

@@ -1,16 +1,16 @@
 /**
  * A follower: a route table kept equal to another registry's by reading its change stream, with no store of its own.
  * It applies the stream's events in order as they arrive, keeps a memory index of the same routes for listings (the
- * memory store's), records each change it applies in its own history (so its own change stream serves them onward: a
+ * memory store's), records each change it applies in its own replay ring (so its own change stream serves them onward: a
  * relay), and reconnects by itself, resuming from the last event it applied.
  *
- * Each event's id is the registry's cursor (internal/table/history.ts): the follower takes each route's revision from
- * it (its ETags are the registry's), and its history records each change under the registry's store and revision, so
+ * Each event's id is the registry's cursor (internal/table/replayRing.ts): the follower takes each route's revision from
+ * it (its ETags are the registry's), and its ring records each change under the registry's store and revision, so
  * a relay passes the registry's cursors on unchanged and a follower moves between relays and the registry freely.
  *
  * After a `reset` (or on a stream opened without a cursor) the routes of the snapshot are collected while the table
  * keeps routing as it was; at `ready` the table takes them at once, and loses every route the snapshot did not name,
- * so it ends equal to the registry, and the history begins again at the snapshot's revision. The first snapshot, which
+ * so it ends equal to the registry, and the ring begins again at the snapshot's revision. The first snapshot, which
  * nothing routes with until its `ready`, goes into the table as it arrives: the follower holds it once
  * (docs/scaling-out.md, "A follower's memory").
  *
@@ -43,10 +43,10 @@ const ready = (state: State, id: string): string | undefined => {
   if (state.snapshot !== undefined) {
     Apply.complete(state, state.snapshot, cursor)
     state.snapshot = undefined
-  } else if (state.history.store() !== cursor.store) {
-    state.history.begin(cursor.store, cursor.revision, Array.from(state.memory.byId.values()))
+  } else if (state.ring.store() !== cursor.store) {
+    state.ring.begin(cursor.store, cursor.revision, Array.from(state.memory.byId.values()))
   } else {
-    state.history.advanced(cursor.revision)
+    state.ring.advanced(cursor.revision)
   }
   state.routing = true
   state.source = "registry"
@@ -147,7 +147,7 @@ const readOnly = (operation: string) => Effect.fail(new RouteRepository.ReadOnly
 
 /**
  * The follower's store: reads from its memory index, the change log from the registry it follows (`log`; after a
- * revision, through a catch-up stream from the process followed, so a relay resumes a cursor older than its history
+ * revision, through a catch-up stream from the process followed, so a relay resumes a cursor older than its ring
  * as a registry does from its store's log), writes and restores refused with `ReadOnlyStore`.
  */
 export const store = (state: State, log: Log.Target): Store => {
@@ -155,7 +155,7 @@ export const store = (state: State, log: Log.Target): Store => {
   return RouteRepository.RouteRepository.of({
     readOnly: true,
     history: (query) => Log.history(log, query),
-    logAfter: (revision, limit) => Log.after(upstream, state.history.store(), revision, limit),
+    logAfter: (revision, limit) => Log.after(upstream, state.ring.store(), revision, limit),
     create: () => readOnly("create"),
     createIdempotent: () => readOnly("create"),
     update: () => readOnly("update"),

@@ -1,5 +1,5 @@
 /**
- * What a follower holds and knows: its settings, its table, memory index and history, where its stream stands, how
+ * What a follower holds and knows: its settings, its table, memory index and replay ring, where its stream stands, how
  * current its table was last confirmed, and what it logs. The stream's sink (`follower.ts`), the events it applies
  * (`apply.ts`), the table's health (`health.ts`) and its files (`files.ts`) all work on it.
  *
@@ -9,8 +9,8 @@ import type { Clock } from "effect"
 import { Deferred, Effect, Queue } from "effect"
 import type * as Route from "../../Route.js"
 import * as Memory from "../store/memoryIndex.js"
-import type * as History from "../table/history.js"
 import type { Source } from "../table/liveTable.js"
+import type * as ReplayRing from "../table/replayRing.js"
 import * as RouteTree from "../table/routeTree.js"
 import type * as Client from "./client.js"
 import type * as Decode from "./decode.js"
@@ -65,7 +65,7 @@ export interface State {
   readonly settings: Settings
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   readonly memory: Memory.Memory
-  readonly history: History.History
+  readonly ring: ReplayRing.ReplayRing
   /** The id of the last event applied, to resume from. */
   cursor: string | undefined
   /** The id the registry gave the open stream (`Follower-Stream`), which the follower's reports name. */
@@ -105,14 +105,14 @@ export interface State {
   readonly clock: Clock.Clock
 }
 
-export const makeState = (history: History.History, settings: Settings): Effect.Effect<State> =>
+export const makeState = (ring: ReplayRing.ReplayRing, settings: Settings): Effect.Effect<State> =>
   Effect.map(
     Effect.all([Queue.unbounded<Effect.Effect<void>>(), Deferred.make<void, Client.Lost>(), Effect.clock]),
     ([log, started, clock]) => ({
       settings,
       tree: new RouteTree.Tree(),
       memory: Memory.emptyMemory(),
-      history,
+      ring,
       cursor: undefined,
       stream: undefined,
       unlisted: false,
