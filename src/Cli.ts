@@ -308,6 +308,13 @@ const matchCommand = Command.make("match", {
   header: Options.text("header").pipe(
     Options.withDescription("A request header as name:value, such as x-version:2; repeat it for each header."),
     Options.repeated
+  ),
+  key: Options.text("key").pipe(
+    Options.withDescription(
+      "The key a route's split reads from the request (its header's, cookie's or query parameter's value): the " +
+        "answer then says which handler and bucket the split gives it."
+    ),
+    Options.optional
   )
 }, (options) =>
   Effect.gen(function*() {
@@ -316,7 +323,8 @@ const matchCommand = Command.make("match", {
       options.method,
       options.path,
       Option.getOrUndefined(options.host),
-      options.header
+      options.header,
+      Option.getOrUndefined(options.key)
     )
     yield* print(options.json ? Table.matchJson(answer) : Table.match(answer))
     // Routes that serve the path with other methods are an answer about routes that exist: only a path no stored

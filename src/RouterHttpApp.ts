@@ -292,7 +292,7 @@ const app = <E, R>(functions: Functions<E, R>, bodyTimeoutMillis: number) =>
       }
       const route = found.route
       if (route.enabled === false) return Effect.succeed(toResponse(Answers.routeDisabled))
-      const choice = Splits.choiceOf(route, (name) => request.headers[name], request.url)
+      const choice = Splits.choiceOf(route, request, Splits.incoming)
       const app = core.resolve(route, choice?.handler)
       if (typeof app === "string") return unavailable(app)
       if (app instanceof RouterCore.Misconfigured) return misconfigured(app)

@@ -288,7 +288,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
       }
       const route = found.route
       if (route.enabled === false) return NodeResponse.write(req, res, Answers.routeDisabled)
-      const choice = Splits.choiceOf(route, (name) => req.headers[name], req.url ?? "/")
+      const choice = Splits.choiceOf(route, req, Splits.incoming)
       const fns = core.resolve(route, choice?.handler)
       if (typeof fns === "string") return unavailable(req, res, fns)
       if (fns instanceof RouterCore.Misconfigured) return misconfigured(req, res, fns)

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { SyncFailed } from "route-registry/Cli"
+import * as Split from "route-registry/Split"
 import * as Yaml from "yaml"
 import * as Registry from "../src/internal/cli/apiClient.js"
 import * as Apply from "../src/internal/cli/apply.js"
@@ -598,6 +599,38 @@ describe("route-registry match", () => {
     assert.strictEqual(refused.code, 1)
     const relative = await cli(["match", "--url", source.origin, "GET", "shop/users"], reader)
     assert.strictEqual(relative.code, 1)
+  })
+
+  it("--key gives a split's choice for the key (handler and bucket), as the API's key= does", async () => {
+    const reader = { ROUTING_TOKEN: READER }
+    const route = await create(source.origin, {
+      method: "GET",
+      path: "/cli-split/:id",
+      handler: "echo",
+      split: { by: "header:x-user", targets: [{ handler: "echo2", weight: 5000 }] }
+    }) as Stored & { readonly split: Split.Split }
+    const key = "user-7 é"
+    const expected = Split.choose(route, key)
+    const shown = await cli(["match", "--url", source.origin, "--key", key, "GET", "/cli-split/1"], reader)
+    assert.strictEqual(shown.code, 0, shown.stderr)
+    assert.include(
+      shown.stdout,
+      `route    GET /cli-split/:id  (${route.id})\n` +
+        `split    handler ${expected.handler} (key ${JSON.stringify(key)}, bucket ${expected.bucket})\n`
+    )
+    const json = await cli(["match", "--url", source.origin, "--json", "--key", key, "GET", "/cli-split/1"], reader)
+    const query = new URLSearchParams({ method: "GET", path: "/cli-split/1", key })
+    const response = await fetch(`${source.origin}/v1/routing/match?${query}`, {
+      headers: { authorization: `Bearer ${READER}` }
+    })
+    const answer = await response.json()
+    assert.deepStrictEqual(JSON.parse(json.stdout), answer)
+    assert.deepStrictEqual(answer.split, expected)
+    const keyless = await cli(["match", "--url", source.origin, "GET", "/cli-split/1"], reader)
+    assert.include(keyless.stdout, "split    handler echo (no key: the route's handler; give one with --key)\n")
+    // A route without a split answers as before, whatever the key.
+    const plain = await cli(["match", "--url", source.origin, "--json", "--key", key, "GET", "/shop/users/42"], reader)
+    assert.notProperty(JSON.parse(plain.stdout), "split")
   })
 
   it("exits 0 when a route (or the host) serves the request, 1 when no route matches the path, 2 when it cannot answer", async () => {

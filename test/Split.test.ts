@@ -3,6 +3,7 @@ import { Either } from "effect"
 import * as fc from "fast-check"
 import * as Route from "route-registry/Route"
 import * as Split from "route-registry/Split"
+import * as Splits from "../src/internal/router/split.js"
 
 // MurmurHash3_x86_32 as Austin Appleby's reference writes it, over bytes: what the library's hash of a string must equal
 // for that string's UTF-8 bytes.
@@ -46,7 +47,19 @@ describe("Split.murmur3", () => {
     ["hello", 0, 0x248bfa47],
     ["hello, world", 0, 0x149bbb7f],
     ["The quick brown fox jumps over the lazy dog", 0, 0x2e4ff723],
-    ["Hello, world!", 1234, 0xfaf6cdb3]
+    ["Hello, world!", 1234, 0xfaf6cdb3],
+    // The same collection's vectors with seed 0x9747b28c: blocks and every tail length, a block-spanning length, and
+    // a non-ASCII string (U+03C0 eight times: its UTF-8 bytes, two a character).
+    ["a", 0x9747b28c, 0x7fa09ea6],
+    ["aa", 0x9747b28c, 0x5d211726],
+    ["aaa", 0x9747b28c, 0x283e0130],
+    ["aaaa", 0x9747b28c, 0x5a97808a],
+    ["abc", 0, 0xb3dd93fa],
+    ["abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 0, 0xee925b90],
+    ["Hello, world!", 0x9747b28c, 0x24884cba],
+    ["\u03c0".repeat(8), 0x9747b28c, 0xd58063c1],
+    ["a".repeat(256), 0x9747b28c, 0x37405bdc],
+    ["The quick brown fox jumps over the lazy dog", 0x9747b28c, 0x2fa826cd]
   ]
   for (const [text, seed, expected] of vectors) {
     it(`${JSON.stringify(text)} with seed ${seed} gives ${expected.toString(16)}`, () => {
@@ -186,5 +199,73 @@ describe("validation of split and enabled", () => {
     assert.deepStrictEqual(Route.validatePatch({ split: null }), Either.right({ split: null }))
     assert.isTrue(Either.isLeft(Route.validatePatch({ enabled: null })))
     assert.deepStrictEqual(Route.validatePatch({ enabled: true }), Either.right({ enabled: true }))
+  })
+})
+
+describe("a split as the routers read it", () => {
+  const ID = "019a0000-0000-7000-8000-000000000000"
+  const split = {
+    by: "header:x-user-id",
+    targets: [{ handler: "a", weight: 5000 }],
+    override: "x-handler"
+  } as unknown as Split.Split
+  const routeOf = (id: string, fields: Record<string, unknown> = {}) =>
+    ({ id, handler: "main", ...fields }) as unknown as Route.Route
+  const request = (headers: Record<string, string>, url = "/") => ({ headers, url })
+
+  it("reads nothing of a request to a route without a split, and makes nothing for it", () => {
+    // Structural: whatever the request or the reader, the path ends at the route's missing split. Any read of the
+    // request, or any call of the reader (where a key, a string or a choice could be made), throws.
+    const untouchable = new Proxy({}, {
+      get: (_, name) => assert.fail(`the request's ${String(name)} was read`)
+    })
+    const reader: Splits.Reader<object> = {
+      header: (_, name) => assert.fail(`the header ${name} was read`),
+      target: () => assert.fail("the target was read")
+    }
+    for (let i = 0; i < 3; i++) assert.isUndefined(Splits.choiceOf(routeOf(ID), untouchable, reader))
+  })
+
+  it("hashes each route in its own group, and a new version of a route in its new group", () => {
+    // One split object on two routes: each hashes in its own id (the prepared group is the route's, not the split's).
+    const one = routeOf(ID, { split })
+    const two = routeOf("019a0000-0000-7000-8000-000000000001", { split })
+    const grouped = routeOf(ID, { split: { ...split, group: "checkout" } })
+    for (let i = 0; i < 200; i++) {
+      const key = `user-${i}`
+      const headers = request({ "x-user-id": key })
+      assert.deepStrictEqual(Splits.choiceOf(one, headers, Splits.incoming), Split.choose({ ...one, split }, key))
+      assert.strictEqual(Splits.choiceOf(two, headers, Splits.incoming)!.bucket, Split.bucketOf(two.id, key))
+      assert.strictEqual(Splits.choiceOf(grouped, headers, Splits.incoming)!.bucket, Split.bucketOf("checkout", key))
+    }
+  })
+
+  it("reads a header's bytes as UTF-8 where valid, else as Latin-1", () => {
+    const route = routeOf(ID, { split })
+    const bucket = (value: string) => Splits.choiceOf(route, request({ "x-user-id": value }), Splits.incoming)!.bucket
+    // Node gives each byte of a value as one character: "é" sent as UTF-8 arrives as "\u00c3\u00a9".
+    assert.strictEqual(bucket("\u00c3\u00a9"), Split.bucketOf(ID, "\u00e9"))
+    assert.strictEqual(Splits.headerText("\u00c3\u00a9t\u00c3\u00a9"), "\u00e9t\u00e9")
+    assert.strictEqual(Splits.headerText("\u00e2\u0082\u00ac"), "\u20ac")
+    // A byte that is not UTF-8 (0xE9 alone, "é" in Latin-1) is that Latin-1 character, hashed as its UTF-8 bytes.
+    assert.strictEqual(bucket("\u00e9"), Split.bucketOf(ID, "\u00e9"))
+    assert.strictEqual(Splits.headerText("caf\u00e9"), "caf\u00e9")
+    assert.strictEqual(Split.bucketOf(ID, "\u00e9"), Split.murmur3(`${ID}:\u00e9`) % 10_000)
+    // A value a server already decoded (a character above 0xFF) is taken as it is.
+    assert.strictEqual(Splits.headerText("\u20ac"), "\u20ac")
+  })
+
+  it("reads a cookie as sent and a query parameter as URLSearchParams decodes it", () => {
+    const byCookie = routeOf(ID, { split: { ...split, by: "cookie:uid" } })
+    const byQuery = routeOf(ID, { split: { ...split, by: "query:u" } })
+    const cookie = Splits.choiceOf(byCookie, request({ cookie: "a=1; uid=x%20y ; uid=second" }), Splits.incoming)
+    assert.strictEqual(cookie!.key, "x%20y")
+    const query = Splits.choiceOf(byQuery, request({}, "/p?v=1&u=x%20y+z&u=second#f"), Splits.incoming)
+    assert.strictEqual(query!.key, "x y z")
+    assert.deepStrictEqual(Splits.choiceOf(byQuery, request({}, "/p?u="), Splits.incoming), {
+      handler: "main",
+      key: null,
+      bucket: null
+    })
   })
 })

@@ -118,7 +118,10 @@ export const integrationContract = (integration: Integration, store: Store) => {
       const ok = await send({ method: "GET", path: "/cfg/ok" })
       assert.deepStrictEqual([ok.status, ok.headers.get("x-cfg"), ok.json], [200, "abab", { handler: "other" }])
       assertProblem(await send({ method: "GET", path: "/cfg/bad" }), "route_misconfigured", [])
-=======
+    } finally {
+      await host.close()
+    }
+  })
   it("conditions: a route serves only a request meeting its headers and query (docs/router.md: conditions)", async () => {
     const host = await integration.start(store, "")
     try {

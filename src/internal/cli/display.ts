@@ -64,6 +64,12 @@ const named = (route: Route.Route) =>
     route.when === undefined ? "" : ` when ${When.canonicalJson(route.when)}`
   }  (${route.id})`
 
+// A split's choice: the handler, and the key's bucket or that there was no key.
+const splitOf = (split: NonNullable<typeof RoutingApi.Match.Type["split"]>): string =>
+  split.key === null
+    ? `handler ${split.handler} (no key: the route's handler; give one with --key)`
+    : `handler ${split.handler} (key ${JSON.stringify(split.key)}, bucket ${split.bucket})`
+
 /** The answer of `match`: the decision a field a line, then each other route matching the path with why it lost. */
 export const match = (answer: typeof RoutingApi.Match.Type): string => {
   const params = answer.params === null
@@ -75,6 +81,7 @@ export const match = (answer: typeof RoutingApi.Match.Type): string => {
       ? []
       : [["host", `serves this path itself (it declares ${answer.servedByHost}), before any stored route`] as const]),
     ["route", answer.route === null ? "-" : named(answer.route)],
+    ...(answer.split === undefined ? [] : [["split", splitOf(answer.split)] as const]),
     ["params", params],
     ["allow", names(answer.allow)]
   ])

@@ -154,6 +154,10 @@ export const MatchParams = Schema.Struct({
   header: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)).annotations({
     description: "A request header as name:value, which header conditions read; repeat it for each header (at most " +
       "32)."
+  })),
+  key: Schema.optional(Schema.String.annotations({
+    description: "The key a route's split would read from the request (its header's, cookie's or query " +
+      "parameter's value): the answer then gives the split's choice for it. Empty or left out: no key."
   }))
 })
 
@@ -174,6 +178,16 @@ export const Match = Schema.Struct({
       "(\"/docs\", or \"/static/*\" for a path and everything below it). The outcome is then not_found, whatever " +
       "the method: no stored route serves the path, the host does."
   })),
+  split: Schema.optional(
+    Schema.Struct({
+      key: Schema.NullOr(Schema.String),
+      bucket: Schema.NullOr(Schema.Int.pipe(Schema.between(0, 9_999))),
+      handler: Schema.String
+    }).annotations({
+      description: "Present only beside a route with a split: the handler a request carrying `key` (no override) " +
+        "reaches, and the key's bucket; key and bucket null when no key was given."
+    })
+  ),
   candidates: Schema.Array(Schema.Struct({
     route: Route.Route,
     reason: Schema.String,

@@ -134,7 +134,7 @@ export const make = (options: Options): Mounted => {
     }
     const route = found.route
     if (route.enabled === false) return NodeResponse.write(req, res, Registry.answers.routeDisabled)
-    const choice = Splits.choiceOf(route, (name) => req.headers[name], req.url)
+    const choice = Splits.choiceOf(route, req, Splits.incoming)
     const chain = registry.chainOf(route, choice?.handler)
     if (typeof chain === "string") return NodeResponse.write(req, res, Registry.answers.handlerUnavailable(chain))
     if (chain === undefined) return NodeResponse.write(req, res, Registry.answers.routeMisconfigured)

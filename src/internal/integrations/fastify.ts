@@ -141,7 +141,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
     }
     const route = found.route
     if (route.enabled === false) return void send(reply, Registry.answers.routeDisabled)
-    const choice = Splits.choiceOf(route, (name) => request.headers[name], request.url)
+    const choice = Splits.choiceOf(route, request, Splits.incoming)
     const chain = registry.chainOf(route, choice?.handler)
     if (typeof chain === "string") return void send(reply, Registry.answers.handlerUnavailable(chain))
     if (chain === undefined) return void send(reply, Registry.answers.routeMisconfigured)

@@ -53,6 +53,9 @@ const sentTarget = (c: Context): string => {
   return parsed.pathname + parsed.search
 }
 
+// A split's key as the other forms read it: the header's value as the server gives it, the target as the client sent it.
+const honoRequest: Splits.Reader<Context> = { header: (c, name) => c.req.raw.headers.get(name), target: sentTarget }
+
 /**
  * The request path below the mount, and the query, as the client sent them (`c.req.path` is percent-decoded);
  * `undefined` when the path the client sent is not below the mount (Hono matched it only once normalised).
@@ -154,7 +157,7 @@ export const make = (options: Options): Mounted => {
     }
     const route = found.route
     if (route.enabled === false) return WebResponse.toWeb(Registry.answers.routeDisabled)
-    const choice = Splits.choiceOf(route, (name) => c.req.raw.headers.get(name), query === "" ? path : `?${query}`)
+    const choice = Splits.choiceOf(route, c, honoRequest)
     const chain = chainOf(route, choice?.handler)
     if (typeof chain === "string") return WebResponse.toWeb(Registry.answers.handlerUnavailable(chain))
     if (chain === undefined) return WebResponse.toWeb(Registry.answers.routeMisconfigured)

@@ -2,7 +2,8 @@
  * MurmurHash3, x86 32-bit (Austin Appleby's `MurmurHash3_x86_32`), over the UTF-8 bytes of strings, encoded on the
  * fly: a split's bucket is computed on every request it serves, and this costs no allocation (docs/router.md says why
  * it is the project's own, with the measurement). The parts of one input may be fed one after another (a split hashes
- * `<group>:<key>` without building the string).
+ * `<group>:<key>` without building the string), and the state after a prefix kept (a split hashes its
+ * `<group>:` once per route version, then only each request's key).
  *
  * @internal
  */
@@ -10,16 +11,22 @@
 const C1 = 0xcc9e2d51
 const C2 = 0x1b873593
 
-// The state of the hash being computed: [h, k (the block so far), shift (bits in it), length]. Single-threaded and never
-// re-entered; a typed array, since module `let`s cost a hole check on every access.
-const state = new Int32Array(4)
+/** The state of a hash part way: [h, k (the block so far), shift (bits in it), length]. */
+export type State = Int32Array
 
-const mixBlock = (k: number): void => {
-  let k1 = Math.imul(k, C1)
-  k1 = (k1 << 15) | (k1 >>> 17)
-  let h = state[0]! ^ Math.imul(k1, C2)
+// The hash being computed. Single-threaded and never re-entered; a typed array, since module `let`s cost a hole check
+// on every access.
+const state: State = new Int32Array(4)
+
+const mixK = (k: number): number => {
+  const k1 = Math.imul(k, C1)
+  return Math.imul((k1 << 15) | (k1 >>> 17), C2)
+}
+
+const mixH = (h: number, k: number): number => {
+  h ^= mixK(k)
   h = (h << 13) | (h >>> 19)
-  state[0] = (Math.imul(h, 5) + 0xe6546b64) | 0
+  return (Math.imul(h, 5) + 0xe6546b64) | 0
 }
 
 // One byte, little-endian into the current 4-byte block.
@@ -28,7 +35,7 @@ const push = (byte: number): void => {
   const k = state[1]! | (byte << shift)
   state[3]!++
   if (shift === 24) {
-    mixBlock(k)
+    state[0] = mixH(state[0]!, k)
     state[1] = 0
     state[2] = 0
   } else {
@@ -45,9 +52,15 @@ export const start = (seed: number): void => {
   state[3] = 0
 }
 
-/** Feeds `text`'s UTF-8 bytes; a lone surrogate is encoded as U+FFFD, as `TextEncoder` encodes it. */
-export const feed = (text: string): void => {
-  for (let i = 0; i < text.length; i++) {
+/** A copy of the state so far, for `hashAfter`. */
+export const save = (): State => state.slice()
+
+/**
+ * Feeds the UTF-8 bytes of `text` (from its character `i` on); a lone surrogate is encoded as U+FFFD, as
+ * `TextEncoder` encodes it.
+ */
+export const feed = (text: string, i = 0): void => {
+  for (; i < text.length; i++) {
     let c = text.charCodeAt(i)
     if (c < 0x80) {
       push(c)
@@ -77,18 +90,44 @@ export const feed = (text: string): void => {
   }
 }
 
+/**
+ * The hash of a `save`d state followed by `text`'s UTF-8 bytes: as if fed after it, its ASCII in
+ * locals from end to end (a split's key, on every request).
+ */
+export const hashAfter = (saved: State, text: string): number => {
+  let h = saved[0]!
+  let k = saved[1]!
+  let shift = saved[2]!
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c >= 0x80) {
+      state[0] = h
+      state[1] = k
+      state[2] = shift
+      state[3] = saved[3]! + i
+      feed(text, i)
+      return finish()
+    }
+    k |= c << shift
+    if (shift === 24) {
+      h = mixH(h, k)
+      k = 0
+      shift = 0
+    } else shift += 8
+  }
+  return fmix(h, k, shift, saved[3]! + text.length)
+}
+
 /** Feeds one byte (an ASCII separator). */
 export const feedByte: (byte: number) => void = push
 
 /** The hash of everything fed since `start`, unsigned. */
-export const finish = (): number => {
-  let h = state[0]!
-  if (state[2]! > 0) {
-    let k1 = Math.imul(state[1]!, C1)
-    k1 = (k1 << 15) | (k1 >>> 17)
-    h ^= Math.imul(k1, C2)
-  }
-  h ^= state[3]!
+export const finish = (): number => fmix(state[0]!, state[1]!, state[2]!, state[3]!)
+
+// The tail block, the length, and the final mix.
+const fmix = (h: number, k: number, shift: number, length: number): number => {
+  if (shift > 0) h ^= mixK(k)
+  h ^= length
   h ^= h >>> 16
   h = Math.imul(h, 0x85ebca6b)
   h ^= h >>> 13

@@ -179,21 +179,41 @@ export const equal = (a: Split | undefined, b: Split | undefined): boolean =>
     a.targets.length === b.targets.length &&
     a.targets.every((t, i) => t.handler === b.targets[i]!.handler && t.weight === b.targets[i]!.weight))
 
-/** The bucket of `key` in `group`: MurmurHash3 x86 32-bit, seed 0, over `<group>:<key>`, modulo 10,000. */
-export const bucketOf = (group: string, key: string): number => {
+/**
+ * A split made ready for one route's requests: the hash state after `<group>:` (so that a request hashes its key
+ * alone), with the route's id and handler. Made once per route version.
+ */
+export interface Prepared {
+  readonly split: Split
+  readonly handler: string
+  readonly prefix: Murmur3.State
+}
+
+// The hash state after `<group>:`.
+const prefixOf = (group: string): Murmur3.State => {
   Murmur3.start(0)
   Murmur3.feed(group)
   Murmur3.feedByte(58 /* : */)
-  Murmur3.feed(key)
-  return Murmur3.finish() % BUCKETS
+  return Murmur3.save()
 }
+
+/** `split` ready for the requests of the route with `routeId` and `handler`. */
+export const prepare = (split: Split, routeId: string, handler: string): Prepared => ({
+  split,
+  handler,
+  prefix: prefixOf(split.group ?? routeId)
+})
+
+/** The bucket of `key` in `group`: MurmurHash3 x86 32-bit, seed 0, over `<group>:<key>`, modulo 10,000. */
+export const bucketOf = (group: string, key: string): number => Murmur3.hashAfter(prefixOf(group), key) % BUCKETS
 
 /** The handler that takes `bucket`: the targets take ranges from 0 in order, the route's handler what is left. */
 export const handlerAt = (split: Split, handler: string, bucket: number): string => {
+  const targets = split.targets
   let end = 0
-  for (const target of split.targets) {
-    end += target.weight
-    if (bucket < end) return target.handler
+  for (let i = 0; i < targets.length; i++) {
+    end += targets[i]!.weight
+    if (bucket < end) return targets[i]!.handler
   }
   return handler
 }
@@ -206,15 +226,19 @@ export const isHandlerOf = (split: Split, handler: string, name: string): boolea
  * The choice for a request: the override, when it names one of the route's handlers; else the key's bucket; no key
  * (absent or empty) goes to the route's handler. The key and its bucket are reported whichever decided.
  */
+export const chooseWith = (prepared: Prepared, key: string | undefined, override: string | undefined): Choice => {
+  const { handler, split } = prepared
+  const overridden = override !== undefined && isHandlerOf(split, handler, override)
+  if (key === undefined || key === "") return { handler: overridden ? override : handler, key: null, bucket: null }
+  const bucket = Murmur3.hashAfter(prepared.prefix, key) % BUCKETS
+  return { handler: overridden ? override : handlerAt(split, handler, bucket), key, bucket }
+}
+
+/** `chooseWith` for a split not prepared (one question, as `match` asks it). */
 export const choose = (
   split: Split,
   routeId: string,
   handler: string,
   key: string | undefined,
   override: string | undefined
-): Choice => {
-  const overridden = override !== undefined && isHandlerOf(split, handler, override)
-  if (key === undefined || key === "") return { handler: overridden ? override : handler, key: null, bucket: null }
-  const bucket = bucketOf(split.group ?? routeId, key)
-  return { handler: overridden ? override : handlerAt(split, handler, bucket), key, bucket }
-}
+): Choice => chooseWith(prepare(split, routeId, handler), key, override)

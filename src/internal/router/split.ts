@@ -7,26 +7,50 @@
 import type * as Route from "../../Route.js"
 import * as Split from "../route/split.js"
 
-/** A request's headers, by lowercase name, as the server gives them (each byte of a value one character). */
-export type Headers = (name: string) => string | ReadonlyArray<string> | null | undefined
+/**
+ * How a router form reads a request of its kind: a header's value by lowercase name, as the server gives it (each byte
+ * of a value one character), and the request's target (a path or a URL, with its query string). A module-level
+ * constant per form, so that a request pays for no closure.
+ */
+export interface Reader<Q> {
+  readonly header: (request: Q, name: string) => string | ReadonlyArray<string> | null | undefined
+  readonly target: (request: Q) => string
+}
 
-// What a split reads, worked out once per split: the key's source and name (a header's lowercase), the override's.
+/** The reader of Node's requests (and of every request with Node's `headers` and `url`: Express, Fastify, Effect's). */
+export const incoming: Reader<
+  { readonly headers: Readonly<Record<string, unknown>>; readonly url?: string | undefined }
+> = {
+  header: (request, name) => request.headers[name] as string | ReadonlyArray<string> | undefined,
+  target: (request) => request.url ?? "/"
+}
+
+// What a route's split reads, worked out once per route version: the key's source and name (a header's lowercase),
+// the override's, and the split prepared for its buckets.
 interface Reading {
   readonly source: Split.Source
   readonly name: string
   readonly override: string | undefined
+  readonly prepared: Split.Prepared
 }
 
-const readings = new WeakMap<Split.Split, Reading>()
+// By route, not by split: a split without a group hashes in its route's id. A route is immutable, each version a new
+// object, so a change of the split is a new entry and the old one goes with its route.
+const readings = new WeakMap<Route.Route, Reading>()
 
-const readingOf = (split: Split.Split): Reading => {
-  let reading = readings.get(split)
+const readingOf = (route: Route.Route, split: Split.Split): Reading => {
+  let reading = readings.get(route)
   if (reading === undefined) {
     const colon = split.by.indexOf(":")
     const source = split.by.slice(0, colon) as Split.Source
     const name = split.by.slice(colon + 1)
-    reading = { source, name: source === "header" ? name.toLowerCase() : name, override: split.override?.toLowerCase() }
-    readings.set(split, reading)
+    reading = {
+      source,
+      name: source === "header" ? name.toLowerCase() : name,
+      override: split.override?.toLowerCase(),
+      prepared: Split.prepare(split, route.id, route.handler)
+    }
+    readings.set(route, reading)
   }
   return reading
 }
@@ -75,28 +99,30 @@ export const queryValue = (target: string, name: string): string | undefined => 
   return new URLSearchParams(target.slice(q + 1, hash < 0 ? undefined : hash)).get(name) ?? undefined
 }
 
-/** The key of `split` in a request. */
-export const keyOf = (split: Split.Split, headers: Headers, target: string): string | undefined => {
-  const { name, source } = readingOf(split)
-  switch (source) {
+// The key a reading names in a request.
+const keyOf = <Q>(reading: Reading, request: Q, reader: Reader<Q>): string | undefined => {
+  switch (reading.source) {
     case "header": {
-      const value = single(headers(name))
+      const value = single(reader.header(request, reading.name))
       return value === undefined ? undefined : headerText(value)
     }
     case "cookie": {
-      const cookie = single(headers("cookie"))
-      return cookie === undefined ? undefined : cookieValue(cookie, name)
+      const cookie = single(reader.header(request, "cookie"))
+      return cookie === undefined ? undefined : cookieValue(cookie, reading.name)
     }
     case "query":
-      return queryValue(target, name)
+      return queryValue(reader.target(request), reading.name)
   }
 }
 
-/** The choice of `route`'s split for a request, or `undefined` when the route has no split. */
-export const choiceOf = (route: Route.Route, headers: Headers, target: string): Split.Choice | undefined => {
+/**
+ * The choice of `route`'s split for `request`, or `undefined` when the route has no split: then nothing of the request
+ * is read and nothing made (one property read).
+ */
+export const choiceOf = <Q>(route: Route.Route, request: Q, reader: Reader<Q>): Split.Choice | undefined => {
   const split = route.split
   if (split === undefined) return undefined
-  const overrideName = readingOf(split).override
-  const override = overrideName === undefined ? undefined : single(headers(overrideName))
-  return Split.choose(split, route.id, route.handler, keyOf(split, headers, target), override)
+  const reading = readingOf(route, split)
+  const override = reading.override === undefined ? undefined : single(reader.header(request, reading.override))
+  return Split.chooseWith(reading.prepared, keyOf(reading, request, reader), override)
 }
