@@ -5,6 +5,7 @@
  * and bench/resilience.ts (200 kills).
  */
 import * as Fs from "node:fs"
+import * as Http from "node:http"
 import * as SnapshotFile from "../../src/internal/table/snapshotFile.js"
 
 /** A process started: its origin, its output so far, and how to kill it. */
@@ -59,17 +60,30 @@ export const run = async (options: Options): Promise<Outcome> => {
   const live: Array<string> = []
   let writing = true
   let n = 0
-  const request = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(registry + path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: body === undefined ? null : JSON.stringify(body)
+  // A connection per write (no keep-alive): a loaded registry closing an idle connection as the next write goes out
+  // would leave a write that may or may not have been applied, which the tables below cannot tell.
+  const request = (method: string, path: string, body?: unknown) =>
+    new Promise<{ revision: number; json: { id: string } | undefined }>((resolve, reject) => {
+      const sent = Http.request(registry + path, {
+        method,
+        agent: false,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }
+      }, (response) => {
+        let text = ""
+        response.setEncoding("utf8")
+        response.on("data", (chunk: string) => text += chunk)
+        response.on("end", () => {
+          const status = response.statusCode ?? 0
+          if (status >= 300) return reject(new Error(`${method} ${path}: ${status} ${text}`))
+          resolve({
+            revision: Number(response.headers["registry-revision"]),
+            json: status === 204 ? undefined : JSON.parse(text) as { id: string }
+          })
+        })
+      })
+      sent.on("error", reject)
+      sent.end(body === undefined ? undefined : JSON.stringify(body))
     })
-    const revision = Number(response.headers.get("registry-revision"))
-    const json = response.status === 204 ? undefined : await response.json() as { id: string }
-    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`)
-    return { revision, json }
-  }
   const record = (revision: number) => tables.set(revision, [...live].sort().join(","))
   const writer = (async () => {
     while (writing) {
