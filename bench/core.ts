@@ -1,6 +1,7 @@
 /**
  * The HTTP core alone, no socket: CPU per request of the admin API's create or get by id over the memory store, as
- * `RoutingHandler.handle` answers it. `npm run bench:core [-- --op create|get] [--rounds R] [--requests N] [--alloc]`.
+ * `RoutingHandler.handle` answers it. `npm run bench:core [-- --op create|get] [--rounds R] [--requests N] [--alloc]
+ * [--telemetry]`.
  *
  * The compiled library in dist/ (run `npm run build` first; the npm script does), one process: a handler built on a
  * route table over the memory store with a static token, as `npm start` builds it, called in a loop with one request
@@ -11,6 +12,7 @@
  *
  * `--alloc` reports instead the bytes a request allocates, by function: V8's sampling heap profiler (through
  * `node:inspector`) over N requests after the warm-up, counting the objects the collector has already freed too.
+ * `--telemetry` turns the library's telemetry on (`Telemetry.layer()`: spans on Effect's own tracer, the metrics).
  */
 import { Effect, Exit, Fiber, Layer, ManagedRuntime, Redacted } from "effect"
 import { Session } from "node:inspector/promises"
@@ -18,6 +20,7 @@ import * as Authenticator from "route-registry/Authenticator"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingHandler from "route-registry/RoutingHandler"
+import * as Telemetry from "route-registry/Telemetry"
 // The adapters' runner is internal (a few lines over Effect's runFork, the same Effect as dist's).
 import * as Runner from "../src/internal/http/runner.js"
 
@@ -36,11 +39,13 @@ if (OP !== "create" && OP !== "get") throw new Error("--op is create or get")
 const ROUNDS = count("--rounds", 7)
 const REQUESTS = count("--requests", 20_000)
 const ALLOC = argv.includes("--alloc")
+const TELEMETRY = argv.includes("--telemetry")
 
 const layer = RouteTable.layer.pipe(
-  Layer.provideMerge(Layer.merge(
+  Layer.provideMerge(Layer.mergeAll(
     RouteRepository.layerMemory,
-    Authenticator.layerStaticTokens([{ token: Redacted.make("bench-token"), scopes: ["routes:read", "routes:write"] }])
+    Authenticator.layerStaticTokens([{ token: Redacted.make("bench-token"), scopes: ["routes:read", "routes:write"] }]),
+    TELEMETRY ? Telemetry.layer() : Layer.empty
   ))
 )
 const runtime = ManagedRuntime.make(layer)
@@ -148,7 +153,9 @@ const reportCpu = (results: ReadonlyArray<number>) => {
   const sorted = [...results].sort((a, b) => a - b)
   const median = sorted[Math.floor(sorted.length / 2)]!
   console.log(
-    `${OP}: ${median.toFixed(1)} µs CPU per request (median of ${ROUNDS} rounds of ${REQUESTS}; ` +
+    `${OP}${TELEMETRY ? " (telemetry on)" : ""}: ${
+      median.toFixed(1)
+    } µs CPU per request (median of ${ROUNDS} rounds of ${REQUESTS}; ` +
       `min ${sorted[0]!.toFixed(1)}, max ${sorted[sorted.length - 1]!.toFixed(1)}; ` +
       `rounds ${results.map((r) => r.toFixed(1)).join(" ")})`
   )

@@ -113,7 +113,9 @@ const run = async (name: string, store: Layer.Layer<RouteRepository.RouteReposit
         await page.evaluate(
           timed(
             typeInto("Filter by path prefix", prefix),
-            `(rows) => [...rows].every((row) => row.cells[1].textContent.startsWith(${JSON.stringify(prefix)}))`
+            `(rows) => [...rows].every((row) => row.querySelector("td.path").textContent.startsWith(${
+              JSON.stringify(prefix)
+            }))`
           )
         )
       )
@@ -121,7 +123,7 @@ const run = async (name: string, store: Layer.Layer<RouteRepository.RouteReposit
         await page.evaluate(
           timed(
             typeInto("Filter by method", "DELETE"),
-            `(rows) => [...rows].every((row) => row.cells[0].textContent === "DELETE")`
+            `(rows) => [...rows].every((row) => row.querySelector("td.method").textContent === "DELETE")`
           )
         )
       )

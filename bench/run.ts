@@ -169,7 +169,14 @@ const servers: ReadonlyArray<ServerSpec> = [
   },
   ...(BASELINE === undefined ? [] : [
     { name: "npm-start@base", file: "examples/server.ts", seed: config.seed, npmStart: true, root: BASELINE },
-    { name: "ours-node@base", file: "bench/ours/node-listener.ts", seed: config.seed, root: BASELINE }
+    { name: "ours-node@base", file: "bench/ours/node-listener.ts", seed: config.seed, root: BASELINE },
+    {
+      name: "ours-node-telemetry@base",
+      file: "bench/ours/node-listener.ts",
+      seed: config.seed,
+      root: BASELINE,
+      env: { TELEMETRY: "1" }
+    }
   ])
 ]
 
@@ -190,7 +197,7 @@ interface Scenario {
 const all = <A>(full: ReadonlyArray<A>, quick: ReadonlyArray<A>) => QUICK ? quick : full
 // The lean peers: the whole contract on node:http written for speed, and on Fastify as its documentation teaches.
 const LEAN_PEERS = ["lean-node", "fastify-plain"]
-const BASELINE_SERVERS = BASELINE === undefined ? [] : ["npm-start@base", "ours-node@base"]
+const BASELINE_SERVERS = BASELINE === undefined ? [] : ["npm-start@base", "ours-node@base", "ours-node-telemetry@base"]
 const memoryServers = all(
   [
     "ours-node",

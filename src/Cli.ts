@@ -301,6 +301,14 @@ const matchCommand = Command.make("match", {
     Args.withSchema(RoutingApi.MatchParams.fields.path),
     Args.withDescription("The request target as the router receives it, such as /users/42?fields=name.")
   ),
+  host: Options.text("host").pipe(
+    Options.withDescription("The request's Host, for routes with a host condition, such as api.example.com."),
+    Options.optional
+  ),
+  header: Options.text("header").pipe(
+    Options.withDescription("A request header as name:value, such as x-version:2; repeat it for each header."),
+    Options.repeated
+  ),
   key: Options.text("key").pipe(
     Options.withDescription(
       "The key a route's split reads from the request (its header's, cookie's or query parameter's value): the " +
@@ -311,7 +319,13 @@ const matchCommand = Command.make("match", {
 }, (options) =>
   Effect.gen(function*() {
     const registry = yield* connect(options.url)
-    const answer = yield* registry.match(options.method, options.path, Option.getOrUndefined(options.key))
+    const answer = yield* registry.match(
+      options.method,
+      options.path,
+      Option.getOrUndefined(options.host),
+      options.header,
+      Option.getOrUndefined(options.key)
+    )
     yield* print(options.json ? Table.matchJson(answer) : Table.match(answer))
     // Routes that serve the path with other methods are an answer about routes that exist: only a path no stored
     // route matches (or a bad one) is "no route".

@@ -17,6 +17,8 @@
  *
  * @since 0.3.0
  */
+import type { Schema } from "effect"
+import * as Catalog from "./Catalog.js"
 import * as Internal from "./internal/integrations/hono.js"
 
 /**
@@ -32,6 +34,26 @@ export type Handler = Internal.Handler
  * @since 0.3.0
  */
 export type Middleware = Internal.Middleware
+
+/**
+ * A middleware taking a config: a stored route's middleware that also receives the route's config, decoded by the
+ * schema it was registered with (`configured`), after the framework's own arguments.
+ *
+ * @since 0.5.0
+ */
+export type ConfiguredMiddleware<A> = Internal.ConfiguredMiddleware<A>
+
+/**
+ * A middleware registered with the schema of its config, for `middleware`: the router decodes each route's config
+ * once per stored version of the route and hands the decoded value to `middleware` on every request; a config the
+ * schema refuses answers the route `503 route_misconfigured` (and, with `catalog: true`, is refused on write).
+ *
+ * @since 0.5.0
+ */
+export const configured = <A, I>(
+  config: Schema.Schema<A, I, never>,
+  middleware: ConfiguredMiddleware<A>
+): Catalog.Configured<ConfiguredMiddleware<any>> => Catalog.configured(config, middleware)
 
 /**
  * `authenticator` (required), `store` (the in-memory store when omitted), `handlers` and `middleware` by name,

@@ -156,10 +156,11 @@ export const lookup = <R extends Route.Route>(
   paths: Paths,
   table: RouteTable.Table<R>,
   method: string,
-  target: string
+  target: string,
+  headers?: RouteTable.Headers
 ): RouteTable.Resolution<R> =>
   paths.entries.length === 0 || !mayServe(paths, target) || serving(paths, target) === undefined
-    ? RouteTable.lookup(table, method, target)
+    ? RouteTable.lookup(table, method, target, headers)
     : Node.notFound
 
 /**

@@ -164,6 +164,11 @@ const problems = {
     description: "The route that serves this request is disabled (`enabled: false`): no function ran. Retry after " +
       "`Retry-After` seconds, or enable the route."
   },
+  route_misconfigured: {
+    status: 503,
+    description: "The route that serves this request gives a middleware a config the middleware's schema refuses, or " +
+      "a config to a middleware registered without one: no function ran. Logged once per route and version."
+  },
   authenticator_unavailable: {
     status: 503,
     description: "The token cannot be checked now (an identity provider's key set cannot be fetched); " +

@@ -10,11 +10,13 @@
  */
 import { Effect, Either, Schema } from "effect"
 import * as Uuid from "uuid"
+import * as Fields from "./internal/route/fields.js"
 import * as Grammar from "./internal/route/grammar.js"
 import * as Path from "./internal/route/path.js"
 import * as PathPattern from "./internal/route/pathPattern.js"
 import * as Validate from "./internal/route/validate.js"
 import * as Split from "./Split.js"
+import * as When from "./When.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Issues
@@ -282,26 +284,125 @@ export const HandlerName = nameSchema("HandlerName", "Name of the handler functi
 export type HandlerName = Grammar.HandlerName
 
 /**
- * The ordered middleware names of a route: at most 32, no name twice.
+ * A middleware's config on a route: a JSON object of at most 4 KiB as JSON and 8 levels deep (the object itself is
+ * level 1). The host's schema for the middleware (`Catalog`) decides what it means.
+ *
+ * @since 0.5.0
+ */
+export const MiddlewareConfig = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
+  Schema.filter((config) => {
+    const issues = Fields.checkConfig(config, "config")
+    return issues.length === 0 || issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ")
+  }, {
+    identifier: "MiddlewareConfig",
+    description: `A JSON object, at most ${Fields.MAX_CONFIG_BYTES} bytes as JSON and ${Fields.MAX_CONFIG_DEPTH} ` +
+      "levels deep; its keys are kept in one canonical order (shorter first, then byte order)"
+  })
+)
+
+/**
+ * A middleware named with its config (`{ "name": "x" }` without one is kept as `"x"`).
+ *
+ * @since 0.5.0
+ */
+export const ConfiguredMiddleware = Schema.Struct({ name: MiddlewareName, config: MiddlewareConfig }).annotations({
+  identifier: "ConfiguredMiddleware"
+})
+
+/**
+ * One entry of a route's middleware list: a name, or `{ name, config }`.
+ *
+ * @since 0.5.0
+ */
+export const MiddlewareEntry = Schema.Union(MiddlewareName, ConfiguredMiddleware)
+/**
+ * @since 0.5.0
+ */
+export type MiddlewareEntry = Fields.Entry
+
+/**
+ * The name of a middleware entry.
+ *
+ * @since 0.5.0
+ */
+export const middlewareName: (entry: MiddlewareEntry) => MiddlewareName = Fields.nameOf
+
+/**
+ * The config of a middleware entry; `undefined` for a bare name.
+ *
+ * @since 0.5.0
+ */
+export const middlewareConfig: (entry: MiddlewareEntry) => { readonly [key: string]: unknown } | undefined =
+  Fields.configOf
+
+/**
+ * The ordered middleware of a route: at most 32 entries, no name twice.
  *
  * @since 0.1.0
  */
-export const Middleware = Schema.Array(MiddlewareName).pipe(
-  Schema.filter((names) => {
-    const tooMany = Grammar.checkMiddlewareList(names)
+export const Middleware = Schema.Array(MiddlewareEntry).pipe(
+  Schema.filter((entries) => {
+    const tooMany = Grammar.checkMiddlewareList(entries)
     if (tooMany !== undefined) return tooMany
+    const names = entries.map(Fields.nameOf)
     const seen = new Set<string>()
     for (let i = 0; i < names.length; i++) {
       if (seen.has(names[i]!)) return Grammar.duplicateMessage(names, i)
       seen.add(names[i]!)
     }
     return true
-  }, { identifier: "Middleware", jsonSchema: { maxItems: Grammar.MAX_MIDDLEWARE, uniqueItems: true } })
+  }, { identifier: "Middleware", jsonSchema: { maxItems: Grammar.MAX_MIDDLEWARE } })
 )
 
 /**
- * A stored route: the six fields of the contract, and (0.5.0) `enabled` and `split`, present only when not at their
- * defaults (`enabled: false`; a split). `createdAt` encodes as `Date.prototype.toISOString` prints it.
+ * Most characters of a route's description.
+ *
+ * @since 0.5.0
+ */
+export const MAX_DESCRIPTION_LENGTH: number = Fields.MAX_DESCRIPTION_LENGTH
+
+/**
+ * Most tags on a route.
+ *
+ * @since 0.5.0
+ */
+export const MAX_TAGS: number = Fields.MAX_TAGS
+
+/**
+ * What a route is for, in words: 0–1,024 characters, no control characters.
+ *
+ * @since 0.5.0
+ */
+export const Description = Schema.String.pipe(
+  Schema.filter((s) => Fields.checkDescription(s) ?? true, {
+    identifier: "Description",
+    jsonSchema: { maxLength: Fields.MAX_DESCRIPTION_LENGTH }
+  })
+)
+
+/**
+ * One tag: 1–64 of lowercase letters, digits and `. _ : / -`, starting with a letter or digit.
+ *
+ * @since 0.5.0
+ */
+export const Tag = Schema.String.pipe(Schema.pattern(Fields.TAG_PATTERN), Schema.annotations({ identifier: "Tag" }))
+
+/**
+ * A route's tags: at most 16, none twice, kept in the order given.
+ *
+ * @since 0.5.0
+ */
+export const Tags = Schema.Array(Tag).pipe(
+  Schema.filter((tags) => {
+    const issues = Fields.checkTags(tags)
+    return issues.length === 0 || issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ")
+  }, { identifier: "Tags", jsonSchema: { maxItems: Fields.MAX_TAGS, uniqueItems: true } })
+)
+
+/**
+ * A stored route: the six fields of the contract, and (0.5.0) `enabled`, `split`, `description`, `tags` and `when`,
+ * present only when not at their defaults (`enabled: false`; a split; a description not empty; tags; conditions).
+ * `createdAt` encodes as `Date.prototype.toISOString` prints it.
  *
  * @since 0.1.0
  */
@@ -320,7 +421,10 @@ export class Route extends Schema.Class<Route>("Route")({
     }
   }),
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  split: Schema.optionalWith(Split.Split, { exact: true })
+  split: Schema.optionalWith(Split.Split, { exact: true }),
+  description: Schema.optionalWith(Description, { exact: true }),
+  tags: Schema.optionalWith(Tags, { exact: true }),
+  when: Schema.optionalWith(When.When, { exact: true })
 }) {}
 
 /**
@@ -347,7 +451,9 @@ export const toJson = (route: Route): string =>
     JSON.stringify(route.handler)
   },"createdAt":"${route.createdAt.toISOString()}"${route.enabled === false ? `,"enabled":false` : ""}${
     route.split === undefined ? "" : `,"split":${JSON.stringify(route.split)}`
-  }}`
+  }${route.description === undefined ? "" : `,"description":${JSON.stringify(route.description)}`}${
+    route.tags === undefined ? "" : `,"tags":${JSON.stringify(route.tags)}`
+  }${route.when === undefined ? "" : `,"when":${When.canonicalJson(route.when)}`}}`
 
 // A body's unknown fields are refused, as the HTTP API refuses them, and every problem is reported.
 const STRICT = { onExcessProperty: "error", errors: "all" } as const
@@ -363,7 +469,10 @@ export const CreateRoute = Schema.Struct({
   middleware: Schema.optionalWith(Middleware, { exact: true, default: () => [] }),
   handler: HandlerName,
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  split: Schema.optionalWith(Split.Split, { exact: true })
+  split: Schema.optionalWith(Split.Split, { exact: true }),
+  description: Schema.optionalWith(Description, { exact: true }),
+  tags: Schema.optionalWith(Tags, { exact: true }),
+  when: Schema.optionalWith(When.When, { exact: true })
 }).annotations({ identifier: "CreateRoute", parseOptions: STRICT })
 
 /**
@@ -389,7 +498,10 @@ export const PatchRoute = Schema.Struct({
   middleware: Schema.optionalWith(Middleware, { exact: true }),
   handler: Schema.optionalWith(HandlerName, { exact: true }),
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  split: Schema.optionalWith(Schema.NullOr(Split.Split), { exact: true })
+  split: Schema.optionalWith(Schema.NullOr(Split.Split), { exact: true }),
+  description: Schema.optionalWith(Description, { exact: true }),
+  tags: Schema.optionalWith(Tags, { exact: true }),
+  when: Schema.optionalWith(Schema.NullOr(When.When), { exact: true })
 }).pipe(
   Schema.filter((patch) => Object.keys(patch).length > 0 || Validate.NOTHING_TO_CHANGE, {
     jsonSchema: { minProperties: 1 }

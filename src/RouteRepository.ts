@@ -134,6 +134,8 @@ export interface ListQuery {
   readonly q?: string | undefined
   /** (0.5.0) Only enabled routes (`true`) or only disabled ones (`false`). */
   readonly enabled?: boolean | undefined
+  /** (0.5.0) Only routes carrying this tag. */
+  readonly tag?: string | undefined
 }
 
 /**

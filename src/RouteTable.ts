@@ -32,6 +32,7 @@ import * as Tree from "./internal/table/routeTree.js"
 import * as Start from "./internal/table/storeStart.js"
 import * as Impl from "./internal/table/table.js"
 import { InvalidOption } from "./InvalidOption.js"
+import type * as When from "./internal/route/when.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 
@@ -200,6 +201,8 @@ export const size = <R extends Route.Route>(self: Table<R>): number => self.tree
  * - of the routes that match, the most specific serves: at the first segment where two patterns differ, static beats
  *   mixed beats parameter beats wildcard; of two mixed segments, the one with more static characters, then the
  *   shape first in byte order;
+ * - (0.5.0) a route with conditions serves only a request that meets them all (its host, headers and the target's
+ *   query, read from `headers`); among routes of one shape, the precedence of docs/router.md (conditions) decides;
  * - parameter values are percent-decoded as UTF-8 (a wildcard's: each segment, joined with `/`); one that is not
  *   UTF-8 is a `BadPath`.
  *
@@ -209,13 +212,23 @@ export const size = <R extends Route.Route>(self: Table<R>): number => self.tree
  * @category lookups
  */
 export const lookup: {
-  (method: string, target: string): <R extends Route.Route>(self: Table<R>) => Resolution<R>
-  <R extends Route.Route>(self: Table<R>, method: string, target: string): Resolution<R>
+  (method: string, target: string, headers?: Headers): <R extends Route.Route>(self: Table<R>) => Resolution<R>
+  <R extends Route.Route>(self: Table<R>, method: string, target: string, headers?: Headers): Resolution<R>
 } = dual(
-  3,
-  <R extends Route.Route>(self: Table<R>, method: string, target: string): Resolution<R> =>
-    Tree.lookup(self.tree, method, target)
+  (args) => typeof args[0] !== "string",
+  <R extends Route.Route>(self: Table<R>, method: string, target: string, headers?: Headers): Resolution<R> =>
+    Tree.lookup(self.tree, method, target, headers)
 )
+
+/**
+ * A request's headers as `lookup` and `explain` read them for routes with conditions (docs/router.md: conditions):
+ * Node's `req.headers` or Effect's `Headers` (a record by lowercase name), or the Fetch API's `Headers`. The host is
+ * the `Host` header (or `:authority`); the query is the target's.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export type Headers = When.HeaderSource
 
 /**
  * A route whose pattern matches a request's path but does not serve the request, and why, as a sentence: another
@@ -255,12 +268,12 @@ export type Explanation<R extends Route.Route = Route.Route> = Explain.Explanati
  * @category lookups
  */
 export const explain: {
-  (method: string, target: string): <R extends Route.Route>(self: Table<R>) => Explanation<R>
-  <R extends Route.Route>(self: Table<R>, method: string, target: string): Explanation<R>
+  (method: string, target: string, headers?: Headers): <R extends Route.Route>(self: Table<R>) => Explanation<R>
+  <R extends Route.Route>(self: Table<R>, method: string, target: string, headers?: Headers): Explanation<R>
 } = dual(
-  3,
-  <R extends Route.Route>(self: Table<R>, method: string, target: string): Explanation<R> =>
-    Explain.explain(self.tree, method, target)
+  (args) => typeof args[0] !== "string",
+  <R extends Route.Route>(self: Table<R>, method: string, target: string, headers?: Headers): Explanation<R> =>
+    Explain.explain(self.tree, method, target, headers)
 )
 
 /**

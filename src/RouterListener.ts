@@ -7,11 +7,13 @@
  *
  * @since 0.4.0
  */
-import type { Layer } from "effect"
+import type { Layer, Schema } from "effect"
 import { Cause, Effect, Either, Runtime } from "effect"
+import * as Catalog from "./Catalog.js"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as HostPaths from "./HostPaths.js"
 import * as Disposable from "./internal/disposable.js"
+import { nameOf } from "./internal/route/fields.js"
 import * as Connect from "./internal/router/chain.js"
 import * as RouterCore from "./internal/router/core.js"
 import * as Guard from "./internal/router/guard.js"
@@ -34,14 +36,49 @@ import * as RouteTable from "./RouteTable.js"
 export type RouteFunction = Connect.NodeFunction
 
 /**
- * The host's functions, by the names routes give them.
+ * A middleware that takes a config: a `RouteFunction` that also receives the route's config, decoded by the schema it
+ * was registered with (`configured`).
+ *
+ * @since 0.5.0
+ */
+export type ConfiguredFunction<A> = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: (error?: unknown) => void,
+  config: A
+) => unknown
+
+/**
+ * A middleware registered with the schema of its config. The router decodes each route's config once per stored
+ * version of the route and calls `middleware` with the decoded value on every request; a config the schema refuses
+ * makes the route answer `503 route_misconfigured`, and, with catalog checking on, is refused on write.
+ *
+ * @since 0.5.0
+ */
+export const configured = <A, I>(
+  config: Schema.Schema<A, I, never>,
+  middleware: ConfiguredFunction<A>
+): Catalog.Configured<ConfiguredFunction<any>> => Catalog.configured(config, middleware)
+
+/**
+ * The host's functions, by the names routes give them; a middleware may take a config (`configured`, 0.5.0).
  *
  * @since 0.2.0
  */
 export interface Functions {
   readonly handlers: Readonly<Record<string, RouteFunction>>
-  readonly middleware?: Readonly<Record<string, RouteFunction>> | undefined
+  readonly middleware?:
+    | Readonly<Record<string, RouteFunction | Catalog.Configured<ConfiguredFunction<any>>>>
+    | undefined
 }
+
+/**
+ * A configured middleware as a `RouteFunction` with its decoded config: the one closure a request then calls.
+ *
+ * @since 0.5.0
+ */
+export const bindConfig = <A>(middleware: ConfiguredFunction<A>, config: A): RouteFunction => (req, res, next) =>
+  middleware(req, res, next, config)
 
 /**
  * The route that serves a request, and its parameters (percent-decoded).
@@ -123,7 +160,7 @@ interface Guarded extends ServerResponse {
 }
 
 const nameAt = ({ handler, route }: Serving, at: number): string =>
-  at < route.middleware.length ? route.middleware[at]! : handler
+  at < route.middleware.length ? nameOf(route.middleware[at]!) : handler
 
 /**
  * The listener over the table in context. It looks routes up in memory, never in the store. A path the host serves
@@ -153,9 +190,10 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
     const runtime = yield* Effect.runtime<never>()
     const runFork = Runtime.runFork(runtime)
     yield* Effect.promise(Otel.load)
-    const core = RouterCore.make<RouteFunction, RouteFunction, ReadonlyArray<RouteFunction>>(
+    const core = RouterCore.make<RouteFunction, RouteFunction, ReadonlyArray<RouteFunction>, ConfiguredFunction<any>>(
       functions,
-      (middleware, handler) => [...middleware, handler]
+      (middleware, handler) => [...middleware, handler],
+      bindConfig
     )
     const timedOut = Answers.requestTimeout(bodyTimeoutMillis)
     const logError = (message: string, error: unknown) => runFork(Effect.logError(message, Cause.die(error)))
@@ -165,6 +203,12 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
       const warning = core.warnMissing(name)
       if (warning !== undefined) runFork(warning)
       NodeResponse.write(req, res, Answers.handlerUnavailable(name))
+    }
+
+    const misconfigured = (req: IncomingMessage, res: ServerResponse, route: RouterCore.Misconfigured) => {
+      const message = core.misconfiguredOnce(route)
+      if (message !== undefined) runFork(Effect.logError(message))
+      NodeResponse.write(req, res, Answers.routeMisconfigured)
     }
 
     const misbehaved = (serving: Serving, at: number, what: Guard.Misbehaviour, error: unknown) => {
@@ -231,7 +275,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
     }
 
     return ((req, res, next) => {
-      const found = HostPaths.lookup(hostPaths, table, req.method ?? "GET", req.url ?? "/")
+      const found = HostPaths.lookup(hostPaths, table, req.method ?? "GET", req.url ?? "/", req.headers)
       switch (found._tag) {
         case "BadPath":
           return NodeResponse.write(req, res, Answers.malformedPath(found.reason))
@@ -247,6 +291,7 @@ const listener = (functions: Functions, bodyTimeoutMillis: number) =>
       const choice = Splits.choiceOf(route, req, Splits.incoming)
       const fns = core.resolve(route, choice?.handler)
       if (typeof fns === "string") return unavailable(req, res, fns)
+      if (fns instanceof RouterCore.Misconfigured) return misconfigured(req, res, fns)
       RouteMatch.set(req, RouteMatch.withChoice(found, choice))
       ;(req as Matched).params = found.params
       Otel.nameServerSpan(req.method!, route, choice?.handler)

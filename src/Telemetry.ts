@@ -115,7 +115,8 @@ export const propagationLag = Internal.propagationLag
 
 /**
  * `store` with a span and a duration (`storeOperationDuration`) per operation; what the routing API does to its store
- * when telemetry is on. Its reads always go through `findById`, so they are seen.
+ * when telemetry is on. A store's read from memory (`unsafeFindById`) is kept as it is, a map's lookup: the request's
+ * span and metrics see it.
  *
  * @since 0.3.0
  * @category instrumentation

@@ -59,6 +59,13 @@ export * as Route from "./Route.js"
 export * as Split from "./Split.js"
 
 /**
+ * A route's conditions (host, headers, query): their schema, canonical form and precedence.
+ *
+ * @since 0.5.0
+ */
+export * as When from "./When.js"
+
+/**
  * @since 0.1.0
  */
 export * as RouteRepository from "./RouteRepository.js"

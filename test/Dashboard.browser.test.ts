@@ -480,6 +480,230 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
+  /** The writes a page sends (dry runs left out): method, address and body. */
+  const writes = (page: Page) => {
+    const sent: Array<{ method: string; url: string; body: unknown }> = []
+    page.on("request", (request) => {
+      const url = request.url()
+      if (url.includes("/v1/routing") && request.method() !== "GET" && !url.includes("dryRun")) {
+        sent.push({ method: request.method(), url, body: JSON.parse(request.postData() ?? "null") })
+      }
+    })
+    return sent
+  }
+
+  it("v5: the switch \"Enabled\" turns a route off; the list says it is disabled and filters by state", async () => {
+    const prefix = fresh()
+    await create("GET", `${prefix}/on`)
+    const off = await create("GET", `${prefix}/off`)
+    const page = await signIn()
+    const sent = writes(page)
+    await page.getByRole("textbox", { name: "Filter by path prefix" }).fill(prefix)
+    await row(page, `${prefix}/on`).waitFor()
+    await row(page, `${prefix}/off`).getByRole("button", { name: "Edit" }).click()
+    const form = page.getByRole("dialog", { name: "Edit route" })
+    const enabled = form.getByRole("switch", { name: "Enabled" })
+    assert.isTrue(await enabled.isChecked())
+    await enabled.uncheck()
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    assert.deepStrictEqual(sent.map((s) => s.body), [{ enabled: false }])
+    assert.isFalse((await api("GET", `/${off.id}`)).body.enabled)
+    // Said in words in its row, not by a colour alone.
+    await row(page, `${prefix}/off`).getByText("disabled", { exact: true }).waitFor()
+    assert.strictEqual(await row(page, `${prefix}/on`).getByText("disabled", { exact: true }).count(), 0)
+    const state = page.getByRole("combobox", { name: "Filter by state" })
+    await state.selectOption({ label: "Disabled" })
+    await row(page, `${prefix}/on`).waitFor({ state: "detached" })
+    await row(page, `${prefix}/off`).waitFor()
+    await state.selectOption({ label: "Enabled" })
+    await row(page, `${prefix}/off`).waitFor({ state: "detached" })
+    await row(page, `${prefix}/on`).waitFor()
+    // Turned on again: the field goes back to its default, which the API leaves out.
+    await state.selectOption({ label: "All" })
+    await row(page, `${prefix}/off`).getByRole("button", { name: "Edit" }).click()
+    await form.getByRole("switch", { name: "Enabled" }).check()
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    assert.notProperty((await api("GET", `/${off.id}`)).body, "enabled")
+    await row(page, `${prefix}/off`).getByText("disabled", { exact: true }).waitFor({ state: "detached" })
+    await page.close()
+  })
+
+  it("v5: the \"Split\" section edits a split: targets with a \"Weight\" each and its percentage, the API's problems at their fields, removed with its last target", async () => {
+    const prefix = fresh()
+    const page = await signIn()
+    const sent = writes(page)
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/canary`)
+    await form.getByRole("textbox", { name: "Handler", exact: true }).fill("echo")
+    const split = form.getByRole("group", { name: "Split" })
+    await split.getByRole("combobox", { name: "Split by" }).selectOption("cookie")
+    await split.getByRole("textbox", { name: "Key name" }).fill("uid")
+    await split.getByRole("button", { name: "Add target" }).click()
+    const target = split.getByRole("group", { name: "Target 1" })
+    await target.getByRole("textbox", { name: "Target handler" }).fill("canaryEcho")
+    await target.getByRole("spinbutton", { name: "Weight" }).fill("1250")
+    await target.getByText("= 12.5 %").waitFor()
+    await split.getByText("The route's handler takes the rest: 87.5 %.").waitFor()
+    await shoot(page, "split")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    const [made] = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
+    assert.deepStrictEqual(made.split, { by: "cookie:uid", targets: [{ handler: "canaryEcho", weight: 1250 }] })
+    assert.deepStrictEqual(sent[0]!.body, {
+      method: "GET",
+      path: `${prefix}/canary`,
+      middleware: [],
+      handler: "echo",
+      split: { by: "cookie:uid", targets: [{ handler: "canaryEcho", weight: 1250 }] }
+    })
+    await row(page, `${prefix}/canary`).getByText(/split by cookie:uid: canaryEcho 12\.5 %/).waitFor()
+
+    // The API's problems at their fields: a weight over 10,000 at that target's "Weight", the key's at "Key name".
+    const edit = page.getByRole("dialog", { name: "Edit route" })
+    await row(page, `${prefix}/canary`).getByRole("button", { name: "Edit" }).click()
+    const editSplit = edit.getByRole("group", { name: "Split" })
+    await editSplit.getByRole("button", { name: "Add target" }).click()
+    const second = editSplit.getByRole("group", { name: "Target 2" })
+    await second.getByRole("textbox", { name: "Target handler" }).fill("other")
+    await second.getByRole("spinbutton", { name: "Weight" }).fill("20000")
+    await editSplit.getByRole("textbox", { name: "Key name" }).fill("u id")
+    await edit.getByRole("button", { name: "Save" }).click()
+    await second.getByText(/^must be a whole number of basis points/).waitFor()
+    assert.strictEqual(await second.getByRole("spinbutton", { name: "Weight" }).getAttribute("aria-invalid"), "true")
+    await editSplit.getByText(/is not a cookie name/).waitFor()
+    assert.strictEqual(await editSplit.getByRole("textbox", { name: "Key name" }).getAttribute("aria-invalid"), "true")
+    await shoot(page, "split-problems")
+    // Its last target removed, the split goes: the patch sends split: null.
+    await editSplit.getByRole("textbox", { name: "Key name" }).fill("uid")
+    await second.getByRole("button", { name: "Remove target" }).click()
+    await editSplit.getByRole("group", { name: "Target 1" }).getByRole("button", { name: "Remove target" }).click()
+    await editSplit.getByText("No split: the route's handler serves every request.").waitFor()
+    await edit.getByRole("button", { name: "Save" }).click()
+    await edit.waitFor({ state: "detached" })
+    assert.deepStrictEqual(sent[sent.length - 1]!.body, { split: null })
+    assert.notProperty((await api("GET", `/${made.id}`)).body, "split")
+    await page.close()
+  })
+
+  it("v5: the tester takes a split key and shows the split's choice: the key, its bucket and the handler", async () => {
+    const prefix = fresh()
+    const split = { by: "header:x-user", targets: [{ handler: "canaryEcho", weight: 10_000 }] }
+    const made = (await api("POST", "", { method: "GET", path: `${prefix}/split`, handler: "echo", split })).body
+    const page = await signIn()
+    await page.getByRole("textbox", { name: "Request URL" }).fill(`${prefix}/split`)
+    await page.getByRole("textbox", { name: "Split key" }).fill("alice")
+    await page.getByRole("button", { name: "Test" }).click()
+    const result = page.getByRole("region", { name: "Result" })
+    const bucket = (await api("GET", `/match?method=GET&path=${prefix}/split&key=alice`)).body.split.bucket
+    await result.getByText(`Split: key "alice", bucket ${bucket}, served by canaryEcho`).waitFor()
+    await page.getByRole("textbox", { name: "Split key" }).fill("")
+    await page.getByRole("button", { name: "Test" }).click()
+    await result.getByText("Split: no key, so the route's handler serves it: echo").waitFor()
+    await api("DELETE", `/${made.id}`)
+    await page.close()
+  })
+
+  it("v5: \"Description\", \"Tags\" and middleware configurations: edited, shown in the row, filtered by tag and searched", async () => {
+    const prefix = fresh()
+    const page = await signIn()
+    const sent = writes(page)
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/described`)
+    await form.getByRole("textbox", { name: "Middleware" }).fill("requestId, timing")
+    await form.getByRole("textbox", { name: "Handler" }).fill("echo")
+    await form.getByRole("textbox", { name: "Description" }).fill("Shows one user's page")
+    await form.getByRole("textbox", { name: "Tags" }).fill("team:web, beta")
+    // What the page can tell itself is said at the field, and nothing is sent.
+    const config = form.getByRole("textbox", { name: "Config" })
+    await config.fill("{\"timing\": ")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.getByText(/is not JSON/).waitFor()
+    await config.fill("{\"rateLimit\": {\"max\": 10}}")
+    await form.getByText(/configures rateLimit, which is not in Middleware/).waitFor()
+    assert.deepStrictEqual(sent, [])
+    await config.fill("{\"timing\": {\"precision\": 3}}")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    const [made] = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
+    assert.deepStrictEqual(
+      [made.middleware, made.description, made.tags],
+      [["requestId", { name: "timing", config: { precision: 3 } }], "Shows one user's page", ["team:web", "beta"]]
+    )
+    const line = row(page, `${prefix}/described`)
+    await line.getByText("Shows one user's page").waitFor()
+    await line.getByText("beta", { exact: true }).waitFor()
+    // The form shows them again; clearing the description sends the default.
+    await line.getByRole("button", { name: "Edit" }).click()
+    const edit = page.getByRole("dialog", { name: "Edit route" })
+    assert.strictEqual(await edit.getByRole("textbox", { name: "Tags" }).inputValue(), "team:web, beta")
+    assert.deepStrictEqual(JSON.parse(await edit.getByRole("textbox", { name: "Config" }).inputValue()), {
+      timing: { precision: 3 }
+    })
+    await edit.getByRole("textbox", { name: "Description" }).fill("")
+    await edit.getByRole("button", { name: "Save" }).click()
+    await edit.waitFor({ state: "detached" })
+    assert.deepStrictEqual(sent[sent.length - 1]!.body, { description: "" })
+    assert.notProperty((await api("GET", `/${made.id}`)).body, "description")
+    // The tag filter is the listing's `tag`; the search covers tags.
+    await create("GET", `${prefix}/untagged`)
+    await page.getByRole("textbox", { name: "Filter by path prefix" }).fill(prefix)
+    await row(page, `${prefix}/untagged`).waitFor()
+    await page.getByRole("textbox", { name: "Filter by tag" }).fill("team:web")
+    await row(page, `${prefix}/untagged`).waitFor({ state: "detached" })
+    await row(page, `${prefix}/described`).waitFor()
+    await page.getByRole("textbox", { name: "Filter by tag" }).fill("")
+    await page.getByRole("searchbox", { name: "Search" }).fill("team:web")
+    await row(page, `${prefix}/untagged`).waitFor({ state: "detached" })
+    await row(page, `${prefix}/described`).waitFor()
+    await page.close()
+  })
+
+  it("v5: \"Conditions\" edits a route's host, headers and query; the tester takes a host and headers", async () => {
+    const prefix = fresh()
+    const page = await signIn()
+    await page.getByRole("button", { name: "New route" }).click()
+    const form = page.getByRole("dialog", { name: "New route" })
+    await form.getByRole("textbox", { name: "Method" }).fill("GET")
+    await form.getByRole("textbox", { name: "Path" }).fill(`${prefix}/v2`)
+    await form.getByRole("textbox", { name: "Handler" }).fill("echo")
+    const conditions = form.getByRole("group", { name: "Conditions" })
+    await conditions.getByRole("textbox", { name: "Host" }).fill("Not A Host!")
+    await form.getByRole("button", { name: "Save" }).click()
+    // The API's problem at the field.
+    await conditions.locator(".problem").filter({ hasText: /./ }).first().waitFor()
+    assert.strictEqual(await conditions.getByRole("textbox", { name: "Host" }).getAttribute("aria-invalid"), "true")
+    await conditions.getByRole("textbox", { name: "Host" }).fill("api.example.com")
+    await conditions.getByRole("textbox", { name: "Headers" }).fill("x-version: 2\nx-beta")
+    await conditions.getByRole("textbox", { name: "Query" }).fill("tenant=acme")
+    await form.getByRole("button", { name: "Save" }).click()
+    await form.waitFor({ state: "detached" })
+    const [made] = (await api("GET", `?pathPrefix=${encodeURIComponent(prefix)}`)).body.items
+    const byName = (list: ReadonlyArray<{ name: string }>) => [...list].sort((a, b) => a.name < b.name ? -1 : 1)
+    assert.deepStrictEqual([made.when.host, byName(made.when.headers), made.when.query], [
+      "api.example.com",
+      [{ name: "x-beta" }, { name: "x-version", value: "2" }],
+      [{ name: "tenant", value: "acme" }]
+    ])
+    await row(page, `${prefix}/v2`).getByText(/when host api\.example\.com/).waitFor()
+    await page.getByRole("textbox", { name: "Request URL" }).fill(`${prefix}/v2?tenant=acme`)
+    await page.getByRole("textbox", { name: "Request host" }).fill("api.example.com")
+    await page.getByRole("textbox", { name: "Request headers" }).fill("x-version: 2\nx-beta: yes")
+    await page.getByRole("button", { name: "Test" }).click()
+    const result = page.getByRole("region", { name: "Result" })
+    await result.getByText(`GET ${prefix}/v2 → echo`).waitFor()
+    await result.getByText("Served by a stored route").waitFor()
+    await page.getByRole("textbox", { name: "Request host" }).fill("other.example.com")
+    await page.getByRole("button", { name: "Test" }).click()
+    await result.getByText(/404 Not Found/).waitFor()
+    await page.close()
+  })
+
   it("renders an echoed problem detail as text: markup in it never runs", async () => {
     const page = await signIn()
     await page.getByRole("button", { name: "New route" }).click()

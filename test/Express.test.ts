@@ -7,12 +7,13 @@ import { MetricLabel } from "effect"
 import express from "express"
 import type { ErrorRequestHandler, Request } from "express"
 import * as Http from "node:http"
-import { matchOf, routeRegistry } from "route-registry/express"
+import { configured, matchOf, routeRegistry } from "route-registry/express"
 import type * as RR from "route-registry/express"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, closeServer, fetchFrom, listen, serveNode } from "./utils/adapters.js"
 import { bodyRows, failureContract, httpContract, limitContract, tokens } from "./utils/httpContract.js"
+import { HeaderConfig } from "./utils/configContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
 import { admin, failingAfterStart } from "./utils/routerHost.js"
 import { adapterStores, memory } from "./utils/stores.js"
@@ -42,7 +43,11 @@ const handlers: RR.Options["handlers"] = {
 const middleware: RR.Options["middleware"] = {
   a: recording("a"),
   b: recording("b"),
-  stop: (_req, res) => void res.status(401).json({ stopped: true })
+  stop: (_req, res) => void res.status(401).json({ stopped: true }),
+  setHeader: configured(HeaderConfig, (_req, res, next, config) => {
+    res.setHeader(config.name, config.value.repeat(config.repeat))
+    next()
+  })
 }
 
 const caught: ErrorRequestHandler = (error, _req, res, next) => {

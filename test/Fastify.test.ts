@@ -12,6 +12,7 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, fetchFrom } from "./utils/adapters.js"
 import { assertProblem, failureContract, httpContract, limitContract, tokens } from "./utils/httpContract.js"
+import { HeaderConfig } from "./utils/configContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
 import { admin, failingAfterStart } from "./utils/routerHost.js"
 import { adapterStores, stores } from "./utils/stores.js"
@@ -45,7 +46,11 @@ const middleware: RR.Options["middleware"] = {
   },
   stop: async (_request, reply) => {
     await reply.code(401).send({ stopped: true })
-  }
+  },
+  setHeader: RR.configured(HeaderConfig, (_request, reply, done, config) => {
+    reply.header(config.name, config.value.repeat(config.repeat))
+    done()
+  })
 }
 
 const listening = async (app: ReturnType<typeof Fastify>) => {

@@ -7,12 +7,13 @@ import { getRequestListener } from "@hono/node-server"
 import { MetricLabel } from "effect"
 import { Hono } from "hono"
 import type { Context } from "hono"
-import { matchOf, routeRegistry } from "route-registry/hono"
+import { configured, matchOf, routeRegistry } from "route-registry/hono"
 import type * as RR from "route-registry/hono"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as Telemetry from "route-registry/Telemetry"
 import { type Adapter, serveNode } from "./utils/adapters.js"
 import { failureContract, httpContract, limitContract, tokens } from "./utils/httpContract.js"
+import { HeaderConfig } from "./utils/configContract.js"
 import { type Integration, integrationContract } from "./utils/integrationContract.js"
 import { admin, failingAfterStart } from "./utils/routerHost.js"
 import { adapterStores, memory } from "./utils/stores.js"
@@ -46,7 +47,11 @@ const handlers: RR.Options["handlers"] = {
 const middleware: RR.Options["middleware"] = {
   a: recording("a"),
   b: recording("b"),
-  stop: async (c) => c.json({ stopped: true }, 401)
+  stop: async (c) => c.json({ stopped: true }, 401),
+  setHeader: configured(HeaderConfig, async (c, next, config) => {
+    await next()
+    c.header(config.name, config.value.repeat(config.repeat))
+  })
 }
 
 // Served as a Node host would: `@hono/node-server`'s listener, leaving the process's Request and Response alone.

@@ -55,30 +55,38 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         "revision:bigint",
         "txid:xid8",
         "enabled:boolean",
-        "split:jsonb"
+        "split:jsonb",
+        "middleware_config:jsonb",
+        "description:text",
+        "tags:ARRAY",
+        "when_key:text"
       ])
       const indexes = yield* sql<{ indexname: string; indexdef: string }>`
         SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ${table} ORDER BY indexname`
       const definitions = indexes.map((index) => index.indexdef.replace(/^.* USING /, "").replace(/ON .* USING /, ""))
       assert.deepStrictEqual(indexes.map((index) => index.indexname), [
+        `${table}_disabled_idx`,
         `${table}_handler_id_idx`,
         `${table}_method_id_idx`,
         `${table}_method_shape_key`,
         `${table}_middleware_idx`,
         `${table}_path_idx`,
         `${table}_pkey`,
-        `${table}_search_idx`,
+        `${table}_search_text_idx`,
+        `${table}_tags_idx`,
         `${table}_txid_idx`
       ])
       assert.deepStrictEqual(definitions, [
+        "btree (id) WHERE (NOT enabled)",
         "btree (handler, id)",
         "btree (method, id)",
-        "btree (method, path_shape)",
+        "btree (method, path_shape, when_key)",
         "gin (middleware)",
         "btree (path COLLATE \"C\")",
         "btree (id)",
-        // pg_trgm is installed on the test server (migration 8 creates it where it can)
-        `gin (${table}_search_text(path, handler, middleware) gin_trgm_ops)`,
+        // pg_trgm is installed on the test server (migrations 8 and 11 create it where they can)
+        `gin (${table}_search_text(path, handler, middleware, description, tags) gin_trgm_ops)`,
+        "gin (tags)",
         "btree (txid)"
       ])
       const rows = yield* sql<{ path_shape: string; middleware: Array<string>; revision: string }>`
@@ -546,10 +554,13 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
       const sql = yield* SqlClient.SqlClient
       const repo = yield* RouteRepository.RouteRepository
       yield* sql`
-        INSERT INTO ${sql(table)} (id, method, path, path_shape, middleware, handler, created_at)
+        INSERT INTO ${sql(table)} (id, method, path, path_shape, middleware, handler, created_at, tags, enabled,
+          description)
         SELECT gen_random_uuid(), (ARRAY['GET', 'POST', 'PUT', 'DELETE', 'PATCH'])[1 + i % 5], '/r' || i % 97 || '/x' || i,
                '/r' || i % 97 || '/x' || i,
-               CASE WHEN i % 1000 = 0 THEN ARRAY['auth', 'rare'] ELSE ARRAY['auth'] END, 'h' || i % 200, now()
+               CASE WHEN i % 1000 = 0 THEN ARRAY['auth', 'rare'] ELSE ARRAY['auth'] END, 'h' || i % 200, now(),
+               CASE WHEN i % 1000 = 0 THEN ARRAY['team:rare'] ELSE ARRAY['team:web'] END, i % 1000 <> 0,
+               CASE WHEN i % 1000 = 0 THEN 'the scarce ones' ELSE 'a route' END
         FROM generate_series(1, 4000) AS i`
       yield* sql`ANALYZE ${sql(table)}`
       const middle = (yield* sql<{ id: string }>`SELECT id FROM ${sql(table)} ORDER BY id OFFSET 2000 LIMIT 1`)[0]!.id
@@ -572,6 +583,9 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         [{ limit: 100, handler: "h5" }, ["handler_id_idx"]],
         [{ limit: 100, handler: "h5", after: middle }, ["handler_id_idx"]],
         [{ limit: 100, middleware: "rare" }, ["middleware_idx"]],
+        [{ limit: 100, tag: "team:rare" }, ["tags_idx"]],
+        [{ limit: 100, enabled: false }, ["disabled_idx"]],
+        [{ limit: 100, q: "scarce" }, ["search_text_idx"]],
         [{ limit: 100, pathPrefix: "/r5/x100" }, ["path_idx"]],
         [{ limit: 100, pathPrefix: "/r5/x100", after: middle }, ["path_idx"]],
         [{ limit: 100, method: "GET", handler: "h5" }, ["method_id_idx", "handler_id_idx"]],

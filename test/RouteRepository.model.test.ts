@@ -21,7 +21,7 @@ interface Plain {
   readonly id: string
   readonly method: string
   readonly path: string
-  readonly middleware: ReadonlyArray<string>
+  readonly middleware: ReadonlyArray<Route.MiddlewareEntry>
   readonly handler: string
   readonly createdAt: string
   readonly revision: number
@@ -79,7 +79,7 @@ class Model {
         (query.after === undefined || route.id > query.after) &&
         (query.method === undefined || route.method === query.method) &&
         (query.handler === undefined || route.handler === query.handler) &&
-        (query.middleware === undefined || route.middleware.includes(query.middleware)) &&
+        (query.middleware === undefined || route.middleware.map(Route.middlewareName).includes(query.middleware as Route.MiddlewareName)) &&
         (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix))
       )
       .sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
@@ -214,7 +214,7 @@ const agree = (operations: ReadonlyArray<Operation>) => {
             handler: patch.handler ?? current.handler
           }
           const same = next.method === current.method && next.path === current.path &&
-            sameNames(next.middleware, current.middleware) && next.handler === current.handler
+            sameNames(next.middleware as ReadonlyArray<string>, current.middleware as ReadonlyArray<string>) && next.handler === current.handler
           const holder = same ? undefined : model.holder(next.method, next.path, id)
           if (same) check(actual, Either.right(current))
           else if (holder !== undefined) {

@@ -51,6 +51,7 @@ const functions: RouterHttpApp.Functions<Boom, never> = {
     dies: Effect.die(new Error("defect"))
   },
   middleware: {
+    ...Contract.effectFunctions.middleware,
     first: recording("first"),
     second: recording("second"),
     deny: (app) =>

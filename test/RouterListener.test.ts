@@ -72,6 +72,7 @@ const functions: RouterListener.Functions = {
     }
   },
   middleware: {
+    ...Contract.nodeFunctions.middleware,
     first: recording("first"),
     second: recording("second"),
     third: recording("third"),

@@ -176,7 +176,7 @@ describe("SQL only through parameters", () => {
         })))
       routes.forEach((route, i) => {
         const { handler, method, middleware, path } = route
-        assert.deepStrictEqual({ method, path, middleware: [...middleware], handler }, bodies[i])
+        assert.deepStrictEqual({ method, path, middleware: [...middleware] as Array<string>, handler }, bodies[i])
       })
       assert.isAtLeast(statements.length, bodies.length * 2)
       for (const value of [...hostile.paths, ...hostile.names]) {

@@ -7,7 +7,6 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Telemetry from "route-registry/Telemetry"
-import * as Runner from "../src/internal/http/runner.js"
 import { ADMIN, tokens } from "./utils/httpContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -71,6 +70,12 @@ const exchange = (handler: AdminWebHandler.Handler) =>
   })
 
 describe("Telemetry", () => {
+  // A store read through its Effect (as the Postgres store is): its reads have spans of their own.
+  const withoutMemoryReads = Layer.effect(
+    RouteRepository.RouteRepository,
+    Effect.map(RouteRepository.makeMemory, ({ unsafeFindById: _, ...store }) => store)
+  )
+
   it.effect("a span per request, with the store's span inside it, and its metrics", () => {
     const { layer, spans } = recording()
     return Effect.gen(function*() {
@@ -130,6 +135,25 @@ describe("Telemetry", () => {
         misses: storeTimings("findById", "RouteNotFound") - before.misses,
         creates: storeTimings("create", "success") - before.creates
       }, { created: 1, found: 1, missing: 1, refused: 1, gets: 2, finds: 1, misses: 1, creates: 1 })
+    }).pipe(Effect.provide(Layer.mergeAll(withoutMemoryReads, tokens, Telemetry.layer(), layer)))
+  })
+
+  it.effect("a read from a store's memory is seen in the request's span and metrics, with no store span", () => {
+    const { layer, spans } = recording()
+    return Effect.gen(function*() {
+      const before = { found: requestCount("get", 200), finds: storeTimings("findById", "success") }
+      const handler = yield* AdminWebHandler.make()
+      const { id, statuses } = yield* exchange(handler)
+      assert.deepStrictEqual(statuses, [201, 200, 404, 405])
+      const again = yield* Effect.promise(() => handler(request("GET", `/v1/routing/${id}`)))
+      assert.strictEqual(again.status, 200)
+      const gets = spans.filter((span) => span.name === "GET /v1/routing/{id}")
+      assert.deepStrictEqual(gets.map((span) => span.attributes.get("http.response.status_code")), [200, 404, 200])
+      assert.deepStrictEqual(spans.filter((span) => span.name === "RouteRepository.findById"), [])
+      assert.deepStrictEqual({
+        found: requestCount("get", 200) - before.found,
+        finds: storeTimings("findById", "success") - before.finds
+      }, { found: 2, finds: 0 })
     }).pipe(Effect.provide(Layer.mergeAll(RouteRepository.layerMemory, tokens, Telemetry.layer(), layer)))
   })
 
@@ -158,20 +182,28 @@ describe("Telemetry", () => {
   it.effect("off, no span is started and a read from memory is answered without a fiber", () => {
     const { layer, spans } = recording()
     return Effect.gen(function*() {
-      const { statuses } = yield* exchange(yield* AdminWebHandler.make())
+      const { id, statuses } = yield* exchange(yield* AdminWebHandler.make())
       assert.deepStrictEqual(statuses, [201, 200, 404, 405])
       assert.deepStrictEqual(spans.map((span) => span.name), [])
       const handler = yield* RoutingHandler.make()
-      const read = handler.handle({
-        method: "GET",
-        path: "/v1/routing/r_00000000000000000000000000",
-        query: "",
-        header: (name) => name === "authorization" ? headers.authorization : undefined,
-        body: () => Effect.succeed(new Uint8Array())
-      })
-      // The handler starts nothing; the adapters' runner completes it in the call that starts it.
-      assert.isDefined(read)
-      assert.isTrue(Exit.isExit(Runner.make(yield* Effect.runtime<never>())(read!)))
+      const read = (path: string) =>
+        handler.handle({
+          method: "GET",
+          path,
+          query: "",
+          header: (name) => name === "authorization" ? headers.authorization : undefined,
+          body: () => Effect.succeed(new Uint8Array())
+        })
+      // The handler starts nothing, and a read from memory has ended when it returns: its answer needs no fiber.
+      const answers = [read(`/v1/routing/${id}`), read("/v1/routing/r_00000000000000000000000000")]
+      assert.deepStrictEqual(answers.map((answer) => Exit.isExit(answer) && Exit.isSuccess(answer)), [true, true])
+      assert.deepStrictEqual(
+        answers.map((answer) => (answer as Exit.Success<RoutingHandler.Response, never>).value.status),
+        [
+          200,
+          404
+        ]
+      )
     }).pipe(Effect.provide(Layer.mergeAll(RouteRepository.layerMemory, tokens, layer)))
   })
 

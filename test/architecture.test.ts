@@ -33,6 +33,7 @@ const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
   ["internal/telemetry.ts", "shared"],
   ["Route.ts", "model"],
   ["Split.ts", "model"],
+  ["When.ts", "model"],
   ["InvalidOption.ts", "model"],
   ["Catalog.ts", "model"],
   ["internal/route/", "model"],

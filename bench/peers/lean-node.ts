@@ -437,7 +437,7 @@ const changes = (route: Stored, patch: Route.RoutePatch): boolean =>
   (patch.method !== undefined && patch.method !== route.method) ||
   (patch.path !== undefined && patch.path !== route.path) ||
   (patch.handler !== undefined && patch.handler !== route.handler) ||
-  (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware))
+  (patch.middleware !== undefined && !sameNames(patch.middleware as ReadonlyArray<string>, route.middleware))
 
 const matches = (route: Stored, query: ListQuery): boolean =>
   (query.method === undefined || route.method === query.method) &&
@@ -517,7 +517,7 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
         id: Route.makeRouteId(now),
         method: input.method,
         path: input.path,
-        middleware: input.middleware,
+        middleware: input.middleware as ReadonlyArray<string>,
         handler: input.handler,
         createdAt: new Date(now).toISOString()
       })
@@ -555,7 +555,7 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
         id,
         method,
         path,
-        middleware: patch.middleware ?? current.middleware,
+        middleware: (patch.middleware as ReadonlyArray<string> | undefined) ?? current.middleware,
         handler: patch.handler ?? current.handler,
         createdAt: current.createdAt
       })

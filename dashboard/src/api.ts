@@ -6,10 +6,44 @@ import type * as ProblemModule from "../../src/Problem.js"
 import type * as RouteModule from "../../src/Route.js"
 import type * as RouteRepositoryModule from "../../src/RouteRepository.js"
 
-/** A route as the API answers it (the page imports the library's types, never its code). */
-export type Route = typeof RouteModule.Route.Encoded
+/** A middleware entry: a name, or a name with its configuration (docs/dashboard.md, the route's fields). */
+export type MiddlewareEntry = string | { readonly name: string; readonly config?: unknown }
 
-export type RouteFields = Pick<Route, "method" | "path" | "middleware" | "handler">
+/** A header or query condition: its name, and the exact value required (presence is enough without one). */
+export interface Condition {
+  readonly name: string
+  readonly value?: string
+}
+
+/** The conditions a route carries beside its method and path: each list and the host only when given. */
+export interface When {
+  readonly host?: string
+  readonly headers?: ReadonlyArray<Condition>
+  readonly query?: ReadonlyArray<Condition>
+}
+
+/** A share of a route's traffic sent to other handlers by a key read from each request. */
+export interface Split {
+  readonly by: string
+  readonly group?: string
+  readonly targets: ReadonlyArray<{ readonly handler: string; readonly weight: number }>
+  readonly override?: string
+}
+
+/**
+ * A route as the API answers it (the page imports the library's types, never its code), with the fields a route
+ * carries only when they are not at their defaults, in their wire forms (docs/http-api.md).
+ */
+export type Route = Omit<typeof RouteModule.Route.Encoded, "middleware" | "enabled" | "split"> & {
+  readonly middleware: ReadonlyArray<MiddlewareEntry>
+  readonly enabled?: boolean
+  readonly description?: string
+  readonly tags?: ReadonlyArray<string>
+  readonly when?: When
+  readonly split?: Split
+}
+
+export type RouteFields = Omit<Route, "id" | "createdAt">
 
 /** An entry of the change log as the API answers it (docs/history.md): its routes and time in their JSON forms. */
 export type Entry = Omit<RouteRepositoryModule.HistoryEntry, "at" | "before" | "after"> & {
@@ -70,18 +104,20 @@ const problemOf = async (response: Response): Promise<Problem> => {
 
 export interface Call {
   readonly method?: string
-  readonly query?: Record<string, string | undefined>
+  readonly query?: Query
   readonly body?: unknown
   readonly headers?: Record<string, string>
   readonly signal?: AbortSignal
 }
 
+/** A query: a parameter given several times (the tester's `header`) has a list. */
+export type Query = Record<string, string | ReadonlyArray<string> | undefined>
+
 /** The path below the API with its query; empty values are left out. */
-export const url = (path: string, query: Record<string, string | undefined> = {}): string => {
+export const url = (path: string, query: Query = {}): string => {
   const params = new URLSearchParams()
   for (const name in query) {
-    const value = query[name]
-    if (value !== undefined && value !== "") params.set(name, value)
+    for (const value of [query[name] ?? []].flat()) if (value !== "") params.append(name, value)
   }
   const search = params.toString()
   return BASE + path + (search === "" ? "" : `?${search}`)

@@ -8,8 +8,11 @@ import { dialog, h, uid } from "./dom.js"
 // Inside single quotes a shell takes everything literally but a single quote, which closes, escapes and reopens.
 const shellQuoted = (text: string) => `'${text.replaceAll("'", "'\\''")}'`
 
-const bodyOf = (route: Route) =>
-  JSON.stringify({ method: route.method, path: route.path, middleware: route.middleware, handler: route.handler })
+// The route's fields but those the service assigns; those at their defaults are absent from the API's answer already.
+const fieldsOf = (route: Route): Array<[string, unknown]> =>
+  Object.entries(route).filter(([name]) => name !== "id" && name !== "createdAt")
+
+const bodyOf = (route: Route) => JSON.stringify(Object.fromEntries(fieldsOf(route)))
 
 export const curl = (route: Route): string =>
   [
@@ -19,13 +22,17 @@ export const curl = (route: Route): string =>
     `  --data ${shellQuoted(bodyOf(route))}`
   ].join(" \\\n")
 
-// JSON strings are YAML's double-quoted scalars, so no path needs YAML's own quoting rules.
+// JSON strings are YAML's double-quoted scalars and JSON's objects and arrays its flow collections, so no value needs
+// YAML's own quoting rules.
 export const routesFileEntry = (route: Route): string =>
   [
     `- method: ${route.method}`,
     `  path: ${JSON.stringify(route.path)}`,
     `  middleware: ${JSON.stringify(route.middleware)}`,
-    `  handler: ${route.handler}`
+    `  handler: ${route.handler}`,
+    ...fieldsOf(route).filter(([name]) => !["method", "path", "middleware", "handler"].includes(name)).map((
+      [name, value]
+    ) => `  ${name}: ${JSON.stringify(value)}`)
   ].join("\n")
 
 const block = (label: string, text: string) => {

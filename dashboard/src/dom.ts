@@ -45,31 +45,52 @@ let ids = 0
 /** A fresh element id, for `for`, `aria-describedby` and `aria-labelledby`. */
 export const uid = (prefix: string): string => `${prefix}-${++ids}`
 
-/** A labelled text field: its label, its input and the place its problems are shown. */
+/** A labelled field: its label, its input and the place its problems are shown. */
 export interface Field {
   readonly row: HTMLElement
-  readonly input: HTMLInputElement
+  readonly input: HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement
   readonly problem: HTMLElement
 }
 
-export const field = (label: string, props: Props = {}, hint?: string): Field => {
+/** What a field's input is: a line of text (the default), several lines, or a choice of `options` (value, text). */
+export type Kind = "line" | "lines" | ReadonlyArray<readonly [string, string]>
+
+export const field = (label: string, props: Props = {}, hint?: string, kind: Kind = "line"): Field => {
   const id = uid("field")
   const problem = h("div", { id: `${id}-problem`, class: "problem", role: "alert" })
   const hintId = hint === undefined ? undefined : `${id}-hint`
-  const input = h("input", {
-    id,
-    type: "text",
-    autocomplete: "off",
-    spellcheck: "false",
-    "aria-describedby": [hintId, `${id}-problem`].filter(Boolean).join(" "),
-    ...props
-  })
+  const common = { id, "aria-describedby": [hintId, `${id}-problem`].filter(Boolean).join(" ") }
+  const input = kind === "line"
+    ? h("input", { ...common, type: "text", autocomplete: "off", spellcheck: "false", ...props })
+    : kind === "lines"
+    ? h("textarea", { ...common, rows: 2, spellcheck: "false", ...props })
+    : h("select", { ...common, ...props }, ...kind.map(([value, text]) => h("option", { value }, text)))
   const row = h(
     "div",
     { class: "field" },
     h("label", { for: id }, label),
     input,
     hint === undefined ? null : h("small", { id: hintId }, hint),
+    problem
+  )
+  return { row, input, problem }
+}
+
+/** A labelled on/off switch (a checkbox with the switch role), its label after it. */
+export const toggle = (label: string, hint: string): Field & { readonly input: HTMLInputElement } => {
+  const id = uid("field")
+  const problem = h("div", { id: `${id}-problem`, class: "problem", role: "alert" })
+  const input = h("input", {
+    id,
+    type: "checkbox",
+    role: "switch",
+    "aria-describedby": `${id}-hint ${id}-problem`
+  })
+  const row = h(
+    "div",
+    { class: "field toggle" },
+    h("span", {}, input, h("label", { for: id }, label)),
+    h("small", { id: `${id}-hint` }, hint),
     problem
   )
   return { row, input, problem }

@@ -13,8 +13,9 @@ import {
   type RouteFields,
   type Session
 } from "./api.js"
-import { debounce, dialog, type Field, field, h, replace } from "./dom.js"
-import { changedNames, FIELDS, type Name, pick } from "./fields.js"
+import { type Control, controls, type Issue } from "./controls.js"
+import { debounce, dialog, h, replace } from "./dom.js"
+import { changedNames, createBody, FIELDS, type Name, pick, shownFields } from "./fields.js"
 
 // "at index 7" in the grammar's messages: where in the path each problem is.
 const positionsOf = (message: string): Array<number> =>
@@ -72,12 +73,15 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
   let base = initial
   let against = initial
   let saved: Route | undefined
-  const fields = new Map<Name, Field>(FIELDS.map((f) => [f.name, field(f.label, f.props, f.hint)]))
-  const input = (name: Name) => fields.get(name)!.input
+  const fields = controls()
+  const control = (name: Name): Control => fields.get(name)!
+  // A field read as its default is left out, as the API leaves it out of the route it answers.
   const valuesOf = (): RouteFields =>
-    Object.fromEntries(FIELDS.map((f) => [f.name, f.read(input(f.name).value)])) as unknown as RouteFields
+    Object.fromEntries(
+      [...fields.values()].map((c) => [c.name, c.read()]).filter(([, value]) => value !== undefined)
+    ) as unknown as RouteFields
   const fill = (route: RouteFields) => {
-    for (const f of FIELDS) input(f.name).value = f.text(route)
+    for (const c of fields.values()) c.fill(route)
   }
   if (base !== undefined) fill(base.route)
   const pathMarks = h("div", { class: "path-marks" })
@@ -96,8 +100,18 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
           void submit(false)
         }
       },
-      // A path's problems are marked in it, under its field.
-      ...FIELDS.flatMap((f) => f.name === "path" ? [fields.get(f.name)!.row, pathMarks] : [fields.get(f.name)!.row]),
+      // The four fields every route has come first (a path's problems marked under it), then the others.
+      ...control("method").rows,
+      ...control("path").rows,
+      pathMarks,
+      control("middleware").rows[0]!,
+      ...control("handler").rows,
+      ...control("enabled").rows,
+      ...control("description").rows,
+      ...control("tags").rows,
+      control("middleware").rows[1]!,
+      ...control("when").rows,
+      ...control("split").rows,
       general,
       conflict,
       status,
@@ -112,9 +126,9 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
   element.addEventListener("close", () => resolve(saved))
 
   const clear = () => {
-    for (const f of fields.values()) {
-      f.problem.textContent = ""
-      f.input.removeAttribute("aria-invalid")
+    for (const place of [...fields.values()].flatMap((c) => c.places())) {
+      place.problem.textContent = ""
+      place.input?.removeAttribute("aria-invalid")
     }
     general.textContent = ""
     pathMarks.replaceChildren()
@@ -125,24 +139,29 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
     clear()
     const issues = problem.errors ?? []
     for (const issue of issues) {
-      const name = FIELDS.find((f) => issue.path === f.name || issue.path.startsWith(`${f.name}[`))?.name
-      const f = name === undefined ? undefined : fields.get(name)
-      if (f === undefined) {
+      const name = FIELDS.find((f) => issue.path.match(/^[a-z]+/i)?.[0] === f.name)?.name
+      const place = name === undefined ? undefined : control(name).at(issue.path)
+      if (place === undefined) {
         general.append(h("p", {}, `${issue.path}: ${issue.message}`))
         continue
       }
-      f.problem.append(h("p", {}, issue.message))
-      f.input.setAttribute("aria-invalid", "true")
+      // Shown at a section, or deeper than its input (a config's own fields), a problem says where ("targets[1]").
+      const within = place.input === undefined || issue.path.includes(".config.")
+        ? issue.path.slice(name!.length).replace(/^\./, "")
+        : ""
+      place.problem.append(h("p", {}, within === "" ? issue.message : `${within}: ${issue.message}`))
+      place.input?.setAttribute("aria-invalid", "true")
       if (name === "path") {
         const positions = positionsOf(issue.message)
-        if (positions.length > 0) pathMarks.replaceChildren(markedPath(f.input.value, positions))
+        const path = control("path").read() as string
+        if (positions.length > 0) pathMarks.replaceChildren(markedPath(path, positions))
       }
     }
     if (problem.code === "route_conflict") {
-      const f = fields.get("path")!
+      const place = control("path").at("path")
       const line = h("p", {}, problem.detail)
-      f.problem.append(line)
-      f.input.setAttribute("aria-invalid", "true")
+      place.problem.append(line)
+      place.input?.setAttribute("aria-invalid", "true")
       // The problem names the other route by id: its method and path say which one it is.
       void conflictingRoute(session, problem).then((other) => {
         if (other !== undefined && line.isConnected) line.after(h("p", {}, other))
@@ -156,7 +175,7 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
     const values = valuesOf()
     const query = dryRun ? { dryRun: "true" } : {}
     if (base === undefined || against === undefined) {
-      return call<Route>(session, "", { method: "POST", body: values, query })
+      return call<Route>(session, "", { method: "POST", body: createBody(values), query })
     }
     const names = changedNames(base.route, values)
     if (names.length === 0) return undefined
@@ -185,7 +204,7 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
         h(
           "dl",
           {},
-          ...FIELDS.flatMap((f) => [
+          ...shownFields(base!.route, mine, theirs.route).flatMap((f) => [
             h("dt", {}, f.label),
             h(
               "dd",
@@ -239,6 +258,12 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
   let checking = 0
   const submit = async (dryRun: boolean) => {
     const ticket = ++checking
+    // What the page finds itself (a config that is not JSON) is shown as the API's problems are, and nothing is sent.
+    const local: ReadonlyArray<Issue> = [...fields.values()].flatMap((c) => c.check())
+    if (local.length > 0) {
+      status.textContent = ""
+      return show({ status: 400, title: "Bad Request", detail: "Some fields need a change.", errors: local })
+    }
     const pending = request(dryRun)
     if (pending === undefined) {
       if (!dryRun) {
@@ -273,6 +298,6 @@ const form = (session: Session, initial: Version | undefined, resolve: (route: R
 
   // Checked as the person types by dry runs, which the API that serves this page takes on every write.
   const check = debounce(300, () => void submit(true))
-  for (const f of fields.values()) f.input.addEventListener("input", check)
-  input(FIELDS[0]!.name).focus()
+  element.addEventListener("input", check)
+  element.querySelector("input")!.focus()
 }

@@ -4,7 +4,7 @@
  */
 import { call, describe, type Entry, type EntryPage, explain, type Route, routeName, type Session } from "./api.js"
 import { confirm, dialog, h, time } from "./dom.js"
-import { FIELDS, type RouteField } from "./fields.js"
+import { type RouteField, shownFields } from "./fields.js"
 
 const text = (route: Route | null, field: RouteField) => route === null ? "—" : field.text(route) || "(none)"
 
@@ -27,7 +27,7 @@ const sideBySide = (entry: Entry) =>
     h(
       "tbody",
       {},
-      ...FIELDS.map((field) => {
+      ...shownFields(entry.before, entry.after).map((field) => {
         const before = text(entry.before, field)
         const after = text(entry.after, field)
         return h(

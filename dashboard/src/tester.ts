@@ -8,6 +8,8 @@ import { field, h, replace } from "./dom.js"
 interface Match {
   readonly outcome: "route" | "method_not_allowed" | "not_found" | "bad_path"
   readonly route: Route | null
+  /** The handler a split chose for the key, beside a route that has a split (docs/http-api.md, match). */
+  readonly split?: { readonly key: string | null; readonly bucket: number | null; readonly handler: string }
   readonly params: Readonly<Record<string, string>> | null
   readonly allow: ReadonlyArray<string>
   readonly candidates: ReadonlyArray<{ readonly route: Route; readonly reason: string }>
@@ -34,6 +36,13 @@ const targetOf = (text: string): string => {
   return trimmed
 }
 
+// `name: value` a line, as the API's `header` parameter takes each (`name:value`).
+const headersOf = (text: string): Array<string> =>
+  text.split("\n").map((line) => line.trim()).filter((line) => line !== "").map((line) => {
+    const at = line.indexOf(":")
+    return at < 0 ? line : `${line.slice(0, at).trim()}:${line.slice(at + 1).trim()}`
+  })
+
 const outcomeOf = (match: Match): string =>
   match.servedByHost === undefined
     ? OUTCOMES[match.outcome] ?? match.outcome
@@ -42,6 +51,19 @@ const outcomeOf = (match: Match): string =>
 const render = (match: Match): Array<Node> => {
   const nodes: Array<Node> = [h("p", { class: "outcome" }, outcomeOf(match))]
   if (match.route !== null) nodes.push(h("p", {}, "Route: ", h("code", {}, routeLine(match.route))))
+  if (match.split !== undefined) {
+    const { bucket, handler, key } = match.split
+    nodes.push(
+      h(
+        "p",
+        { class: "split-choice" },
+        key === null
+          ? "Split: no key, so the route's handler serves it: "
+          : `Split: key ${JSON.stringify(key)}, bucket ${bucket}, served by `,
+        h("code", {}, handler)
+      )
+    )
+  }
   const params = Object.entries(match.params ?? {})
   if (params.length > 0) {
     nodes.push(
@@ -70,11 +92,20 @@ const render = (match: Match): Array<Node> => {
 export const tester = (session: Session): HTMLElement => {
   const method = field("Request method", { value: "GET" })
   const target = field("Request URL", { placeholder: "/users/42" }, "a path, with or without its query, or a whole URL")
+  const host = field("Request host", { placeholder: "api.example.com" }, "the Host header, for routes with a host")
+  const headers = field("Request headers", {}, "one a line, name: value", "lines")
+  const key = field("Split key", {}, "the key a split reads (a header's, cookie's or query parameter's value)")
   const result = h("section", { class: "result", "aria-label": "Result", "aria-live": "polite" })
   const test = async () => {
     replace(result, h("p", {}, "Testing…"))
     const answer = await call<Match>(session, "/match", {
-      query: { method: method.input.value.trim(), path: targetOf(target.input.value) }
+      query: {
+        method: method.input.value.trim(),
+        path: targetOf(target.input.value),
+        host: host.input.value.trim(),
+        header: headersOf(headers.input.value),
+        key: key.input.value
+      }
     })
     if (answer.value === undefined) {
       const problem = answer.problem!
@@ -101,6 +132,9 @@ export const tester = (session: Session): HTMLElement => {
       },
       method.row,
       target.row,
+      host.row,
+      headers.row,
+      key.row,
       h("button", { type: "submit", class: "primary" }, "Test")
     ),
     result

@@ -1250,6 +1250,26 @@ export const matchContract = (adapter: Adapter, store: Store, options?: RoutingH
     assert.deepStrictEqual(Object.keys(plain.json), KEYS)
   })
 
+  it("reads the query from path, takes host and header, and names the condition a near miss fails (docs/router.md: conditions)", async () => {
+    const when = { host: "*.example.com", headers: [{ name: "x-version", value: "2" }], query: [{ name: "beta" }] }
+    const conditioned = await send(post({ method: "GET", path: "/c/:id", handler: "h", when }))
+    assert.strictEqual(conditioned.status, 201, conditioned.text)
+    const plain = await send(post({ method: "GET", path: "/c/:id", handler: "h" }))
+    const question = (path: string, extra: string) => send(match(`method=GET&path=${encodeURIComponent(path)}${extra}`))
+    const served = await question("/c/1?beta", "&host=api.example.com:443&header=X-Version:2&header=accept:*/*")
+    assert.strictEqual(served.json.route.id, conditioned.json.id)
+    assert.deepStrictEqual(served.json.route.when, when)
+    const missed = await question("/c/1?beta", "&host=api.example.com&header=x-version:%201")
+    assert.strictEqual(missed.json.route.id, plain.json.id)
+    assert.deepStrictEqual(Object.keys(missed.json.candidates[0]), ["route", "reason", "condition"])
+    assert.strictEqual(missed.json.candidates[0].condition, "when.headers[0]")
+    const noQuery = await question("/c/1", "&host=api.example.com&header=x-version:2")
+    assert.strictEqual(noQuery.json.candidates[0].condition, "when.query[0]")
+    const bad = await question("/c/1", "&header=no-colon")
+    assert.strictEqual(bad.status, 400)
+    assert.strictEqual(bad.json.errors[0].path, "header[0]")
+  })
+
   it("HEAD is served by GET, and parameters are percent-decoded as the router decodes them", async () => {
     const routes = await seed()
     const response = await send(match({ method: "HEAD", path: "/users/caf%C3%A9" }))

@@ -19,7 +19,7 @@ import { admin } from "./routerHost.js"
  */
 export const names = {
   handlers: ["show", "other", "throws", "rejects", "twice"],
-  middleware: ["a", "b", "stop"]
+  middleware: ["a", "b", "stop", "setHeader"]
 } as const
 
 export interface Host {
@@ -103,6 +103,36 @@ export const integrationContract = (integration: Integration, store: Store) => {
       assert.deepStrictEqual((await send({ method: "GET", path: "/split/1" })).json.params, { id: "1" })
       const overridden = await send({ method: "GET", path: "/split/1", headers: { "x-u": "k", "x-o": "show" } })
       assert.deepStrictEqual(overridden.json.params, { id: "1" })
+    } finally {
+      await host.close()
+    }
+  })
+  it("a configured middleware gets its decoded config; a refused one answers 503 route_misconfigured (docs/router.md)", async () => {
+    const host = await integration.start(store, "")
+    try {
+      const setHeader = (config: unknown) => [{ name: "setHeader", config }] as unknown as ReadonlyArray<string>
+      for (const [path, config] of [["/cfg/ok", { name: "x-cfg", value: "ab", repeat: 2 }], ["/cfg/bad", { name: 1 }]]) {
+        assert.strictEqual((await createAt(host.origin, route("GET", path as string, "other", setHeader(config)))).status, 201)
+      }
+      const send = fetchFrom(host.origin)
+      const ok = await send({ method: "GET", path: "/cfg/ok" })
+      assert.deepStrictEqual([ok.status, ok.headers.get("x-cfg"), ok.json], [200, "abab", { handler: "other" }])
+      assertProblem(await send({ method: "GET", path: "/cfg/bad" }), "route_misconfigured", [])
+    } finally {
+      await host.close()
+    }
+  })
+  it("conditions: a route serves only a request meeting its headers and query (docs/router.md: conditions)", async () => {
+    const host = await integration.start(store, "")
+    try {
+      const when = { headers: [{ name: "X-Version", value: "2" }], query: [{ name: "beta" }] }
+      assert.strictEqual((await createAt(host.origin, route("GET", "/when/:id", "show"))).status, 201)
+      assert.strictEqual((await createAt(host.origin, route("GET", "/when/:id", "other", [], { when }))).status, 201)
+      const send = fetchFrom(host.origin)
+      const met = await send({ method: "GET", path: "/when/1?beta", headers: { "x-version": "2" } })
+      assert.deepStrictEqual(met.json, { handler: "other" })
+      const missed = await send({ method: "GET", path: "/when/1?beta", headers: { "x-version": "3" } })
+      assert.deepStrictEqual(missed.json.params, { id: "1" })
     } finally {
       await host.close()
     }

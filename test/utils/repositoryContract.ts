@@ -8,7 +8,9 @@ import { Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
+import { describedContract } from "./describedContract.js"
 import { logContract } from "./logContract.js"
+import { conditionsContract } from "./conditionsContract.js"
 import { safeChangesContract } from "./safeChangesContract.js"
 
 const NOW = Date.parse("2026-11-21T09:30:12.345Z")
@@ -50,10 +52,14 @@ const selected = (routes: ReadonlyArray<Route.Route>, query: Omit<RouteRepositor
   sortedIds(routes.filter((route) =>
     (query.method === undefined || route.method === query.method) &&
     (query.handler === undefined || route.handler === query.handler) &&
-    (query.middleware === undefined || route.middleware.includes(query.middleware as Route.MiddlewareName)) &&
+    (query.middleware === undefined || route.middleware.map(Route.middlewareName).includes(query.middleware as Route.MiddlewareName)) &&
     (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix)) &&
     (query.q === undefined ||
-      [route.path, route.handler, ...route.middleware].some((text) => text.includes(query.q!))) &&
+      [route.path, route.handler, ...route.middleware.map(Route.middlewareName), route.description ?? "", ...(route.tags ?? [])].some((text) =>
+        text.includes(query.q!)
+      )) &&
+    (query.tag === undefined || (route.tags ?? []).includes(query.tag)) &&
+    (query.enabled === undefined || (route.enabled !== false) === query.enabled) &&
     (query.after === undefined || route.id > query.after)
   ))
 
@@ -253,6 +259,8 @@ export const repositoryContract = <R>(
   describe("idempotency keys", () => idempotencyKeys(test))
   describe("the change log", () => logContract(test, it, limited))
   describe("enabled and split (docs/router.md: disabled routes and splits)", () => safeChangesContract(test))
+  describe("descriptions, tags and middleware configs (docs/router.md)", () => describedContract(test))
+  describe("conditions (docs/router.md: conditions)", () => conditionsContract(test))
 }
 
 type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void

@@ -15,6 +15,7 @@ import * as Net from "node:net"
 import * as Problem from "route-registry/Problem"
 import * as RouterHttpApp from "route-registry/RouterHttpApp"
 import * as RouterListener from "route-registry/RouterListener"
+import { configContract, HeaderConfig } from "./configContract.js"
 import type { LogLine } from "./routerHost.js"
 import { splitContract, variantBody, VARIANTS } from "./splitContract.js"
 
@@ -64,6 +65,13 @@ export const nodeFunctions: RouterListener.Functions = {
       name,
       (req, res) => plain(res, 200, variantBody(name, RouterListener.matchOf(req)?.split))
     ]))
+  },
+  middleware: {
+    setHeader: RouterListener.configured(HeaderConfig, (_req, res, next, config) => {
+      res.setHeader(config.name, config.value.repeat(config.repeat))
+      next()
+    }),
+    plain: (_req, _res, next) => next()
   }
 }
 
@@ -106,6 +114,13 @@ export const effectFunctions: RouterHttpApp.Functions<never, never> = {
       name,
       Effect.map(RouterHttpApp.Match, (match) => HttpServerResponse.text(variantBody(name, match.split)))
     ]))
+  },
+  middleware: {
+    setHeader: RouterHttpApp.configured(
+      HeaderConfig,
+      (app, config) => Effect.map(app, HttpServerResponse.setHeader(config.name, config.value.repeat(config.repeat)))
+    ),
+    plain: (app) => app
   }
 }
 
@@ -334,4 +349,5 @@ export const routerContract = (form: RouterForm) => {
   )
 
   splitContract(withServer)
+  configContract(withServer, "ok")
 }

@@ -5,6 +5,7 @@
  * idiom; the tests compute the expected handler with `Split.choose` on their own.
  */
 import { assert } from "@effect/vitest"
+import * as Http from "node:http"
 import * as Problem from "route-registry/Problem"
 import type * as Route from "route-registry/Route"
 import * as Split from "route-registry/Split"
@@ -120,4 +121,40 @@ export const splitContract = (withServer: WithServer) => {
       }
     }
   )
+
+  withServer(
+    "conditions: a route serves only a request meeting its host, headers and query; the most specific conditions win",
+    async (server) => {
+      await server.create({ method: "GET", path: "/w/:id", handler: "one" })
+      await server.create({ method: "GET", path: "/w/:id", handler: "two", when: { host: "*.example.com" } })
+      await server.create({
+        method: "GET",
+        path: "/w/:id",
+        handler: "three",
+        when: { host: "api.example.com", headers: [{ name: "X-Version", value: "2" }], query: [{ name: "beta" }] }
+      })
+      const handler = async (path: string, headers: Record<string, string>) => {
+        const answer = await getWithHost(server.origin, path, headers)
+        return answer.status === 200 ? JSON.parse(answer.text).handler : answer.status
+      }
+      assert.strictEqual(await handler("/w/1?beta", { host: "api.example.com:80", "x-version": "2" }), "three")
+      assert.strictEqual(await handler("/w/1", { host: "API.example.com", "x-version": "2" }), "two")
+      assert.strictEqual(await handler("/w/1?beta", { host: "other.org", "x-version": "2" }), "one")
+      // A route whose conditions fail counts for nothing: no 405 for it, the path has no route.
+      await server.create({ method: "POST", path: "/only/:id", handler: "one", when: { headers: [{ name: "x-k" }] } })
+      assert.strictEqual((await getWithHost(server.origin, "/only/1", { host: "a" })).status, 404)
+    }
+  )
 }
+
+// A GET with any headers, `Host` among them (which the Fetch API may not set).
+const getWithHost = (origin: string, path: string, headers: Record<string, string>) =>
+  new Promise<{ status: number; headers: Http.IncomingHttpHeaders; text: string }>((resolve, reject) => {
+    const request = Http.get(origin + path, { headers }, (response) => {
+      let text = ""
+      response.setEncoding("utf8")
+      response.on("data", (chunk: string) => text += chunk)
+      response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, text }))
+    })
+    request.on("error", reject)
+  })

@@ -5,14 +5,13 @@
  * @internal
  */
 import { Console, Effect, Either } from "effect"
-import type * as Route from "../../Route.js"
+import * as Route from "../../Route.js"
 import type * as Registry from "./apiClient.js"
 import { RequestFailed, SyncFailed } from "./errors.js"
 import * as Plan from "./plan.js"
 
-const same = (a: Route.Route, b: Route.Route) =>
-  a.method === b.method && a.path === b.path && a.handler === b.handler &&
-  a.middleware.length === b.middleware.length && a.middleware.every((name, i) => name === b.middleware[i])
+// Every field, those of docs/router.md included: the route's JSON is the same exactly when it is.
+const same = (a: Route.Route, b: Route.Route) => Route.toJson(a) === Route.toJson(b)
 
 // The route's current ETag, if it is still as the plan saw it.
 const versionOf = (registry: Registry.Registry, planned: Route.Route) =>

@@ -6,6 +6,7 @@
 import { Schema } from "effect"
 import * as Route from "../../Route.js"
 import * as RoutingApi from "../../RoutingApi.js"
+import * as When from "../../When.js"
 
 const names = (list: ReadonlyArray<string>) => list.length === 0 ? "-" : list.join(", ")
 
@@ -25,11 +26,15 @@ export const routes = (list: ReadonlyArray<Route.Route>): string =>
         route.id,
         route.method,
         route.path,
-        names(route.middleware),
+        names(route.middleware.map(Route.middlewareName)),
         route.handler,
         route.createdAt.toISOString()
       ])
     ])
+
+// A middleware entry on one line: its name, and its config's JSON.
+const middlewareText = (entry: Route.MiddlewareEntry) =>
+  typeof entry === "string" ? entry : `${entry.name} ${JSON.stringify(entry.config)}`
 
 /** One route, a field a line, with its ETag. */
 export const route = (route: Route.Route, etag: string | undefined): string =>
@@ -37,8 +42,12 @@ export const route = (route: Route.Route, etag: string | undefined): string =>
     ["id", route.id],
     ["method", route.method],
     ["path", route.path],
-    ["middleware", names(route.middleware)],
+    ["middleware", names(route.middleware.map(middlewareText))],
     ["handler", route.handler],
+    ...(route.enabled === false ? [["enabled", "false"]] : []),
+    ...(route.split === undefined ? [] : [["split", JSON.stringify(route.split)]]),
+    ...(route.description === undefined ? [] : [["description", route.description]]),
+    ...(route.tags === undefined ? [] : [["tags", route.tags.join(", ")]]),
     ["createdAt", route.createdAt.toISOString()],
     ...(etag === undefined ? [] : [["etag", etag]])
   ])
@@ -50,7 +59,10 @@ export const json = (value: Route.Route | ReadonlyArray<Route.Route>): string =>
   JSON.stringify(Array.isArray(value) ? value.map((route) => encode(route)) : encode(value as Route.Route), null, 2) +
   "\n"
 
-const named = (route: Route.Route) => `${route.method} ${route.path}  (${route.id})`
+const named = (route: Route.Route) =>
+  `${route.method} ${route.path}${
+    route.when === undefined ? "" : ` when ${When.canonicalJson(route.when)}`
+  }  (${route.id})`
 
 // A split's choice: the handler, and the key's bucket or that there was no key.
 const splitOf = (split: NonNullable<typeof RoutingApi.Match.Type["split"]>): string =>
@@ -96,10 +108,16 @@ const changeOf = (entry: Entry): string => {
   }
   const fields = [
     ...(before.path === after.path ? [] : [`path ${before.path} -> ${after.path}`]),
-    ...(before.middleware.join() === after.middleware.join()
+    ...(JSON.stringify(before.middleware) === JSON.stringify(after.middleware)
       ? []
-      : [`middleware [${before.middleware.join(", ")}] -> [${after.middleware.join(", ")}]`]),
-    ...(before.handler === after.handler ? [] : [`handler ${before.handler} -> ${after.handler}`])
+      : [`middleware [${before.middleware.map(middlewareText).join(", ")}] -> [${
+        after.middleware.map(middlewareText).join(", ")
+      }]`]),
+    ...(before.handler === after.handler ? [] : [`handler ${before.handler} -> ${after.handler}`]),
+    ...((before.description ?? "") === (after.description ?? "") ? [] : ["description changed"]),
+    ...(JSON.stringify(before.tags ?? []) === JSON.stringify(after.tags ?? [])
+      ? []
+      : [`tags [${(before.tags ?? []).join(", ")}] -> [${(after.tags ?? []).join(", ")}]`])
   ]
   return items([...from, ...fields])
 }

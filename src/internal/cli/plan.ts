@@ -1,13 +1,16 @@
 /**
  * What `diff` shows and `sync` does: the changes that make a registry's routes equal to a routes file's.
  *
- * Routes are matched by method and shape (`GET /users/:id` and `GET /users/:userId` are one route): the key a
+ * Routes are matched by method, shape and conditions (`GET /users/:id` and `GET /users/:userId` are one route): the key a
  * registry keeps unique, so a file route matches at most one stored route, and renaming a parameter is an update
  * in place (same id, no moment without the route) rather than a delete and a create.
  *
  * @internal
  */
-import type * as Route from "../../Route.js"
+import * as Route from "../../Route.js"
+import * as RouteFields from "../route/fields.js"
+import * as Split from "../route/split.js"
+import * as When from "../route/when.js"
 import * as RoutesFile from "./routesFile.js"
 
 /** The fields an update changes. */
@@ -43,15 +46,17 @@ export const outside = (items: ReadonlyArray<RoutesFile.Item>, pathPrefix: strin
     message: `routes[${item.index}]: ${item.route.method} ${item.route.path} is outside --path-prefix ${pathPrefix}`
   }))
 
-const sameList = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
-  a.length === b.length && a.every((name, i) => name === b[i])
-
-// The fields of `wanted` that differ from `current`: the method and shape match already, the path may not.
+// The fields of `wanted` that differ from `current`: the method and shape match already, the path may not. A field of
+// docs/router.md the file leaves out is at its default, and set back to it.
 const patchOf = (current: Route.Route, wanted: Route.CreateRoute): Patch => {
   const patch: Patch = {}
   if (current.path !== wanted.path) patch.path = wanted.path
-  if (!sameList(current.middleware, wanted.middleware)) patch.middleware = wanted.middleware
+  if (!RouteFields.sameEntries(current.middleware, wanted.middleware)) patch.middleware = wanted.middleware
   if (current.handler !== wanted.handler) patch.handler = wanted.handler
+  if ((current.enabled ?? true) !== (wanted.enabled ?? true)) patch.enabled = wanted.enabled ?? true
+  if (!Split.equal(current.split, wanted.split)) patch.split = wanted.split ?? null
+  if ((current.description ?? "") !== (wanted.description ?? "")) patch.description = wanted.description ?? ""
+  if (!RouteFields.sameTags(current.tags, wanted.tags)) patch.tags = wanted.tags ?? []
   return patch
 }
 
@@ -85,15 +90,25 @@ export const make = (
 
 const list = (names: ReadonlyArray<string>) => `[${names.join(", ")}]`
 
+// A middleware list as one line: names, and a config as its JSON (`rateLimit {"max":100}`).
+const entries = (middleware: ReadonlyArray<Route.MiddlewareEntry>) =>
+  list(middleware.map((entry) => typeof entry === "string" ? entry : `${entry.name} ${JSON.stringify(entry.config)}`))
+
+const optional = (value: unknown) => value === undefined || value === null ? "-" : JSON.stringify(value)
+
+// A route as a title names it: method, path and its conditions when it has some.
+const nameOf = (route: Route.CreateRoute) =>
+  `${route.method} ${route.path}${route.when === undefined ? "" : ` when ${When.keyOf(route.when)}`}`
+
 /** One line naming a change, as progress and failures print it. */
 export const title = (change: Change): string => {
   switch (change._tag) {
     case "Delete":
-      return `delete ${change.current.method} ${change.current.path}`
+      return `delete ${nameOf(change.current)}`
     case "Update":
-      return `update ${change.current.method} ${change.current.path}`
+      return `update ${nameOf(change.current)}`
     case "Create":
-      return `create ${change.item.route.method} ${change.item.route.path}`
+      return `create ${nameOf(change.item.route)}`
   }
 }
 
@@ -108,13 +123,19 @@ const describe = (change: Change): Array<string> => {
         ...(patch.path === undefined ? [] : [`    path        ${current.path} -> ${patch.path}`]),
         ...(patch.middleware === undefined
           ? []
-          : [`    middleware  ${list(current.middleware)} -> ${list(patch.middleware)}`]),
-        ...(patch.handler === undefined ? [] : [`    handler     ${current.handler} -> ${patch.handler}`])
+          : [`    middleware  ${entries(current.middleware)} -> ${entries(patch.middleware)}`]),
+        ...(patch.handler === undefined ? [] : [`    handler     ${current.handler} -> ${patch.handler}`]),
+        ...(patch.enabled === undefined ? [] : [`    enabled     ${current.enabled ?? true} -> ${patch.enabled}`]),
+        ...(patch.split === undefined ? [] : [`    split       ${optional(current.split)} -> ${optional(patch.split)}`]),
+        ...(patch.description === undefined
+          ? []
+          : [`    description ${optional(current.description)} -> ${optional(patch.description || undefined)}`]),
+        ...(patch.tags === undefined ? [] : [`    tags        ${list(current.tags ?? [])} -> ${list(patch.tags)}`])
       ]
     }
     case "Create": {
       const { route } = change.item
-      return [`+ ${title(change)}  middleware ${list(route.middleware)}  handler ${route.handler}`]
+      return [`+ ${title(change)}  middleware ${entries(route.middleware)}  handler ${route.handler}`]
     }
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The routes file that `export` writes and `diff` and `sync` read: `{ routes: [{ method, path, middleware, handler }] }`
- * in YAML or JSON. A `.json` file is read by the YAML parser too (JSON is a subset of YAML 1.2), so a problem in
+ * in YAML or JSON, each route with the fields of docs/router.md (`enabled`, `split`, `description`, `tags`, middleware
+ * configs, `when`) when not at their defaults. A `.json` file is read by the YAML parser too (JSON is a subset of YAML 1.2), so a problem in
  * either kind is reported with its line and column.
  *
  * @internal
@@ -8,6 +9,7 @@
 import { Either } from "effect"
 import * as Yaml from "yaml"
 import * as Route from "../../Route.js"
+import * as When from "../route/when.js"
 
 /** The formats of a routes file; the first is the default. */
 export const FORMATS = ["yaml", "json"] as const
@@ -33,20 +35,40 @@ export interface Item {
   readonly route: Route.CreateRoute
 }
 
-/** The identity of a route between registries: ids are not portable, the method and shape are unique in each. */
-export const keyOf = (route: { readonly method: string; readonly path: string }): string =>
-  `${route.method} ${Route.shapeOf(route.path as Route.RoutePath)}`
+/**
+ * The identity of a route between registries: ids are not portable, the method, shape and conditions (as a set, by
+ * their canonical JSON) are unique in each.
+ */
+export const keyOf = (
+  route: { readonly method: string; readonly path: string; readonly when?: When.When | undefined }
+): string =>
+  `${route.method} ${Route.shapeOf(route.path as Route.RoutePath)}${
+    route.when === undefined ? "" : ` ${When.keyOf(route.when)}`
+  }`
 
-/** File order: by path, then method, compared by code unit, so a resource's methods sit together on any machine. */
+const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+/**
+ * File order: by path, then method, then conditions' canonical JSON, compared by code unit, so a resource's methods sit
+ * together on any machine.
+ */
 export const compare = (a: Route.CreateRoute, b: Route.CreateRoute): number =>
-  a.path < b.path ? -1 : a.path > b.path ? 1 : a.method < b.method ? -1 : a.method > b.method ? 1 : 0
+  order(a.path, b.path) || order(a.method, b.method) || order(When.keyOf(a.when), When.keyOf(b.when))
 
 const entry = (route: Route.CreateRoute) => ({
   method: route.method,
   path: route.path,
   middleware: [...route.middleware],
-  handler: route.handler
+  handler: route.handler,
+  ...(route.enabled === false ? { enabled: false } : {}),
+  ...(route.split === undefined ? {} : { split: route.split }),
+  ...(route.description === undefined || route.description === "" ? {} : { description: route.description }),
+  ...(route.tags === undefined || route.tags.length === 0 ? {} : { tags: [...route.tags] }),
+  ...(route.when === undefined ? {} : { when: route.when })
 })
+
+// The lists kept on one line: `middleware: [auth, timing]`, `tags: [team:payments]`.
+const FLOW = new Set(["middleware", "tags"])
 
 /** The file for `routes`, in file order; nothing in it depends on the registry or the time it was written. */
 export const render = (routes: ReadonlyArray<Route.CreateRoute>, format: Format): string => {
@@ -56,16 +78,20 @@ export const render = (routes: ReadonlyArray<Route.CreateRoute>, format: Format)
   // One line per field: a middleware list reads `[auth, timing]`.
   Yaml.visit(doc, {
     Pair: (_, pair) => {
-      if (Yaml.isScalar(pair.key) && pair.key.value === "middleware" && Yaml.isSeq(pair.value)) pair.value.flow = true
+      if (Yaml.isScalar(pair.key) && FLOW.has(pair.key.value as string) && Yaml.isSeq(pair.value)) pair.value.flow = true
     }
   })
   return doc.toString({ lineWidth: 0, flowCollectionPadding: false })
 }
 
-// "middleware[1]" → ["middleware", 1]: the place a validation issue names, as a path into the item.
+// "middleware[1].config.max" → ["middleware", 1, "config", "max"]: the place a validation issue names, as a path into
+// the item (a key that is not an identifier is written `["a b"]`).
 const issuePath = (path: string): Array<string | number> => {
-  const match = /^([^[]*)\[(\d+)\]$/.exec(path)
-  return match === null ? [path] : [match[1]!, Number(match[2])]
+  const parts: Array<string | number> = []
+  for (const [, name, index, quoted] of path.matchAll(/\.?([^.[\]]+)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/g)) {
+    parts.push(name !== undefined ? name : index !== undefined ? Number(index) : JSON.parse(quoted!) as string)
+  }
+  return parts
 }
 
 const nodeIn = (doc: Yaml.Document, path: ReadonlyArray<string | number>): Yaml.Node | undefined => {
@@ -76,14 +102,15 @@ const nodeIn = (doc: Yaml.Document, path: ReadonlyArray<string | number>): Yaml.
 interface Given {
   readonly method: string
   readonly path: string
+  readonly when: When.When | undefined
 }
 
-// The method and path of an entry when both are valid, whatever its other fields hold.
+// The method, path and conditions of an entry when all are valid, whatever its other fields hold.
 const identityOf = (value: unknown): Given | undefined => {
-  const { method, path } = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>
+  const { method, path, when } = (typeof value === "object" && value !== null ? value : {}) as Record<string, unknown>
   return typeof method === "string" && typeof path === "string" && Route.checkMethod(method) === undefined &&
-      Either.isRight(Route.parsePath(path))
-    ? { method, path }
+      Either.isRight(Route.parsePath(path)) && (when === undefined || When.check(when).length === 0)
+    ? { method, path, when: when === undefined ? undefined : When.canonical(when as Record<string, unknown>) }
     : undefined
 }
 
@@ -129,7 +156,7 @@ export const parse = (text: string): Either.Either<ReadonlyArray<Item>, Readonly
     if (given !== undefined && twin !== undefined) {
       problems.push(at(
         itemNode,
-        `routes[${index}]: ${given.method} ${given.path} has the method and shape of routes[${twin.index}] ` +
+        `routes[${index}]: ${given.method} ${given.path} has the method, shape and conditions of routes[${twin.index}] ` +
           `(${twin.given.method} ${twin.given.path}, line ${twin.line}): a registry holds only one of them`
       ))
     }

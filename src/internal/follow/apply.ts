@@ -32,9 +32,18 @@ const parse = (data: string): unknown => {
 // or cannot hold it.
 const place = (state: State, { revision, route }: Revised): Route.StoredRoute | undefined => {
   if (RouteTree.get(state.tree, route.id)?.revision === revision) return undefined
-  const { createdAt, enabled, handler, id, method, middleware, path, split } = route
+  const { createdAt, description, enabled, handler, id, method, middleware, path, split, tags, when } = route
   const stored = new Route.StoredRoute(
-    { id, method, path, middleware, handler, createdAt, ...optionalOf({ enabled, split }), revision },
+    {
+      id,
+      method,
+      path,
+      middleware,
+      handler,
+      createdAt,
+      ...optionalOf({ enabled, split, description, tags, when }),
+      revision
+    },
     true
   )
   try {

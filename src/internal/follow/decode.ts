@@ -8,20 +8,25 @@
  */
 import { Either } from "effect"
 import * as Route from "../../Route.js"
+import * as RouteFields from "../route/fields.js"
 import * as Grammar from "../route/grammar.js"
 import * as Path from "../route/path.js"
 import * as Split from "../route/split.js"
+import * as When from "../route/when.js"
 
 /** A route decoded from an event, with its parsed path, before the follower gives it a revision. */
 export interface Decoded {
   readonly id: Route.RouteId
   readonly method: Route.HttpMethod
   readonly path: Route.RoutePath
-  readonly middleware: ReadonlyArray<Route.MiddlewareName>
+  readonly middleware: ReadonlyArray<Route.MiddlewareEntry>
   readonly handler: Route.HandlerName
   readonly createdAt: Date
   readonly enabled?: false
   readonly split?: Split.Split
+  readonly description?: string
+  readonly tags?: ReadonlyArray<string>
+  readonly when?: When.When
   readonly parsed: Path.ParsedPath
   /** The event's data when it is byte for byte `Route.toJson` of the route, else `undefined`. */
   readonly text: string | undefined
@@ -42,11 +47,19 @@ const parseDate = (u: unknown): Date | undefined => {
 
 const isName = (u: unknown): u is string => typeof u === "string" && Grammar.checkName(u) === undefined
 
-const isMiddleware = (u: unknown): u is ReadonlyArray<string> => {
+// A configured entry as a registry writes it: `{ "name", "config" }`, its config valid and in its canonical form.
+const isConfigured = (u: unknown): u is RouteFields.Configured => {
+  if (typeof u !== "object" || u === null || Array.isArray(u)) return false
+  const { config, name } = u as Record<string, unknown>
+  return Object.keys(u).length === 2 && isName(name) && RouteFields.checkConfig(config, "config").length === 0
+}
+
+const isMiddleware = (u: unknown): u is ReadonlyArray<RouteFields.Entry> => {
   if (!Array.isArray(u) || Grammar.checkMiddlewareList(u) !== undefined) return false
   for (let i = 0; i < u.length; i++) {
-    if (!isName(u[i])) return false
-    for (let j = 0; j < i; j++) if (u[j] === u[i]) return false
+    if (!isName(u[i]) && !isConfigured(u[i])) return false
+    const name = RouteFields.nameOf(u[i])
+    for (let j = 0; j < i; j++) if (RouteFields.nameOf(u[j]) === name) return false
   }
   return true
 }
@@ -61,9 +74,15 @@ const hasRouteKeys = (record: object): boolean => {
 // The length `Route.toJson` gives the route when none of its strings needs an escape. Every escape, space or key
 // written another way makes a text longer, so a text of the route's six keys in `toJson`'s order is `toJson`'s own
 // exactly when it has this length (`{"id":"…","method":"…","path":"…","middleware":[…],"handler":"…","createdAt":"…"}`).
-const plainLength = (id: string, method: string, path: string, middleware: ReadonlyArray<string>, handler: string) => {
+const plainLength = (
+  id: string,
+  method: string,
+  path: string,
+  middleware: ReadonlyArray<RouteFields.Entry>,
+  handler: string
+) => {
   let names = middleware.length === 0 ? 0 : middleware.length - 1
-  for (const name of middleware) names += name.length + 2
+  for (const entry of middleware) names += typeof entry === "string" ? entry.length + 2 : Number.NaN
   return 75 + id.length + method.length + path.length + names + handler.length + 24
 }
 
@@ -86,7 +105,7 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
     id,
     method: method as Route.HttpMethod,
     path: parsed.right.path,
-    middleware: middleware as ReadonlyArray<Route.MiddlewareName>,
+    middleware: RouteFields.hasConfig(middleware) ? middleware.map(RouteFields.canonicalEntry) : middleware,
     handler: handler as Route.HandlerName,
     createdAt,
     ...optional,
@@ -98,17 +117,27 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
 const NONE = {}
 
 // The fields of docs/router.md an event carries, as a route keeps them; `undefined` when one is not valid. A follower that
-// dropped them would serve a disabled route, or ignore a split.
+// dropped them would serve a disabled route, ignore a split, or serve a route whatever its conditions.
 const optionalFields = (
   json: Record<string, unknown>,
   handler: string
-): { readonly enabled?: false; readonly split?: Split.Split } | undefined => {
-  const { enabled, split } = json
-  if (enabled === undefined && split === undefined) return NONE
+): Pick<Decoded, "enabled" | "split" | "description" | "tags" | "when"> | undefined => {
+  const { description, enabled, split, tags, when } = json
+  if (
+    enabled === undefined && split === undefined && description === undefined && tags === undefined &&
+    when === undefined
+  ) return NONE
   if (enabled !== undefined && typeof enabled !== "boolean") return undefined
   if (split !== undefined && Split.check(split, handler).length > 0) return undefined
+  if (description !== undefined && RouteFields.checkDescription(description) !== undefined) return undefined
+  if (tags !== undefined && RouteFields.checkTags(tags).length > 0) return undefined
+  if (when !== undefined && When.check(when).length > 0) return undefined
+  const conditions = when === undefined ? undefined : When.canonical(when as Record<string, unknown>)
   return {
     ...(enabled === false ? { enabled: false } : {}),
-    ...(split === undefined ? {} : { split: Split.canonical(split as Record<string, unknown>) })
+    ...(split === undefined ? {} : { split: Split.canonical(split as Record<string, unknown>) }),
+    ...(description === undefined || description === "" ? {} : { description: description as string }),
+    ...(tags === undefined || (tags as ReadonlyArray<string>).length === 0 ? {} : { tags: tags as ReadonlyArray<string> }),
+    ...(conditions === undefined ? {} : { when: conditions })
   }
 }

@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Effect } from "effect"
+import { Effect, Exit } from "effect"
 import * as Problem from "../../Problem.js"
 import type { FieldIssue } from "../../Route.js"
 import type { TooManyIdempotencyKeys } from "../../RouteRepository.js"
@@ -62,8 +62,8 @@ export class Refusal {
   constructor(readonly response: Response) {}
 }
 
-/** Refuses the request with `response`. */
-export const refuse = (response: Response): Effect.Effect<never, Refusal> => Effect.fail(new Refusal(response))
+/** Refuses the request with `response`: an `Exit`, so a refusal decided at once needs no fiber (`runner.ts`). */
+export const refuse = (response: Response): Effect.Effect<never, Refusal> => Exit.fail(new Refusal(response))
 
 export const hasNoBody = (status: number): boolean => status === 204 || status === 304
 

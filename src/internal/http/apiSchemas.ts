@@ -62,15 +62,16 @@ export const ListParams = Schema.Struct({
   ),
   q: Schema.optional(
     Schema.String.pipe(Schema.minLength(1), Schema.maxLength(Limits.MAX_SEARCH_LENGTH)).annotations({
-      description: "Only routes whose path, handler or one of whose middleware names contains this text, compared " +
-        "byte for byte."
+      description: "Only routes whose path, handler, one of whose middleware names, description or one of whose tags " +
+        "contains this text, compared byte for byte."
     })
   ),
   enabled: Schema.optional(
     Schema.Literal("true", "false").annotations({
       description: "Only enabled routes (true) or only disabled ones (false)."
     })
-  )
+  ),
+  tag: Schema.optional(Route.Tag.annotations({ description: "Only routes carrying this tag." }))
 })
 
 const tagList = "* or a comma-separated list of entity tags, as ETag printed them"
@@ -144,9 +145,16 @@ export const LastEventId = Schema.Struct({
 export const MatchParams = Schema.Struct({
   method: Route.HttpMethod.annotations({ description: "The request's method, as the router receives it." }),
   path: Schema.String.pipe(Schema.startsWith("/")).annotations({
-    description: "The request's target: its path, optionally with a query string (ignored), as the router receives " +
-      "it (percent-escapes included: send % as %25 and + as %2B in this parameter)."
+    description: "The request's target: its path, optionally with a query string (which query conditions read), as " +
+      "the router receives it (percent-escapes included: send % as %25, + as %2B and & as %26 in this parameter)."
   }),
+  host: Schema.optional(Schema.String.annotations({
+    description: "The request's Host (a port is ignored), which host conditions read."
+  })),
+  header: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)).annotations({
+    description: "A request header as name:value, which header conditions read; repeat it for each header (at most " +
+      "32)."
+  })),
   key: Schema.optional(Schema.String.annotations({
     description: "The key a route's split would read from the request (its header's, cookie's or query " +
       "parameter's value): the answer then gives the split's choice for it. Empty or left out: no key."
@@ -180,7 +188,14 @@ export const Match = Schema.Struct({
         "reaches, and the key's bucket; key and bucket null when no key was given."
     })
   ),
-  candidates: Schema.Array(Schema.Struct({ route: Route.Route, reason: Schema.String }))
+  candidates: Schema.Array(Schema.Struct({
+    route: Route.Route,
+    reason: Schema.String,
+    condition: Schema.optional(Schema.String.annotations({
+      description: "Present when the route's conditions alone kept it from serving: the one the request fails " +
+        "(when.host, when.headers[0], when.query[1], as the route's when lists them)."
+    }))
+  }))
 }).annotations({
   identifier: "Match",
   description: "route and params are null unless outcome is route. allow is sorted, with HEAD wherever GET is; " +

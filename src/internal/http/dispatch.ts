@@ -14,6 +14,7 @@ import type { Request, Response } from "./exchange.js"
 import * as Followers from "./followers.js"
 import * as History from "./history.js"
 import * as Operations from "./operations.js"
+import * as Runner from "./runner.js"
 import { answered, attempt, authorize, type Core, served, type Steps } from "./steps.js"
 
 /** The steps of every endpoint of the table: a new row does not compile until it has its steps here. */
@@ -43,7 +44,7 @@ const answer = (core: Core, request: Request, name: Name, id: string): Effect.Ef
     () =>
       answered(
         core,
-        Effect.flatMap(authorize(core, request, scope), (principal) => steps(core, request, principal, id))
+        Runner.flatMapNow(authorize(core, request, scope), (principal) => steps(core, request, principal, id))
       )
   )
 }

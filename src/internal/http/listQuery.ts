@@ -8,6 +8,7 @@ import { Either } from "effect"
 import { type FieldIssue, isRouteId } from "../../Route.js"
 import type { ListQuery } from "../../RouteRepository.js"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MAX_SEARCH_LENGTH } from "../limits.js"
+import { TAG_PATTERN } from "../route/fields.js"
 import * as Grammar from "../route/grammar.js"
 import { MAX_ISSUES } from "../route/validate.js"
 
@@ -56,7 +57,14 @@ const RULES = {
       ? undefined
       : `must be 1 to ${MAX_SEARCH_LENGTH} characters (got ${value.length})`,
   enabled: (value: string) =>
-    value === "true" || value === "false" ? undefined : `must be true or false (got ${JSON.stringify(value)})`
+    value === "true" || value === "false"
+      ? undefined
+      : `must be true or false (got ${JSON.stringify(value)}): enabled=false lists the disabled routes`,
+  tag: (value: string) =>
+    TAG_PATTERN.test(value)
+      ? undefined
+      : `is not a tag (got ${JSON.stringify(value.slice(0, 80))}): 1–64 of lowercase letters, digits and . _ : / -, ` +
+        "starting with a letter or digit"
 } as const satisfies Record<string, (value: string) => string | undefined>
 
 type Rules<P extends string> = Readonly<Record<P, (value: string) => string | undefined>>
@@ -111,7 +119,8 @@ export const parse = (raw: string): Either.Either<ListQuery, ReadonlyArray<Field
     handler: values.handler,
     middleware: values.middleware,
     q: values.q,
-    enabled: values.enabled === undefined ? undefined : values.enabled === "true"
+    enabled: values.enabled === undefined ? undefined : values.enabled === "true",
+    tag: values.tag
   }))
 
 /** The relative link to the page after `lastId`, with the filters and limit of `query`. */
@@ -123,6 +132,7 @@ export const nextLink = (collection: string, query: ListQuery, lastId: string): 
   if (query.middleware !== undefined) params.set("middleware", query.middleware)
   if (query.q !== undefined) params.set("q", query.q)
   if (query.enabled !== undefined) params.set("enabled", String(query.enabled))
+  if (query.tag !== undefined) params.set("tag", query.tag)
   params.set("cursor", encodeCursor(lastId))
   return `<${collection}?${params.toString()}>; rel="next"`
 }

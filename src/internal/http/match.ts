@@ -1,5 +1,6 @@
 /**
- * `GET /v1/routing/match?method=<METHOD>&path=<request target>`: which stored route serves a request, as this
+ * `GET /v1/routing/match?method=<METHOD>&path=<request target>[&host=…][&header=name:value…]`: which stored route
+ * serves a request, as this
  * process's table decides it (the router's own lookup), with every other route whose pattern matches the path and why
  * it does not serve (docs/http-api.md). Reads the table only, never the store.
  *
@@ -17,13 +18,52 @@ import type { Request, Response } from "./exchange.js"
 import { parseParameters } from "./listQuery.js"
 
 /**
- * The question: a request's method and its target (a path, with or without a query string), and (docs/router.md) the key a
- * split would read from the request.
+ * The question: a request's method and its target (a path, with or without a query string, which conditions read),
+ * and (docs/router.md) the key a split would read from the request, its host and its headers.
  */
 export interface Question {
   readonly method: string
   readonly path: string
   readonly key?: string | undefined
+  /** The request's headers by lowercase name (`host` among them when given), for routes with conditions. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+}
+
+/** The most `header` parameters of one question: a request's conditions name at most 8 headers. */
+export const MAX_HEADERS = 32
+
+// RFC 9110 §5.6.2 `token`: a header's name.
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+const CONTROL = /[\u0000-\u0008\u000a-\u001f\u007f]/
+
+// The `header` parameters (`name:value`, repeatable) and `host` as the request's headers, or their problems.
+const headersOf = (
+  given: ReadonlyArray<string>,
+  host: string | undefined
+): Either.Either<Record<string, string> | undefined, ReadonlyArray<Route.FieldIssue>> => {
+  if (given.length === 0 && host === undefined) return Either.right(undefined)
+  const issues: Array<Route.FieldIssue> = []
+  if (given.length > MAX_HEADERS) {
+    issues.push({ path: "header", message: `is given ${given.length} times: give at most ${MAX_HEADERS} headers` })
+  }
+  const headers: Record<string, string> = Object.create(null)
+  for (const [i, text] of given.slice(0, MAX_HEADERS).entries()) {
+    const colon = text.indexOf(":")
+    const name = colon < 0 ? text : text.slice(0, colon)
+    if (colon < 0 || !TOKEN.test(name) || CONTROL.test(text)) {
+      issues.push({
+        path: `header[${i}]`,
+        message: `must be a header as name:value, such as "x-version:2" (got ${JSON.stringify(text)})`
+      })
+      continue
+    }
+    const lower = name.toLowerCase()
+    // Several fields of one name read as one value joined with ", ", as Node and the Fetch API join them.
+    const value = text.slice(colon + 1).trim()
+    headers[lower] = headers[lower] === undefined ? value : `${headers[lower]}, ${value}`
+  }
+  if (host !== undefined) headers.host = host
+  return issues.length > 0 ? Either.left(issues) : Either.right(headers)
 }
 
 const RULES = {
@@ -33,7 +73,11 @@ const RULES = {
       ? undefined
       : `must be a request target starting with "/", such as "/users/42?fields=name" (got ${JSON.stringify(value)})`,
   // Any text, as a request may carry: an empty key is no key, as the router reads it.
-  key: () => undefined
+  key: () => undefined,
+  host: (value: string) =>
+    value.length >= 1 && value.length <= 261 && !/[\s\u0000-\u001f\u007f/]/.test(value)
+      ? undefined
+      : `must be the request's Host, such as "api.example.com" or "api.example.com:8080" (got ${JSON.stringify(value)})`
 }
 
 const REQUIRED = {
@@ -42,17 +86,23 @@ const REQUIRED = {
 }
 
 /** The question in a raw query string, or every problem with it (as the listing's query reports them). */
-export const parseQuestion = (raw: string): Either.Either<Question, ReadonlyArray<Route.FieldIssue>> =>
-  Either.flatMap(
-    parseParameters(raw, RULES, "the match query"),
-    ({ key, method, path }) =>
-      method !== undefined && path !== undefined
-        ? Either.right({ method, path, key })
-        : Either.left([
-          ...(method === undefined ? [{ path: "method", message: REQUIRED.method }] : []),
-          ...(path === undefined ? [{ path: "path", message: REQUIRED.path }] : [])
-        ])
+export const parseQuestion = (raw: string): Either.Either<Question, ReadonlyArray<Route.FieldIssue>> => {
+  // `header` may repeat, unlike every other parameter: it is read apart.
+  const params = new URLSearchParams(raw)
+  const given = params.getAll("header")
+  params.delete("header")
+  return Either.flatMap(
+    parseParameters(params.toString(), { ...RULES, header: () => undefined }, "the match query"),
+    ({ host, key, method, path }) =>
+      Either.flatMap(headersOf(given, host), (headers) =>
+        method !== undefined && path !== undefined
+          ? Either.right({ method, path, key, headers })
+          : Either.left([
+            ...(method === undefined ? [{ path: "method", message: REQUIRED.method }] : []),
+            ...(path === undefined ? [{ path: "path", message: REQUIRED.path }] : [])
+          ]))
   )
+}
 
 const OUTCOMES = {
   Found: "route",
@@ -61,8 +111,10 @@ const OUTCOMES = {
   BadPath: "bad_path"
 } as const
 
-const candidateJson = ({ reason, route }: RouteTable.Candidate<Route.Route>): string =>
-  `{"route":${Route.toJson(route)},"reason":${JSON.stringify(reason)}}`
+const candidateJson = ({ condition, reason, route }: RouteTable.Candidate<Route.Route>): string =>
+  `{"route":${Route.toJson(route)},"reason":${JSON.stringify(reason)}${
+    condition === undefined ? "" : `,"condition":${JSON.stringify(condition)}`
+  }}`
 
 // A split's choice for the key, as the router would make it for a request carrying it (no override).
 const splitJson = (route: Route.Route, key: string | undefined): string => {
@@ -114,8 +166,8 @@ export const answer = (
     if (table === undefined) return yield* refuse(Answers.NO_TABLE)
     const question = parseQuestion(request.query)
     if (Either.isLeft(question)) return yield* refuse(Answers.invalidMatchQuery(question.left))
-    const { key, method, path } = question.right
-    const explanation = RouteTable.explain(table, method, path)
+    const { headers, key, method, path } = question.right
+    const explanation = RouteTable.explain(table, method, path, headers)
     const entry = HostPaths.serving(hostPaths, path)
     return Answers.json(200, entry === undefined ? bodyOf(explanation, key) : hostBodyOf(explanation, entry))
   })

@@ -9,14 +9,14 @@
  * @internal
  */
 import type { Context, Duration } from "effect"
-import { Cause, Effect, Either, Redacted } from "effect"
+import { Cause, Effect, Either, Exit, Redacted } from "effect"
 import type * as Authenticator from "../../Authenticator.js"
 import type * as Catalog from "../../Catalog.js"
 import type * as HostPaths from "../../HostPaths.js"
 import type * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import * as Answers from "./answers.js"
-import { Refusal, refuse } from "./answers.js"
+import { type Refusal, refuse } from "./answers.js"
 import type * as ChangeStream from "./changeStream.js"
 import type * as Content from "./content.js"
 import * as Credentials from "./credentials.js"
@@ -25,6 +25,7 @@ import type { Instrument, Operation, Scope } from "./endpoints.js"
 import type { Request, Response } from "./exchange.js"
 import * as Ownership from "./ownership.js"
 import * as RouteAnswers from "./routeAnswers.js"
+import * as Runner from "./runner.js"
 import * as ServiceErrors from "./serviceErrors.js"
 
 /** The core: its services, its configuration and what it keeps between requests. */
@@ -87,10 +88,9 @@ export const authorize = (
   try {
     const token = Credentials.credential(request.header("authorization"))
     if (!Redacted.isRedacted(token)) return refuse(token)
-    return Effect.filterOrFail(
+    return Runner.flatMapNow(
       core.authenticator.authenticate(token),
-      (principal) => Ownership.holds(principal.scopes, scope),
-      () => new Refusal(REFUSALS[scope])
+      (principal) => Ownership.holds(principal.scopes, scope) ? Exit.succeed(principal) : refuse(REFUSALS[scope])
     )
   } catch (error) {
     return Effect.die(error)
@@ -107,8 +107,10 @@ const logged = (what: unknown) =>
  * stays one (no one waits for the answer).
  */
 export const answered = (core: Core, steps: Effect.Effect<Response, Failure>): Effect.Effect<Response> =>
-  Effect.catchTags(steps, core.failures).pipe(
-    Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : logged(cause))
+  Runner.catchNow(
+    steps,
+    core.failures,
+    (cause) => Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : logged(cause)
   )
 
 /** An answer, built; a request view that throws (an adapter's fault) is answered and logged, never thrown into the host. */

@@ -27,7 +27,12 @@ import * as Registry from "./registry.js"
 
 export type Handler = RequestHandler
 export type Match = RouteMatch.Match
-export type Options = Registry.Options<Handler>
+/** A middleware taking the route's decoded config after Express's own arguments. */
+export type ConfiguredHandler<A> = (req: Request, res: Response, next: NextFunction, config: A) => unknown
+export type Options = Registry.Options<Handler, Handler, ConfiguredHandler<any>>
+
+const bindConfig = (fn: ConfiguredHandler<unknown>, config: unknown): Handler => (req, res, next) =>
+  fn(req, res, next, config)
 
 /** What `app.use` takes: the registry, then its error handler; `close` releases its store and table. */
 export interface Mounted extends Array<RequestHandler | ErrorRequestHandler> {
@@ -101,7 +106,7 @@ export const make = (options: Options): Mounted => {
   const apiPrefix = ApiPrefix.of(options.apiPrefix)
   let registry: Registry.Registry<Handler, Handler> | undefined
   let closing: Promise<void> | undefined
-  const ready = Registry.start<Handler, Handler>(options, (level, message) => console[level](message)).then((made) => {
+  const ready = Registry.start(options, (level, message) => console[level](message), bindConfig).then((made) => {
     registry = made
   })
   // Never an unhandled rejection: a request arriving after a failed start passes the error to Express.
@@ -118,7 +123,7 @@ export const make = (options: Options): Mounted => {
   }
 
   const route = (registry: Registry.Registry<Handler, Handler>, req: Request, res: Response, next: NextFunction) => {
-    const found = registry.lookup(req.method, req.url)
+    const found = registry.lookup(req.method, req.url, req.headers)
     switch (found._tag) {
       case "BadPath":
         return NodeResponse.write(req, res, Registry.answers.malformedPath(found.reason))
@@ -132,6 +137,7 @@ export const make = (options: Options): Mounted => {
     const choice = Splits.choiceOf(route, req, Splits.incoming)
     const chain = registry.chainOf(route, choice?.handler)
     if (typeof chain === "string") return NodeResponse.write(req, res, Registry.answers.handlerUnavailable(chain))
+    if (chain === undefined) return NodeResponse.write(req, res, Registry.answers.routeMisconfigured)
     RouteMatch.set(req, RouteMatch.withChoice(found, choice))
     req.params = Registry.ownParams(found.params)
     Otel.nameServerSpan(req.method, route, choice?.handler)

@@ -10,6 +10,7 @@
  * @internal
  */
 import type {
+  DoneFuncWithErrOrRes,
   FastifyInstance,
   FastifyPluginAsync,
   FastifyReply,
@@ -32,7 +33,21 @@ import * as Registry from "./registry.js"
 export type Handler = RouteHandlerMethod
 export type Middleware = preHandlerHookHandler
 export type Match = RouteMatch.Match
-export type Options = Registry.Options<Handler, Middleware>
+/** A pre-handler taking the route's decoded config after Fastify's own arguments: it calls `done` or returns a promise. */
+export type ConfiguredMiddleware<A> = (
+  this: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: DoneFuncWithErrOrRes,
+  config: A
+) => unknown
+export type Options = Registry.Options<Handler, Middleware, ConfiguredMiddleware<any>>
+
+// Three parameters: the chain then waits for `done` or the promise.
+const bindConfig = (fn: ConfiguredMiddleware<unknown>, config: unknown): Middleware =>
+  function(request, reply, done) {
+    return fn.call(this, request, reply, done, config) as ReturnType<Middleware>
+  }
 
 type Answer = ReturnType<typeof Registry.answers.methodNotAllowed>
 
@@ -103,7 +118,7 @@ async (context) => {
 
 /** The plugin: the routing API and the stored routes over one store and one table. */
 export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
-  const registry = await Registry.start(options, log(fastify))
+  const registry = await Registry.start(options, log(fastify), bindConfig)
   // Fastify closes its server before its onClose hooks run, and the server waits for the open change streams.
   fastify.addHook("preClose", async () => registry.api.closeStreams())
   fastify.addHook("onClose", () => registry.dispose())
@@ -115,7 +130,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
   const chains = new WeakMap<FastifyRequest, Registry.Chain<Handler, Middleware>>()
 
   const onRequest: onRequestHookHandler = function(request, reply, done) {
-    const found = registry.lookup(request.method, targetOf(request, prefix))
+    const found = registry.lookup(request.method, targetOf(request, prefix), request.headers)
     switch (found._tag) {
       case "BadPath":
         return void send(reply, Registry.answers.malformedPath(found.reason))
@@ -129,6 +144,7 @@ export const plugin: FastifyPluginAsync<Options> = async (fastify, options) => {
     const choice = Splits.choiceOf(route, request, Splits.incoming)
     const chain = registry.chainOf(route, choice?.handler)
     if (typeof chain === "string") return void send(reply, Registry.answers.handlerUnavailable(chain))
+    if (chain === undefined) return void send(reply, Registry.answers.routeMisconfigured)
     chains.set(request, chain)
     RouteMatch.set(request, RouteMatch.withChoice(found, choice))
     request.params = Registry.ownParams(found.params)

@@ -21,7 +21,11 @@ import * as Registry from "./registry.js"
 export type Handler = HonoHandler
 export type Middleware = MiddlewareHandler
 export type Match = RouteMatch.Match
-export type Options = Registry.Options<Handler, Middleware>
+/** A middleware taking the route's decoded config after Hono's own arguments. */
+export type ConfiguredMiddleware<A> = (c: Context, next: Next, config: A) => Promise<Response | void>
+export type Options = Registry.Options<Handler, Middleware, ConfiguredMiddleware<any>>
+
+const bindConfig = (fn: ConfiguredMiddleware<unknown>, config: unknown): Middleware => (c, next) => fn(c, next, config)
 
 /** The Hono app, with `ready` (settled once its store and table are) and `close` (releasing them). */
 export type Mounted = Hono & {
@@ -107,7 +111,7 @@ export const matchOf = (c: Context): RouteMatch.Match | undefined => RouteMatch.
 export const make = (options: Options): Mounted => {
   let registry: Registry.Registry<Handler, Middleware> | undefined
   let closing: Promise<void> | undefined
-  const ready = Registry.start<Handler, Middleware>(options, (level, message) => console[level](message)).then(
+  const ready = Registry.start(options, (level, message) => console[level](message), bindConfig).then(
     (made) => {
       registry = made
     }
@@ -142,7 +146,7 @@ export const make = (options: Options): Mounted => {
     const target = targetBelow(c, base)
     if (target === undefined) return next()
     const { path, query } = target
-    const found = lookup(c.req.method, query === "" ? path : `${path}?${query}`)
+    const found = lookup(c.req.method, query === "" ? path : `${path}?${query}`, c.req.raw.headers)
     switch (found._tag) {
       case "BadPath":
         return WebResponse.toWeb(Registry.answers.malformedPath(found.reason))
@@ -156,6 +160,7 @@ export const make = (options: Options): Mounted => {
     const choice = Splits.choiceOf(route, c, honoRequest)
     const chain = chainOf(route, choice?.handler)
     if (typeof chain === "string") return WebResponse.toWeb(Registry.answers.handlerUnavailable(chain))
+    if (chain === undefined) return WebResponse.toWeb(Registry.answers.routeMisconfigured)
     withParams(c, found.params, base + route.path)
     RouteMatch.set(c, RouteMatch.withChoice(found, choice))
     Otel.nameServerSpan(c.req.method, route, choice?.handler)

@@ -26,15 +26,15 @@ import * as ApiPrefix from "./apiPrefix.js"
  * The options of every integration: the services, the host's functions by name (`F`: the framework's own handler
  * type) and the routing API's limits.
  */
-export interface Options<F, M = F> extends RoutingHandler.Options {
+export interface Options<F, M = F, C = never> extends RoutingHandler.Options {
   /** Provides the `Authenticator` the routing API checks tokens with. */
   readonly authenticator: Layer.Layer<Authenticator.Authenticator, unknown>
   /** Provides the `RouteRepository`; the in-memory store when omitted. */
   readonly store?: Layer.Layer<RouteRepository.RouteRepository, unknown> | undefined
   /** The route handlers, by the names routes give them. */
   readonly handlers: Readonly<Record<string, F>>
-  /** The route middleware, by the names routes give them. */
-  readonly middleware?: Readonly<Record<string, M>> | undefined
+  /** The route middleware, by the names routes give them; (0.5.0) one may take a config (`Catalog.configured`). */
+  readonly middleware?: Readonly<Record<string, M | Catalog.Configured<C>>> | undefined
   /** Refuse creates and updates naming a function not registered here (catalog checking). */
   readonly catalog?: true | undefined
   /**
@@ -68,9 +68,16 @@ export interface Chain<F, M> {
 export interface Registry<F, M> {
   readonly api: RoutingHandler.RoutingHandler
   /** What the router decides for a request (`HostPaths.lookup`): a path the host serves is not found. */
-  readonly lookup: (method: string, target: string) => RouteTable.Resolution<Route.StoredRoute>
-  /** The route's functions, or the first name this process has not registered (logged once per name). */
-  readonly chainOf: (route: Route.StoredRoute, handler?: string) => Chain<F, M> | string
+  readonly lookup: (
+    method: string,
+    target: string,
+    headers: RouteTable.Headers
+  ) => RouteTable.Resolution<Route.StoredRoute>
+  /**
+   * The route's functions, or the first name this process has not registered (logged once per name), or `undefined`
+   * for a route whose middleware configs do not decode (logged once per stored version).
+   */
+  readonly chainOf: (route: Route.StoredRoute, handler?: string) => Chain<F, M> | string | undefined
   /** Runs an answer of the routing API's core: a completed one at once, without a fiber. */
   readonly run: (
     effect: Effect.Effect<RoutingHandler.Response>
@@ -99,14 +106,14 @@ const loggerTo = (log: Log) =>
 
 // The library's telemetry, and Effect's tracer over the host's OpenTelemetry, whose spans it then reaches (a runtime of
 // the integration's own has no tracer of the host's otherwise).
-const telemetryOf = (options: Options<unknown, unknown>): Layer.Layer<never> => {
+const telemetryOf = (options: Pick<Options<unknown>, "telemetry">): Layer.Layer<never> => {
   if (options.telemetry === undefined) return Layer.empty
   const telemetry = Telemetry.layer(options.telemetry === true ? {} : options.telemetry)
   const tracer = OtelTracer.loaded()
   return tracer === undefined ? telemetry : Layer.merge(telemetry, Layer.setTracer(tracer))
 }
 
-const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
+const servicesOf = <F, M, C>(options: Options<F, M, C>, log: Log) => {
   const telemetry = telemetryOf(options)
   const store = RouteTable.layer.pipe(
     Layer.provideMerge(options.store ?? RouteRepository.layerMemory),
@@ -114,7 +121,7 @@ const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
   )
   const catalog = Layer.merge(
     options.catalog === true
-      ? Catalog.layer({ handlers: Object.keys(options.handlers), middleware: Object.keys(options.middleware ?? {}) })
+      ? Catalog.layer(Catalog.namesOf(options))
       : Layer.empty,
     options.hostPaths === undefined
       ? Layer.empty
@@ -125,7 +132,7 @@ const servicesOf = <F, M>(options: Options<F, M>, log: Log) => {
   return Layer.mergeAll(options.authenticator, catalog, store).pipe(Layer.provide(loggerTo(log)))
 }
 
-const bind = <F, M>(options: Options<F, M>, log: Log) =>
+const bind = <F, M, C>(options: Options<F, M, C>, log: Log, bindConfig: (fn: C, config: unknown) => M) =>
   Effect.gen(function*() {
     const {
       apiPrefix: _p,
@@ -141,16 +148,21 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
     const api = yield* Effect.orDie(RoutingHandler.make(limits))
     const table = yield* RouteTable.RouteTable
     const hostPaths = yield* HostPaths.HostPaths
-    const lookup = (method: string, target: string) => HostPaths.lookup(hostPaths, table, method, target)
+    const lookup = (method: string, target: string, headers: RouteTable.Headers) =>
+      HostPaths.lookup(hostPaths, table, method, target, headers)
     const start = Runner.make(yield* Effect.runtime<never>())
-    const core = RouterCore.make<F, M, Chain<F, M>>(
+    const core = RouterCore.make<F, M, Chain<F, M>, C>(
       { handlers, middleware },
-      (middleware, handler) => ({ middleware, handler })
+      (middleware, handler) => ({ middleware, handler }),
+      bindConfig
     )
-    const chainOf = (route: Route.StoredRoute, handler?: string): Chain<F, M> | string => {
+    const chainOf = (route: Route.StoredRoute, handler?: string): Chain<F, M> | string | undefined => {
       const chain = core.resolve(route, handler)
       if (typeof chain === "string" && core.firstMiss(chain)) log("warn", RouterCore.missingMessage(chain))
-      return chain
+      if (!(chain instanceof RouterCore.Misconfigured)) return chain
+      const message = core.misconfiguredOnce(chain)
+      if (message !== undefined) log("error", message)
+      return undefined
     }
     const run = (effect: Effect.Effect<RoutingHandler.Response>) =>
       Runner.value(start(effect), RoutingHandler.internalError)
@@ -162,12 +174,16 @@ const bind = <F, M>(options: Options<F, M>, log: Log) =>
  * to them. Rejects with `InvalidOption` before building anything when `apiPrefix` is unusable or a limit is out of its
  * range, or a host path cannot be declared.
  */
-export const start = <F, M>(options: Options<F, M>, log: Log): Promise<Registry<F, M>> => {
+export const start = <F, M, C = never>(
+  options: Options<F, M, C>,
+  log: Log,
+  bindConfig: (fn: C, config: unknown) => M
+): Promise<Registry<F, M>> => {
   const invalid = ApiPrefix.check(options.apiPrefix) ?? RoutingHandler.checkOptions(options) ??
     (options.hostPaths === undefined ? undefined : HostPaths.check(options.hostPaths))
   if (invalid !== undefined) return Promise.reject(invalid)
   // Open change streams are closed first: a server closing waits for its connections, and they never end.
-  return Otel.load().then(() => Disposable.fromLayer(servicesOf(options, log), bind(options, log))).then((
+  return Otel.load().then(() => Disposable.fromLayer(servicesOf(options, log), bind(options, log, bindConfig))).then((
     registry
   ) => ({
     ...registry,

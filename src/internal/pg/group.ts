@@ -108,23 +108,27 @@ const insertMany = (store: Store.Store, creating: ReadonlyArray<Creating>) => {
       input AS (
         SELECT * FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(
           ord int, id uuid, method text, path text, path_shape text, middleware text[], handler text,
-          created_at timestamptz, actor text, enabled boolean, split jsonb
+          created_at timestamptz, actor text, enabled boolean, split jsonb, middleware_config jsonb,
+          description text, tags text[], when_key text
         )
       ),
       fresh AS (
-        SELECT DISTINCT ON (method, path_shape) * FROM input
+        SELECT DISTINCT ON (method, path_shape, when_key) * FROM input
         WHERE (
           SELECT true FROM ${table} AS stored
-          WHERE stored.method = input.method AND stored.path_shape = input.path_shape LIMIT 1
+          WHERE stored.method = input.method AND stored.path_shape = input.path_shape
+            AND stored.when_key = input.when_key LIMIT 1
         ) IS NULL
-        ORDER BY method, path_shape, ord
+        ORDER BY method, path_shape, when_key, ord
       ),
       numbered AS (SELECT *, ${base}::bigint + row_number() OVER (ORDER BY ord) AS revision FROM fresh),
       changed AS (
-        INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split)
-        SELECT id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split FROM numbered
+        INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split,
+          middleware_config, description, tags, when_key)
+        SELECT id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split,
+          middleware_config, description, tags, when_key FROM numbered
         ORDER BY (SELECT true FROM ${table} AS stored WHERE stored.method = numbered.method LIMIT 1) IS NOT NULL, ord
-        ON CONFLICT (method, path_shape) DO NOTHING
+        ON CONFLICT (method, path_shape, when_key) DO NOTHING
         RETURNING ${columns}
       ),
       logged AS (
@@ -282,7 +286,7 @@ export const make = (store: Store.Store) => {
       join<Route.StoredRoute, Store.UpdateError | Store.CreateError>({
         run: Store.updateStep(store, one),
         locksFirst: false,
-        refusable: one.patch.method !== undefined || one.patch.path !== undefined,
+        refusable: one.patch.method !== undefined || one.patch.path !== undefined || one.patch.when !== undefined,
         refused: (error, again) => Store.refusedUpdate(store, one, error, inTransaction, again),
         entries: entry(one.change.at)
       }),

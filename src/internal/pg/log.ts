@@ -61,10 +61,13 @@ export const lock = (store: Store): Effect.Effect<number, SqlError> => {
 export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fragment => {
   const a = sql.literal(alias)
   return sql`jsonb_build_object('id', ${a}.id, 'method', ${a}.method, 'path', ${a}.path,
-    'middleware', to_jsonb(${a}.middleware), 'handler', ${a}.handler,
+    'middleware', COALESCE(${a}.middleware_config, to_jsonb(${a}.middleware)), 'handler', ${a}.handler,
     'createdAt', to_char(${a}.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
     || CASE WHEN ${a}.enabled THEN '{}'::jsonb ELSE '{"enabled": false}'::jsonb END
-    || CASE WHEN ${a}.split IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('split', ${a}.split) END`
+    || CASE WHEN ${a}.split IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('split', ${a}.split) END
+    || CASE WHEN ${a}.description = '' THEN '{}'::jsonb ELSE jsonb_build_object('description', ${a}.description) END
+    || CASE WHEN ${a}.tags = '{}' THEN '{}'::jsonb ELSE jsonb_build_object('tags', to_jsonb(${a}.tags)) END
+    || CASE WHEN ${a}.when_key = '' THEN '{}'::jsonb ELSE jsonb_build_object('when', ${a}.when_key::jsonb) END`
 }
 
 /**

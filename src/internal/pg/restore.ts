@@ -16,6 +16,7 @@ import {
   TooManyMethods
 } from "../store/errors.js"
 import { barredBy, makeRoute, MAX_METHODS, patchChanges, restoredFields, withinPrefixes } from "../store/rules.js"
+import * as When from "../route/when.js"
 import * as Log from "./log.js"
 import * as Row from "./row.js"
 import * as Store from "./store.js"
@@ -23,10 +24,15 @@ import * as Witness from "./witness.js"
 
 // The route other than `id` that holds the method and shape, read while the counter is held: no writer of the store
 // can store or free one until the restore commits, so the unique index never has to refuse it.
-const holder = ({ settings, sql }: Store.Store, id: string, method: string, path: Route.RoutePath) =>
+const holder = (
+  { settings, sql }: Store.Store,
+  id: string,
+  { method, path, when }: { readonly method: string; readonly path: Route.RoutePath; readonly when: When.When | null }
+) =>
   Effect.map(
     sql<{ id: string }>`SELECT id FROM ${sql(settings.qualified)}
-      WHERE method = ${method} AND path_shape = ${Route.shapeOf(path)} AND id <> ${id}::uuid`,
+      WHERE method = ${method} AND path_shape = ${Route.shapeOf(path)} AND when_key = ${When.keyOf(when ?? undefined)}
+        AND id <> ${id}::uuid`,
     (rows) => rows[0]?.id
   )
 
@@ -72,7 +78,7 @@ export const restoreStep = (
       return yield* new PreconditionFailed({ id, revision: 0 })
     }
     if (current !== undefined && !patchChanges(current, fields)) return { route: current, created: false }
-    const held = yield* holder(store, id, fields.method, fields.path)
+    const held = yield* holder(store, id, fields)
     if (held !== undefined) {
       return yield* new RouteConflict({ method: fields.method, path: fields.path, conflictingRouteId: held })
     }

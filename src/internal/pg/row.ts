@@ -9,6 +9,8 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Route from "../../Route.js"
 import type { Action, HistoryEntry } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
+import * as RouteFields from "../route/fields.js"
+import * as When from "../route/when.js"
 import { optionalOf } from "../store/rules.js"
 
 /** A route row, as a statement reads it or as JSON carries it (then `created_at` is text). */
@@ -16,13 +18,24 @@ export interface RouteRow {
   readonly id: string
   readonly method: string
   readonly path: string
-  readonly middleware: ReadonlyArray<string>
+  /** The middleware names (a row); in JSON, the middleware entries with their configs. */
+  readonly middleware: ReadonlyArray<RouteFields.Entry>
+  /** (jsonb) The middleware entries with their configs, when some entry has one; `null` or left out otherwise. */
+  readonly middleware_config?: ReadonlyArray<RouteFields.Entry> | null
   readonly handler: string
   readonly created_at: Date | string
   /** `true` unless the route is disabled; left out of an announcement's JSON when `true`. */
   readonly enabled?: boolean
   /** The split (jsonb), `null` or left out when there is none. */
   readonly split?: Split.Split | null
+  /** `""` or left out when there is none. */
+  readonly description?: string
+  /** `[]` or left out when there are none. */
+  readonly tags?: ReadonlyArray<string>
+  /** The conditions' canonical JSON as the column holds it, `''` for none (a statement's row). */
+  readonly when_key?: string
+  /** The conditions (an announcement's or the log's JSON), left out when there are none. */
+  readonly when?: When.When
   /** A bigint: node-postgres gives a string unless the host's client parses it. */
   readonly revision: string | number | bigint
 }
@@ -35,21 +48,44 @@ export interface JsonRow extends RouteRow {
 
 /** The columns of a `RouteRow`, in every statement that reads routes. */
 export const columns = (sql: SqlClient.SqlClient) =>
-  sql`id, method, path, middleware, handler, created_at, revision, enabled, split`
+  sql`id, method, path, middleware, handler, created_at, revision, enabled, split, middleware_config, description, tags,
+    when_key`
 
 // A route's fields as a row or the log holds them. Rows were validated when they were written, so they are trusted.
 const trusted = (
-  fields: Pick<RouteRow, "id" | "method" | "path" | "middleware" | "handler" | "enabled" | "split">,
+  fields: Pick<
+    RouteRow,
+    | "id"
+    | "method"
+    | "path"
+    | "middleware"
+    | "middleware_config"
+    | "handler"
+    | "enabled"
+    | "split"
+    | "description"
+    | "tags"
+    | "when_key"
+    | "when"
+  >,
   createdAt: Date | string
 ) => ({
   id: fields.id as Route.RouteId,
   method: fields.method as Route.HttpMethod,
   path: fields.path as Route.RoutePath,
-  middleware: fields.middleware as ReadonlyArray<Route.MiddlewareName>,
+  middleware: fields.middleware_config ?? fields.middleware,
   handler: fields.handler as Route.HandlerName,
   createdAt: typeof createdAt === "string" ? new Date(createdAt) : createdAt,
-  ...optionalOf(fields)
+  ...optionalOf({ ...fields, when: whenOf(fields) })
 })
+
+// The conditions of a row (its column's text) or of JSON the log holds (jsonb, whose keys come back reordered).
+const whenOf = (fields: Pick<RouteRow, "when_key" | "when">): When.When | undefined =>
+  fields.when !== undefined
+    ? When.canonical(fields.when as unknown as Record<string, unknown>)
+    : fields.when_key === undefined || fields.when_key === ""
+    ? undefined
+    : JSON.parse(fields.when_key) as When.When
 
 /** The route a row holds. */
 export const decode = (row: RouteRow): Route.StoredRoute =>
@@ -106,11 +142,21 @@ const fields = (route: Route.Route) => ({
 /** A stored route as JSON; `decode` reads it back. */
 export const encode = (route: Route.StoredRoute): JsonRow => ({ ...fields(route), revision: route.revision })
 
+/** The middleware columns of a route: its names, and its entries when some entry has a config. */
+export const middlewareColumns = (middleware: ReadonlyArray<RouteFields.Entry>) =>
+  RouteFields.hasConfig(middleware)
+    ? { middleware: middleware.map(RouteFields.nameOf), middleware_config: middleware }
+    : { middleware, middleware_config: null }
+
 /** A route not stored yet as a row of a batched insert: with its shape, and its place in the batch. */
 export const encodeInsert = (route: Route.Route, ord: number) => ({
   ...fields(route),
+  ...middlewareColumns(route.middleware),
   enabled: route.enabled !== false,
   split: route.split ?? null,
+  description: route.description ?? "",
+  tags: route.tags ?? [],
+  when_key: When.keyOf(route.when),
   ord,
   path_shape: Route.shapeOf(route.path)
 })

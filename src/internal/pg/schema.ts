@@ -241,7 +241,46 @@ export const migrations = (options: Options.Options = {}) => {
       SqlClient.SqlClient,
       (sql) =>
         sql`ALTER TABLE ${sql(qualified)} ADD COLUMN enabled boolean NOT NULL DEFAULT true, ADD COLUMN split jsonb`
-    )
+    ),
+    // (v5) Descriptions, tags and middleware configs (docs/router.md), at their defaults for every route stored before.
+    // `middleware` keeps the names (its index and the search read them); `middleware_config` holds the whole list,
+    // configs included, only when some entry has a config. A tag filter reads a GIN index; a listing of disabled routes
+    // a partial index in id order. The search text gains the description and tags: a function of five arguments beside
+    // the three of migration 8 (which hosts of an earlier release, during a rolling upgrade, still call: their searches
+    // then read the rows), its trigram index replacing the old one.
+    "11_add_description_tags_config": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`ALTER TABLE ${sql(qualified)} ADD COLUMN middleware_config jsonb,
+          ADD COLUMN description text NOT NULL DEFAULT '', ADD COLUMN tags text[] NOT NULL DEFAULT '{}'`,
+        sql`CREATE INDEX ${sql(`${table}_tags_idx`)} ON ${sql(qualified)} USING gin (tags)`,
+        sql`CREATE INDEX ${sql(`${table}_disabled_idx`)} ON ${sql(qualified)} (id) WHERE NOT enabled`,
+        sql`CREATE FUNCTION ${sql(searchFunction)}(path text, handler text, middleware text[], description text,
+            tags text[]) RETURNS text
+          LANGUAGE sql IMMUTABLE PARALLEL SAFE
+          AS $$ SELECT path || chr(10) || handler || chr(10) || array_to_string(middleware, chr(10)) || chr(10) ||
+            description || chr(10) || array_to_string(tags, chr(10)) $$`,
+        sql`DO $$
+          DECLARE
+            trgm name;
+          BEGIN
+            SELECT n.nspname INTO trgm FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
+            WHERE e.extname = 'pg_trgm';
+            IF trgm IS NOT NULL THEN
+              EXECUTE format('DROP INDEX IF EXISTS %s', '${sql(settings.schema === undefined ? `${table}_search_idx` : `${settings.schema}.${table}_search_idx`)}');
+              EXECUTE format(
+                'CREATE INDEX %s ON %s USING gin (%s(path, handler, middleware, description, tags) %I.gin_trgm_ops)',
+                '${sql(`${table}_search_text_idx`)}', '${sql(qualified)}', '${sql(searchFunction)}', trgm);
+            END IF;
+          END $$`
+      ], { discard: true })),
+    // (v5) A route may carry conditions (docs/router.md: conditions), kept as their canonical JSON ('' for none: every
+    // route stored before). Text, not jsonb: jsonb reorders keys, and the canonical form is what the unique constraint
+    // compares, so routes of one method and shape conflict only when their conditions are the same set. The constraint
+    // keeps its name, which the store reads conflicts by.
+    "12_add_conditions": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      sql`ALTER TABLE ${sql(qualified)} ADD COLUMN when_key text NOT NULL DEFAULT '',
+        DROP CONSTRAINT ${sql(`${table}_method_shape_key`)},
+        ADD CONSTRAINT ${sql(`${table}_method_shape_key`)} UNIQUE (method, path_shape, when_key)`)
   }
 }
 
@@ -268,7 +307,8 @@ export const uninstall = (
     yield* Effect.all([
       Effect.forEach(tables, (name) => sql`DROP TABLE IF EXISTS ${sql(name)}`, { discard: true }),
       Effect.forEach(functions, (name) => sql`DROP FUNCTION IF EXISTS ${sql(name)}()`, { discard: true }),
-      sql`DROP FUNCTION IF EXISTS ${sql(settings.searchFunction)}(text, text, text[])`
+      sql`DROP FUNCTION IF EXISTS ${sql(settings.searchFunction)}(text, text, text[])`,
+      sql`DROP FUNCTION IF EXISTS ${sql(settings.searchFunction)}(text, text, text[], text, text[])`
     ], { discard: true }).pipe(Effect.catchTag("SqlError", toStoreError))
   })
 

@@ -12,6 +12,7 @@ import { Effect, Exit } from "effect"
 import * as Route from "../../Route.js"
 import type { ListQuery, Page, Precondition, RouteIdGenerator, WriteError } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
+import * as When from "../route/when.js"
 import {
   type OutsidePrefixes,
   type PreconditionFailed,
@@ -128,15 +129,20 @@ export const insert = (
   const { columns, settings, sql } = store
   const table = sql(settings.qualified)
   const shape = Route.shapeOf(route.path)
+  const whenKey = When.keyOf(route.when)
   const base = sql`(SELECT revision FROM locked)`
+  const middleware = Row.middlewareColumns(route.middleware)
   return Effect.flatMap(
     sql<Row.RouteRow>`
     WITH ${Log.locked(store)},
     changed AS (
-      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split)
-      VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${route.middleware}, ${route.handler},
-              ${route.createdAt}, ${base} + 1, ${route.enabled !== false}, ${splitValue(sql, route.split)})
-      ON CONFLICT (method, path_shape) DO NOTHING
+      INSERT INTO ${table} (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split,
+        middleware_config, description, tags, when_key)
+      VALUES (${route.id}, ${route.method}, ${route.path}, ${shape}, ${middleware.middleware}, ${route.handler},
+              ${route.createdAt}, ${base} + 1, ${route.enabled !== false}, ${splitValue(sql, route.split)},
+              ${configValue(sql, middleware.middleware_config)}, ${route.description ?? ""}, ${route.tags ?? []},
+              ${whenKey})
+      ON CONFLICT (method, path_shape, when_key) DO NOTHING
       RETURNING ${columns}
     ),
     ${
@@ -151,7 +157,8 @@ export const insert = (
       inserted.length > 0
         ? Effect.succeed(Row.decode(inserted[0]!))
         : Effect.flatMap(
-          sql<{ id: string }>`SELECT id FROM ${table} WHERE method = ${route.method} AND path_shape = ${shape}`,
+          sql<{ id: string }>`SELECT id FROM ${table}
+            WHERE method = ${route.method} AND path_shape = ${shape} AND when_key = ${whenKey}`,
           (holders) =>
             conflictOr(
               holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
@@ -189,10 +196,16 @@ export const updateStatement = (store: Store, { change, id, patch, precondition 
   const given: Array<readonly [column: string, value: unknown]> = []
   if (patch.method !== undefined) given.push(["method", patch.method])
   if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", Route.shapeOf(patch.path)])
-  if (patch.middleware !== undefined) given.push(["middleware", patch.middleware])
+  if (patch.middleware !== undefined) {
+    const middleware = Row.middlewareColumns(patch.middleware)
+    given.push(["middleware", middleware.middleware], ["middleware_config", configValue(sql, middleware.middleware_config)])
+  }
   if (patch.handler !== undefined) given.push(["handler", patch.handler])
   if (patch.enabled !== undefined) given.push(["enabled", patch.enabled])
   if (patch.split !== undefined) given.push(["split", splitValue(sql, patch.split)])
+  if (patch.description !== undefined) given.push(["description", patch.description])
+  if (patch.tags !== undefined) given.push(["tags", patch.tags])
+  if (patch.when !== undefined) given.push(["when_key", When.keyOf(patch.when ?? undefined)])
   const action = change.restoredFrom === undefined ? "update" : "restore"
   // One statement checks the precondition, writes only a real change and logs it; the unique index decides conflicts.
   return sql<Row.RouteRow>`
@@ -221,12 +234,14 @@ export const holderOf = (
 ): Effect.Effect<ReadonlyArray<Holder>, SqlError> => {
   const table = sql(settings.qualified)
   const shape = patch.path === undefined ? undefined : Route.shapeOf(patch.path)
+  const whenKey = patch.when === undefined ? undefined : When.keyOf(patch.when ?? undefined)
   return sql<Holder>`${readMark}
     SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
            COALESCE(${patch.path ?? null}, self.path) AS path
     FROM ${table} AS self JOIN ${table} AS other
       ON other.method = COALESCE(${patch.method ?? null}, self.method)
-      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape) AND other.id <> self.id
+      AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape)
+      AND other.when_key = COALESCE(${whenKey ?? null}, self.when_key) AND other.id <> self.id
     WHERE self.id = ${id}`
 }
 
@@ -242,7 +257,8 @@ export const updateStep = (store: Store, one: Updating): Effect.Effect<Route.Sto
   const { id, patch, precondition } = one
   const unchanged = (current: Route.StoredRoute) => patchChanges(current, patch) ? undefined : Effect.succeed(current)
   const empty = patch.method === undefined && patch.path === undefined && patch.middleware === undefined &&
-    patch.handler === undefined && patch.enabled === undefined && patch.split === undefined
+    patch.handler === undefined && patch.enabled === undefined && patch.split === undefined &&
+    patch.description === undefined && patch.tags === undefined && patch.when === undefined
   const attempt = (): Effect.Effect<Route.StoredRoute, UpdateError | SqlError> =>
     empty ?
       decide(store, id, precondition, unchanged, attempt) :
@@ -309,7 +325,8 @@ export const removeStep = (
       WITH ${Log.locked(store)},
       changed AS (
         DELETE FROM ${table} WHERE ${base} IS NOT NULL AND id = ${id} ${revisionIn(store, precondition)}
-        RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision, enabled, split
+        RETURNING id, method, path, middleware, handler, created_at, ${base} + 1 AS revision, enabled, split,
+          middleware_config, description, tags, when_key
       ),
       ${Log.logOne(store, "delete", change, { before: "changed", after: undefined })},
       ${Log.advance(store, base, change.dryRun)}
@@ -345,15 +362,21 @@ export const remove = (
 const splitValue = (sql: SqlClient.SqlClient, split: Split.Split | null | undefined) =>
   split == null ? sql`NULL::jsonb` : sql`${JSON.stringify(split)}::jsonb`
 
+// Middleware entries with their configs as the jsonb column holds them; `null` when no entry has a config.
+const configValue = (sql: SqlClient.SqlClient, entries: ReadonlyArray<unknown> | null) =>
+  entries === null ? sql`NULL::jsonb` : sql`${JSON.stringify(entries)}::jsonb`
+
 // Stored ids are lowercase canonical UUIDs, whose byte order is the order of the uuid type.
 const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
-// A search (`q`): the routes' search text (path, handler and middleware names, one a line) contains it, which the
-// trigram index answers when migration 8 could make one; then each field is checked, so that no match spans two.
+// A search (`q`): the routes' search text (path, handler, middleware names, description and tags, one a line) contains
+// it, which the trigram index answers when migration 11 could make one; then each field is checked, so that no match
+// spans two.
 const containing = (sql: Store["sql"], searchFunction: string, text: string) =>
-  sql`${sql(searchFunction)}(path, handler, middleware) LIKE ${`%${text.replace(/[\\%_]/g, "\\$&")}%`}
-    AND (strpos(path, ${text}) > 0 OR strpos(handler, ${text}) > 0
-      OR EXISTS (SELECT FROM unnest(middleware) AS name WHERE strpos(name, ${text}) > 0))`
+  sql`${sql(searchFunction)}(path, handler, middleware, description, tags) LIKE ${`%${text.replace(/[\\%_]/g, "\\$&")}%`}
+    AND (strpos(path, ${text}) > 0 OR strpos(handler, ${text}) > 0 OR strpos(description, ${text}) > 0
+      OR EXISTS (SELECT FROM unnest(middleware) AS name WHERE strpos(name, ${text}) > 0)
+      OR EXISTS (SELECT FROM unnest(tags) AS tag WHERE strpos(tag, ${text}) > 0))`
 
 /** One page of routes in id order, read in one statement. */
 export const list = ({ columns, readMark, settings, sql }: Store, query: ListQuery) => {
@@ -371,6 +394,7 @@ export const list = ({ columns, readMark, settings, sql }: Store, query: ListQue
     handler === undefined ? undefined : sql`handler = ${handler}`,
     query.enabled === undefined ? undefined : sql`enabled = ${query.enabled}`,
     middleware === undefined ? undefined : sql`middleware @> ARRAY[${middleware}]::text[]`,
+    query.tag === undefined ? undefined : sql`tags @> ARRAY[${query.tag}]::text[]`,
     pathPrefix === undefined ? undefined : sql`starts_with(path, ${pathPrefix})`,
     q === undefined ? undefined : containing(sql, settings.searchFunction, q)
   ].filter((condition) => condition !== undefined)

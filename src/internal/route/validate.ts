@@ -5,9 +5,11 @@
  * @internal
  */
 import { Either } from "effect"
+import * as Fields from "./fields.js"
 import * as Grammar from "./grammar.js"
 import * as Path from "./path.js"
 import * as Split from "./split.js"
+import * as When from "./when.js"
 
 /**
  * One problem found in an input: where (`path` is `"method"`, `"middleware[1]"`, … and `""` for the whole body)
@@ -25,20 +27,27 @@ export interface FieldIssue {
 export interface CreateRoute {
   readonly method: Grammar.HttpMethod
   readonly path: Grammar.RoutePath
-  readonly middleware: ReadonlyArray<Grammar.MiddlewareName>
+  readonly middleware: ReadonlyArray<Fields.Entry>
   readonly handler: Grammar.HandlerName
   readonly enabled?: boolean
   readonly split?: Split.Split
+  readonly description?: string
+  readonly tags?: ReadonlyArray<string>
+  readonly when?: When.When
 }
 
 /** The fields an update replaces, each with the rules of a create; `split: null` removes the split. */
 export interface RoutePatch {
   readonly method?: Grammar.HttpMethod
   readonly path?: Grammar.RoutePath
-  readonly middleware?: ReadonlyArray<Grammar.MiddlewareName>
+  readonly middleware?: ReadonlyArray<Fields.Entry>
   readonly handler?: Grammar.HandlerName
   readonly enabled?: boolean
   readonly split?: Split.Split | null
+  readonly description?: string
+  readonly tags?: ReadonlyArray<string>
+  /** `null` (or `{}` in the body) removes the conditions. */
+  readonly when?: When.When | null
 }
 
 /** The most problems reported for one body: a huge invalid body costs no more to refuse than a small one. */
@@ -55,7 +64,7 @@ class Issues {
   }
 }
 
-const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split"] as const
+const FIELDS = ["method", "path", "middleware", "handler", "enabled", "split", "description", "tags", "when"] as const
 type Field = typeof FIELDS[number]
 const FIELD_NAMES: ReadonlySet<string> = new Set(FIELDS)
 
@@ -90,16 +99,26 @@ const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<st
     const tooMany = Grammar.checkMiddlewareList(value)
     if (tooMany !== undefined) issues.add("middleware", tooMany)
     const seen = new Set<string>()
+    const names = value.map((entry: unknown) => isRecord(entry) ? entry.name : entry)
     for (let i = 0; i < value.length && !issues.full; i++) {
-      const name: unknown = value[i]
+      const entry: unknown = value[i]
       const at = `middleware[${i}]`
+      if (isRecord(entry)) {
+        for (const issue of Fields.checkEntryObject(entry, at)) issues.add(issue.path, issue.message)
+        if (!hasOwn(entry, "name")) continue
+      } else if (typeof entry !== "string") {
+        issues.add(at, `must be a name or {"name", "config"} (got ${describeType(entry)})`)
+        continue
+      }
+      const name: unknown = names[i]
+      const nameAt = isRecord(entry) ? `${at}.name` : at
       if (typeof name !== "string") {
-        issues.add(at, `must be a string (got ${describeType(name)})`)
+        issues.add(nameAt, `must be a string (got ${describeType(name)})`)
         continue
       }
       const problem = Grammar.checkName(name)
-      if (problem !== undefined) issues.add(at, problem)
-      else if (seen.has(name)) issues.add(at, Grammar.duplicateMessage(value, i))
+      if (problem !== undefined) issues.add(nameAt, problem)
+      else if (seen.has(name)) issues.add(nameAt, Grammar.duplicateMessage(names, i))
       seen.add(name)
     }
   },
@@ -114,14 +133,39 @@ const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<st
   split: (value, issues, body) => {
     const handler = typeof body.handler === "string" ? body.handler : undefined
     for (const issue of Split.check(value, handler)) issues.add(issue.path, issue.message)
+  },
+  description: (value, issues) => {
+    const problem = Fields.checkDescription(value)
+    if (problem !== undefined) issues.add("description", problem)
+  },
+  tags: (value, issues) => {
+    for (const issue of Fields.checkTags(value)) issues.add(issue.path, issue.message)
+  },
+  when: (value, issues) => {
+    for (const issue of When.check(value)) issues.add(issue.path, issue.message)
   }
 }
+
+// A valid middleware list as a route keeps it: `{ "name": "x" }` as `"x"`, configs in their canonical form.
+const entries = (value: ReadonlyArray<unknown>): ReadonlyArray<Fields.Entry> =>
+  Fields.hasConfig(value as ReadonlyArray<Fields.Entry>)
+    ? value.map(Fields.canonicalEntry)
+    : value as ReadonlyArray<Fields.Entry>
 
 // The optional fields of docs/router.md as a route keeps them: only when not at their defaults.
 const optionalFields = (body: Record<string, unknown>) => ({
   ...(body.enabled === false ? { enabled: false } : {}),
-  ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) })
+  ...(body.split === undefined ? {} : { split: Split.canonical(body.split as Record<string, unknown>) }),
+  ...(body.description === undefined || body.description === "" ? {} : { description: body.description }),
+  ...(body.tags === undefined || (body.tags as ReadonlyArray<string>).length === 0 ? {} : { tags: body.tags }),
+  ...whenOf(body)
 })
+
+// Conditions at their default (`{}`) are no conditions: a route keeps no `when` then.
+const whenOf = (body: Record<string, unknown>): { readonly when?: When.When } => {
+  const when = body.when === undefined ? undefined : When.canonical(body.when as Record<string, unknown>)
+  return when === undefined ? {} : { when }
+}
 
 // What a create says of a required field it lacks; the others are optional.
 const REQUIRED: Readonly<Partial<Record<Field, string>>> = {
@@ -138,7 +182,8 @@ const unknownFieldMessage = (key: string): string => {
       return `unknown field "${key}": did you mean "${field}"?`
     }
   }
-  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled and split`
+  return `unknown field "${key}": a route has only method, path, handler, middleware, enabled, split, description, ` +
+    "tags and when"
 }
 
 const checkUnknownFields = (record: Record<string, unknown>, issues: Issues): void => {
@@ -173,7 +218,7 @@ export const validateCreate = (body: unknown): Either.Either<CreateRoute, Readon
   return Either.right({
     method: body.method,
     path: body.path,
-    middleware: body.middleware ?? [],
+    middleware: body.middleware === undefined ? [] : entries(body.middleware as ReadonlyArray<unknown>),
     handler: body.handler,
     ...optionalFields(body)
   } as CreateRoute)
@@ -181,11 +226,14 @@ export const validateCreate = (body: unknown): Either.Either<CreateRoute, Readon
 
 const CLEAR_HINT: Partial<Record<Field, string>> = {
   middleware: ", or send [] to clear the list",
-  enabled: ", or send true or false"
+  enabled: ", or send true or false",
+  description: ", or send \"\" to clear it",
+  tags: ", or send [] to clear the list"
 }
 
 export const NOTHING_TO_CHANGE =
-  "nothing to change: give at least one of method, path, middleware, handler, enabled and split"
+  "nothing to change: give at least one of method, path, middleware, handler, enabled, split, description, tags " +
+    "and when"
 
 /**
  * Validates a parsed JSON body as a patch: at least one field, each with the rules of a create; `null` is refused
@@ -206,7 +254,7 @@ export const validatePatch = (body: unknown): Either.Either<RoutePatch, Readonly
     const value = body[field]
     if (value === undefined || !hasOwn(body, field)) continue
     patch[field] = value
-    if (value === null && field === "split") continue
+    if (value === null && (field === "split" || field === "when")) continue
     if (value === null) {
       issues.add(field, `must not be null: leave "${field}" out to keep the stored value${CLEAR_HINT[field] ?? ""}`)
     } else {
@@ -215,6 +263,12 @@ export const validatePatch = (body: unknown): Either.Either<RoutePatch, Readonly
   }
   if (patch.split !== undefined && patch.split !== null && issues.list.length === 0) {
     patch.split = Split.canonical(patch.split as Record<string, unknown>)
+  }
+  if (patch.middleware !== undefined && issues.list.length === 0) {
+    patch.middleware = entries(patch.middleware as ReadonlyArray<unknown>)
+  }
+  if (patch.when !== undefined && patch.when !== null && issues.list.length === 0) {
+    patch.when = When.canonical(patch.when as Record<string, unknown>) ?? null
   }
   checkUnknownFields(body, issues)
   // Said only of a body with nothing else wrong: `{"id": …}` needs the field removed, not a hint to add another.

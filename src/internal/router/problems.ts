@@ -49,5 +49,16 @@ export const routeDisabled: Answer = Answers.problem(
   { "retry-after": String(ROUTE_DISABLED_RETRY_AFTER_SECONDS) }
 )
 
+/**
+ * A route whose middleware configs do not decode: no function ran. The detail names no config: a route's config is the
+ * operator's, not the caller's; the log says what is wrong.
+ */
+export const routeMisconfigured: Answer = Answers.problem(
+  "route_misconfigured",
+  "The route that serves this path has a middleware config this process cannot use: no function ran. The host's " +
+    "log names the problem; fix the route's config, or the function's config schema.",
+  { "retry-after": String(Limits.DEFAULT_RETRY_AFTER_SECONDS) }
+)
+
 /** The routing API's own 408 (its text, and `Connection: close`): a routed body that did not arrive in time. */
 export const requestTimeout: (bodyTimeoutMillis: number) => Answer = Answers.timedOut

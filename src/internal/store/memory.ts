@@ -164,7 +164,7 @@ export const make = (
     millis: number,
     change: Change
   ): Either.Either<Either.Either<Route.StoredRoute, RouteConflict>, TooManyMethods> => {
-    const key = Rules.conflictKey(input.method, input.path)
+    const key = Rules.conflictKey(input.method, input.path, input.when)
     const existing = memory.idByKey.get(key)
     if (existing !== undefined) {
       return Either.right(Either.left(
@@ -194,7 +194,8 @@ export const make = (
     if (!Rules.patchChanges(current, patch)) return Effect.succeed(current)
     const method = patch.method ?? current.method
     const path = patch.path ?? current.path
-    const holder = memory.idByKey.get(Rules.conflictKey(method, path))
+    const when = patch.when === undefined ? current.when : patch.when ?? undefined
+    const holder = memory.idByKey.get(Rules.conflictKey(method, path, when))
     if (holder !== undefined && holder !== current.id) return conflict(method, path, holder)
     const refused = method === current.method ? undefined : tooManyMethods(method, current)
     if (refused !== undefined) return Effect.fail(refused)

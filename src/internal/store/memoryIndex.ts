@@ -5,6 +5,7 @@
  * @internal
  */
 import * as Route from "../../Route.js"
+import { nameOf } from "../route/fields.js"
 import type { ListQuery, Page } from "../../RouteRepository.js"
 import * as Rules from "./rules.js"
 
@@ -64,6 +65,7 @@ export interface Memory {
   readonly byMethod: Postings
   readonly byHandler: Postings
   readonly byMiddleware: Postings
+  readonly byTag: Postings
   /** The revision of the store's last change. */
   revision: number
 }
@@ -76,6 +78,7 @@ export const emptyMemory = (): Memory => ({
   byMethod: new Map(),
   byHandler: new Map(),
   byMiddleware: new Map(),
+  byTag: new Map(),
   revision: 0
 })
 
@@ -86,24 +89,26 @@ export const addRoute = (memory: Memory, route: Route.StoredRoute, key: string):
   insertSorted(memory.ids, route.id)
   post(memory.byMethod, route.method, route.id)
   post(memory.byHandler, route.handler, route.id)
-  for (const name of route.middleware) post(memory.byMiddleware, name, route.id)
+  for (const entry of route.middleware) post(memory.byMiddleware, nameOf(entry), route.id)
+  if (route.tags !== undefined) for (const tag of route.tags) post(memory.byTag, tag, route.id)
 }
 
 export const dropRoute = (memory: Memory, route: Route.StoredRoute): void => {
   memory.byId.delete(route.id)
-  memory.idByKey.delete(Rules.conflictKey(route.method, route.path))
+  memory.idByKey.delete(Rules.conflictKey(route.method, route.path, route.when))
   removeSorted(memory.ids, route.id)
   unpost(memory.byMethod, route.method, route.id)
   unpost(memory.byHandler, route.handler, route.id)
-  for (const name of route.middleware) unpost(memory.byMiddleware, name, route.id)
+  for (const entry of route.middleware) unpost(memory.byMiddleware, nameOf(entry), route.id)
+  if (route.tags !== undefined) for (const tag of route.tags) unpost(memory.byTag, tag, route.id)
 }
 
 /** Replaces a route by its updated form; the id stays, so only the entries of changed fields move. */
 export const replaceRoute = (memory: Memory, before: Route.StoredRoute, after: Route.StoredRoute): void => {
   const id = after.id
   memory.byId.set(id, after)
-  memory.idByKey.delete(Rules.conflictKey(before.method, before.path))
-  memory.idByKey.set(Rules.conflictKey(after.method, after.path), id)
+  memory.idByKey.delete(Rules.conflictKey(before.method, before.path, before.when))
+  memory.idByKey.set(Rules.conflictKey(after.method, after.path, after.when), id)
   if (before.method !== after.method) {
     unpost(memory.byMethod, before.method, id)
     post(memory.byMethod, after.method, id)
@@ -112,14 +117,20 @@ export const replaceRoute = (memory: Memory, before: Route.StoredRoute, after: R
     unpost(memory.byHandler, before.handler, id)
     post(memory.byHandler, after.handler, id)
   }
-  for (const name of before.middleware) if (!after.middleware.includes(name)) unpost(memory.byMiddleware, name, id)
-  for (const name of after.middleware) if (!before.middleware.includes(name)) post(memory.byMiddleware, name, id)
+  const beforeNames = before.middleware.map(nameOf)
+  const afterNames = after.middleware.map(nameOf)
+  for (const name of beforeNames) if (!afterNames.includes(name)) unpost(memory.byMiddleware, name, id)
+  for (const name of afterNames) if (!beforeNames.includes(name)) post(memory.byMiddleware, name, id)
+  const beforeTags = before.tags ?? NONE
+  const afterTags = after.tags ?? NONE
+  for (const tag of beforeTags) if (!afterTags.includes(tag)) unpost(memory.byTag, tag, id)
+  for (const tag of afterTags) if (!beforeTags.includes(tag)) post(memory.byTag, tag, id)
 }
 
 /** Adds `route`, or replaces the route with its id. */
 export const put = (memory: Memory, route: Route.StoredRoute): void => {
   const before = memory.byId.get(route.id)
-  if (before === undefined) addRoute(memory, route, Rules.conflictKey(route.method, route.path))
+  if (before === undefined) addRoute(memory, route, Rules.conflictKey(route.method, route.path, route.when))
   else replaceRoute(memory, before, route)
 }
 
@@ -132,7 +143,8 @@ export const drop = (memory: Memory, id: string): void => {
 const matches = (route: Route.Route, query: ListQuery): boolean =>
   (query.method === undefined || route.method === query.method) &&
   (query.handler === undefined || route.handler === query.handler) &&
-  (query.middleware === undefined || route.middleware.includes(query.middleware as Route.MiddlewareName)) &&
+  (query.middleware === undefined || route.middleware.some((entry) => nameOf(entry) === query.middleware)) &&
+  (query.tag === undefined || (route.tags !== undefined && route.tags.includes(query.tag))) &&
   // Paths are ASCII, so comparing UTF-16 code units is comparing bytes.
   (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix)) &&
   (query.q === undefined || Rules.containsText(route, query.q)) &&
@@ -149,6 +161,7 @@ const candidates = (memory: Memory, query: ListQuery): ReadonlyArray<string> => 
   narrow(memory.byMethod, query.method)
   narrow(memory.byHandler, query.handler)
   narrow(memory.byMiddleware, query.middleware)
+  narrow(memory.byTag, query.tag)
   return shortest
 }
 

@@ -11,7 +11,9 @@ import { createHash } from "node:crypto"
 import * as Route from "../../Route.js"
 import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
+import * as RouteFields from "../route/fields.js"
 import { equal as sameSplit } from "../route/split.js"
+import * as When from "../route/when.js"
 import { OutsidePrefixes, PreconditionFailed, RouteConflict } from "./errors.js"
 
 /**
@@ -45,30 +47,58 @@ export const fingerprint = (input: Route.CreateRoute): string => {
   return createHash("sha256").update(JSON.stringify(fields), "utf8").digest("base64url")
 }
 
-/** The fields of docs/router.md a route keeps, only when not at their defaults: `enabled` only when `false`. */
+/**
+ * The fields of docs/router.md a route keeps, only when not at their defaults: `enabled` only when `false`, a
+ * description not empty, tags not empty.
+ */
 export interface Optional {
   readonly enabled?: false
   readonly split?: Split.Split
+  readonly description?: string
+  readonly tags?: ReadonlyArray<string>
+  readonly when?: When.When
+}
+
+/** The optional fields as an input, a route or a patch applied may give them. */
+export interface OptionalInput {
+  readonly enabled?: boolean | undefined
+  readonly split?: Split.Split | null | undefined
+  readonly description?: string | undefined
+  readonly tags?: ReadonlyArray<string> | undefined
+  readonly when?: When.When | null | undefined
 }
 
 /** What a route keeps of the optional fields of `fields` (an input, a route, a patch applied). */
-export const optionalOf = (
-  fields: { readonly enabled?: boolean | undefined; readonly split?: Split.Split | null | undefined }
-): Optional =>
-  fields.enabled === false
-    ? fields.split == null ? DISABLED : { enabled: false, split: fields.split }
-    : fields.split == null
-    ? NONE
-    : { split: fields.split }
+export const optionalOf = (fields: OptionalInput): Optional => {
+  const described = fields.description !== undefined && fields.description !== ""
+  const tagged = fields.tags !== undefined && fields.tags.length > 0
+  if (!described && !tagged && fields.when == null) {
+    return fields.enabled === false
+      ? fields.split == null ? DISABLED : { enabled: false, split: fields.split }
+      : fields.split == null
+      ? NONE
+      : { split: fields.split }
+  }
+  return {
+    ...(fields.enabled === false ? DISABLED : NONE),
+    ...(fields.split == null ? NONE : { split: fields.split }),
+    ...(described ? { description: fields.description } : NONE),
+    ...(tagged ? { tags: fields.tags } : NONE),
+    ...(fields.when == null ? NONE : { when: fields.when })
+  }
+}
 
 const NONE: Optional = {}
 const DISABLED: Optional = { enabled: false }
 
-/** The optional fields of `route` once `patch` is applied: `split: null` removes the split. */
+/** The optional fields of `route` once `patch` is applied: `split: null` and `when: null` remove theirs. */
 export const patchedOptional = (route: Route.Route, patch: Route.RoutePatch): Optional =>
   optionalOf({
     enabled: patch.enabled ?? route.enabled,
-    split: patch.split === undefined ? route.split : patch.split
+    split: patch.split === undefined ? route.split : patch.split,
+    description: patch.description ?? route.description,
+    tags: patch.tags ?? route.tags,
+    when: patch.when === undefined ? route.when : patch.when
   })
 
 const utf8 = new TextEncoder()
@@ -184,6 +214,9 @@ const StoredRouteOf = function(
   this.revision = revision
   if (fields.enabled === false) this.enabled = false
   if (fields.split !== undefined) this.split = fields.split
+  if (fields.description !== undefined) this.description = fields.description
+  if (fields.tags !== undefined) this.tags = fields.tags
+  if (fields.when !== undefined) this.when = fields.when
 } as unknown as new(
   id: Route.RouteId,
   fields: Fields,
@@ -207,11 +240,13 @@ export const storedRoute = (
 ): Route.StoredRoute => new StoredRouteOf(id, fields, createdAt, revision)
 
 /**
- * The key under which two conflicting routes collide: method and shape.
+ * The key under which two conflicting routes collide: method, shape and (0.5.0) conditions as a set (their canonical
+ * JSON, after a space; nothing for a route without conditions, whose key is as before).
  *
  * @since 0.1.0
  */
-export const conflictKey = (method: string, path: Route.RoutePath): string => `${method} ${Route.shapeOf(path)}`
+export const conflictKey = (method: string, path: Route.RoutePath, when?: When.When | undefined): string =>
+  when === undefined ? `${method} ${Route.shapeOf(path)}` : `${method} ${Route.shapeOf(path)} ${When.keyOf(when)}`
 
 /**
  * `true` when a route at `revision` meets the precondition: there is none, or it names that revision.
@@ -255,9 +290,6 @@ export const barredBy = (
     ? new PreconditionFailed({ id: route.id, revision: route.revision }, true)
     : undefined
 
-const sameNames = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
-  a.length === b.length && a.every((name, i) => name === b[i])
-
 /**
  * `true` when `patch` gives some field a value other than the route's: applying it is a change. A patch that only
  * repeats stored values changes nothing, so it keeps the route's revision.
@@ -268,9 +300,12 @@ export const patchChanges = (route: Route.Route, patch: Route.RoutePatch): boole
   (patch.method !== undefined && patch.method !== route.method) ||
   (patch.path !== undefined && patch.path !== route.path) ||
   (patch.handler !== undefined && patch.handler !== route.handler) ||
-  (patch.middleware !== undefined && !sameNames(patch.middleware, route.middleware)) ||
+  (patch.middleware !== undefined && !RouteFields.sameEntries(patch.middleware, route.middleware)) ||
   (patch.enabled !== undefined && patch.enabled !== (route.enabled ?? true)) ||
-  (patch.split !== undefined && !sameSplit(patch.split ?? undefined, route.split))
+  (patch.split !== undefined && !sameSplit(patch.split ?? undefined, route.split)) ||
+  (patch.description !== undefined && patch.description !== (route.description ?? "")) ||
+  (patch.tags !== undefined && !RouteFields.sameTags(patch.tags, route.tags)) ||
+  (patch.when !== undefined && !When.equal(patch.when ?? undefined, route.when))
 
 /**
  * The newest log entries the memory store keeps at least, by default (`RouteRepository.MemoryOptions`).
@@ -296,15 +331,22 @@ export const restoredFields = (after: Route.Route) => ({
   middleware: after.middleware,
   handler: after.handler,
   enabled: after.enabled ?? true,
-  split: after.split ?? null
+  split: after.split ?? null,
+  description: after.description ?? "",
+  tags: after.tags ?? [],
+  when: after.when ?? null
 } satisfies Route.RoutePatch & { readonly input: Route.CreateRoute })
 
 /**
- * Whether a route's path, handler or one of its middleware names contains `text` (a listing's `q`). Paths and names
- * are ASCII, so comparing UTF-16 code units is comparing bytes.
+ * Whether a route's path, handler, one of its middleware names, its description or one of its tags contains `text` (a
+ * listing's `q`). Both are well-formed UTF-16 (a description holds no lone surrogate), so comparing code units is
+ * comparing bytes.
  */
 export const containsText = (route: Route.Route, text: string): boolean =>
-  route.path.includes(text) || route.handler.includes(text) || route.middleware.some((name) => name.includes(text))
+  route.path.includes(text) || route.handler.includes(text) ||
+  route.middleware.some((entry) => RouteFields.nameOf(entry).includes(text)) ||
+  (route.description !== undefined && route.description.includes(text)) ||
+  (route.tags !== undefined && route.tags.some((tag) => tag.includes(text)))
 
 /**
  * A store identity as the change stream's cursors carry it: 16 hexadecimal digits (a Postgres store keeps one in its

@@ -7,6 +7,7 @@
  * @internal
  */
 import type * as Route from "../../Route.js"
+import * as When from "../route/when.js"
 import { lookup, split } from "./lookup.js"
 import { byteOrder, type Leaf, type Node, PARAM_KEY, type Resolution, type Tree, WILDCARD_KEY } from "./node.js"
 import * as RequestPath from "./requestPath.js"
@@ -16,6 +17,8 @@ import { staticLength } from "./routeTree.js"
 export interface Candidate<R> {
   readonly route: R
   readonly reason: string
+  /** The condition the request fails (`when.headers[0]`), when its conditions alone kept the route from serving. */
+  readonly condition?: string
 }
 
 export interface Explanation<R> {
@@ -34,13 +37,15 @@ export interface Explanation<R> {
 // Every route whose pattern matches a path
 // ---------------------------------------------------------------------------------------------------------------
 
-// The routes ending at `node`, by method in byte order, each before the routes it hides (stores that slipped).
+// The routes ending at `node`, by method in byte order, each method's in order of precedence, each before the routes
+// it hides (stores that slipped).
 const collect = <R extends Route.Route>(node: Node<R>, out: Array<Leaf<R>>): void => {
   if (node.leaves === undefined) return
   for (const method of Array.from(node.leaves.keys()).sort(byteOrder)) {
-    const leaf = node.leaves.get(method)!
-    out.push(leaf)
-    if (leaf.hidden !== undefined) out.push(...[...leaf.hidden].reverse())
+    for (let leaf = node.leaves.get(method); leaf !== undefined; leaf = leaf.next) {
+      out.push(leaf)
+      if (leaf.hidden !== undefined) out.push(...[...leaf.hidden].reverse())
+    }
   }
 }
 
@@ -69,8 +74,8 @@ const matching = <R extends Route.Route>(tree: Tree<R>, path: string): Array<Lea
   return out
 }
 
-const allowOf = (leaves: ReadonlyArray<Leaf<any>>): ReadonlyArray<string> => {
-  const methods = new Set(leaves.map((leaf) => leaf.route.method))
+const allowOf = (leaves: ReadonlyArray<Leaf<any>>, facts: When.Facts): ReadonlyArray<string> => {
+  const methods = new Set(leaves.flatMap((leaf) => metBy(leaf, facts) ? [leaf.route.method] : []))
   if (methods.has("GET")) methods.add("HEAD")
   return Array.from(methods).sort(byteOrder)
 }
@@ -79,7 +84,37 @@ const allowOf = (leaves: ReadonlyArray<Leaf<any>>): ReadonlyArray<string> => {
 // Why a route does not serve
 // ---------------------------------------------------------------------------------------------------------------
 
-const name = (route: Route.Route) => `${route.method} ${route.path}`
+const name = (route: Route.Route) =>
+  `${route.method} ${route.path}${route.when === undefined ? "" : ` when ${When.keyOf(route.when)}`}`
+
+const metBy = (leaf: Leaf<any>, facts: When.Facts): boolean => leaf.when === undefined || When.meets(leaf.when, facts)
+
+// Why `leaf`, of the winner's method and shape, loses to it: the first rule of precedence among conditions that
+// tells them apart (docs/router.md: conditions).
+const outrankedByConditions = (leaf: Leaf<any>, winner: Leaf<any>): string => {
+  const a = winner.when
+  const b = leaf.when
+  const prefix = `${name(winner.route)} serves: it has the same method and shape, and`
+  const hostKind = (when: When.When | undefined) =>
+    when?.host === undefined ? "no host" : when.host.startsWith("*.") ? `the wildcard host ${when.host}` : `the host ${when.host}`
+  if (a?.host !== b?.host) {
+    return `${prefix} ${hostKind(a)} beats ${hostKind(b)} (an exact host beats a wildcard, a longer suffix a shorter ` +
+      "one, any host none)"
+  }
+  const count = (list: ReadonlyArray<When.Condition> | undefined) => list?.length ?? 0
+  if (count(a?.headers) !== count(b?.headers)) {
+    return `${prefix} its ${count(a?.headers)} header conditions beat this route's ${count(b?.headers)}`
+  }
+  if (count(a?.query) !== count(b?.query)) {
+    return `${prefix} its ${count(a?.query)} query conditions beat this route's ${count(b?.query)}`
+  }
+  const valued = (when: When.When | undefined) =>
+    [...(when?.headers ?? []), ...(when?.query ?? [])].filter((c) => c.value !== undefined).length
+  if (valued(a) !== valued(b)) {
+    return `${prefix} its ${valued(a)} conditions with a value beat this route's ${valued(b)}`
+  }
+  return `${prefix} its conditions ${winner.whenKey} come before this route's ${leaf.whenKey} in byte order`
+}
 
 // The nodes from the root's child down to where the route's pattern ends: one per segment.
 const branchOf = (leaf: Leaf<any>): Array<Node<any>> => {
@@ -127,28 +162,43 @@ const otherMethod = (route: Route.Route, method: string): string =>
     ? `another method: ${route.method}, where a HEAD request is served by a HEAD route, else by a GET route`
     : `another method: ${route.method}, not ${method}`
 
-// Why `leaf` does not serve the request, `winner` being the route that does, when one does.
+// Why `leaf` does not serve the request, `winner` being the route that does, when one does; with the condition the
+// request fails when the route's conditions alone kept it from serving.
 const reasonOf = <R extends Route.Route>(
   leaf: Leaf<R>,
   method: string,
   resolution: Resolution<R>,
-  winner: Leaf<R> | undefined
-): string => {
-  const serving = leaf.node.leaves!.get(leaf.route.method)!
+  winner: Leaf<R> | undefined,
+  facts: When.Facts
+): { readonly reason: string; readonly condition?: string } => {
+  let serving = leaf.node.leaves!.get(leaf.route.method)
+  while (serving !== undefined && serving.whenKey !== leaf.whenKey) serving = serving.next
   if (serving !== leaf) {
-    return `${name(serving.route)} (${serving.route.id}) has the same method and shape and was stored after this ` +
-      "route: it serves in its place"
+    return {
+      reason: `${name(serving!.route)} (${serving!.route.id}) has the same method, shape and conditions and was ` +
+        "stored after this route: it serves in its place"
+    }
   }
+  const served = leaf.route.method === method || (method === "HEAD" && leaf.route.method === "GET")
   if (resolution._tag === "BadPath") {
-    const served = leaf.route.method === method || (method === "HEAD" && leaf.route.method === "GET")
-    return served ? `the path is malformed: ${resolution.reason}` : otherMethod(leaf.route, method)
+    return { reason: served ? `the path is malformed: ${resolution.reason}` : otherMethod(leaf.route, method) }
   }
-  if (winner === undefined) return otherMethod(leaf.route, method)
-  if (leaf.route.method === winner.route.method) return outranked(leaf, winner)
+  const failed = leaf.when === undefined ? undefined : When.failed(leaf.when, facts)
+  if (served && failed !== undefined) {
+    return { reason: `its condition ${failed.path} does not hold: ${failed.message}`, condition: failed.path }
+  }
+  if (winner === undefined) return { reason: otherMethod(leaf.route, method) }
+  if (leaf.route.method === winner.route.method) {
+    return { reason: leaf.node === winner.node ? outrankedByConditions(leaf, winner) : outranked(leaf, winner) }
+  }
   if (method === "HEAD" && leaf.route.method === "GET") {
-    return `a GET route serves a HEAD request only when no HEAD route matches the path, and ${name(winner.route)} does`
+    return {
+      reason: `a GET route serves a HEAD request only when no HEAD route matches the path, and ${
+        name(winner.route)
+      } does`
+    }
   }
-  return otherMethod(leaf.route, method)
+  return { reason: otherMethod(leaf.route, method) }
 }
 
 /**
@@ -156,19 +206,25 @@ const reasonOf = <R extends Route.Route>(
  * the path, and every other route matching the path with why it does not serve. Costs one walk of the nodes that
  * match the path (at most the table), so it is for questions, never for routing.
  */
-export const explain = <R extends Route.Route>(tree: Tree<R>, method: string, target: string): Explanation<R> => {
-  const resolution = lookup(tree, method, target)
+export const explain = <R extends Route.Route>(
+  tree: Tree<R>,
+  method: string,
+  target: string,
+  headers?: When.HeaderSource
+): Explanation<R> => {
+  const resolution = lookup(tree, method, target, headers)
   const raw = RequestPath.pathOf(target)
   const path = raw === undefined ? undefined : RequestPath.normalise(raw)
   if (typeof path !== "string") return { resolution, allow: [], candidates: [] }
   const leaves = matching(tree, path)
   const winner = resolution._tag === "Found" ? tree.byId.get(resolution.route.id) : undefined
+  const facts = new When.Facts(headers, target)
   return {
     resolution,
-    allow: resolution._tag === "BadPath" ? [] : allowOf(leaves),
+    allow: resolution._tag === "BadPath" ? [] : allowOf(leaves, facts),
     candidates: leaves.filter((leaf) => leaf !== winner).map((leaf) => ({
       route: leaf.route,
-      reason: reasonOf(leaf, method, resolution, winner)
+      ...reasonOf(leaf, method, resolution, winner, facts)
     }))
   }
 }

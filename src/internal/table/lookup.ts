@@ -5,6 +5,7 @@
  * @internal
  */
 import type * as Route from "../../Route.js"
+import * as When from "../route/when.js"
 import {
   type BadPath,
   byteOrder,
@@ -41,7 +42,23 @@ class Walk {
   fallbackSpans: Array<number> | undefined = undefined
   /** Nodes examined, added to the tree's count when the lookup ends. */
   examined = 0
-  constructor(readonly number: number, readonly wantsFallback: boolean) {}
+  /** The request as conditions read it, made when the lookup first reaches a route with conditions. */
+  facts: When.Facts | undefined = undefined
+  constructor(
+    readonly number: number,
+    readonly wantsFallback: boolean,
+    readonly target: string,
+    readonly headers: When.HeaderSource | undefined
+  ) {}
+}
+
+// The first route of the chain from `leaf` whose conditions the request meets (a route without any meets them).
+const firstMet = <R extends Route.Route>(walk: Walk, leaf: Leaf<R> | undefined): Leaf<R> | undefined => {
+  while (leaf !== undefined && leaf.when !== undefined) {
+    if (When.meets(leaf.when, walk.facts ??= new When.Facts(walk.headers, walk.target))) return leaf
+    leaf = leaf.next
+  }
+  return leaf
 }
 
 /** How many nodes lookups in `tree` have examined: the difference around a lookup is its work. */
@@ -52,10 +69,14 @@ const atEnd = <R extends Route.Route>(walk: Walk, node: Node<R>, method: string)
   walk.examined++
   const leaves = node.leaves
   if (leaves === undefined) return undefined
-  const leaf = leaves.get(method)
+  let leaf = leaves.get(method)
+  // Conditions are read only where a route has some: a table without them pays this one test.
+  if (leaf !== undefined && leaf.when !== undefined) leaf = firstMet(walk, leaf)
   if (leaf === undefined) {
     walk.reached.push(node)
-    if (walk.wantsFallback && walk.fallback === undefined) keepFallback(walk, leaves.get("GET"))
+    if (walk.wantsFallback && walk.fallback === undefined) {
+      keepFallback(walk, node.conditional === 0 ? leaves.get("GET") : firstMet(walk, leaves.get("GET")))
+    }
   }
   return leaf
 }
@@ -178,24 +199,26 @@ const find = <R extends Route.Route>(walk: Walk, tree: Tree<R>, path: string, me
   return leaf
 }
 
-// The methods of routes at `nodes`, sorted, with HEAD wherever GET is.
-const allowOf = (nodes: ReadonlyArray<Node<any>>): ReadonlyArray<string> => {
+// The methods of routes at `nodes` whose conditions the request meets, sorted, with HEAD wherever GET is.
+const allowOf = (walk: Walk, nodes: ReadonlyArray<Node<any>>): ReadonlyArray<string> => {
   const methods = new Set<string>()
-  for (const node of nodes) for (const method of node.leaves!.keys()) methods.add(method)
+  for (const node of nodes) {
+    for (const [method, leaf] of node.leaves!) if (firstMet(walk, leaf) !== undefined) methods.add(method)
+  }
   if (methods.has("GET")) methods.add("HEAD")
   return Array.from(methods).sort(byteOrder)
 }
 
-const methodNotAllowed = (reached: ReadonlyArray<Node<any>>): MethodNotAllowed | NotFound => {
+const methodNotAllowed = (walk: Walk): MethodNotAllowed | NotFound => {
+  const reached = walk.reached
   if (reached.length === 0) return notFound
   let allow: ReadonlyArray<string>
-  if (reached.length === 1) {
-    const node = reached[0]!
-    allow = node.allow ??= Object.freeze(allowOf(reached))
-  } else {
-    allow = allowOf(reached)
-  }
-  return { _tag: "MethodNotAllowed", allow }
+  const node = reached[0]!
+  // A node's methods are kept only when they do not depend on the request: none of its routes has conditions.
+  if (reached.length === 1 && node.conditional === 0) allow = node.allow ??= Object.freeze(allowOf(walk, reached))
+  else allow = allowOf(walk, reached)
+  // Routes whose conditions the request fails count for nothing: with none left, the path has no route for it.
+  return allow.length === 0 ? notFound : { _tag: "MethodNotAllowed", allow }
 }
 
 const found = <R extends Route.Route>(
@@ -225,26 +248,37 @@ const segmentNumber = (path: string, start: number): number => {
 }
 
 // A HEAD request: its HEAD route, else the GET route that the same walk reached first.
-const findHead = <R extends Route.Route>(tree: Tree<R>, path: string): Resolution<R> => {
-  const walk = new Walk(++tree.lookups, true)
+const findHead = <R extends Route.Route>(
+  tree: Tree<R>,
+  path: string,
+  target: string,
+  headers: When.HeaderSource | undefined
+): Resolution<R> => {
+  const walk = new Walk(++tree.lookups, true, target, headers)
   const leaf = find(walk, tree, path, "HEAD")
   if (leaf !== undefined) return found(leaf, path, walk.spans)
   const get: Leaf<R> | undefined = walk.fallback
-  return get === undefined ? methodNotAllowed(walk.reached) : found(get, path, walk.fallbackSpans!)
+  return get === undefined ? methodNotAllowed(walk) : found(get, path, walk.fallbackSpans!)
 }
 
 /**
  * Resolves a request: the route that serves it with its parameters, the methods that would be served, nothing, or
- * a malformed path.
+ * a malformed path. `headers` are read only when a route reached has conditions (without them, a route with a host or
+ * header condition never serves).
  */
-export const lookup = <R extends Route.Route>(tree: Tree<R>, method: string, target: string): Resolution<R> => {
+export const lookup = <R extends Route.Route>(
+  tree: Tree<R>,
+  method: string,
+  target: string,
+  headers?: When.HeaderSource
+): Resolution<R> => {
   const raw = RequestPath.pathOf(target)
   if (raw === undefined) return notFound
   const path = RequestPath.normalise(raw)
   if (typeof path === "number") return { _tag: "BadPath", reason: RequestPath.badEscape(path) }
-  if (method === "HEAD" && tree.headRoutes > 0) return findHead(tree, path)
+  if (method === "HEAD" && tree.headRoutes > 0) return findHead(tree, path, target, headers)
   // Without HEAD routes, a HEAD request is served by the GET route, without a body.
-  const walk = new Walk(++tree.lookups, false)
+  const walk = new Walk(++tree.lookups, false, target, headers)
   const leaf = find(walk, tree, path, method === "HEAD" ? "GET" : method)
-  return leaf === undefined ? methodNotAllowed(walk.reached) : found(leaf, path, walk.spans)
+  return leaf === undefined ? methodNotAllowed(walk) : found(leaf, path, walk.spans)
 }

@@ -5,6 +5,7 @@
  * @internal
  */
 import type * as Route from "../../Route.js"
+import * as When from "../route/when.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Results
@@ -38,15 +39,29 @@ export const notFound: NotFound = Object.freeze({ _tag: "NotFound" })
 // The tree
 // ---------------------------------------------------------------------------------------------------------------
 
-/** A route in the tree: where its pattern ends, and the names of its parameters in path order. */
+/**
+ * A route in the tree: where its pattern ends, the names of its parameters in path order, and its conditions. The
+ * routes of one method ending at one node form a chain through `next`, in order of precedence among their conditions
+ * (docs/router.md: conditions), a route without conditions last; the node's `leaves` holds the chain's head.
+ */
 export class Leaf<R extends Route.Route> {
-  /** Routes of the same method and shape that this one hides, oldest first: empty unless the stores slipped. */
+  /** Routes of the same method, shape and conditions that this one hides, oldest first: empty unless stores slipped. */
   hidden: Array<Leaf<R>> | undefined = undefined
+  /** The next route of the chain: same method and node, conditions of lower precedence. */
+  next: Leaf<R> | undefined = undefined
+  /** The route's conditions in canonical form, `undefined` for none. */
+  readonly when: When.When | undefined
+  /** Their canonical JSON, `""` for none. */
+  readonly whenKey: string
   constructor(
     readonly route: R,
     readonly names: ReadonlyArray<string>,
     readonly node: Node<R>
-  ) {}
+  ) {
+    // Canonical whatever made the route (a host may build one by hand): the chain's order and the classes compare it.
+    this.when = route.when === undefined ? undefined : When.canonical(route.when as unknown as Record<string, unknown>)
+    this.whenKey = When.keyOf(this.when)
+  }
 }
 
 export class Node<R extends Route.Route> {
@@ -57,9 +72,11 @@ export class Node<R extends Route.Route> {
   mixed: Array<Node<R>> | undefined = undefined
   param: Node<R> | undefined = undefined
   wildcard: Node<R> | undefined = undefined
-  /** The routes whose pattern ends here, by method; `undefined` when there are none. */
+  /** The routes whose pattern ends here, by method (each the head of its chain); `undefined` when there are none. */
   leaves: Map<string, Leaf<R>> | undefined = undefined
-  /** The methods of `leaves` as a 405 lists them, computed on first use after a change. */
+  /** How many of the routes in `leaves`' chains have conditions: none, and a lookup reads no request but its path. */
+  conditional = 0
+  /** The methods of `leaves` as a 405 lists them (kept only when no route here has conditions). */
   allow: ReadonlyArray<string> | undefined = undefined
   readonly depth: number
   /** The hash of `key`, which the parent's structure hash takes for this child. */
@@ -117,7 +134,7 @@ export const byteOrder = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 // Classes
 // ---------------------------------------------------------------------------------------------------------------
 //
-// A node's structure is its depth, the methods of the routes ending at it, and its children, each as its edge (the
+// A node's structure is its depth, the methods of the routes ending at it with their conditions, and its children, each as its edge (the
 // static key, the mixed shape, "parameter" or "wildcard") and its class. Two nodes of one structure have subtrees
 // that match the same requests with the same methods at every end, so one answers a lookup's remaining segments
 // exactly as the other: that is what lets a lookup skip a node whose class failed already (see Lookup).
@@ -160,13 +177,26 @@ export const stringHash = (s: string): number => {
 
 export const depthHash = (depth: number): number => mix(depth + 0x6a09e667)
 export const methodHash = (method: string): number => mix(stringHash(method) ^ 0x3c6ef372)
+/** The term of a route in its node's structure hash: its method, and its conditions when it has some. */
+export const leafHash = (method: string, whenKey: string): number =>
+  whenKey === "" ? methodHash(method) : mix(methodHash(method) + stringHash(whenKey))
 
 // The term of a child in its parent's structure hash: its edge mixed with its class.
 export const childHash = (child: Node<any>, cls: Class): number => mix(child.keyHash ^ Math.imul(cls.value, 0x9e3779b1))
 
-const sameMethods = (a: Map<string, unknown> | undefined, b: Map<string, unknown> | undefined): boolean => {
+// The same conditions, in the same order, along two chains.
+const sameChain = (a: Leaf<any> | undefined, b: Leaf<any> | undefined): boolean => {
+  while (a !== undefined && b !== undefined && a.whenKey === b.whenKey) {
+    a = a.next
+    b = b.next
+  }
+  return a === undefined && b === undefined
+}
+
+// The same methods, each with the same conditions: a lookup then finds the same routes of each, or none.
+const sameMethods = (a: Map<string, Leaf<any>> | undefined, b: Map<string, Leaf<any>> | undefined): boolean => {
   if ((a?.size ?? 0) !== (b?.size ?? 0)) return false
-  if (a !== undefined) { for (const method of a.keys()) if (!b!.has(method)) return false }
+  if (a !== undefined) { for (const [method, leaf] of a) if (!sameChain(leaf, b!.get(method))) return false }
   return true
 }
 

@@ -18,16 +18,22 @@
  * Classes); a lookup marks each class whose subtree failed and skips every other node of it, so a subtree is explored at most once per class,
  * and the tables above cost a miss a few times a hit (test/RouteTable.test.ts counts it, bench/table.ts times it).
  *
- * Two routes of one method never share a shape (the stores refuse it). Should it happen anyway, the table keeps
- * both and the last inserted serves; removing it brings back the one it hid, so the table depends only on which
- * routes it holds, not on the order the changes came in. A hidden route changes no class: only the methods count.
+ * Routes of one method and shape differ by their conditions (docs/router.md: conditions): they end at one node, as a
+ * chain in order of precedence, and a lookup takes the first whose conditions the request meets. A node none of whose
+ * routes has conditions is looked up as if conditions did not exist: its chains are single routes.
+ *
+ * Two routes of one method, shape and conditions never coexist (the stores refuse it). Should it happen anyway, the
+ * table keeps both and the last inserted serves; removing it brings back the one it hid, so the table depends only on
+ * which routes it holds, not on the order the changes came in. A hidden route changes no class: only the methods and
+ * conditions count.
  *
  * @internal
  */
 import { Either } from "effect"
 import type * as Route from "../../Route.js"
 import * as Path from "../route/path.js"
-import { byteOrder, childHash, Leaf, leave, methodHash, Node, PARAM_KEY, settle, Tree, WILDCARD_KEY } from "./node.js"
+import * as When from "../route/when.js"
+import { byteOrder, childHash, Leaf, leafHash, leave, Node, PARAM_KEY, settle, Tree, WILDCARD_KEY } from "./node.js"
 
 export { examinedNodes, lookup } from "./lookup.js"
 export {
@@ -106,19 +112,68 @@ export const insertParsed = <R extends Route.Route>(
   for (const segment of parsed.segments) node = childOf(node, segment)
   const leaf = new Leaf(route, parsed.params, node)
   const leaves = node.leaves ??= new Map()
-  const hidden = leaves.get(route.method)
-  leaves.set(route.method, leaf)
   if (route.method === "HEAD") tree.headRoutes++
   tree.byId.set(route.id, leaf)
+  const head = leaves.get(route.method)
+  const hidden = servingLike<R>(head, leaf.whenKey)
   if (hidden !== undefined) {
-    // The same method ends here already: no node is new and no structure changes.
+    // The same method and conditions end here already: no node is new and no structure changes.
     leaf.hidden = [...(hidden.hidden ?? []), hidden]
     hidden.hidden = undefined
+    replaceInChain(leaves, hidden, leaf)
     return
   }
+  insertInChain(leaves, head, leaf)
+  if (leaf.when !== undefined) node.conditional++
   node.allow = undefined
-  node.hash = (node.hash + methodHash(route.method)) | 0
+  node.hash = (node.hash + leafHash(route.method, leaf.whenKey)) | 0
   settle(tree, node)
+}
+
+// The route of the chain from `head` whose conditions are `whenKey`, serving in place of any it hides.
+const servingLike = <R extends Route.Route>(head: Leaf<R> | undefined, whenKey: string): Leaf<R> | undefined => {
+  let leaf = head
+  while (leaf !== undefined && leaf.whenKey !== whenKey) leaf = leaf.next
+  return leaf
+}
+
+// Puts `leaf` into its method's chain in order of precedence of conditions (docs/router.md: conditions).
+const insertInChain = <R extends Route.Route>(
+  leaves: Map<string, Leaf<R>>,
+  head: Leaf<R> | undefined,
+  leaf: Leaf<R>
+): void => {
+  if (head === undefined || When.compare(leaf.when, head.when) < 0) {
+    leaf.next = head
+    leaves.set(leaf.route.method, leaf)
+    return
+  }
+  let previous = head
+  while (previous.next !== undefined && When.compare(previous.next.when, leaf.when) < 0) previous = previous.next
+  leaf.next = previous.next
+  previous.next = leaf
+}
+
+// Puts `replacement` where `leaf` is in its chain (`undefined`: takes `leaf` out).
+const replaceInChain = <R extends Route.Route>(
+  leaves: Map<string, Leaf<R>>,
+  leaf: Leaf<R>,
+  replacement: Leaf<R> | undefined
+): void => {
+  const method = leaf.route.method
+  const next = leaf.next
+  leaf.next = undefined
+  const head = leaves.get(method)!
+  if (replacement !== undefined) replacement.next = next
+  const after = replacement ?? next
+  if (head === leaf) {
+    if (after === undefined) leaves.delete(method)
+    else leaves.set(method, after)
+    return
+  }
+  let previous = head
+  while (previous.next !== leaf) previous = previous.next!
+  previous.next = after
 }
 
 /** The route with that id, or `undefined`. */
@@ -143,7 +198,7 @@ const detach = <R extends Route.Route>(tree: Tree<R>, leaf: Leaf<R>): void => {
   const leaves = node.leaves!
   const method = leaf.route.method
   if (method === "HEAD") tree.headRoutes--
-  const serving = leaves.get(method)!
+  const serving = servingLike(leaves.get(method), leaf.whenKey)!
   if (serving !== leaf) {
     serving.hidden!.splice(serving.hidden!.indexOf(leaf), 1)
     if (serving.hidden!.length === 0) serving.hidden = undefined
@@ -152,13 +207,14 @@ const detach = <R extends Route.Route>(tree: Tree<R>, leaf: Leaf<R>): void => {
   const next = leaf.hidden?.pop()
   if (next !== undefined) {
     next.hidden = leaf.hidden!.length === 0 ? undefined : leaf.hidden
-    leaves.set(method, next)
+    replaceInChain(leaves, leaf, next)
     return
   }
-  leaves.delete(method)
+  replaceInChain(leaves, leaf, undefined)
+  if (leaf.when !== undefined) node.conditional--
   if (leaves.size === 0) node.leaves = undefined
   node.allow = undefined
-  node.hash = (node.hash - methodHash(method)) | 0
+  node.hash = (node.hash - leafHash(method, leaf.whenKey)) | 0
   settle(tree, prune(tree, node))
 }
 
