@@ -1,13 +1,14 @@
 /**
  * What a follower table spends applying one change of its registry's stream: `upsert` events of new routes and of
  * new versions, and `delete` events, each handed to the follower's event sink as its connection parses them (the
- * table, the listing index and its own change history, for relays). `npm run bench:follow-apply`.
+ * table, the listing index and its own replay ring, for relays). `npm run bench:follow-apply`.
  */
 import { Effect, Either, Redacted } from "effect"
 import { performance } from "node:perf_hooks"
 import * as Follower from "../src/internal/follow/follower.js"
 import * as FollowSettings from "../src/internal/follow/settings.js"
-import * as History from "../src/internal/table/history.js"
+import * as FollowState from "../src/internal/follow/state.js"
+import * as ReplayRing from "../src/internal/table/replayRing.js"
 import * as Route from "../src/Route.js"
 
 const ROUTES = 1_000
@@ -28,8 +29,8 @@ const upserts = (version: number) => Array.from({ length: ROUTES }, (_, i) => Ro
 const deletes = Array.from({ length: ROUTES }, (_, i) => `{"id":"${id(i)}"}`)
 
 const main = Effect.gen(function*() {
-  const state = yield* Follower.makeState(
-    History.make(),
+  const state = yield* FollowState.makeState(
+    ReplayRing.make(),
     Either.getOrThrow(FollowSettings.resolve({ url: "http://127.0.0.1:1", token: Redacted.make("t") }))
   )
   const sink = Follower.sink(state)

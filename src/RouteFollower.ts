@@ -19,16 +19,17 @@ import type { ConfigError, Redacted } from "effect"
 import * as Files from "./internal/follow/files.js"
 import * as Fleet from "./internal/follow/fleet.js"
 import * as Follower from "./internal/follow/follower.js"
+import * as Health from "./internal/follow/health.js"
 import * as Report from "./internal/follow/report.js"
 import * as FollowSettings from "./internal/follow/settings.js"
-import * as History from "./internal/table/history.js"
-import * as TelemetryInternal from "./internal/telemetry.js"
+import * as FollowState from "./internal/follow/state.js"
+import * as ReplayRing from "./internal/table/replayRing.js"
+import * as TableTelemetry from "./internal/table/telemetry.js"
 import * as Urls from "./internal/urls.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
 import * as RouteTable from "./RouteTable.js"
-import * as Telemetry from "./Telemetry.js"
 
 /**
  * The registry a follower (`layer`) could not follow: it refused the token (401, 403) or the URL (404, 400)
@@ -164,7 +165,7 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
  *   store does, `history` reads a page of the registry's change log (`GET <url>/v1/routing/history`, with `token`;
  *   `StoreUnavailable` when it cannot be had within 10 s), `logAfter` the changes after a revision through a catch-up
  *   stream (`GET <url>/v1/routing/changes` from that revision: what its own change stream sends a follower whose
- *   cursor is older than its history), and every write fails with `ReadOnlyStore` (the routing API answers it
+ *   cursor is older than its replay ring), and every write fails with `ReadOnlyStore` (the routing API answers it
  *   `405 method_not_allowed`);
  * - `TableStatus` (`following: "stream"`): current (staleness 0) while the stream is live and the registry says it is
  *   current itself, its staleness growing while the registry cannot be reached (or, for a relay, cannot reach its own);
@@ -197,11 +198,11 @@ export const layer = (
     const settings = yield* FollowSettings.resolve(options)
     const cleartext = Urls.cleartextWarning(options.url, "route table: the followed registry's URL")
     if (cleartext !== undefined) yield* Effect.logWarning(cleartext)
-    const history = History.make(settings.historyCapacity)
-    const state = yield* Follower.makeState(history, settings)
+    const ring = ReplayRing.make(settings.replayCapacity)
+    const state = yield* FollowState.makeState(ring, settings)
     const { bootstrapFile, snapshotFile } = options
     if (snapshotFile !== undefined) yield* Files.startFromSnapshot(state, snapshotFile)
-    yield* Effect.forkScoped(Follower.logger(state))
+    yield* Effect.forkScoped(FollowState.logger(state))
     yield* Effect.forkScoped(Follower.follow(state).pipe(Effect.onExit(logStopped)))
     const failed = (reason: string) => new FollowFailed({ url: Urls.redacted(options.url), reason })
     const started = yield* Deferred.await(state.started).pipe(
@@ -219,23 +220,14 @@ export const layer = (
     }
     if (snapshotFile !== undefined) yield* Files.keepSnapshot(state, snapshotFile)
     // Reports start with the table: before the first `ready` there is nothing applied to report.
-    yield* Effect.forkScoped(Report.run(state, Fleet.of(history, yield* Effect.clock), settings.report))
+    yield* Effect.forkScoped(Report.run(state, Fleet.of(ring, yield* Effect.clock), settings.report))
     const table = RouteTable.fromTree<Route.StoredRoute>(state.tree)
-    const telemetry = yield* Telemetry.Telemetry
-    if (telemetry !== undefined) {
-      yield* Effect.forkScoped(
-        TelemetryInternal.sampleTable(
-          telemetry.tableSampleInterval,
-          () => RouteTable.size(table),
-          () => Follower.status(state).stalenessMillis
-        )
-      )
-    }
-    const status = () => Follower.status(state)
+    yield* TableTelemetry.sampleTable(() => RouteTable.size(table), () => Health.status(state).stalenessMillis)
+    const status = () => Health.status(state)
     return Context.make(RouteTable.RouteTable, table).pipe(
       Context.add(RouteRepository.RouteRepository, Follower.store(state, settings.log)),
       Context.add(RouteTable.TableStatus, { get: Effect.sync(status), unsafeGet: status }),
-      Context.add(RouteTable.ChangeHistory, history)
+      Context.add(RouteTable.ChangeHistory, ring)
     )
   }))
 

@@ -26,8 +26,8 @@ import { dual } from "effect/Function"
 import type { Inspectable } from "effect/Inspectable"
 import type { Pipeable } from "effect/Pipeable"
 import * as Explain from "./internal/table/explain.js"
-import * as History from "./internal/table/history.js"
 import type * as LiveTable from "./internal/table/liveTable.js"
+import * as ReplayRing from "./internal/table/replayRing.js"
 import * as Tree from "./internal/table/routeTree.js"
 import * as Start from "./internal/table/storeStart.js"
 import * as Impl from "./internal/table/table.js"
@@ -286,16 +286,16 @@ export const explain: {
 export class RouteTable extends Context.Tag("route-registry/RouteTable")<RouteTable, Table<Route.StoredRoute>>() {}
 
 /**
- * The last changes the process's table took, numbered, which the routing API's change stream
+ * The process's replay ring: the last changes its table took, numbered, which the routing API's change stream
  * (`GET /v1/routing/changes`) replays from a client's cursor and pushes as they happen. Provided with the table by
- * `layer` and by a follower's layer.
+ * `layer` and by a follower's layer. (The stored change log, `GET /v1/routing/history`, is the store's.)
  *
  * @since 0.4.0
  * @category tags
  */
 export class ChangeHistory extends Context.Tag("route-registry/RouteTable/ChangeHistory")<
   ChangeHistory,
-  History.History
+  ReplayRing.ReplayRing
 >() {}
 
 /**
@@ -365,13 +365,13 @@ export interface LayerOptions {
  *
  * @since 0.4.0
  */
-export const DEFAULT_HISTORY_CAPACITY: number = History.DEFAULT_CAPACITY
+export const DEFAULT_HISTORY_CAPACITY: number = ReplayRing.DEFAULT_CAPACITY
 
 const contextOf = (parts: Start.Parts) =>
   Context.make(RouteTable, parts.table as Table<Route.StoredRoute>).pipe(
     Context.add(RouteRepository.RouteRepository, parts.store),
     Context.add(TableStatus, { get: Effect.sync(parts.status), unsafeGet: parts.status }),
-    Context.add(ChangeHistory, parts.history)
+    Context.add(ChangeHistory, parts.ring)
   )
 
 const live = (capacity: number) => Effect.map(Start.plain(capacity), contextOf)
@@ -397,7 +397,7 @@ export const layer: Layer.Layer<
   RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
   RouteRepository.StoreUnavailable,
   RouteRepository.RouteRepository
-> = Layer.scopedContext(live(History.DEFAULT_CAPACITY))
+> = Layer.scopedContext(live(ReplayRing.DEFAULT_CAPACITY))
 
 /**
  * `layer` with options; fails with `InvalidOption` naming `historyCapacity` when it is not a whole number from 1.
@@ -418,7 +418,7 @@ export const layerWith = (options: LayerOptions): Layer.Layer<
   RouteRepository.StoreUnavailable | InvalidOption,
   RouteRepository.RouteRepository
 > =>
-  Either.match(History.capacityOf(options.historyCapacity), {
+  Either.match(ReplayRing.capacityOf(options.historyCapacity), {
     onLeft: Layer.fail,
     onRight: (capacity) => Layer.scopedContext(live(capacity))
   })
@@ -450,7 +450,7 @@ export const layerFrom = <E, R>(
   E | RouteRepository.StoreUnavailable | InvalidOption,
   R
 > =>
-  Either.match(History.capacityOf(options.historyCapacity), {
+  Either.match(ReplayRing.capacityOf(options.historyCapacity), {
     onLeft: Layer.fail,
     onRight: (capacity) => Layer.scopedContext(Effect.map(Start.fromFiles(storeLayer, capacity, options), contextOf))
   })

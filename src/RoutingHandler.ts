@@ -26,9 +26,9 @@ import * as LogPages from "./internal/http/logPages.js"
 import * as Operations from "./internal/http/operations.js"
 import * as ServiceErrors from "./internal/http/serviceErrors.js"
 import type * as Steps from "./internal/http/steps.js"
+import * as RequestTelemetry from "./internal/http/telemetry.js"
 import * as Limits from "./internal/limits.js"
 import * as Options_ from "./internal/options.js"
-import * as Telemetry_ from "./internal/telemetry.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -273,10 +273,10 @@ export const internalError: Response = Answers.INTERNAL_ERROR
  */
 export const notFound: Response = Answers.NOT_FOUND
 
-/** What the change stream reads: the process's table, its history, and its status (for the heartbeats). */
+/** What the change stream reads: the process's table, its replay ring, and its status (for the heartbeats). */
 interface Changes {
   readonly table: RouteTable.Table<Route.StoredRoute>
-  readonly history: Context.Tag.Service<RouteTable.ChangeHistory>
+  readonly ring: Context.Tag.Service<RouteTable.ChangeHistory>
   readonly status: (() => RouteTable.Status) | undefined
 }
 
@@ -317,7 +317,7 @@ const makeCore = (
     dashboard: config.dashboard,
     changes: changes === undefined ? undefined : {
       table: changes.table,
-      history: changes.history,
+      ring: changes.ring,
       log: readLog(runtime, repository),
       bufferBytes: config.changesBufferBytes,
       stallMillis: config.changesStallMillis,
@@ -337,16 +337,16 @@ const makeCore = (
   }
 }
 
-// The table and its history when both are in context (`RouteTable.layer` provides them): the change stream's source.
+// The table and its replay ring when both are in context (`RouteTable.layer` provides them): the change stream's source.
 const changesInContext: Effect.Effect<Changes | undefined> = Effect.map(
   Effect.all([
     Effect.serviceOption(RouteTable.RouteTable),
     Effect.serviceOption(RouteTable.ChangeHistory),
     Effect.serviceOption(RouteTable.TableStatus)
   ]),
-  ([table, history, status]) =>
-    Option.isSome(table) && Option.isSome(history)
-      ? { table: table.value, history: history.value, status: Option.getOrUndefined(status)?.unsafeGet }
+  ([table, ring, status]) =>
+    Option.isSome(table) && Option.isSome(ring)
+      ? { table: table.value, ring: ring.value, status: Option.getOrUndefined(status)?.unsafeGet }
       : undefined
 )
 
@@ -387,7 +387,7 @@ export const make = (
               catalog,
               hostPaths,
               changes,
-              Telemetry_.request
+              RequestTelemetry.request
             )
       )
   })

@@ -14,28 +14,30 @@
  *
  * @since 0.3.0
  */
-import { Context, Duration, Layer } from "effect"
+import { Duration, Layer } from "effect"
+import * as Requests from "./internal/http/telemetry.js"
+import * as Store from "./internal/store/telemetry.js"
+import * as Table from "./internal/table/telemetry.js"
 import * as Internal from "./internal/telemetry.js"
 import type * as RouteRepository from "./RouteRepository.js"
+
+// The switch is defined below every layer, so that the route table and the HTTP core read it without this module,
+// which gathers the measures of every layer.
+export {
+  /**
+   * Whether telemetry is on, and how: `undefined` (the default) is off.
+   *
+   * @since 0.3.0
+   * @category tags
+   */
+  Telemetry
+} from "./internal/telemetry.js"
 
 /**
  * @since 0.3.0
  * @category models
  */
-export interface Config {
-  /** How often the route table's gauges are set. */
-  readonly tableSampleInterval: Duration.Duration
-}
-
-/**
- * Whether telemetry is on, and how: `undefined` (the default) is off.
- *
- * @since 0.3.0
- * @category tags
- */
-export class Telemetry extends Context.Reference<Telemetry>()("route-registry/Telemetry", {
-  defaultValue: (): Config | undefined => undefined
-}) {}
+export type Config = Internal.Config
 
 /**
  * @since 0.3.0
@@ -53,7 +55,7 @@ export interface Options {
  * @category layers
  */
 export const layer = (options: Options = {}): Layer.Layer<never> =>
-  Layer.succeed(Telemetry, { tableSampleInterval: Duration.decode(options.tableSampleInterval ?? "1 second") })
+  Layer.succeed(Internal.Telemetry, { tableSampleInterval: Duration.decode(options.tableSampleInterval ?? "1 second") })
 
 /**
  * Requests answered by the routing API (a counter), labelled `operation` (`create`, `get`, `list`, `update`,
@@ -62,7 +64,7 @@ export const layer = (options: Options = {}): Layer.Layer<never> =>
  * @since 0.3.0
  * @category metrics
  */
-export const requests = Internal.requests
+export const requests = Requests.requests
 
 /**
  * How long the routing API took to answer a request, in milliseconds (a histogram), labelled `operation`. It is timed
@@ -72,7 +74,7 @@ export const requests = Internal.requests
  * @since 0.3.0
  * @category metrics
  */
-export const requestDuration = Internal.requestDuration
+export const requestDuration = Requests.requestDuration
 
 /**
  * How long a store operation made by the routing API took, in milliseconds (a histogram), labelled `operation`
@@ -82,7 +84,7 @@ export const requestDuration = Internal.requestDuration
  * @since 0.3.0
  * @category metrics
  */
-export const storeOperationDuration = Internal.storeOperationDuration
+export const storeOperationDuration = Store.storeOperationDuration
 
 /**
  * Routes in the process's route table (a gauge), set every `tableSampleInterval` while `RouteTable.layer` lives.
@@ -90,7 +92,7 @@ export const storeOperationDuration = Internal.storeOperationDuration
  * @since 0.3.0
  * @category metrics
  */
-export const tableRoutes = Internal.tableRoutes
+export const tableRoutes = Table.tableRoutes
 
 /**
  * `RouteTable.Status.stalenessMillis` (a gauge), set every `tableSampleInterval`: how long ago the table was last
@@ -100,7 +102,7 @@ export const tableRoutes = Internal.tableRoutes
  * @since 0.3.0
  * @category metrics
  */
-export const tableStaleness = Internal.tableStaleness
+export const tableStaleness = Table.tableStaleness
 
 /**
  * Change propagation lag, in milliseconds (a histogram): for each route created by another process, the time from
@@ -111,7 +113,7 @@ export const tableStaleness = Internal.tableStaleness
  * @since 0.3.0
  * @category metrics
  */
-export const propagationLag = Internal.propagationLag
+export const propagationLag = Table.propagationLag
 
 /**
  * `store` with a span and a duration (`storeOperationDuration`) per operation; what the routing API does to its store
@@ -123,4 +125,4 @@ export const propagationLag = Internal.propagationLag
  */
 export const instrumentRepository = (
   store: RouteRepository.RouteRepository["Type"]
-): RouteRepository.RouteRepository["Type"] => Internal.instrumentStore(store)
+): RouteRepository.RouteRepository["Type"] => Store.instrumentStore(store)

@@ -14,7 +14,7 @@ import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Fleet from "../src/internal/follow/fleet.js"
 import * as FleetPage from "../src/internal/follow/fleetPage.js"
-import * as History from "../src/internal/table/history.js"
+import * as ReplayRing from "../src/internal/table/replayRing.js"
 import { closeServer, listen, nodeListener, type Served } from "./utils/adapters.js"
 import { follow, type Follower } from "./utils/followers.js"
 import { ADMIN, READER, REPORTER, type Store, tokenList, tokens, WRITER } from "./utils/httpContract.js"
@@ -341,7 +341,7 @@ describe("the fleet's bounds", () => {
   const member = (stream: string, name: string) => ({ stream, principal: "p", name, address: "a" })
 
   it("a stream may report REPORTS_PER_SECOND times in a burst, then once per refill", () => {
-    const fleet = Fleet.of(History.make(), clock)
+    const fleet = Fleet.of(ReplayRing.make(), clock)
     Fleet.join(fleet, member("s", "n"))
     const report = { stream: "s", appliedRevision: 1, followers: [] }
     for (let i = 0; i < Fleet.REPORTS_PER_SECOND; i++) assert.isUndefined(Fleet.report(fleet, "p", report, 1))
@@ -352,7 +352,7 @@ describe("the fleet's bounds", () => {
   })
 
   it("followers that left stay listed for LEFT_MILLIS, at most MAX_LEFT of them", () => {
-    const fleet = Fleet.of(History.make(), clock)
+    const fleet = Fleet.of(ReplayRing.make(), clock)
     for (let i = 0; i < Fleet.MAX_LEFT + 5; i++) {
       Fleet.join(fleet, member(`s${i}`, `n${i}`))
       Fleet.leave(fleet, `s${i}`)
@@ -364,7 +364,7 @@ describe("the fleet's bounds", () => {
   })
 
   it("joins and reports past the bounds per principal and per process are refused and change nothing", () => {
-    const fleet = Fleet.of(History.make(), clock, { perProcess: 4, perPrincipal: 3 })
+    const fleet = Fleet.of(ReplayRing.make(), clock, { perProcess: 4, perPrincipal: 3 })
     const join = (principal: string, name: string) => Fleet.join(fleet, { stream: name, principal, name, address: "a" })
     assert.isTrue(join("p", "a"))
     const leaf = (name: string) => ({ ...Fleet.entries(fleet)[0]!, name, appliedRevision: 0 })
@@ -387,7 +387,7 @@ describe("the fleet's bounds", () => {
   })
 
   it("a follower is behind until it reports, and relayed followers count", () => {
-    const fleet = Fleet.of(History.make(), clock)
+    const fleet = Fleet.of(ReplayRing.make(), clock)
     assert.isTrue(Fleet.holds(fleet, 5))
     Fleet.join(fleet, member("r", "relay"))
     assert.isFalse(Fleet.holds(fleet, 0))

@@ -16,6 +16,7 @@ import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Env from "../examples/env.js"
 import * as Follower from "../src/internal/follow/follower.js"
+import * as Health from "../src/internal/follow/health.js"
 import * as FollowSettings from "../src/internal/follow/settings.js"
 import * as Options from "../src/internal/options.js"
 import { closeServer, listen } from "./utils/adapters.js"
@@ -259,7 +260,7 @@ describe("attacks", () => {
       assert.isTrue(logs.lines.some((line) => line.includes("an event id that is not a cursor")), logs.lines.join("\n"))
       // Not confirmed by the streams that broke, until one stays healthy for a while.
       assert.isFalse(status().reachable)
-      yield* TestClock.adjust(Duration.millis(Follower.HEALTHY_MILLIS))
+      yield* TestClock.adjust(Duration.millis(Health.HEALTHY_MILLIS))
       assert.isTrue(status().reachable)
     }).pipe(Effect.provide(logs.layer))
   })

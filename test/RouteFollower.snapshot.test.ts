@@ -69,7 +69,7 @@ describe("a follower's snapshot", () => {
     )
     // Resumed from the snapshot's cursor: the registry sent only the change since, with no reset.
     assert.strictEqual(fake.resumedFrom[requested], `${snapshot.header.store}.${snapshot.header.revision.toString(36)}`)
-    assert.strictEqual(second.history.store(), snapshot.header.store)
+    assert.strictEqual(second.ring.store(), snapshot.header.store)
     assert.strictEqual(RouteTable.lookup(second.table, "GET", "/while-away")._tag, "Found")
   })
 

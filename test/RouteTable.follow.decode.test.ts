@@ -8,7 +8,8 @@ import * as Route from "route-registry/Route"
 import * as Decode from "../src/internal/follow/decode.js"
 import * as Follower from "../src/internal/follow/follower.js"
 import * as FollowSettings from "../src/internal/follow/settings.js"
-import * as History from "../src/internal/table/history.js"
+import * as FollowState from "../src/internal/follow/state.js"
+import * as ReplayRing from "../src/internal/table/replayRing.js"
 
 // A registry's store identity, as its cursors carry it.
 const STORE = "0123456789abcdef"
@@ -142,14 +143,14 @@ describe("decoding an upsert", () => {
 
 const SETTINGS = Either.getOrThrow(FollowSettings.resolve({ url: "http://127.0.0.1:1", token: Redacted.make("t") }))
 
-describe("a relay's history", () => {
+describe("a relay's replay ring", () => {
   it.effect("records the event's own text, byte for byte, and the route's JSON for an event written another way", () =>
     Effect.gen(function*() {
-      const state = yield* Follower.makeState(History.make(), SETTINGS)
+      const state = yield* FollowState.makeState(ReplayRing.make(), SETTINGS)
       const sink = Follower.sink(state)
       sink.event({ type: "ready", data: "", id: `${STORE}.0` })
       const texts: Array<string> = []
-      state.history.subscribe((change) => texts.push(change!.text))
+      state.ring.subscribe((change) => texts.push(change!.text))
       const canonical = Route.toJson(routeOf())
       assert.isUndefined(sink.event({ type: "upsert", data: canonical, id: `${STORE}.1` }))
       const spaced = Route.toJson(routeOf({ handler: "other" as Route.HandlerName })).replace(/,"/g, ", \"")

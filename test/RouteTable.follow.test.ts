@@ -27,7 +27,7 @@ import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteTable from "route-registry/RouteTable"
 import * as Follower from "../src/internal/follow/follower.js"
 import * as Sse from "../src/internal/follow/sse.js"
-import * as History from "../src/internal/table/history.js"
+import * as ReplayRing from "../src/internal/table/replayRing.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import * as FakeRegistry from "./utils/fakeRegistry.js"
 import { changed, differences, endWait, follow, followUnderTestClock, pendingWaits, route } from "./utils/followers.js"
@@ -53,8 +53,8 @@ const converged = (fake: FakeRegistry.FakeRegistry, table: Iterable<RouteTable.F
     () => differences(fake.routes.values(), table).length === 0
   ))
 
-// The cursor of everything a history holds.
-const cursorOf = (history: History.History) => History.cursorOf(history.store()!, history.revision())
+// The cursor of everything a replay ring holds.
+const cursorOf = (ring: ReplayRing.ReplayRing) => ReplayRing.cursorOf(ring.store()!, ring.revision())
 
 const seed = (fake: FakeRegistry.FakeRegistry, count: number) => {
   for (let i = 0; i < count; i++) fake.put(route("GET", `/seed/${i}`))
@@ -150,10 +150,10 @@ describe("RouteFollower.layer", () => {
     assert.include(status(), { following: "stream", reachable: true, error: undefined })
   })
 
-  it("applies creates, updates and deletes in order, and records each in its own history", async () => {
+  it("applies creates, updates and deletes in order, and records each in its own replay ring", async () => {
     const fake = await registry()
-    const { history, table } = await follower(fake.origin)
-    const start = cursorOf(history)
+    const { ring, table } = await follower(fake.origin)
+    const start = cursorOf(ring)
     const a = route("GET", "/a")
     const b = route("GET", "/b")
     fake.put(a)
@@ -166,7 +166,7 @@ describe("RouteFollower.layer", () => {
     await converged(fake, table)
     assert.strictEqual(RouteTable.lookup(table, "GET", "/a2")._tag, "Found")
     assert.strictEqual(RouteTable.lookup(table, "GET", "/b")._tag, "NotFound")
-    const resumed = history.since(start)
+    const resumed = ring.since(start)
     assert.strictEqual(resumed._tag, "Changes")
     if (resumed._tag !== "Changes") return
     assert.deepStrictEqual(resumed.changes.map((change) => change._tag === "Upsert" ? change.route.path : change.id), [
@@ -181,15 +181,15 @@ describe("RouteFollower.layer", () => {
   it("resumes after a stream cut in the middle of an event, from the last event applied, losing and repeating nothing", async () => {
     const fake = await registry()
     seed(fake, 3)
-    const { history, table } = await follower(fake.origin)
-    const start = cursorOf(history)
+    const { ring, table } = await follower(fake.origin)
+    const start = cursorOf(ring)
     for (let i = 0; i < 20; i++) {
       if (i % 4 === 0) fake.cutNextEventMidway()
       fake.put(route("POST", `/cut/${i}`))
       await new Promise((resolve) => setTimeout(resolve, 20))
     }
     await converged(fake, table)
-    const resumed = history.since(start)
+    const resumed = ring.since(start)
     assert.strictEqual(resumed._tag, "Changes")
     if (resumed._tag !== "Changes") return
     assert.strictEqual(resumed.changes.length, 20, "each change applied exactly once")
@@ -205,9 +205,9 @@ describe("RouteFollower.layer", () => {
     fake.put(kept)
     fake.put(gone)
     fake.put(altered)
-    const { history, table } = await follower(fake.origin)
+    const { ring, table } = await follower(fake.origin)
     const keptRoute = RouteTable.get(table, kept.id)
-    const start = cursorOf(history)
+    const start = cursorOf(ring)
     // What the registry holds after its restart: no history of how it got there.
     fake.routes.delete(gone.id)
     fake.routes.set(altered.id, changed(altered, { handler: "other" as never }))
@@ -223,8 +223,8 @@ describe("RouteFollower.layer", () => {
     fake.speak()
     await converged(fake, table)
     assert.strictEqual(RouteTable.get(table, kept.id), keptRoute, "an unchanged route is left as it is")
-    // Another store's snapshot: the relay's history begins again with it, so its own followers are sent a reset.
-    assert.strictEqual(history.since(start)._tag, "Reset")
+    // Another store's snapshot: the relay's ring begins again with it, so its own followers are sent a reset.
+    assert.strictEqual(ring.since(start)._tag, "Reset")
   })
 
   // On the TestClock: the staleness is the clock's, so it is exact, and the follower's retries wait for the test.
@@ -510,7 +510,7 @@ describe("a relay", () => {
     const fake = await registry()
     seed(fake, 20)
     const first = await follower(fake.origin)
-    const relay = await registry({ source: { history: first.history, routes: first.table } })
+    const relay = await registry({ source: { ring: first.ring, routes: first.table } })
     const second = await follower(relay.origin)
     assert.deepStrictEqual(differences(fake.routes.values(), second.table), [])
     const live = [...fake.routes.values()]

@@ -1,9 +1,9 @@
 /**
  * The change stream, `GET /v1/routing/changes` (docs/http-api.md, "Following every change"), through every adapter and integration, and on Postgres
  * through one: snapshot, `ready` and live changes in order; resuming by `since` and by `Last-Event-ID`; `reset` when
- * the history is gone; the refusals, before any byte of a stream; heartbeats; a follower that stops reading is cut off
- * without the registry holding more for it; every subscription ends with its client; another process's changes
- * arrive.
+ * the replay ring is gone; the refusals, before any byte of a stream; heartbeats; a follower that stops reading is
+ * cut off without the registry holding more for it; every subscription ends with its client; another process's
+ * changes arrive.
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import { getRequestListener } from "@hono/node-server"
@@ -52,7 +52,7 @@ const route = (n: number, path = `/r${n}/:id`, middleware: ReadonlyArray<string>
 // The most middleware a route may name, each name as long as a name may be: about 4 KB more on each change.
 const BULK = Array.from({ length: 32 }, (_, i) => `m${i}`.padEnd(128, "x"))
 
-/** A server whose history is watched: how many streams are subscribed to it now. */
+/** A server whose replay ring is watched: how many streams are subscribed to it now. */
 interface Watched extends Served {
   readonly subscribed: () => number | undefined
 }
@@ -63,18 +63,18 @@ interface Subject {
   readonly start: (store: Store, options?: RoutingHandler.Options, capacity?: number) => Promise<Watched>
 }
 
-// The table over `store`, with its history's subscriptions counted.
+// The table over `store`, with its replay ring's subscriptions counted.
 const watchedTable = (store: Store, capacity: number | undefined) => {
   let subscribed = 0
   const table = (capacity === undefined ? RouteTable.layer : RouteTable.layerWith({ historyCapacity: capacity })).pipe(
     Layer.provide(store),
     Layer.map((context) => {
-      const history = Context.get(context, RouteTable.ChangeHistory)
+      const ring = Context.get(context, RouteTable.ChangeHistory)
       return Context.add(context, RouteTable.ChangeHistory, {
-        ...history,
+        ...ring,
         subscribe: (listener) => {
           subscribed++
-          const unsubscribe = history.subscribe(listener)
+          const unsubscribe = ring.subscribe(listener)
           let once = false
           return () => {
             if (!once) subscribed--
@@ -340,7 +340,7 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
 })
 
 // The integrations keep the default capacity: this runs where the host builds the table.
-describe.each(adapters.map(ofAdapter))("a client past the history's capacity, through $name", (subject) => {
+describe.each(adapters.map(ofAdapter))("a client past the replay ring's capacity, through $name", (subject) => {
   it("resumes from the store's log, each route's last change once, when the log still holds the changes", async () => {
     const { create, open, remove, update } = await serve(subject, RouteRepository.layerMemory, {}, 2)
     const first = await open()
@@ -572,7 +572,7 @@ describe("a routing API without a route table", () => {
 })
 
 describe("RouteTable.layerWith", () => {
-  it.effect("refuses a history capacity that is not a whole number from 1, naming it", () =>
+  it.effect("refuses a replay ring capacity that is not a whole number from 1, naming it", () =>
     Effect.gen(function*() {
       for (const historyCapacity of [0, -1, 1.5, Number.NaN]) {
         const error = yield* Effect.flip(

@@ -1,8 +1,9 @@
 /**
  * ARCHITECTURE.md's rule, enforced: imports run one way, model → stores → table → HTTP core → transport → adapters and
- * routers → entry points, with the shared modules below every layer. A module imports at run time only from its own layer or
- * the layers to its left; type-only imports back up are allowed; no run-time import cycle. Each file's layer is the
- * one ARCHITECTURE.md's table gives it, read from LAYERS below, which must name every file of src/.
+ * routers → entry points, with the shared modules below every layer. A module imports only from its own layer or the
+ * layers to its left; the one import back up is a type-only one from an internal module to its own public module (the
+ * face that imports it), naming its interface; no run-time import cycle. Each file's layer is the one ARCHITECTURE.md's
+ * table of rooms gives it, read from the document itself, which must name every file of src/.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { readdirSync, readFileSync } from "node:fs"
@@ -11,74 +12,29 @@ import { fileURLToPath } from "node:url"
 import ts from "typescript"
 
 const SRC = fileURLToPath(new URL("../src", import.meta.url))
+const ARCHITECTURE = readFileSync(new URL("../ARCHITECTURE.md", import.meta.url), "utf8")
 
-const ORDER = [
-  "shared",
-  "model",
-  "stores",
-  "table",
-  "HTTP core",
-  "transport",
-  "adapters and routers",
-  "entry points"
-] as const
-type Layer = typeof ORDER[number]
+// The table of "The rooms": `| layer | public modules | internal rooms |`, a row with no layer going on with the one
+// above. A public module `Route` is src/Route.ts; a room is a file, or a folder ending in "/".
+const tableRows = (ARCHITECTURE.split(/^## /m).find((section) => section.startsWith("The rooms")) ?? "")
+  .split("\n")
+  .filter((line) => line.startsWith("|") && !/^\|\s*(layer|-+)\s*\|/.test(line))
+  .map((line) => line.split("|").slice(1, -1).map((cell) => cell.trim()))
 
-// ARCHITECTURE.md's table, by path under src/: a file, or a folder ending in "/" (the longest match wins).
-const LAYERS: ReadonlyArray<readonly [string, Layer]> = [
-  ["internal/limits.ts", "shared"],
-  ["internal/disposable.ts", "shared"],
-  ["internal/urls.ts", "shared"],
-  ["Telemetry.ts", "shared"],
-  ["internal/telemetry.ts", "shared"],
-  ["Route.ts", "model"],
-  ["Split.ts", "model"],
-  ["When.ts", "model"],
-  ["InvalidOption.ts", "model"],
-  ["Catalog.ts", "model"],
-  ["internal/route/", "model"],
-  ["internal/optionChecks.ts", "model"],
-  ["internal/cli/routesFile.ts", "model"],
-  ["internal/alarms.ts", "model"],
-  ["RouteRepository.ts", "stores"],
-  ["PgRouteRepository.ts", "stores"],
-  ["internal/store/", "stores"],
-  ["internal/pg/", "stores"],
-  ["RouteTable.ts", "table"],
-  ["RouteFollower.ts", "table"],
-  ["HostPaths.ts", "table"],
-  ["internal/table/", "table"],
-  ["internal/follow/", "table"],
-  ["RoutingHandler.ts", "HTTP core"],
-  ["RoutingApi.ts", "HTTP core"],
-  ["Authenticator.ts", "HTTP core"],
-  ["Problem.ts", "HTTP core"],
-  ["internal/options.ts", "HTTP core"],
-  ["internal/http/", "HTTP core"],
-  ["internal/auth/", "HTTP core"],
-  ["internal/transport/", "transport"],
-  ["AdminListener.ts", "adapters and routers"],
-  ["AdminWebHandler.ts", "adapters and routers"],
-  ["AdminHttpApp.ts", "adapters and routers"],
-  ["RouterListener.ts", "adapters and routers"],
-  ["RouterHttpApp.ts", "adapters and routers"],
-  ["NodeListener.ts", "adapters and routers"],
-  ["WebHandler.ts", "adapters and routers"],
-  ["RoutingHttpApp.ts", "adapters and routers"],
-  ["NodeRouter.ts", "adapters and routers"],
-  ["Express.ts", "adapters and routers"],
-  ["Fastify.ts", "adapters and routers"],
-  ["Hono.ts", "adapters and routers"],
-  ["internal/router/", "adapters and routers"],
-  ["internal/integrations/", "adapters and routers"],
-  ["index.ts", "entry points"],
-  ["Cli.ts", "entry points"],
-  ["bin.ts", "entry points"],
-  ["internal/cli/", "entry points"]
-]
+const named = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)
 
-const layerOf = (file: string): Layer | undefined => {
-  let best: readonly [string, Layer] | undefined
+const { LAYERS, ORDER } = tableRows.reduce(
+  (read, [layer = "", publics = "", rooms = ""]) => {
+    const current = layer === "" ? read.ORDER.at(-1)! : layer
+    if (layer !== "") read.ORDER.push(layer)
+    for (const name of named(publics)) read.LAYERS.push([`${name}.ts`, current])
+    for (const room of named(rooms)) read.LAYERS.push([room, current])
+    return read
+  },
+  { LAYERS: [] as Array<readonly [string, string]>, ORDER: [] as Array<string> }
+)
+const layerOf = (file: string): string | undefined => {
+  let best: readonly [string, string] | undefined
   for (const entry of LAYERS) {
     const [path] = entry
     const matches = path.endsWith("/") ? file.startsWith(path) : file === path
@@ -91,7 +47,7 @@ interface Import {
   readonly from: string
   readonly to: string
   readonly line: number
-  /** Erased when compiled: `import type`, every name `type`, `export type … from`. */
+  /** Erased when compiled: `import type`, every name `type`, `export type … from`, `import("./x.js").T`. */
   readonly typeOnly: boolean
 }
 
@@ -130,8 +86,10 @@ const importsOf = (file: string): Array<Import> => {
       node.arguments[0] !== undefined && ts.isStringLiteral(node.arguments[0])
     ) {
       add(node.arguments[0].text, node, false)
-    } else if (ts.isImportTypeNode(node)) {
-      return // `import("./x.js").T` in a type: erased
+    } else if (
+      ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)
+    ) {
+      add(node.argument.literal.text, node, true) // `import("./x.js").T` in a type: erased, but an import still
     }
     ts.forEachChild(node, visit)
   }
@@ -152,11 +110,19 @@ describe("ARCHITECTURE.md: imports run one way", () => {
     assert.deepStrictEqual(imports.filter((i) => !known.has(i.to)).map(at), [])
   })
 
-  it("no run-time import goes to a layer to the right (a type-only one may)", () => {
+  it("the layers run in the order of its diagram, shared below them", () => {
+    const diagram = /^```\n(.+)\n```$/m.exec(ARCHITECTURE.split(/^## /m).find((s) => s.startsWith("Which way"))!)!
+    assert.deepStrictEqual(["shared", ...diagram[1]!.split("→").map((layer) => layer.trim())], ORDER)
+  })
+
+  it("no import goes to a layer to the right, but a type-only one from an internal module to its own public module", () => {
     const rank = (file: string) => ORDER.indexOf(layerOf(file)!)
+    // A public module's own internal modules: those it imports, being their face.
+    const ownPublic = (i: Import) =>
+      !i.to.includes("/") && i.from.startsWith("internal/") && imports.some((j) => j.from === i.to && j.to === i.from)
     const backwards = imports
-      .filter((i) => !i.typeOnly && rank(i.to) > rank(i.from))
-      .map((i) => `${at(i)}: ${layerOf(i.from)} → ${layerOf(i.to)}`)
+      .filter((i) => rank(i.to) > rank(i.from) && !(i.typeOnly && ownPublic(i)))
+      .map((i) => `${at(i)}: ${layerOf(i.from)} → ${layerOf(i.to)}${i.typeOnly ? " (type-only)" : ""}`)
     assert.deepStrictEqual(backwards, [])
   })
 

@@ -35,7 +35,7 @@ afterEach(async () => {
   opened = []
 })
 
-// A registry process over `store`: its own table, its own history, its routing API on a port of its own.
+// A registry process over `store`: its own table, its own replay ring, its routing API on a port of its own.
 const registry = async (store: Layer.Layer<RouteRepository.RouteRepository, unknown>, historyCapacity?: number) => {
   const table = historyCapacity === undefined ? RouteTable.layer : RouteTable.layerWith({ historyCapacity })
   const listener = await AdminListener.fromLayer(Layer.merge(table.pipe(Layer.provide(store)), tokens))
@@ -171,7 +171,7 @@ describe("a relay", () => {
       const atOrigin = await untilReady(moved)
       await Effect.runPromise(eventually(
         "the relay has the change",
-        () => relayed.history.revision() >= revisionOf(atOrigin.cursor)
+        () => relayed.ring.revision() >= revisionOf(atOrigin.cursor)
       ))
       const atRelay = await untilReady(await open(relay, atRegistry.cursor))
       assert.deepStrictEqual(kinds(atRelay.events), ["upsert", "ready"])
@@ -201,17 +201,17 @@ const relayOf = async (origin: Served, historyCapacity: number) => {
 
 // Waits until the relay holds the registry's latest change.
 const caughtUp = async (
-  relay: { readonly relayed: { readonly history: { revision: () => number } } },
+  relay: { readonly relayed: { readonly ring: { revision: () => number } } },
   origin: Served
 ) => {
   const latest = revisionOf((await untilReady(await open(origin))).cursor)
-  await Effect.runPromise(eventually("the relay has every change", () => relay.relayed.history.revision() >= latest))
+  await Effect.runPromise(eventually("the relay has every change", () => relay.relayed.ring.revision() >= latest))
 }
 
 const summary = (events: ReadonlyArray<EventStream.Event>) =>
   events.map((event) => `${event.event} ${event.id} ${event.event === "ready" ? "" : JSON.stringify(event.data)}`)
 
-describe("a relay whose history no longer holds a client's cursor", () => {
+describe("a relay whose replay ring no longer holds a client's cursor", () => {
   it("catches the client up from the registry's log: exactly the missed changes, no reset, then live", async () => {
     const origin = await registry(RouteRepository.layerMemory)
     const kept = await create(origin, "/kept")
@@ -224,7 +224,7 @@ describe("a relay whose history no longer holds a client's cursor", () => {
     await update(origin, kept.id, "moved")
     await remove(origin, gone.id)
     await caughtUp(relay, origin)
-    assert.isBelow(revisionOf(cursor), relay.relayed.history.revision() - 2, "older than the relay's history")
+    assert.isBelow(revisionOf(cursor), relay.relayed.ring.revision() - 2, "older than the relay's replay ring")
 
     const stream = await open(relay, cursor)
     const events = await stream.waitFor((event) => event.event === "ready")
@@ -249,11 +249,11 @@ describe("a relay whose history no longer holds a client's cursor", () => {
     assert.deepStrictEqual(next.slice(caught).map((event) => `${event.event} ${event.data.id}`), [`upsert ${later.id}`])
   })
 
-  it("catches up page by page past a page of the log, then from the relay's own history, with no gap and no duplicate", async () => {
+  it("catches up page by page past a page of the log, then from the relay's own replay ring, with no gap and no duplicate", async () => {
     const origin = await registry(RouteRepository.layerMemory, 50)
     const relay = await relayOf(origin, 10)
     const { cursor } = await untilReady(await open(relay))
-    // More than a page of the log (1,000 changes), so that the catch-up ends inside the relay's own history.
+    // More than a page of the log (1,000 changes), so that the catch-up ends inside the relay's own replay ring.
     const ids: Array<string> = []
     for (let n = 0; n < 1005; n++) ids.push((await create(origin, `/page/${n}`)).id)
     await caughtUp(relay, origin)

@@ -1,6 +1,6 @@
 /**
  * A registry's change stream (docs/http-api.md, "Following every change") served by a small `node:http` server over a map of routes and the
- * library's own change history, with the faults a follower must survive on command: every stream cut, the next event
+ * library's own replay ring, with the faults a follower must survive on command: every stream cut, the next event
  * cut in the middle of its frame, a restart (a new store: old cursors are answered with a reset), a silent stream,
  * refusals. Events may be split into single bytes and sent with CRLF line ends, as any server may send them.
  */
@@ -8,19 +8,19 @@ import * as Http from "node:http"
 import type * as Net from "node:net"
 import * as Route from "route-registry/Route"
 import { newStoreId } from "../../src/internal/store/rules.js"
-import * as History from "../../src/internal/table/history.js"
+import * as ReplayRing from "../../src/internal/table/replayRing.js"
 
 export interface Options {
   /** The token it accepts; others get 401 invalid_token. */
   readonly token?: string
   /** Heartbeat period; default 15 s. */
   readonly heartbeatMillis?: number
-  /** History capacity; default the library's. */
+  /** Replay ring capacity; default the library's. */
   readonly capacity?: number
   /** Line ends: "\n" (default) or "\r\n". */
   readonly lineEnd?: string
-  /** Serve another table's routes and history (a relay's) instead of its own. */
-  readonly source?: { readonly history: History.History; readonly routes: Iterable<Route.StoredRoute> }
+  /** Serve another table's routes and replay ring (a relay's) instead of its own. */
+  readonly source?: { readonly ring: ReplayRing.ReplayRing; readonly routes: Iterable<Route.StoredRoute> }
 }
 
 export interface FakeRegistry {
@@ -36,7 +36,7 @@ export interface FakeRegistry {
   readonly cutAll: () => void
   /** The next event is written up to the middle of its frame, then its stream destroyed. */
   readonly cutNextEventMidway: () => void
-  /** A new store's history, as after a memory registry's restart: a follower's cursor is answered with a reset. */
+  /** A new store's ring, as after a memory registry's restart: a follower's cursor is answered with a reset. */
   readonly restart: () => void
   /** Refuses every new stream with this status (401, 403, 503…), or accepts them again (undefined). */
   readonly refuse: (status: number | undefined) => void
@@ -65,17 +65,17 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
   const nl = options.lineEnd ?? "\n"
   const routes = new Map<string, Route.StoredRoute>()
   const begun = () => {
-    const made = History.make(options.capacity)
+    const made = ReplayRing.make(options.capacity)
     made.begin(newStoreId(), 0, routes.values())
     return made
   }
-  let history = options.source?.history ?? begun()
+  let ring = options.source?.ring ?? begun()
   const current = () => options.source?.routes ?? routes.values()
-  const cursor = () => History.cursorOf(history.store()!, history.revision())
-  const changeFrame = (change: History.Change) =>
+  const cursor = () => ReplayRing.cursorOf(ring.store()!, ring.revision())
+  const changeFrame = (change: ReplayRing.Change) =>
     frame(
       change._tag === "Upsert" ? "upsert" : "delete",
-      History.cursorOf(history.store()!, change.revision),
+      ReplayRing.cursorOf(ring.store()!, change.revision),
       change.text
     )
   const streams = new Set<Stream>()
@@ -104,7 +104,7 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
   const snapshot = (stream: Stream) => {
     const at = cursor()
     for (const route of current()) {
-      write(stream, frame("upsert", History.snapshotCursorOf(at, route), Route.toJson(route)))
+      write(stream, frame("upsert", ReplayRing.snapshotCursorOf(at, route), Route.toJson(route)))
     }
     write(stream, frame("ready", at))
   }
@@ -127,16 +127,14 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
     const stream: Stream = {
       res,
       queue: [],
-      unsubscribe: history.subscribe((change) =>
-        change === undefined ? res.destroy() : write(stream, changeFrame(change))
-      )
+      unsubscribe: ring.subscribe((change) => change === undefined ? res.destroy() : write(stream, changeFrame(change)))
     }
     streams.add(stream)
     res.on("close", () => {
       stream.unsubscribe()
       streams.delete(stream)
     })
-    const resume = resumedAt === undefined ? undefined : history.since(resumedAt)
+    const resume = resumedAt === undefined ? undefined : ring.since(resumedAt)
     if (resume === undefined) return snapshot(stream)
     if (resume._tag === "Changes") {
       for (const change of resume.changes) write(stream, changeFrame(change))
@@ -160,12 +158,12 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
     routes,
     // Each change takes the next revision, as a registry's log gives it.
     put: (route) => {
-      const revised = new Route.StoredRoute({ ...route, revision: history.revision() + 1 }, true)
+      const revised = new Route.StoredRoute({ ...route, revision: ring.revision() + 1 }, true)
       routes.set(route.id, revised)
-      history.upserted(revised, revised.revision)
+      ring.upserted(revised, revised.revision)
     },
     remove: (id) => {
-      if (routes.delete(id)) history.deleted(id, history.revision() + 1)
+      if (routes.delete(id)) ring.deleted(id, ring.revision() + 1)
     },
     inject: (text) => {
       for (const stream of streams) stream.res.write(text)
@@ -178,7 +176,7 @@ export const start = async (options: Options = {}): Promise<FakeRegistry> => {
     },
     restart: () => {
       for (const stream of streams) stream.res.destroy()
-      history = begun()
+      ring = begun()
     },
     refuse: (status) => {
       refusal = status

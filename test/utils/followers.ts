@@ -10,14 +10,14 @@ import * as Route from "route-registry/Route"
 import * as RouteFollower from "route-registry/RouteFollower"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
-import type * as History from "../../src/internal/table/history.js"
+import type * as ReplayRing from "../../src/internal/table/replayRing.js"
 import { eventually } from "./waiting.js"
 
 export interface Follower {
   readonly table: RouteTable.Table<Route.StoredRoute>
   readonly store: RouteRepository.RouteRepository["Type"]
   readonly status: () => RouteTable.Status
-  readonly history: History.History
+  readonly ring: ReplayRing.ReplayRing
   /** Its services, and the authenticator when one was given. */
   readonly runtime: ManagedRuntime.ManagedRuntime<
     | RouteTable.RouteTable
@@ -56,7 +56,7 @@ export const follow = async (
     table: Context.get(context, RouteTable.RouteTable),
     store: Context.get(context, RouteRepository.RouteRepository),
     status: Context.get(context, RouteTable.TableStatus).unsafeGet,
-    history: Context.get(context, RouteTable.ChangeHistory),
+    ring: Context.get(context, RouteTable.ChangeHistory),
     runtime,
     close: () => runtime.dispose()
   }

@@ -1,24 +1,18 @@
 /**
- * How a follower applies the events of a change stream to its table, its memory index and its history: routes at the
+ * How a follower applies the events of a change stream to its table, its memory index and its replay ring: routes at the
  * registry's revisions, read from each event's cursor; a snapshot collected until its `ready` (the first one straight
  * into the table, which nothing routes with yet), then taken whole.
  *
  * @internal
  */
-import { Effect, Queue } from "effect"
+import { Effect } from "effect"
 import * as Route from "../../Route.js"
 import * as Memory from "../store/memoryIndex.js"
 import { optionalOf } from "../store/rules.js"
-import * as History from "../table/history.js"
+import * as ReplayRing from "../table/replayRing.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as Decode from "./decode.js"
-import type { Snapshot, State } from "./follower.js"
-
-/** A route of an event, with the revision its cursor gives it. */
-export interface Revised {
-  readonly route: Decode.Decoded
-  readonly revision: number
-}
+import { now, type Revised, type Snapshot, type State, unsafeLog } from "./state.js"
 
 const parse = (data: string): unknown => {
   try {
@@ -72,21 +66,15 @@ const unplace = (state: State, id: string): boolean => {
 
 const put = (state: State, revised: Revised): void => {
   const stored = place(state, revised)
-  if (stored !== undefined) state.history.upserted(stored, revised.revision, revised.route.text)
+  if (stored !== undefined) state.ring.upserted(stored, revised.revision, revised.route.text)
   else if (RouteTree.get(state.tree, revised.route.id) === undefined) {
-    state.history.deleted(revised.route.id, revised.revision)
+    state.ring.deleted(revised.route.id, revised.revision)
   }
 }
 
 const drop = (state: State, id: string, revision: number): void => {
-  if (unplace(state, id)) state.history.deleted(id, revision)
+  if (unplace(state, id)) state.ring.deleted(id, revision)
 }
-
-export const unsafeLog = (state: State, log: Effect.Effect<void>): void => {
-  Queue.unsafeOffer(state.log, log)
-}
-
-export const now = (state: State): number => state.clock.unsafeCurrentTimeMillis()
 
 // Routing from a snapshot file, the follower is sent every route again: the registry could not resume from it.
 const SNAPSHOT_REPLACED = Effect.logWarning(
@@ -100,7 +88,7 @@ export const startSnapshot = (state: State): void => {
   state.snapshot = state.routing ? { held: new Map(), since, bytes: 0 } : { kept: new Set(), since, bytes: 0 }
 }
 
-// The snapshot is complete: the table takes it whole, in one step no request sees half of, and the history begins
+// The snapshot is complete: the table takes it whole, in one step no request sees half of, and the ring begins
 // again with it. Losing routes this way (a registry that restarted empty, or was pointed at another database) is worth
 // a warning with the counts.
 const takeSnapshot = (state: State, snapshot: Map<string, Revised>): void => {
@@ -155,18 +143,18 @@ const uncollect = (state: State, snapshot: Snapshot, id: string): void => {
 }
 
 // The snapshot is complete, as of the cursor of its `ready`.
-export const complete = (state: State, snapshot: Snapshot, at: History.Cursor): void => {
+export const complete = (state: State, snapshot: Snapshot, at: ReplayRing.Cursor): void => {
   if (snapshot.held !== undefined) takeSnapshot(state, snapshot.held)
   else {
     // What a stream cut before the first `ready` had put into the table, and this snapshot does not name.
     for (const id of Array.from(RouteTree.ids(state.tree))) if (!snapshot.kept.has(id)) unplace(state, id)
   }
-  state.history.begin(at.store, at.revision, Array.from(state.memory.byId.values()))
+  state.ring.begin(at.store, at.revision, Array.from(state.memory.byId.values()))
 }
 
 // The registry's cursor an event carries: its route's revision (a snapshot's event: the third part).
-export const cursorOf = (id: string): History.Cursor | undefined => {
-  const cursor = History.parse(id)
+export const cursorOf = (id: string): ReplayRing.Cursor | undefined => {
+  const cursor = ReplayRing.parse(id)
   return typeof cursor === "object" ? cursor : undefined
 }
 

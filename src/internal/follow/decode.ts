@@ -2,7 +2,7 @@
  * The data of an `upsert` event, decoded as strictly as `Schema.decodeUnknownEither(Route.Route)` and without Schema:
  * a follower applies every change of its registry, so this is its hot path. The route's path is parsed once, for the
  * decision and for the table; and the event's text is recognised when it is exactly the route's JSON (`Route.toJson`),
- * so the follower's own history records it as it came instead of serialising the route again.
+ * so the follower's own replay ring records it as it came instead of serialising the route again.
  *
  * @internal
  */
@@ -99,7 +99,7 @@ export const decodeUpsert = (json: unknown, data: string): Decoded | undefined =
   const optional = optionalFields(json as Record<string, unknown>, handler)
   if (optional === undefined) return undefined
   // Schema.Class ignores keys it does not know; only the text is then not the route's own. A route with the fields of
-  // docs/router.md is written again by the follower's history (rare, and not worth recognising).
+  // docs/router.md is written again by the follower's ring (rare, and not worth recognising).
   const canonical = hasRouteKeys(json) && data.length === plainLength(id, method, path, middleware, handler)
   return {
     id,

@@ -9,14 +9,15 @@ import { Deferred, Effect, Either } from "effect"
 import type * as Route from "../../Route.js"
 import * as Memory from "../store/memoryIndex.js"
 import * as BootstrapFile from "../table/bootstrapFile.js"
-import * as History from "../table/history.js"
+import * as ReplayRing from "../table/replayRing.js"
 import * as RouteTree from "../table/routeTree.js"
 import * as SnapshotFile from "../table/snapshotFile.js"
-import * as Follower from "./follower.js"
+import * as Health from "./health.js"
+import type * as FollowState from "./state.js"
 
 // Routes taken into a table nobody routes with yet, so no request sees it in part.
 const placeAll = (
-  state: Follower.State,
+  state: FollowState.State,
   routes: Iterable<Route.StoredRoute>,
   parsed?: (i: number) => unknown
 ): void => {
@@ -33,11 +34,11 @@ const placeAll = (
  * Routes from a last-known-good snapshot at once: the table as of its revision, confirmed current at its
  * `confirmedAt`, resumed from its cursor (the registry sends only the changes since, or a `reset` when it cannot).
  */
-export const fromSnapshot = (state: Follower.State, snapshot: SnapshotFile.Snapshot): void => {
+export const fromSnapshot = (state: FollowState.State, snapshot: SnapshotFile.Snapshot): void => {
   const { entries, header } = snapshot
   placeAll(state, entries.map((entry) => entry.route), (i) => entries[i]!.parsed)
-  state.history.begin(header.store, header.revision, entries.map((entry) => entry.route))
-  state.cursor = History.cursorOf(header.store, header.revision)
+  state.ring.begin(header.store, header.revision, entries.map((entry) => entry.route))
+  state.cursor = ReplayRing.cursorOf(header.store, header.revision)
   state.routing = true
   state.source = "snapshot"
   state.confirmed.at = Date.parse(header.confirmedAt)
@@ -48,7 +49,7 @@ export const fromSnapshot = (state: Follower.State, snapshot: SnapshotFile.Snaps
  * Routes from a bootstrap file, until the registry's first `ready` replaces it whole; `false`, changing nothing, when
  * the registry's first snapshot is already arriving (its routes are going into the table: never a mix of both).
  */
-export const fromBootstrap = (state: Follower.State, routes: ReadonlyArray<Route.StoredRoute>): boolean => {
+export const fromBootstrap = (state: FollowState.State, routes: ReadonlyArray<Route.StoredRoute>): boolean => {
   if (state.routing || state.snapshot !== undefined) return false
   placeAll(state, routes)
   state.routing = true
@@ -58,22 +59,22 @@ export const fromBootstrap = (state: Follower.State, routes: ReadonlyArray<Route
 }
 
 /** The table to write as a snapshot now, or `undefined` while it is not one of the registry's complete tables. */
-export const capture = (state: Follower.State): SnapshotFile.Content | undefined => {
-  const store = state.history.store()
+export const capture = (state: FollowState.State): SnapshotFile.Content | undefined => {
+  const store = state.ring.store()
   if (!state.routing || state.snapshot !== undefined || state.source === "bootstrap" || store === undefined) {
     return undefined
   }
   return {
     kind: "follower",
     store,
-    revision: state.history.revision(),
-    confirmedAt: Follower.status(state).confirmedAt ?? new Date(state.confirmed.at),
+    revision: state.ring.revision(),
+    confirmedAt: Health.status(state).confirmedAt ?? new Date(state.confirmed.at),
     routes: Array.from(state.memory.byId.values())
   }
 }
 
 /** Routes from the snapshot at `file` when it is valid; otherwise names it in a warning and starts without it. */
-export const startFromSnapshot = (state: Follower.State, file: string): Effect.Effect<void> =>
+export const startFromSnapshot = (state: FollowState.State, file: string): Effect.Effect<void> =>
   Effect.flatMap(SnapshotFile.read(file, "follower"), (read) => {
     if (Either.isLeft(read)) return SnapshotFile.refused(file, read.left)
     const { header } = read.right
@@ -85,7 +86,7 @@ export const startFromSnapshot = (state: Follower.State, file: string): Effect.E
   })
 
 /** Writes the table to `file` at most once per `SnapshotFile.INTERVAL_MILLIS` while it changes, and at the end. */
-export const keepSnapshot = (state: Follower.State, file: string): Effect.Effect<void, never, Scope.Scope> =>
+export const keepSnapshot = (state: FollowState.State, file: string): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     const writer = yield* SnapshotFile.writer(file, () => capture(state))
     state.persist = writer.changed
@@ -99,7 +100,7 @@ export const keepSnapshot = (state: Follower.State, file: string): Effect.Effect
  * Routes from the bootstrap file at `file`, or says why it cannot; when the registry's first routes began to arrive
  * meanwhile, waits for them instead.
  */
-export const startFromBootstrap = (state: Follower.State, file: string): Effect.Effect<void, string> =>
+export const startFromBootstrap = (state: FollowState.State, file: string): Effect.Effect<void, string> =>
   Effect.flatMap(BootstrapFile.read(file, state.clock.unsafeCurrentTimeMillis()), (read) => {
     if (Either.isLeft(read)) return Effect.fail(`the bootstrap file ${file}: ${read.left}`)
     if (!fromBootstrap(state, read.right)) {

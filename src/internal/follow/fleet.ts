@@ -4,16 +4,16 @@
  * joins; it reports the revision it applied, with its own followers' entries when it is a relay, on a request of its
  * own tied to its stream; it leaves when the stream closes, and stays listed as gone for `LEFT_MILLIS`.
  *
- * One fleet per change history (`of`): the routing API built over a history records its followers there, and the
- * follower that feeds that history (a relay) reads it to pass its followers on upward. Everything the outside can grow
+ * One fleet per replay ring (`of`): the routing API built over a ring records its followers there, and the
+ * follower that feeds that ring (a relay) reads it to pass its followers on upward. Everything the outside can grow
  * is bounded: names, entries per report, reports per second, followers kept after they left.
  *
  * @internal
  */
 import type { Clock } from "effect"
 import * as Limits from "../limits.js"
-import * as History from "../table/history.js"
 import type { Source } from "../table/liveTable.js"
+import * as ReplayRing from "../table/replayRing.js"
 
 export type { Source }
 
@@ -111,20 +111,20 @@ export const checkName = (name: string): string | undefined =>
  * follower's applied revision and a process's latest both come from here.
  */
 export const revisionOf = (cursor: string): number | undefined => {
-  const parsed = History.parse(cursor)
+  const parsed = ReplayRing.parse(cursor)
   return typeof parsed === "object" && parsed.routeRevision === undefined ? parsed.revision : undefined
 }
 
-/** The latest revision `history` holds: what this process's followers catch up to. */
-export const latestRevision = (history: History.History): number => history.revision()
+/** The latest revision `ring` holds: what this process's followers catch up to. */
+export const latestRevision = (ring: ReplayRing.ReplayRing): number => ring.revision()
 
-// --- one fleet per history -----------------------------------------------------------------------------------------
+// --- one fleet per replay ring ---------------------------------------------------------------------------------------
 
-const fleets = new WeakMap<History.History, Fleet>()
+const fleets = new WeakMap<ReplayRing.ReplayRing, Fleet>()
 
-/** The fleet of the followers of `history`'s stream, made on first use with `clock` and `bounds`. */
-export const of = (history: History.History, clock: Clock.Clock, bounds: Bounds = BOUNDS): Fleet => {
-  let fleet = fleets.get(history)
+/** The fleet of the followers of `ring`'s stream, made on first use with `clock` and `bounds`. */
+export const of = (ring: ReplayRing.ReplayRing, clock: Clock.Clock, bounds: Bounds = BOUNDS): Fleet => {
+  let fleet = fleets.get(ring)
   if (fleet === undefined) {
     fleet = {
       clock,
@@ -138,7 +138,7 @@ export const of = (history: History.History, clock: Clock.Clock, bounds: Bounds 
       left: [],
       listeners: new Set()
     }
-    fleets.set(history, fleet)
+    fleets.set(ring, fleet)
   }
   return fleet
 }

@@ -1,55 +1,35 @@
 /**
  * A follower: a route table kept equal to another registry's by reading its change stream, with no store of its own.
  * It applies the stream's events in order as they arrive, keeps a memory index of the same routes for listings (the
- * memory store's), records each change it applies in its own history (so its own change stream serves them onward: a
+ * memory store's), records each change it applies in its own replay ring (so its own change stream serves them onward: a
  * relay), and reconnects by itself, resuming from the last event it applied.
  *
- * Each event's id is the registry's cursor (internal/table/history.ts): the follower takes each route's revision from
- * it (its ETags are the registry's), and its history records each change under the registry's store and revision, so
+ * Each event's id is the registry's cursor (internal/table/replayRing.ts): the follower takes each route's revision from
+ * it (its ETags are the registry's), and its ring records each change under the registry's store and revision, so
  * a relay passes the registry's cursors on unchanged and a follower moves between relays and the registry freely.
  *
  * After a `reset` (or on a stream opened without a cursor) the routes of the snapshot are collected while the table
  * keeps routing as it was; at `ready` the table takes them at once, and loses every route the snapshot did not name,
- * so it ends equal to the registry, and the history begins again at the snapshot's revision. The first snapshot, which
+ * so it ends equal to the registry, and the ring begins again at the snapshot's revision. The first snapshot, which
  * nothing routes with until its `ready`, goes into the table as it arrives: the follower holds it once
  * (docs/scaling-out.md, "A follower's memory").
  *
  * @internal
  */
-import type { Clock, Context } from "effect"
-import { Deferred, Duration, Effect, Queue, Schedule } from "effect"
-import * as Route from "../../Route.js"
+import type { Context } from "effect"
+import { Deferred, Duration, Effect, Schedule } from "effect"
 import * as RouteRepository from "../../RouteRepository.js"
 import * as Memory from "../store/memoryIndex.js"
-import * as History from "../table/history.js"
-import type { Source, Status } from "../table/liveTable.js"
-import * as RouteTree from "../table/routeTree.js"
 import * as Apply from "./apply.js"
 import * as Client from "./client.js"
+import { confirm, isHealthy, logLoss, settle } from "./health.js"
 import * as Heartbeat from "./heartbeat.js"
 import * as Listing from "./listing.js"
 import * as Log from "./log.js"
 import type * as Sse from "./sse.js"
+import { now, type Settings, type State, unsafeLog } from "./state.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
-
-/** The follower's settings, checked. */
-export interface Settings {
-  readonly target: Client.Target
-  /** The first wait before reconnecting, and the longest: each failure in a row doubles it up to the longest. */
-  readonly retryInitialMillis: number
-  readonly retryMaxMillis: number
-  /** The most routes a snapshot may hold, its most bytes, and the longest it may take, before the stream is dropped. */
-  readonly maxSnapshotRoutes: number
-  readonly maxSnapshotBytes: number
-  readonly snapshotTimeoutMillis: number
-}
-
-/**
- * How long a stream must stay live (past `ready`, no loss) to count as healthy: only then does the backoff start again
- * from its first wait, a protocol error stop holding the table's confirmation back, and an outage end in the log.
- */
-export const HEALTHY_MILLIS = 10_000
 
 /**
  * The most characters of an event id the follower keeps as its cursor; an id must also be printable ASCII, since it
@@ -57,158 +37,20 @@ export const HEALTHY_MILLIS = 10_000
  */
 export const MAX_CURSOR_LENGTH = 1024
 
-/** When the table was last confirmed current, and why the last connection ended. */
-interface Confirmed {
-  at: number
-  error: string | undefined
-}
-
-/** An outage, as logged: its first warning, then a count of the same loss repeated, and its end. */
-interface Outage {
-  readonly since: number
-  reason: string
-  /** Losses for `reason` since it was logged. */
-  repeats: number
-  /** A `ready` since the last warning was logged. */
-  back: boolean
-}
-
-/**
- * A snapshot being read, and when it began. While the table routes, its routes are held beside it until `ready`
- * (`held`); before the first `ready` nothing reads the table, so they go into it at once and only their ids are kept
- * (`kept`): a follower never holds its first snapshot twice.
- */
-export type Snapshot =
-  & ({ readonly held: Map<string, Apply.Revised>; readonly kept?: undefined } | {
-    readonly held?: undefined
-    readonly kept: Set<string>
-  })
-  & { readonly since: number; /** The bytes of the routes' JSON received so far. */ bytes: number }
-
-export interface State {
-  readonly settings: Settings
-  readonly tree: RouteTree.Tree<Route.StoredRoute>
-  readonly memory: Memory.Memory
-  readonly history: History.History
-  /** The id of the last event applied, to resume from. */
-  cursor: string | undefined
-  /** The id the registry gave the open stream (`Follower-Stream`), which the follower's reports name. */
-  stream: string | undefined
-  /** The registry refused the name (taken, or its fleet full): the next connection opens without it, unlisted. */
-  unlisted: boolean
-  /** Why this follower was unlisted, each logged once: a warning per cause, not per connection. */
-  readonly warned: Set<string>
-  /** Told of each event applied while live (`ready` included): the fleet report's cue (`report.ts`). */
-  applied: () => void
-  /** Told of each event applied once the table routes: the snapshot file's cue (`SnapshotFile.writer`). */
-  persist: () => void
-  /** Where the table's routes came from: the registry, or, until its first `ready`, a snapshot or bootstrap file. */
-  source: Source
-  /** While a snapshot is being read. */
-  snapshot: Snapshot | undefined
-  /** The first `ready` arrived: the table routes, and its changes are recorded for its own followers. */
-  routing: boolean
-  /** `ready` arrived on this connection: every byte since confirms the table current. */
-  live: boolean
-  /** When `ready` arrived on this connection, while it is live. */
-  liveSince: number | undefined
-  /** When the last byte arrived: a live stream past `idleMillis` without one is not current. */
-  lastByteAt: number
-  /** When the process followed was last current, as its last heartbeat said; `undefined`: it is current. */
-  upstreamConfirmedAt: number | undefined
-  /** A stream broke the protocol, and none has stayed healthy since: `ready` confirms nothing meanwhile. */
-  broken: boolean
-  readonly confirmed: Confirmed
-  /** The outage being logged, until a stream stays healthy. */
-  outage: Outage | undefined
-  /** What to log, logged by a fiber of its own: the sink runs outside any fiber. */
-  readonly log: Queue.Queue<Effect.Effect<void>>
-  /** Told of the first `ready`. */
-  readonly started: Deferred.Deferred<void, Client.Lost>
-  /** The clock of the fiber that made the state, read by the sink, which runs outside any fiber. */
-  readonly clock: Clock.Clock
-}
-
-export const makeState = (history: History.History, settings: Settings): Effect.Effect<State> =>
-  Effect.map(
-    Effect.all([Queue.unbounded<Effect.Effect<void>>(), Deferred.make<void, Client.Lost>(), Effect.clock]),
-    ([log, started, clock]) => ({
-      settings,
-      tree: new RouteTree.Tree(),
-      memory: Memory.emptyMemory(),
-      history,
-      cursor: undefined,
-      stream: undefined,
-      unlisted: false,
-      warned: new Set(),
-      applied: () => {},
-      persist: () => {},
-      source: "registry",
-      snapshot: undefined,
-      routing: false,
-      live: false,
-      liveSince: undefined,
-      lastByteAt: clock.unsafeCurrentTimeMillis(),
-      upstreamConfirmedAt: undefined,
-      broken: false,
-      confirmed: { at: clock.unsafeCurrentTimeMillis(), error: undefined },
-      outage: undefined,
-      log,
-      started,
-      clock
-    })
-  )
-
-// --- health --------------------------------------------------------------------------------------------------------
-
-/** Whether the table is current now: its stream live and not silent too long, and the process it follows current. */
-const isCurrent = (state: State, at: number): boolean =>
-  state.live && !state.broken && state.upstreamConfirmedAt === undefined &&
-  at - state.lastByteAt <= state.settings.target.idleMillis
-
-// A byte arrived: while the stream is live, the table is as current as the process it follows says it is.
-const confirm = (state: State, at: number): void => {
-  state.lastByteAt = at
-  if (state.live && !state.broken) state.confirmed.at = state.upstreamConfirmedAt ?? at
-}
-
-/** Whether the stream of this connection has stayed live long enough to count as healthy. */
-const isHealthy = (state: State, at: number): boolean =>
-  state.live && state.liveSince !== undefined && at - state.liveSince >= HEALTHY_MILLIS
-
-// A stream that stayed healthy ends what a protocol error or an outage began.
-const settle = (state: State, at: number): void => {
-  if (!isHealthy(state, at)) return
-  if (state.broken) {
-    state.broken = false
-    state.confirmed.at = state.upstreamConfirmedAt ?? state.lastByteAt
-  }
-  const outage = state.outage
-  if (outage === undefined) return
-  state.outage = undefined
-  Apply.unsafeLog(state, repeated(outage))
-}
-
-// The count of the losses an outage did not log, if any.
-const repeated = (outage: Outage): Effect.Effect<void> =>
-  outage.repeats > 0
-    ? Effect.logInfo(`route table: the change stream had been lost ${outage.repeats} more time(s) (${outage.reason})`)
-    : Effect.void
-
 const ready = (state: State, id: string): string | undefined => {
   const cursor = Apply.cursorOf(id)
   if (cursor === undefined) return Apply.notACursor("a ready", id)
   if (state.snapshot !== undefined) {
     Apply.complete(state, state.snapshot, cursor)
     state.snapshot = undefined
-  } else if (state.history.store() !== cursor.store) {
-    state.history.begin(cursor.store, cursor.revision, Array.from(state.memory.byId.values()))
+  } else if (state.ring.store() !== cursor.store) {
+    state.ring.begin(cursor.store, cursor.revision, Array.from(state.memory.byId.values()))
   } else {
-    state.history.advanced(cursor.revision)
+    state.ring.advanced(cursor.revision)
   }
   state.routing = true
   state.source = "registry"
-  const at = Apply.now(state)
+  const at = now(state)
   state.live = true
   state.liveSince = at
   confirm(state, at)
@@ -216,7 +58,7 @@ const ready = (state: State, id: string): string | undefined => {
   if (outage !== undefined && !outage.back) {
     outage.back = true
     const away = Duration.format(Duration.millis(at - outage.since))
-    Apply.unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
+    unsafeLog(state, Effect.logInfo(`route table: following the registry again, after ${away}`))
   }
   Deferred.unsafeDone(state.started, Effect.void)
   return undefined
@@ -244,7 +86,7 @@ const checkSnapshotTime = (state: State, at: number): string | undefined => {
 /** What a connection does with each event and heartbeat, in the order they arrive. */
 export const sink = (state: State): Sse.Sink => ({
   event: (event) => {
-    const at = Apply.now(state)
+    const at = now(state)
     const invalid = (event.id === "" ? undefined : checkId(event.id)) ?? checkSnapshotTime(state, at)
     if (invalid !== undefined) return invalid
     let failure: string | undefined
@@ -276,7 +118,7 @@ export const sink = (state: State): Sse.Sink => ({
     return undefined
   },
   comment: (text) => {
-    const at = Apply.now(state)
+    const at = now(state)
     const staleness = Heartbeat.staleness(text)
     state.upstreamConfirmedAt = staleness === undefined ? undefined : at - staleness
     confirm(state, at)
@@ -305,7 +147,7 @@ const readOnly = (operation: string) => Effect.fail(new RouteRepository.ReadOnly
 
 /**
  * The follower's store: reads from its memory index, the change log from the registry it follows (`log`; after a
- * revision, through a catch-up stream from the process followed, so a relay resumes a cursor older than its history
+ * revision, through a catch-up stream from the process followed, so a relay resumes a cursor older than its ring
  * as a registry does from its store's log), writes and restores refused with `ReadOnlyStore`.
  */
 export const store = (state: State, log: Log.Target): Store => {
@@ -313,7 +155,7 @@ export const store = (state: State, log: Log.Target): Store => {
   return RouteRepository.RouteRepository.of({
     readOnly: true,
     history: (query) => Log.history(log, query),
-    logAfter: (revision, limit) => Log.after(upstream, state.history.store(), revision, limit),
+    logAfter: (revision, limit) => Log.after(upstream, state.ring.store(), revision, limit),
     create: () => readOnly("create"),
     createIdempotent: () => readOnly("create"),
     update: () => readOnly("update"),
@@ -328,36 +170,6 @@ export const store = (state: State, log: Log.Target): Store => {
       }),
     list: (query) => Effect.sync(() => Memory.listMemory(state.memory, query))
   })
-}
-
-/**
- * The table's status. A follower whose stream is live, not silent past `idleMillis`, and whose registry says it is
- * current is current itself: staleness 0 however long ago the last heartbeat was. Otherwise the staleness is the time
- * since it last was, which a relay's heartbeats carry back to the time the relay itself last was.
- */
-export const status = (state: State): Status => {
-  const at = Apply.now(state)
-  settle(state, at)
-  const current = isCurrent(state, at)
-  // A bootstrap file was never confirmed by any registry: how old it is, nobody knows (past any bound; JSON: null).
-  if (state.source === "bootstrap") {
-    return {
-      following: "stream",
-      source: "bootstrap",
-      reachable: false,
-      confirmedAt: null,
-      stalenessMillis: Infinity,
-      error: state.confirmed.error
-    }
-  }
-  return {
-    following: "stream",
-    source: state.source,
-    reachable: current,
-    confirmedAt: new Date(current ? at : state.confirmed.at),
-    stalenessMillis: current ? 0 : Math.max(0, at - state.confirmed.at),
-    error: state.confirmed.error
-  }
 }
 
 // --- following -----------------------------------------------------------------------------------------------------
@@ -403,29 +215,9 @@ const connection = (state: State, sinkOf: Sse.Sink): Effect.Effect<Client.Lost> 
   )
 }
 
-// An outage is logged when it starts and when it ends (at `ready`), not at every try; the same loss again before a
-// stream stayed healthy is counted, and the count logged once it has.
-const logLoss = (state: State, lost: Client.Lost): Effect.Effect<void> => {
-  const outage = state.outage
-  if (outage !== undefined && outage.reason === lost.reason) {
-    outage.repeats++
-    return Effect.void
-  }
-  const before = outage === undefined ? Effect.void : repeated(outage)
-  if (outage === undefined) state.outage = { since: state.lastByteAt, reason: lost.reason, repeats: 0, back: false }
-  else Object.assign(outage, { reason: lost.reason, repeats: 0, back: false })
-  return Effect.zipRight(
-    before,
-    Effect.logWarning(
-      `route table: lost the registry's change stream (${lost.reason}); routing on with the table confirmed current ` +
-        `at ${status(state).confirmedAt?.toISOString() ?? "never (a bootstrap file)"}, reconnecting`
-    )
-  )
-}
-
 // What a lost connection leaves: the table no longer live, and a cursor the registry refuses dropped.
 const lose = (state: State, lost: Client.Lost): Effect.Effect<void> => {
-  const at = Apply.now(state)
+  const at = now(state)
   settle(state, at)
   state.live = false
   state.liveSince = undefined
@@ -452,7 +244,7 @@ export const follow = (state: State): Effect.Effect<void> =>
       const lost = yield* connection(state, sinkOf)
       if (!wasUnlisted && Listing.unlist(state, lost)) continue
       // A stream that stayed healthy: the backoff starts again from its first wait.
-      if (isHealthy(state, Apply.now(state))) yield* retry.reset
+      if (isHealthy(state, now(state))) yield* retry.reset
       yield* lose(state, lost)
       const started = yield* Deferred.isDone(state.started)
       if (!started && isFatal(lost) && !(cursor !== undefined && state.cursor === undefined)) {
@@ -463,6 +255,3 @@ export const follow = (state: State): Effect.Effect<void> =>
       yield* Effect.orDie(retry.next(undefined)) // the backoff never ends
     }
   })
-
-/** Writes what the follower logs. */
-export const logger = (state: State): Effect.Effect<never> => Effect.forever(Effect.flatten(Queue.take(state.log)))

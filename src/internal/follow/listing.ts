@@ -7,15 +7,14 @@
  * @internal
  */
 import { Effect } from "effect"
-import * as Apply from "./apply.js"
 import type * as Client from "./client.js"
-import type { State } from "./follower.js"
+import { type State, unsafeLog } from "./state.js"
 
 // Logs `message` the first time `cause` happens.
 const warnOnce = (state: State, cause: string, message: string): void => {
   if (state.warned.has(cause)) return
   state.warned.add(cause)
-  Apply.unsafeLog(state, Effect.logWarning(message))
+  unsafeLog(state, Effect.logWarning(message))
 }
 
 /** Where the next connection goes: with the follower's name, unless the registry just refused it. */
@@ -56,7 +55,7 @@ export const unlist = (state: State, lost: Client.Lost): boolean => {
 
 /** The registry's `expired` event: it ends the stream next, and refuses the token until it is renewed. */
 export const expired = (state: State): void =>
-  Apply.unsafeLog(
+  unsafeLog(
     state,
     Effect.logWarning(
       "route table: the registry ended the change stream because the follower's token expired; routing on with the " +

@@ -5,7 +5,7 @@
  * revisions and cursors pass through unchanged: they mean the same at every follower of it.
  *
  * The log after a revision (`after`, the follower's `RouteRepository.logAfter`), which a relay's change stream reads
- * for a cursor older than the relay's history, as a registry's reads its store's: a catch-up stream from the process
+ * for a cursor older than the relay's replay ring, as a registry's reads its store's: a catch-up stream from the process
  * followed (`GET /v1/routing/changes` from that cursor), read up to its `ready` or a page's worth of changes, then
  * closed. That process sends exactly what its own stream would (from its log, or its own upstream when it is a relay
  * too), and a `reset` only when it cannot resume the cursor itself, which the read gives as an incomplete log.
@@ -25,7 +25,7 @@ import type * as RouteRepository from "../../RouteRepository.js"
 import { StoreUnavailable } from "../store/errors.js"
 import { encodeCursor } from "../store/historyCursor.js"
 import { optionalOf } from "../store/rules.js"
-import * as History from "../table/history.js"
+import * as ReplayRing from "../table/replayRing.js"
 import * as Client from "./client.js"
 import * as Decode from "./decode.js"
 import type * as Sse from "./sse.js"
@@ -193,7 +193,7 @@ const reader = (
       if (finished) return undefined
       if (type === "reset") return finish({ complete: false, revision: 0 })
       if (type !== "upsert" && type !== "delete" && type !== "ready") return undefined
-      const cursor = History.parse(id)
+      const cursor = ReplayRing.parse(id)
       if (typeof cursor !== "object") return finish(`an event whose id is not a cursor: ${id.slice(0, 200)}`)
       // Another store's, or a snapshot's: the process followed no longer resumes this cursor.
       if (cursor.store !== store || cursor.routeRevision !== undefined) {
@@ -239,7 +239,7 @@ export const after = (
     const sink = reader(store, limit, at, read, (outcome) => Deferred.unsafeDone(ended, Effect.succeed(outcome)))
     const outcome = yield* Effect.raceFirst(
       Effect.mapError(
-        Client.connect(upstream.changes, History.cursorOf(store, revision), () => {}, sink),
+        Client.connect(upstream.changes, ReplayRing.cursorOf(store, revision), () => {}, sink),
         (lost) => unavailable(lost.reason)
       ),
       Deferred.await(ended)

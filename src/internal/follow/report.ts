@@ -12,7 +12,7 @@ import * as Https from "node:https"
 import * as Os from "node:os"
 import * as Client from "./client.js"
 import * as Fleet from "./fleet.js"
-import type * as Follower from "./follower.js"
+import type * as FollowState from "./state.js"
 
 /** Where reports go. */
 export interface Target {
@@ -88,7 +88,7 @@ export const send = (target: Target, body: string): Effect.Effect<Outcome> =>
   })
 
 /** The report of `state` now, `undefined` while it has nothing applied on an open stream to report. */
-export const bodyOf = (state: Follower.State, fleet: Fleet.Fleet): string | undefined => {
+export const bodyOf = (state: FollowState.State, fleet: Fleet.Fleet): string | undefined => {
   const revision = state.cursor === undefined ? undefined : Fleet.revisionOf(state.cursor)
   if (!state.live || state.stream === undefined || revision === undefined) return undefined
   return `{"stream":${
@@ -112,7 +112,7 @@ const upward = (entries: Array<Fleet.Entry>): Array<Fleet.Entry> =>
  * stream is live (a registry that serves no fleet, say) are logged once until a report is taken again; while the
  * stream is lost, its own warning says it all.
  */
-export const run = (state: Follower.State, fleet: Fleet.Fleet, target: Target): Effect.Effect<never> =>
+export const run = (state: FollowState.State, fleet: Fleet.Fleet, target: Target): Effect.Effect<never> =>
   Effect.gen(function*() {
     const cue = yield* Queue.sliding<void>(1)
     const cued = () => void Queue.unsafeOffer(cue, undefined)

@@ -8,11 +8,11 @@ import { Duration, Either } from "effect"
 import { InvalidOption } from "../../InvalidOption.js"
 import type { Options as FollowOptions } from "../../RouteFollower.js"
 import { MAX_TIMER_MILLIS, positiveInteger } from "../optionChecks.js"
-import * as History from "../table/history.js"
+import * as ReplayRing from "../table/replayRing.js"
 import * as Fleet from "./fleet.js"
-import type * as Follower from "./follower.js"
 import type * as Log from "./log.js"
 import * as Report from "./report.js"
+import type * as FollowState from "./state.js"
 
 /** The defaults of `RouteFollower.Options`. */
 export const DEFAULTS = {
@@ -28,9 +28,9 @@ export const DEFAULTS = {
   snapshotTimeout: Duration.minutes(5)
 } as const
 
-export interface Settings extends Follower.Settings {
+export interface Settings extends FollowState.Settings {
   readonly startTimeout: Duration.Duration
-  readonly historyCapacity: number
+  readonly replayCapacity: number
   /** Where the registry's change log is read. */
   readonly log: Log.Target
   /** Where the follower reports the revision it applied (docs/scaling-out.md, "The fleet"). */
@@ -100,7 +100,7 @@ export const resolve = (options: FollowOptions): Either.Either<Settings, Invalid
       options.snapshotTimeout ?? DEFAULTS.snapshotTimeout,
       1
     )
-    const capacity = yield* History.capacityOf(options.historyCapacity)
+    const capacity = yield* ReplayRing.capacityOf(options.historyCapacity)
     const name = yield* nameOf(options.name)
     const base = url.href.slice(0, -CHANGES_PATH.length)
     return {
@@ -111,7 +111,7 @@ export const resolve = (options: FollowOptions): Either.Either<Settings, Invalid
       maxSnapshotBytes,
       snapshotTimeoutMillis,
       startTimeout: Duration.millis(startTimeout),
-      historyCapacity: capacity,
+      replayCapacity: capacity,
       log: { url: new URL(base + HISTORY_PATH), token: options.token },
       report: { url: new URL(base + FOLLOWERS_PATH), token: options.token }
     }

@@ -2,14 +2,14 @@
  * The change stream (`GET /v1/routing/changes`) of one connection: Server-Sent Events of the table's changes, written
  * into whatever connection the adapter gives (`Sink`).
  *
- * A stream first catches up: the history's routes as of one revision (a snapshot, when the client gives no cursor or
+ * A stream first catches up: the replay ring's routes as of one revision (a snapshot, when the client gives no cursor or
  * one this process cannot resume from), or the store's log after the client's revision when it is older than what the
- * history keeps (a relay's store reads it from the process it follows: `follow/log.ts`), then the history's changes
+ * ring keeps (a relay's store reads it from the process it follows: `follow/log.ts`), then the ring's changes
  * after that, written only as fast as the connection sends them. A cursor
- * ahead of the history (issued by a process that is ahead of this one) is held until the history reaches it. Once it
- * holds nothing more to send it subscribes to the history in the same step (so no change falls between), writes
- * `ready`, and from then on each change is written into the connection by the history's listener, synchronously, as
- * the history takes it: the registry never waits for a follower. A connection that holds more than its bound of unsent
+ * ahead of the ring (issued by a process that is ahead of this one) is held until the ring reaches it. Once it
+ * holds nothing more to send it subscribes to the ring in the same step (so no change falls between), writes
+ * `ready`, and from then on each change is written into the connection by the ring's listener, synchronously, as
+ * the ring takes it: the registry never waits for a follower. A connection that holds more than its bound of unsent
  * bytes (a follower that stopped reading), or that does not take what it is sent while catching up within the stall
  * deadline, is closed, and the follower resumes from its last cursor. docs/scaling-out.md says what each bound costs.
  *
@@ -21,7 +21,7 @@ import type { LogRead } from "../../RouteRepository.js"
 import type * as RouteTable from "../../RouteTable.js"
 import * as Alarms from "../alarms.js"
 import * as Heartbeat from "../follow/heartbeat.js"
-import * as History from "../table/history.js"
+import * as ReplayRing from "../table/replayRing.js"
 import type { OpenBody, Sink } from "./exchange.js"
 import { endTurn, type LogReads, takeTurn } from "./logReads.js"
 import { type Heartbeats, join, leave, onExpiry, type Open } from "./streamTimers.js"
@@ -29,11 +29,11 @@ import { type Heartbeats, join, leave, onExpiry, type Open } from "./streamTimer
 /** Reads the store's log after a revision (`RouteRepository.logAfter`), outside any fiber. */
 export type ReadLog = (revision: number, limit: number) => Promise<LogRead>
 
-/** What a stream reads: the table and its history, kept together (the history records every change of the table). */
+/** What a stream reads: the table and its ring, kept together (the ring records every change of the table). */
 export interface Source {
   readonly table: RouteTable.Table<Route.StoredRoute>
-  readonly history: History.History
-  /** The store's log, when it keeps one: what resumes a cursor older than the history's changes. */
+  readonly ring: ReplayRing.ReplayRing
+  /** The store's log, when it keeps one: what resumes a cursor older than the ring's changes. */
   readonly log: ReadLog | undefined
   /** The most bytes a connection may hold unsent before it is closed. */
   readonly bufferBytes: number
@@ -77,20 +77,20 @@ const RESET = "event: reset\ndata: {}\n\n"
 // same bytes a thousand times. An encoder's bytes have a buffer of their own (never Node's shared pool), so a transport
 // that takes hold of a chunk's buffer takes only this event's.
 const encoder = new TextEncoder()
-const encoded = new WeakMap<History.Change, Uint8Array>()
+const encoded = new WeakMap<ReplayRing.Change, Uint8Array>()
 
-const changeEvent = (change: History.Change, store: string): Uint8Array => {
+const changeEvent = (change: ReplayRing.Change, store: string): Uint8Array => {
   let bytes = encoded.get(change)
   if (bytes === undefined) {
     bytes = encoder.encode(
-      event(change._tag === "Upsert" ? "upsert" : "delete", History.cursorOf(store, change.revision), change.text)
+      event(change._tag === "Upsert" ? "upsert" : "delete", ReplayRing.cursorOf(store, change.revision), change.text)
     )
     encoded.set(change, bytes)
   }
   return bytes
 }
 
-/** The history's routes as of `revision`, with their JSON, made once for every stream that sends them. */
+/** The ring's routes as of `revision`, with their JSON, made once for every stream that sends them. */
 interface Snapshot {
   readonly store: string
   readonly revision: number
@@ -98,12 +98,12 @@ interface Snapshot {
   readonly texts: Array<string | undefined>
 }
 
-// Taken in one step with the history's revision: its routes are exactly those as of it.
+// Taken in one step with the ring's revision: its routes are exactly those as of it.
 const snapshotOf = (source: Source, store: string): Snapshot => {
-  const revision = source.history.revision()
+  const revision = source.ring.revision()
   const shared = source.shared?.deref()
   if (shared !== undefined && shared.store === store && shared.revision === revision) return shared
-  const routes = Array.from(source.history.routes().values())
+  const routes = Array.from(source.ring.routes().values())
   const snapshot: Snapshot = { store, revision, routes, texts: new Array(routes.length) }
   source.shared = new WeakRef(snapshot)
   return snapshot
@@ -119,7 +119,7 @@ const netEvents = (store: string, entries: LogRead["entries"]): Array<string> =>
     last.set(entry.routeId, entry)
   }
   return Array.from(last.values(), (entry) => {
-    const cursor = History.cursorOf(store, entry.revision)
+    const cursor = ReplayRing.cursorOf(store, entry.revision)
     return entry.after === null
       ? event("delete", cursor, `{"id":${JSON.stringify(entry.routeId)}}`)
       : event("upsert", cursor, Route.toJson(entry.after))
@@ -136,15 +136,16 @@ export const LAST_EVENT_ID = "last-event-id"
 /** Why a cursor is refused. */
 export const NOT_ISSUED = "is not a cursor this API issued: resume from the id of the last event received"
 
-const checkCursor = (cursor: string): string | undefined => History.parse(cursor) === undefined ? NOT_ISSUED : undefined
+const checkCursor = (cursor: string): string | undefined =>
+  ReplayRing.parse(cursor) === undefined ? NOT_ISSUED : undefined
 
 /**
- * The revision `cursor` names when it is of this history's store and ahead of the history: held until the history
+ * The revision `cursor` names when it is of this ring's store and ahead of the ring: held until the ring
  * gets there, unless the store itself never got there (then no process issued it, and it is refused).
  */
-export const aheadOf = (history: History.History, cursor: string): number | undefined => {
-  const parsed = History.parse(cursor)
-  return typeof parsed === "object" && parsed.store === history.store() && parsed.revision > history.revision()
+export const aheadOf = (ring: ReplayRing.ReplayRing, cursor: string): number | undefined => {
+  const parsed = ReplayRing.parse(cursor)
+  return typeof parsed === "object" && parsed.store === ring.store() && parsed.revision > ring.revision()
     ? parsed.revision
     : undefined
 }
@@ -239,7 +240,7 @@ const open = (
   expiresAt: Date | undefined,
   release: () => void
 ): () => void => {
-  const { bufferBytes, history } = source
+  const { bufferBytes, ring } = source
   let unsubscribe: (() => void) | undefined
   // A timer or a wait to cancel when the stream stops.
   let pending: (() => void) | undefined
@@ -274,7 +275,7 @@ const open = (
   }
   const opened: Open = { beat: send, cut }
 
-  // Waits for `resume` to be called (by the connection draining, the history moving), at most the stall deadline.
+  // Waits for `resume` to be called (by the connection draining, the ring moving), at most the stall deadline.
   const waitFor = (start: (resume: () => void) => (() => void) | void, resume: () => void) => {
     const stall = Alarms.after(source.heartbeats.runtime, source.stallMillis, cut)
     let done = false
@@ -308,14 +309,14 @@ const open = (
     next()
   }
 
-  // From `revision` of `store` on: the history's changes, the log's, or (ahead) once the history is there; then live.
+  // From `revision` of `store` on: the ring's changes, the log's, or (ahead) once the ring is there; then live.
   const catchUp = (store: string, revision: number): void => {
     if (stopped) return
-    if (history.store() !== store) return cut() // the history began again: the client resumes, with a reset
-    const resumed = history.resume(revision)
+    if (ring.store() !== store) return cut() // the ring began again: the client resumes, with a reset
+    const resumed = ring.resume(revision)
     switch (resumed._tag) {
       case "Ahead":
-        return waitFor((go) => history.whenAt(revision, go), () => catchUp(store, revision))
+        return waitFor((go) => ring.whenAt(revision, go), () => catchUp(store, revision))
       case "Behind": // pruned while this stream caught up: it resumes, from the log or with a reset
         return source.log === undefined ? cut() : fromLog(store, revision, false)
       case "Changes": {
@@ -341,8 +342,8 @@ const open = (
           if (stopped) return
           if (!page.complete || page.store !== store) return first ? reset() : cut()
           const last = page.entries[page.entries.length - 1]
-          // Nothing after `revision` up to the log's newest: on from there, or the history's revision when behind it.
-          if (last === undefined) return catchUp(store, Math.max(revision, Math.min(page.revision, history.revision())))
+          // Nothing after `revision` up to the log's newest: on from there, or the ring's revision when behind it.
+          if (last === undefined) return catchUp(store, Math.max(revision, Math.min(page.revision, ring.revision())))
           write(netEvents(store, page.entries), () => catchUp(store, last.revision))
         },
         () => {
@@ -356,22 +357,22 @@ const open = (
   // Called in the step that found nothing more to send: every later change reaches the listener. A heartbeat first
   // tells the follower, as it becomes live, whether this process is current itself.
   const live = (store: string, revision: number) => {
-    unsubscribe = history.subscribe((change) => change === undefined ? cut() : send(changeEvent(change, store)))
+    unsubscribe = ring.subscribe((change) => change === undefined ? cut() : send(changeEvent(change, store)))
     send(
       Heartbeat.of(source.heartbeats.status?.()) + event(
         "ready",
-        History.cursorOf(store, revision),
-        `{"routes":${history.routes().size},"revision":${revision}}`
+        ReplayRing.cursorOf(store, revision),
+        `{"routes":${ring.routes().size},"revision":${revision}}`
       )
     )
   }
 
   const snapshot = () => {
-    const store = history.store()
+    const store = ring.store()
     if (store === undefined) return cut()
     const taken = snapshotOf(source, store)
     const { routes, texts } = taken
-    const cursor = History.cursorOf(store, taken.revision)
+    const cursor = ReplayRing.cursorOf(store, taken.revision)
     let at = 0
     // One write of whole events, about `CATCH_UP_BYTES`, a turn: one system call for hundreds of events, and a
     // connection whose buffers take everything (a client that stopped reading, over loopback) holds the process for
@@ -383,7 +384,7 @@ const open = (
           const route = routes[at]!
           const text = texts[at] ??= Route.toJson(route)
           at++
-          chunk += event("upsert", History.snapshotCursorOf(cursor, route), text)
+          chunk += event("upsert", ReplayRing.snapshotCursorOf(cursor, route), text)
         }
         if (chunk !== "") send(chunk)
       }
@@ -418,11 +419,11 @@ const open = (
     settle()
   })
   if (stopped) return stop
-  const resumed = since === undefined ? undefined : history.since(since)
+  const resumed = since === undefined ? undefined : ring.since(since)
   if (resumed === undefined) snapshot()
   else if (resumed._tag === "Reset" || resumed._tag === "Invalid") reset()
   else if (resumed._tag === "Behind" && source.log === undefined) reset()
-  else if (resumed._tag === "Behind") fromLog(history.store()!, resumed.revision, true)
-  else catchUp(history.store()!, resumed.revision)
+  else if (resumed._tag === "Behind") fromLog(ring.store()!, resumed.revision, true)
+  else catchUp(ring.store()!, resumed.revision)
   return stop
 }

@@ -2,7 +2,7 @@
  * The fleet's operations of the routing API (docs/scaling-out.md, "The fleet"): `GET /v1/routing/followers` lists
  * every follower of this process and waits for them to apply a revision; `POST /v1/routing/followers` takes a
  * follower's report; and a change stream opened with `Follower-Name` joins the fleet (`joined`). The fleet itself
- * lives with the change history (`follow/fleet.ts`), so a relay's follower reads what its own API recorded. Their path,
+ * lives with the replay ring (`follow/fleet.ts`), so a relay's follower reads what its own API recorded. Their path,
  * scopes and telemetry names are rows of the endpoint table (`endpoints.ts`).
  *
  * @internal
@@ -35,12 +35,12 @@ export const MAX_WAIT_SECONDS = 60
 
 const NO_FLEET = Answers.problem(
   "not_found",
-  `This process keeps no change history, so no follower follows it and it serves no ${FOLLOWERS}: its operator must ` +
+  `This process keeps no replay ring, so no follower follows it and it serves no ${FOLLOWERS}: its operator must ` +
     "build the routing API over a route table (RouteTable.layer, or a follower's table)."
 )
 
 const fleetOf = (source: ChangeStream.Source): Effect.Effect<Fleet.Fleet> =>
-  Effect.map(Effect.clock, (clock) => Fleet.of(source.history, clock))
+  Effect.map(Effect.clock, (clock) => Fleet.of(source.ring, clock))
 
 const invalidReport = (what: string) => (errors: ReadonlyArray<Route.FieldIssue>) =>
   Answers.problem(
@@ -344,7 +344,7 @@ const listed = (
   query: Query,
   complete: boolean | undefined
 ): Response => {
-  const revision = Fleet.latestRevision(source.history)
+  const revision = Fleet.latestRevision(source.ring)
   const page = FleetPage.page(fleet, { ...query, revision: query.revision ?? revision })
   const paging = query.paged || page.last !== undefined
   return Answers.json(
@@ -410,6 +410,6 @@ export const report: Steps = (core, request, principal) =>
     })
     const taken = yield* fromEither(Either.mapLeft(parseReport(body), invalidReport("The report")))
     const fleet = yield* fleetOf(source)
-    const refused = Fleet.report(fleet, principal.id, taken, Fleet.latestRevision(source.history))
+    const refused = Fleet.report(fleet, principal.id, taken, Fleet.latestRevision(source.ring))
     return refused === undefined ? Answers.empty(204) : yield* refuse(refusal(refused))
   })

@@ -1,6 +1,6 @@
 /**
  * The turns of the change streams of one core that read the store's log (a stream resuming from a cursor older than
- * the history): at most `MAX_LOG_READS` read at once, the others wait in turn, so a crowd never starves the API (nor,
+ * the ring): at most `MAX_LOG_READS` read at once, the others wait in turn, so a crowd never starves the API (nor,
  * at a relay, holds more than that many catch-up streams open to the process it follows).
  *
  * @internal

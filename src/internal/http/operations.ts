@@ -152,7 +152,7 @@ export const changes: Steps = (core, request, principal) =>
       ChangeStream.parseQuery(request.query, request.header(ChangeStream.LAST_EVENT_ID)),
       Answers.invalidChangesQuery
     )
-    const ahead = since === undefined ? undefined : ChangeStream.aheadOf(source.history, since)
+    const ahead = since === undefined ? undefined : ChangeStream.aheadOf(source.ring, since)
     const logAfter = core.repository.logAfter
     if (ahead !== undefined && logAfter !== undefined && ahead > (yield* logAfter(ahead, 0)).revision) {
       const path = (request.header(ChangeStream.LAST_EVENT_ID) ?? "") === "" ? "since" : "Last-Event-ID"

@@ -9,8 +9,8 @@ import type { Clock, Context } from "effect"
 import { Cause, Duration, Effect, Either, Queue } from "effect"
 import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
-import type * as History from "./history.js"
-import * as Recording from "./historyRecording.js"
+import * as Recording from "./replayRecording.js"
+import type * as ReplayRing from "./replayRing.js"
 import * as RouteTree from "./routeTree.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
@@ -41,7 +41,7 @@ export interface Live {
   readonly status: () => Status
   /** Follows the other processes' changes until interrupted; `undefined` for a store no other process changes. */
   readonly follow: Effect.Effect<never> | undefined
-  /** Keeps the history current with the store's log until interrupted; `undefined` when it needs no fiber. */
+  /** Keeps the replay ring current with the store's log until interrupted; `undefined` when it needs no fiber. */
   readonly record: Effect.Effect<never> | undefined
 }
 
@@ -74,7 +74,7 @@ interface State {
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   /** Told of each route new to the table that came from the change feed (telemetry's propagation lag). */
   readonly arrived: ((route: Route.StoredRoute) => void) | undefined
-  /** Told of every change the table takes once it is loaded (the load itself is the history's first routes). */
+  /** Told of every change the table takes once it is loaded (the load itself is the ring's first routes). */
   recorder: Recording.Recorder | undefined
   /** Ids of removed routes, oldest first, with when they were removed (see TOMBSTONE_MILLIS). */
   readonly removed: Map<string, number>
@@ -99,7 +99,7 @@ const upsert = (state: State, route: Route.StoredRoute): string | undefined => {
     state.recorder?.upserted(route)
     return undefined
   } catch (error) {
-    // Its older version leaves the table with it: for the history, a removal.
+    // Its older version leaves the table with it: for the ring, a removal.
     RouteTree.remove(state.tree, route.id)
     if (known !== undefined) state.recorder?.deleted(route.id)
     return `${route.id} (${route.method} ${route.path}): ${String(error)}`
@@ -266,21 +266,21 @@ const statusOf = (state: State): Status => {
 
 /**
  * Loads every route of `store` into `tree`, and returns the store with each change also applied to `tree`. With a
- * change feed, the table is current as of the feed's cursor when this completes. `history` begins with the table as
+ * change feed, the table is current as of the feed's cursor when this completes. `ring` begins with the table as
  * loaded and then follows the store's log in revision order (a store without a log: every change the table takes,
  * numbered in the order it is applied).
  */
 export const make = (
   store: Store,
   tree: RouteTree.Tree<Route.StoredRoute>,
-  history: History.History,
+  ring: ReplayRing.ReplayRing,
   arrived?: (route: Route.StoredRoute) => void
 ): Effect.Effect<Live, RouteRepository.StoreUnavailable> =>
   Effect.gen(function*() {
     const clock = yield* Effect.clock
     const log = store.logAfter
     // The newest revision before the load: the table as loaded holds every change up to it, and some after it, which
-    // the history then reads again from the log.
+    // the ring then reads again from the log.
     const first = log === undefined ? undefined : yield* Effect.either(log(0, 0))
     const state: State = {
       clock,
@@ -301,15 +301,15 @@ export const make = (
       yield* load(state, undefined)
       yield* poll(state, feed) // what changed while the pages were read
     }
-    // A first read that failed leaves the history to begin once the log can be read (its fiber tries at once).
+    // A first read that failed leaves the ring to begin once the log can be read (its fiber tries at once).
     const recording = log === undefined || first === undefined
-      ? Recording.localRecording(history, tree)
+      ? Recording.localRecording(ring, tree)
       : yield* Effect.gen(function*() {
         if (first._tag === "Right") {
-          history.begin(first.right.store, first.right.revision, Array.from(tree.byId.values(), (entry) => entry.route))
-          yield* Effect.ignore(Recording.catchUp(store, log, history))
+          ring.begin(first.right.store, first.right.revision, Array.from(tree.byId.values(), (entry) => entry.route))
+          yield* Effect.ignore(Recording.catchUp(store, log, ring))
         }
-        return yield* Recording.logRecording(store, log, history)
+        return yield* Recording.logRecording(store, log, ring)
       })
     state.recorder = recording.recorder
     return {

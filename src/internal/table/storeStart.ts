@@ -24,21 +24,20 @@ import {
 import { identity } from "effect/Function"
 import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
-import * as Telemetry from "../../Telemetry.js"
-import * as TelemetryInternal from "../telemetry.js"
 import * as BootstrapFile from "./bootstrapFile.js"
-import * as History from "./history.js"
 import * as LiveTable from "./liveTable.js"
+import * as ReplayRing from "./replayRing.js"
 import * as RouteTree from "./routeTree.js"
 import * as SnapshotFile from "./snapshotFile.js"
 import * as Impl from "./table.js"
+import * as Telemetry from "./telemetry.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
 
 /** What the table's layer provides. */
 export interface Parts {
   readonly table: Impl.TableImpl<Route.StoredRoute>
-  readonly history: History.History
+  readonly ring: ReplayRing.ReplayRing
   readonly store: Store
   readonly status: () => LiveTable.Status
 }
@@ -65,26 +64,17 @@ export const DEFAULT_START_TIMEOUT = Duration.seconds(10)
 const RETRY = Schedule.union(Schedule.exponential(Duration.millis(200)), Schedule.spaced(Duration.seconds(2)))
 
 /** The live table over the store in context on `table`, its followers forked in the scope. */
-const liveOn = (table: Impl.TableImpl<Route.StoredRoute>, history: History.History) =>
+const liveOn = (table: Impl.TableImpl<Route.StoredRoute>, ring: ReplayRing.ReplayRing) =>
   Effect.gen(function*() {
-    const telemetry = yield* Telemetry.Telemetry
     const live = yield* LiveTable.make(
       yield* RouteRepository.RouteRepository,
       table.tree,
-      history,
-      telemetry === undefined ? undefined : TelemetryInternal.arrived(yield* Effect.clock)
+      ring,
+      yield* Telemetry.arrivals
     )
     if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
     if (live.record !== undefined) yield* Effect.forkScoped(live.record)
-    if (telemetry !== undefined) {
-      yield* Effect.forkScoped(
-        TelemetryInternal.sampleTable(
-          telemetry.tableSampleInterval,
-          () => table.tree.byId.size,
-          () => live.status().stalenessMillis
-        )
-      )
-    }
+    yield* Telemetry.sampleTable(() => table.tree.byId.size, () => live.status().stalenessMillis)
     return live
   })
 
@@ -92,9 +82,9 @@ const liveOn = (table: Impl.TableImpl<Route.StoredRoute>, history: History.Histo
 export const plain = (capacity: number) =>
   Effect.gen(function*() {
     const table = new Impl.TableImpl<Route.StoredRoute>()
-    const history = History.make(capacity)
-    const live = yield* liveOn(table, history)
-    return { table, history, store: live.store, status: live.status } satisfies Parts
+    const ring = ReplayRing.make(capacity)
+    const live = yield* liveOn(table, ring)
+    return { table, ring, store: live.store, status: live.status } satisfies Parts
   })
 
 const reasonOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
@@ -152,7 +142,7 @@ const fallbackOf = (options: StartOptions, now: number): Effect.Effect<Fallback 
   })
 
 // The table's routes from a fallback, into a tree nobody routes with yet.
-const placed = (fallback: Fallback, history: History.History): RouteTree.Tree<Route.StoredRoute> => {
+const placed = (fallback: Fallback, ring: ReplayRing.ReplayRing): RouteTree.Tree<Route.StoredRoute> => {
   const tree = new RouteTree.Tree<Route.StoredRoute>()
   if (fallback.source === "bootstrap") {
     for (const route of fallback.routes) RouteTree.insert(tree, route)
@@ -160,7 +150,7 @@ const placed = (fallback: Fallback, history: History.History): RouteTree.Tree<Ro
   }
   const { entries, header } = fallback.snapshot
   for (const entry of entries) RouteTree.insertParsed(tree, entry.route, entry.parsed)
-  history.begin(header.store, header.revision, entries.map((entry) => entry.route))
+  ring.begin(header.store, header.revision, entries.map((entry) => entry.route))
   return tree
 }
 
@@ -177,26 +167,26 @@ const fallbackStatus = (fallback: Fallback, now: number, error: string): LiveTab
   }
 }
 
-// Writes the table's snapshot (kind `postgres`) whenever its history moves, while its source is the database.
+// Writes the table's snapshot (kind `postgres`) whenever its ring moves, while its source is the database.
 const keepSnapshot = (file: string, parts: Parts) =>
   Effect.gen(function*() {
-    const { history, status } = parts
+    const { ring, status } = parts
     const writer = yield* SnapshotFile.writer(file, () => {
-      const store = history.store()
+      const store = ring.store()
       const now = status()
       if (store === undefined || now.source !== "database") return undefined
-      const routes = Array.from(history.routes().values())
+      const routes = Array.from(ring.routes().values())
       return {
         kind: "postgres",
         store,
-        revision: history.revision(),
+        revision: ring.revision(),
         confirmedAt: now.confirmedAt ?? new Date(),
         routes
       }
     })
-    // A history that begins again drops its listeners: listen again.
+    // A ring that begins again drops its listeners: listen again.
     const listen = (): void => {
-      history.subscribe((change) => {
+      ring.subscribe((change) => {
         writer.changed()
         if (change === undefined) listen()
       })
@@ -275,11 +265,11 @@ export const fromFiles = <E, R>(
       const parts = yield* Effect.provide(plain(capacity), context)
       return yield* withSnapshot(parts)
     }
-    const history = History.make(capacity)
-    const table = new Impl.TableImpl<Route.StoredRoute>(placed(fallback, history))
+    const ring = ReplayRing.make(capacity)
+    const table = new Impl.TableImpl<Route.StoredRoute>(placed(fallback, ring))
     let store = standIn(() => lastError)
     let status = () => fallbackStatus(fallback, clock.unsafeCurrentTimeMillis(), lastError)
-    const parts: Parts = { table, history, store: forwarding(() => store), status: () => status() }
+    const parts: Parts = { table, ring, store: forwarding(() => store), status: () => status() }
     yield* Effect.logWarning(
       `route table: the store cannot be built (${lastError}); ` +
         (fallback.source === "snapshot"
@@ -295,7 +285,7 @@ export const fromFiles = <E, R>(
       const context = yield* Fiber.join(building)
       const [loaded, live] = yield* Effect.suspend(() => {
         const loaded = new Impl.TableImpl<Route.StoredRoute>()
-        return Effect.map(liveOn(loaded, history), (live) => [loaded, live] as const)
+        return Effect.map(liveOn(loaded, ring), (live) => [loaded, live] as const)
       }).pipe(
         Effect.provide(context),
         Scope.extend(scope),
@@ -307,7 +297,7 @@ export const fromFiles = <E, R>(
       status = live.status
       cue()
       const was = fallback.source === "snapshot" ? fallback.snapshot.header.store : undefined
-      if (was !== undefined && was !== history.store()) {
+      if (was !== undefined && was !== ring.store()) {
         yield* Effect.logWarning(
           `route table: the snapshot ${options.snapshotFile} was of another store (${was}); replaced by this one's table`
         )

@@ -1,5 +1,5 @@
 /**
- * A process's change history: the routes its change stream (`GET /v1/routing/changes`) serves as of one revision of
+ * A process's replay ring: the routes its change stream (`GET /v1/routing/changes`) serves as of one revision of
  * the store's change log, and the last changes after which, in revision order, for the stream to replay from a
  * cursor and to push as they happen.
  *
@@ -14,7 +14,7 @@
  * holding the routes as of any revision, so resuming from such a cursor is answered with a reset: a client never ends
  * with half a snapshot.
  *
- * Changes are recorded in increasing revision order; a change at or below the history's revision is already in it,
+ * Changes are recorded in increasing revision order; a change at or below the ring's revision is already in it,
  * and is ignored, so the same change heard twice is recorded once.
  *
  * @internal
@@ -33,9 +33,9 @@ export type Change =
 export type Resume =
   /** The changes after it, oldest first (empty when it is current). */
   | { readonly _tag: "Changes"; readonly changes: ReadonlyArray<Change> }
-  /** Older than the changes this history keeps: from the store's log, if there is one, else from a snapshot. */
+  /** Older than the changes this ring keeps: from the store's log, if there is one, else from a snapshot. */
   | { readonly _tag: "Behind" }
-  /** Ahead of this history: a process ahead of this one issued it. */
+  /** Ahead of this ring: a process ahead of this one issued it. */
   | { readonly _tag: "Ahead" }
 
 /** What a client's cursor resumes from. */
@@ -46,7 +46,7 @@ export type Since =
   /** Not a cursor this API issued. */
   | { readonly _tag: "Invalid"; readonly reason: string }
 
-/** The default number of changes a history keeps. */
+/** The default number of changes a ring keeps. */
 export const DEFAULT_CAPACITY = 10_000
 
 /** The capacity a host asked for (`historyCapacity`), with the default, or the error naming the option. */
@@ -55,30 +55,30 @@ export const capacityOf = (capacity: number | undefined = DEFAULT_CAPACITY): Eit
   return invalid === undefined ? Either.right(capacity) : Either.left(invalid)
 }
 
-/** What a history tells a listener: a change recorded, or `undefined` when it began again (`begin`). */
+/** What a ring tells a listener: a change recorded, or `undefined` when it began again (`begin`). */
 export type Listener = (change: Change | undefined) => void
 
-export interface History {
+export interface ReplayRing {
   readonly capacity: number
-  /** The store the history follows; `undefined` until it began. */
+  /** The store the ring follows; `undefined` until it began. */
   readonly store: () => string | undefined
-  /** The revision the history holds the routes as of. */
+  /** The revision the ring holds the routes as of. */
   readonly revision: () => number
   /** The routes as of `revision()`, by id. */
   readonly routes: () => ReadonlyMap<string, Route.StoredRoute>
   /** What a client's cursor resumes from. */
   readonly since: (cursor: string) => Since
-  /** What a revision of this history's store resumes from. */
+  /** What a revision of this ring's store resumes from. */
   readonly resume: (revision: number) => Resume
   /**
    * Calls `listener` with each change recorded from now on, synchronously, until the returned function is called;
-   * with `undefined` when the history begins again, after which the listener is dropped.
+   * with `undefined` when the ring begins again, after which the listener is dropped.
    */
   readonly subscribe: (listener: Listener) => () => void
-  /** Calls `reached` once the history holds `revision` (at once when it does), unless the returned function is called. */
+  /** Calls `reached` once the ring holds `revision` (at once when it does), unless the returned function is called. */
   readonly whenAt: (revision: number, reached: () => void) => () => void
   /**
-   * Starts again from `routes` as of `revision` of `store`, forgetting every change: the history's first routes, or
+   * Starts again from `routes` as of `revision` of `store`, forgetting every change: the ring's first routes, or
    * a follower's new snapshot. Subscribers are told (with `undefined`) and dropped.
    */
   readonly begin: (store: string, revision: number, routes: Iterable<Route.StoredRoute>) => void
@@ -152,8 +152,8 @@ const deleteOf = (id: string, revision: number): Change => ({
   text: `{"id":${JSON.stringify(id)}}`
 })
 
-/** A history keeping the last `capacity` changes (at least 1). */
-export const make = (capacity: number = DEFAULT_CAPACITY): History => {
+/** A ring keeping the last `capacity` changes (at least 1). */
+export const make = (capacity: number = DEFAULT_CAPACITY): ReplayRing => {
   let store: string | undefined
   let revision = 0
   // The revision the oldest change kept follows: a revision from it on resumes from the kept changes.
