@@ -44,7 +44,10 @@ export const columns = (sql: SqlClient.SqlClient) =>
 
 // A route's fields as a row or the log holds them. Rows were validated when they were written, so they are trusted.
 const trusted = (
-  fields: Pick<RouteRow, "id" | "method" | "path" | "middleware" | "handler" | "enabled" | "split" | "when_key" | "when">,
+  fields: Pick<
+    RouteRow,
+    "id" | "method" | "path" | "middleware" | "handler" | "enabled" | "split" | "when_key" | "when"
+  >,
   createdAt: Date | string
 ) => ({
   id: fields.id as Route.RouteId,

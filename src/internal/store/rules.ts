@@ -63,7 +63,9 @@ export const optionalOf = (
 ): Optional => {
   const some: Optional = fields.enabled === false ?
     fields.split == null ? DISABLED : { enabled: false, split: fields.split } :
-    fields.split == null ? NONE : { split: fields.split }
+    fields.split == null
+    ? NONE
+    : { split: fields.split }
   return fields.when == null ? some : { ...some, when: fields.when }
 }
 
