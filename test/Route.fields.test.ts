@@ -21,7 +21,10 @@ describe("descriptions, tags and middleware configs: validation", () => {
       description: "Lists orders, 10 at a time",
       tags: ["team:orders", "v1.2/beta_x-y"]
     }))
-    assert.deepStrictEqual(JSON.stringify(created.middleware), `["a",{"name":"b","config":{"1":0,"y":{"c":1,"d":2},"z":1}}]`)
+    assert.deepStrictEqual(
+      JSON.stringify(created.middleware),
+      `["a",{"name":"b","config":{"1":0,"y":{"c":1,"d":2},"z":1}}]`
+    )
     assert.deepStrictEqual(created.tags, ["team:orders", "v1.2/beta_x-y"])
     const plain = Either.getOrThrow(Route.validateCreate({ ...base, description: "", tags: [] }))
     assert.deepStrictEqual(Object.keys(plain), ["method", "path", "middleware", "handler"])

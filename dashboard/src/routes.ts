@@ -192,7 +192,8 @@ export class RouteList {
     const q = f.q
     if (
       q !== undefined &&
-      !(route.path.includes(q) || route.handler.includes(q) || route.middleware.some((entry) => nameOf(entry).includes(q)))
+      !(route.path.includes(q) || route.handler.includes(q) ||
+        route.middleware.some((entry) => nameOf(entry).includes(q)))
     ) {
       return false
     }

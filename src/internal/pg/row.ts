@@ -49,7 +49,16 @@ export const columns = (sql: SqlClient.SqlClient) =>
 const trusted = (
   fields: Pick<
     RouteRow,
-    "id" | "method" | "path" | "middleware" | "middleware_config" | "handler" | "enabled" | "split" | "description" | "tags"
+    | "id"
+    | "method"
+    | "path"
+    | "middleware"
+    | "middleware_config"
+    | "handler"
+    | "enabled"
+    | "split"
+    | "description"
+    | "tags"
   >,
   createdAt: Date | string
 ) => ({
