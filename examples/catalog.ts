@@ -1,11 +1,13 @@
 /**
  * The demo catalog of `npm start` (README's quick start): the handlers `echo` and `echo2` (which answer alike, each naming
- * itself, so a split can be watched from curl) and the middleware `requestId` and `timing`, as Connect-style functions
- * for the Node router. A host registers its own functions the same way.
+ * itself, so a split can be watched from curl), the middleware `requestId` and `timing`, and `setHeader`, which takes a
+ * config (`{ "name": <header name>, "value": <text up to 256 characters> }`) and sets that response header, as
+ * Connect-style functions for the Node router. A host registers its own functions the same way.
  */
+import { Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type * as Catalog from "route-registry/Catalog"
+import * as Catalog from "route-registry/Catalog"
 import * as Route from "route-registry/Route"
 import * as RouterListener from "route-registry/RouterListener"
 
@@ -39,6 +41,24 @@ const timing: RouterListener.RouteFunction = (req, res, next) => {
   next()
 }
 
+/** The config of `setHeader`: an HTTP header name (RFC 9110 token) and a value of at most 256 characters of text. */
+export const SetHeaderConfig = Schema.Struct({
+  name: Schema.String.pipe(Schema.pattern(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, {
+    message: () => "must be a header name such as \"X-Team\" (letters, digits and !#$%&'*+.^_`|~-)"
+  })),
+  value: Schema.String.pipe(
+    Schema.maxLength(256),
+    Schema.pattern(/^[^\u0000-\u0008\u000a-\u001f\u007f]*$/, { message: () => "must be text without line breaks" })
+  )
+})
+
+/** Sets the response header its config names, with its value. */
+const setHeader = RouterListener.configured(SetHeaderConfig, (req, res, next, config) => {
+  record(req, "setHeader")
+  res.setHeader(config.name, config.value)
+  next()
+})
+
 /**
  * A handler named `name` that answers 200 with the stored route, the request's parameters, the middleware that ran,
  * its own name as `handler`, and, for a route with a split, the split's choice (handler, key and bucket).
@@ -56,11 +76,8 @@ const echoing = (name: string): RouterListener.RouteFunction => (req, res) => {
 /** The functions, by name. */
 export const functions: RouterListener.Functions = {
   handlers: { echo: echoing("echo"), echo2: echoing("echo2") },
-  middleware: { requestId, timing }
+  middleware: { requestId, timing, setHeader }
 }
 
-/** Their names, for catalog checking (`ROUTER_STRICT=1`). */
-export const names: Catalog.Names = {
-  handlers: Object.keys(functions.handlers),
-  middleware: Object.keys(functions.middleware ?? {})
-}
+/** Their names and config schemas, for catalog checking (`ROUTER_STRICT=1`). */
+export const names: Catalog.Names = Catalog.namesOf(functions)

@@ -17,8 +17,8 @@
  *
  * @since 0.3.0
  */
-import type { FastifyPluginAsync } from "fastify"
 import type { Schema } from "effect"
+import type { FastifyPluginAsync } from "fastify"
 import * as Catalog from "./Catalog.js"
 import * as Internal from "./internal/integrations/fastify.js"
 

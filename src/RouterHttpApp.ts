@@ -14,8 +14,8 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { Schema } from "effect"
 import { Cause, Context, Effect, Either, Fiber, Runtime, Stream, Tracer } from "effect"
-import * as Catalog from "./Catalog.js"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Catalog from "./Catalog.js"
 import * as HostPaths from "./HostPaths.js"
 import * as RouterCore from "./internal/router/core.js"
 import * as Guard from "./internal/router/guard.js"
@@ -52,7 +52,10 @@ export type Middleware<E, R> = (app: HttpApp.Default<E, R | Match>) => HttpApp.D
  *
  * @since 0.5.0
  */
-export type ConfiguredMiddleware<A, E, R> = (app: HttpApp.Default<E, R | Match>, config: A) => HttpApp.Default<E, R | Match>
+export type ConfiguredMiddleware<A, E, R> = (
+  app: HttpApp.Default<E, R | Match>,
+  config: A
+) => HttpApp.Default<E, R | Match>
 
 /**
  * A middleware registered with the schema of its config; a config the schema refuses makes the route answer

@@ -9,8 +9,8 @@
  */
 import type { Layer, Schema } from "effect"
 import { Cause, Effect, Either, Runtime } from "effect"
-import * as Catalog from "./Catalog.js"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Catalog from "./Catalog.js"
 import * as HostPaths from "./HostPaths.js"
 import * as Disposable from "./internal/disposable.js"
 import { nameOf } from "./internal/route/fields.js"

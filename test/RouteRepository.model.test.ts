@@ -79,7 +79,8 @@ class Model {
         (query.after === undefined || route.id > query.after) &&
         (query.method === undefined || route.method === query.method) &&
         (query.handler === undefined || route.handler === query.handler) &&
-        (query.middleware === undefined || route.middleware.map(Route.middlewareName).includes(query.middleware as Route.MiddlewareName)) &&
+        (query.middleware === undefined ||
+          route.middleware.map(Route.middlewareName).includes(query.middleware as Route.MiddlewareName)) &&
         (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix))
       )
       .sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
@@ -214,7 +215,8 @@ const agree = (operations: ReadonlyArray<Operation>) => {
             handler: patch.handler ?? current.handler
           }
           const same = next.method === current.method && next.path === current.path &&
-            sameNames(next.middleware as ReadonlyArray<string>, current.middleware as ReadonlyArray<string>) && next.handler === current.handler
+            sameNames(next.middleware as ReadonlyArray<string>, current.middleware as ReadonlyArray<string>) &&
+            next.handler === current.handler
           const holder = same ? undefined : model.holder(next.method, next.path, id)
           if (same) check(actual, Either.right(current))
           else if (holder !== undefined) {

@@ -77,6 +77,27 @@ describe("decoding an upsert", () => {
     )
   })
 
+  it("keeps a description, tags and middleware configs, and refuses invalid ones as any invalid route", () => {
+    const middleware = ["auth", { name: "limit", config: { "10": 1, a: { b: [1], c: 2 } } }] as unknown as Array<
+      Route.MiddlewareName
+    >
+    const data = Route.toJson(routeOf({ middleware, description: "Files — «all»", tags: ["team:files", "v2"] }))
+    const decoded = decode(data)
+    assert.strictEqual(decoded?.description, "Files — «all»")
+    assert.deepStrictEqual(decoded?.tags, ["team:files", "v2"])
+    assert.strictEqual(fieldsOf(decoded), data)
+    const json = JSON.parse(data)
+    assert.isUndefined(decode(JSON.stringify({ ...json, tags: ["Bad"] })))
+    assert.isUndefined(decode(JSON.stringify({ ...json, description: "a\u0001b" })))
+    assert.isUndefined(decode(JSON.stringify({ ...json, middleware: [{ name: "x", config: [] }] })))
+    assert.isUndefined(decode(JSON.stringify({ ...json, middleware: ["x", { name: "x", config: {} }] })))
+    // Written with other key orders, the config is kept in its one form.
+    const reordered = decode(
+      JSON.stringify({ ...json, middleware: ["auth", { name: "limit", config: { a: { c: 2, b: [1] }, "10": 1 } }] })
+    )
+    assert.strictEqual(fieldsOf(reordered), data)
+  })
+
   it("takes the same route written another way, but then not as its text", () => {
     const data = Route.toJson(routeOf())
     const variants = [

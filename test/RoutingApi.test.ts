@@ -238,7 +238,8 @@ describe("RoutingApi", () => {
       "handler",
       "middleware",
       "q",
-      "enabled"
+      "enabled",
+      "tag"
     ])
     for (const parameter of Object.values<any>(parameters)) {
       assert.strictEqual(parameter.in, "query")
@@ -248,6 +249,7 @@ describe("RoutingApi", () => {
     assert.strictEqual(parameters.method.schema.pattern, "^[A-Z]+(?:-[A-Z]+)*$")
     assert.strictEqual(parameters.pathPrefix.schema.pattern, "^/")
     assert.strictEqual(parameters.handler.schema.pattern, parameters.middleware.schema.pattern)
+    assert.strictEqual(parameters.tag.schema.pattern, "^[a-z0-9][a-z0-9._:/-]{0,63}$")
   })
 
   it("describes the page exactly, and the conditional headers of get, update and delete", () => {

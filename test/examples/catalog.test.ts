@@ -6,6 +6,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Http from "node:http"
 import * as AdminListener from "route-registry/AdminListener"
+import * as Catalog from "route-registry/Catalog"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouterListener from "route-registry/RouterListener"
 import * as Demo from "../../examples/catalog.js"
@@ -67,5 +68,25 @@ describe("the demo catalog's headers", () => {
   it("Server-Timing: one fixed-form entry, whatever the request", async () => {
     const answer = await send({ method: "GET", path: "/demo", headers: { "server-timing": "x".repeat(8000) } })
     assert.match(answer.headers.get("server-timing") ?? "", /^app;dur=\d+\.\d{3}$/)
+  })
+
+  it("setHeader sets the header its config names; with catalog checking a bad config is refused at its path", async () => {
+    const created = await send(createRoute({
+      method: "GET",
+      path: "/team",
+      middleware: [{ name: "setHeader", config: { name: "X-Team", value: "payments" } }] as unknown as Array<string>,
+      handler: "echo"
+    }))
+    assert.strictEqual(created.status, 201, created.text)
+    const answered = await send({ method: "GET", path: "/team" })
+    assert.strictEqual(answered.headers.get("x-team"), "payments")
+    assert.deepStrictEqual(answered.json.middleware, ["setHeader"])
+    const issues = Catalog.check(Demo.names, {
+      middleware: [{ name: "setHeader", config: { name: "bad name", value: "x".repeat(257) } }]
+    })
+    assert.deepStrictEqual(issues.map((issue) => issue.path), [
+      "middleware[0].config.name",
+      "middleware[0].config.value"
+    ])
   })
 })

@@ -18,7 +18,12 @@ export const HeaderConfig = Schema.Struct({
 export interface ConfigServer {
   readonly origin: string
   readonly create: (
-    route: { readonly method: string; readonly path: string; readonly handler: string; readonly [field: string]: unknown }
+    route: {
+      readonly method: string
+      readonly path: string
+      readonly handler: string
+      readonly [field: string]: unknown
+    }
   ) => Promise<unknown>
   readonly logs: ReadonlyArray<{ readonly level: string; readonly message: string }>
 }

@@ -91,7 +91,10 @@ export const describedContract = (test: Test) => {
       )
       const repo = yield* repository
       for (const [i, route] of routes.entries()) {
-        assert.deepStrictEqual(route.middleware as ReadonlyArray<unknown>, i % 2 === 0 ? [{ name: "m", config: { i } }] : ["m"])
+        assert.deepStrictEqual(
+          route.middleware as ReadonlyArray<unknown>,
+          i % 2 === 0 ? [{ name: "m", config: { i } }] : ["m"]
+        )
         assert.strictEqual(route.description, i % 3 === 0 ? `route ${i}` : undefined)
         assert.strictEqual(Route.toJson(yield* repo.findById(route.id)), Route.toJson(route))
       }
@@ -166,10 +169,13 @@ export const describedContract = (test: Test) => {
         [[Route.toJson(created), Route.toJson(changed)], [null, Route.toJson(created)]]
       )
       const back = yield* repo.restore!(created.id, created.revision)
-      assert.strictEqual(Route.toJson(back.route), Route.toJson(created).replace(
-        `"id":"${created.id}"`,
-        `"id":"${back.route.id}"`
-      ))
+      assert.strictEqual(
+        Route.toJson(back.route),
+        Route.toJson(created).replace(
+          `"id":"${created.id}"`,
+          `"id":"${back.route.id}"`
+        )
+      )
       yield* repo.remove(created.id)
       const recreated = yield* repo.restore!(created.id, changed.revision)
       assert.strictEqual(recreated.route.description, undefined)

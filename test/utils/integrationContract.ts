@@ -111,8 +111,13 @@ export const integrationContract = (integration: Integration, store: Store) => {
     const host = await integration.start(store, "")
     try {
       const setHeader = (config: unknown) => [{ name: "setHeader", config }] as unknown as ReadonlyArray<string>
-      for (const [path, config] of [["/cfg/ok", { name: "x-cfg", value: "ab", repeat: 2 }], ["/cfg/bad", { name: 1 }]]) {
-        assert.strictEqual((await createAt(host.origin, route("GET", path as string, "other", setHeader(config)))).status, 201)
+      for (
+        const [path, config] of [["/cfg/ok", { name: "x-cfg", value: "ab", repeat: 2 }], ["/cfg/bad", { name: 1 }]]
+      ) {
+        assert.strictEqual(
+          (await createAt(host.origin, route("GET", path as string, "other", setHeader(config)))).status,
+          201
+        )
       }
       const send = fetchFrom(host.origin)
       const ok = await send({ method: "GET", path: "/cfg/ok" })

@@ -52,12 +52,17 @@ const selected = (routes: ReadonlyArray<Route.Route>, query: Omit<RouteRepositor
   sortedIds(routes.filter((route) =>
     (query.method === undefined || route.method === query.method) &&
     (query.handler === undefined || route.handler === query.handler) &&
-    (query.middleware === undefined || route.middleware.map(Route.middlewareName).includes(query.middleware as Route.MiddlewareName)) &&
+    (query.middleware === undefined ||
+      route.middleware.map(Route.middlewareName).includes(query.middleware as Route.MiddlewareName)) &&
     (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix)) &&
     (query.q === undefined ||
-      [route.path, route.handler, ...route.middleware.map(Route.middlewareName), route.description ?? "", ...(route.tags ?? [])].some((text) =>
-        text.includes(query.q!)
-      )) &&
+      [
+        route.path,
+        route.handler,
+        ...route.middleware.map(Route.middlewareName),
+        route.description ?? "",
+        ...(route.tags ?? [])
+      ].some((text) => text.includes(query.q!))) &&
     (query.tag === undefined || (route.tags ?? []).includes(query.tag)) &&
     (query.enabled === undefined || (route.enabled !== false) === query.enabled) &&
     (query.after === undefined || route.id > query.after)

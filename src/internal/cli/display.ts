@@ -110,9 +110,11 @@ const changeOf = (entry: Entry): string => {
     ...(before.path === after.path ? [] : [`path ${before.path} -> ${after.path}`]),
     ...(JSON.stringify(before.middleware) === JSON.stringify(after.middleware)
       ? []
-      : [`middleware [${before.middleware.map(middlewareText).join(", ")}] -> [${
-        after.middleware.map(middlewareText).join(", ")
-      }]`]),
+      : [
+        `middleware [${before.middleware.map(middlewareText).join(", ")}] -> [${
+          after.middleware.map(middlewareText).join(", ")
+        }]`
+      ]),
     ...(before.handler === after.handler ? [] : [`handler ${before.handler} -> ${after.handler}`]),
     ...((before.description ?? "") === (after.description ?? "") ? [] : ["description changed"]),
     ...(JSON.stringify(before.tags ?? []) === JSON.stringify(after.tags ?? [])

@@ -126,7 +126,9 @@ const describe = (change: Change): Array<string> => {
           : [`    middleware  ${entries(current.middleware)} -> ${entries(patch.middleware)}`]),
         ...(patch.handler === undefined ? [] : [`    handler     ${current.handler} -> ${patch.handler}`]),
         ...(patch.enabled === undefined ? [] : [`    enabled     ${current.enabled ?? true} -> ${patch.enabled}`]),
-        ...(patch.split === undefined ? [] : [`    split       ${optional(current.split)} -> ${optional(patch.split)}`]),
+        ...(patch.split === undefined
+          ? []
+          : [`    split       ${optional(current.split)} -> ${optional(patch.split)}`]),
         ...(patch.description === undefined
           ? []
           : [`    description ${optional(current.description)} -> ${optional(patch.description || undefined)}`]),

@@ -78,7 +78,9 @@ export const render = (routes: ReadonlyArray<Route.CreateRoute>, format: Format)
   // One line per field: a middleware list reads `[auth, timing]`.
   Yaml.visit(doc, {
     Pair: (_, pair) => {
-      if (Yaml.isScalar(pair.key) && FLOW.has(pair.key.value as string) && Yaml.isSeq(pair.value)) pair.value.flow = true
+      if (Yaml.isScalar(pair.key) && FLOW.has(pair.key.value as string) && Yaml.isSeq(pair.value)) {
+        pair.value.flow = true
+      }
     }
   })
   return doc.toString({ lineWidth: 0, flowCollectionPadding: false })

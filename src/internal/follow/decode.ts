@@ -137,7 +137,9 @@ const optionalFields = (
     ...(enabled === false ? { enabled: false } : {}),
     ...(split === undefined ? {} : { split: Split.canonical(split as Record<string, unknown>) }),
     ...(description === undefined || description === "" ? {} : { description: description as string }),
-    ...(tags === undefined || (tags as ReadonlyArray<string>).length === 0 ? {} : { tags: tags as ReadonlyArray<string> }),
+    ...(tags === undefined || (tags as ReadonlyArray<string>).length === 0
+      ? {}
+      : { tags: tags as ReadonlyArray<string> }),
     ...(conditions === undefined ? {} : { when: conditions })
   }
 }

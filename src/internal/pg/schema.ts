@@ -266,7 +266,9 @@ export const migrations = (options: Options.Options = {}) => {
             SELECT n.nspname INTO trgm FROM pg_extension AS e JOIN pg_namespace AS n ON n.oid = e.extnamespace
             WHERE e.extname = 'pg_trgm';
             IF trgm IS NOT NULL THEN
-              EXECUTE format('DROP INDEX IF EXISTS %s', '${sql(settings.schema === undefined ? `${table}_search_idx` : `${settings.schema}.${table}_search_idx`)}');
+              EXECUTE format('DROP INDEX IF EXISTS %s', '${
+          sql(settings.schema === undefined ? `${table}_search_idx` : `${settings.schema}.${table}_search_idx`)
+        }');
               EXECUTE format(
                 'CREATE INDEX %s ON %s USING gin (%s(path, handler, middleware, description, tags) %I.gin_trgm_ops)',
                 '${sql(`${table}_search_text_idx`)}', '${sql(qualified)}', '${sql(searchFunction)}', trgm);

@@ -198,7 +198,10 @@ export const updateStatement = (store: Store, { change, id, patch, precondition 
   if (patch.path !== undefined) given.push(["path", patch.path], ["path_shape", Route.shapeOf(patch.path)])
   if (patch.middleware !== undefined) {
     const middleware = Row.middlewareColumns(patch.middleware)
-    given.push(["middleware", middleware.middleware], ["middleware_config", configValue(sql, middleware.middleware_config)])
+    given.push(["middleware", middleware.middleware], [
+      "middleware_config",
+      configValue(sql, middleware.middleware_config)
+    ])
   }
   if (patch.handler !== undefined) given.push(["handler", patch.handler])
   if (patch.enabled !== undefined) given.push(["enabled", patch.enabled])
@@ -373,7 +376,9 @@ const CANONICAL_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 // it, which the trigram index answers when migration 11 could make one; then each field is checked, so that no match
 // spans two.
 const containing = (sql: Store["sql"], searchFunction: string, text: string) =>
-  sql`${sql(searchFunction)}(path, handler, middleware, description, tags) LIKE ${`%${text.replace(/[\\%_]/g, "\\$&")}%`}
+  sql`${sql(searchFunction)}(path, handler, middleware, description, tags) LIKE ${`%${
+    text.replace(/[\\%_]/g, "\\$&")
+  }%`}
     AND (strpos(path, ${text}) > 0 OR strpos(handler, ${text}) > 0 OR strpos(description, ${text}) > 0
       OR EXISTS (SELECT FROM unnest(middleware) AS name WHERE strpos(name, ${text}) > 0)
       OR EXISTS (SELECT FROM unnest(tags) AS tag WHERE strpos(tag, ${text}) > 0))`

@@ -90,7 +90,10 @@ export const checkDescription = (value: unknown): string | undefined => {
 /** Every problem of a tag list, each at its path. */
 export const checkTags = (value: unknown): ReadonlyArray<Issue> => {
   if (!Array.isArray(value)) {
-    return [{ path: "tags", message: `must be an array of tags such as ["team:payments"] (got ${describeType(value)})` }]
+    return [{
+      path: "tags",
+      message: `must be an array of tags such as ["team:payments"] (got ${describeType(value)})`
+    }]
   }
   const issues: Array<Issue> = []
   if (value.length > MAX_TAGS) {

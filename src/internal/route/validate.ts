@@ -107,7 +107,7 @@ const checkField: Record<Field, (value: unknown, issues: Issues, body: Record<st
         for (const issue of Fields.checkEntryObject(entry, at)) issues.add(issue.path, issue.message)
         if (!hasOwn(entry, "name")) continue
       } else if (typeof entry !== "string") {
-        issues.add(at, `must be a name or {"name", "config"} (got ${describeType(entry)})`)
+        issues.add(at, `must be a string (a name) or {"name", "config"} (got ${describeType(entry)})`)
         continue
       }
       const name: unknown = names[i]

@@ -5,8 +5,8 @@
  * @internal
  */
 import * as Route from "../../Route.js"
-import { nameOf } from "../route/fields.js"
 import type { ListQuery, Page } from "../../RouteRepository.js"
+import { nameOf } from "../route/fields.js"
 import * as Rules from "./rules.js"
 
 // Ids kept in ascending order (JavaScript string order: byte order for the ASCII ids stores make). Ids are UUIDv7,
@@ -90,7 +90,7 @@ export const addRoute = (memory: Memory, route: Route.StoredRoute, key: string):
   post(memory.byMethod, route.method, route.id)
   post(memory.byHandler, route.handler, route.id)
   for (const entry of route.middleware) post(memory.byMiddleware, nameOf(entry), route.id)
-  if (route.tags !== undefined) for (const tag of route.tags) post(memory.byTag, tag, route.id)
+  if (route.tags !== undefined) { for (const tag of route.tags) post(memory.byTag, tag, route.id) }
 }
 
 export const dropRoute = (memory: Memory, route: Route.StoredRoute): void => {
@@ -100,7 +100,7 @@ export const dropRoute = (memory: Memory, route: Route.StoredRoute): void => {
   unpost(memory.byMethod, route.method, route.id)
   unpost(memory.byHandler, route.handler, route.id)
   for (const entry of route.middleware) unpost(memory.byMiddleware, nameOf(entry), route.id)
-  if (route.tags !== undefined) for (const tag of route.tags) unpost(memory.byTag, tag, route.id)
+  if (route.tags !== undefined) { for (const tag of route.tags) unpost(memory.byTag, tag, route.id) }
 }
 
 /** Replaces a route by its updated form; the id stays, so only the entries of changed fields move. */
