@@ -90,7 +90,7 @@ const timed = <A, E>(
 
 type Store = RouteRepository.RouteRepository["Type"]
 
-type StoreOperation = "create" | "findById" | "list" | "update" | "remove" | "createIdempotent" | "history" | "restore"
+type StoreOperation = "create" | "findById" | "list" | "update" | "remove" | "createIdempotent" | "history" | "restore" | "applyBatch"
 
 // "success", the tag of a declared error, or what else ended the operation.
 const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
@@ -124,7 +124,7 @@ const storeOperation = <A, E>(operation: StoreOperation, call: () => Effect.Effe
  * `findById` and is seen.
  */
 export const instrumentStore = (store: Store): Store => {
-  const { createIdempotent, history, restore, unsafeFindById: _, ...rest } = store
+  const { applyBatch, createIdempotent, history, restore, unsafeFindById: _, ...rest } = store
   return {
     ...rest,
     create: (input, options) => storeOperation("create", () => store.create(input, options)),
@@ -141,6 +141,9 @@ export const instrumentStore = (store: Store): Store => {
     ...(restore === undefined ? {} : {
       restore: (id, revision, precondition, options) =>
         storeOperation("restore", () => restore(id, revision, precondition, options))
+    }),
+    ...(applyBatch === undefined ? {} : {
+      applyBatch: (operations, options) => storeOperation("applyBatch", () => applyBatch(operations, options))
     })
   }
 }

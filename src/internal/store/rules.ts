@@ -207,6 +207,26 @@ export const storedRoute = (
 ): Route.StoredRoute => new StoredRouteOf(id, fields, createdAt, revision)
 
 /**
+ * The route `patch` makes of `route`, at `revision`: the fields it gives replace the stored ones, `id` and `createdAt`
+ * stay.
+ *
+ * @since 0.5.0
+ */
+export const patchedRoute = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: number): Route.StoredRoute =>
+  storedRoute(
+    route.id,
+    {
+      method: patch.method ?? route.method,
+      path: patch.path ?? route.path,
+      middleware: patch.middleware ?? route.middleware,
+      handler: patch.handler ?? route.handler,
+      ...patchedOptional(route, patch)
+    },
+    route.createdAt,
+    revision
+  )
+
+/**
  * The key under which two conflicting routes collide: method and shape.
  *
  * @since 0.1.0
