@@ -205,7 +205,8 @@ export const HistoryEntry = Schema.Struct({
   routeId: Route.RouteId,
   before: Schema.NullOr(Route.Route),
   after: Schema.NullOr(Route.Route),
-  restoredFrom: Schema.optional(Schema.Int.annotations({ description: "The revision a restore went back to." }))
+  restoredFrom: Schema.optional(Schema.Int.annotations({ description: "The revision a restore went back to." })),
+  batch: Schema.optional(Schema.String.annotations({ description: "The change set the change was part of." }))
 }).annotations({ identifier: "HistoryEntry" })
 
 /**
@@ -226,6 +227,7 @@ const historyFilters = {
   ),
   cursor: Schema.optional(Schema.String.annotations({ description: "The nextCursor of a previous page, unchanged." })),
   actor: Schema.optional(Schema.String.annotations({ description: "Only entries of changes this principal made." })),
+  batch: Schema.optional(Schema.String.annotations({ description: "Only the entries of this change set." })),
   action: Schema.optional(
     Schema.Literal("create", "update", "delete", "restore").annotations({
       description: "Only entries of this kind of change."

@@ -241,7 +241,15 @@ export const migrations = (options: Options.Options = {}) => {
       SqlClient.SqlClient,
       (sql) =>
         sql`ALTER TABLE ${sql(qualified)} ADD COLUMN enabled boolean NOT NULL DEFAULT true, ADD COLUMN split jsonb`
-    )
+    ),
+    // (v5) Change sets (docs/batches.md): each entry of a batch names it, and the revision of its last change, so a
+    // reader of the log takes a batch whole. `GET /v1/routing/history?batch=` walks the partial index.
+    "13_add_batch": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`ALTER TABLE ${sql(history)} ADD COLUMN batch uuid, ADD COLUMN batch_end bigint`,
+        sql`CREATE INDEX ${sql(`${table}_history_batch_idx`)} ON ${sql(history)} (batch, revision)
+          WHERE batch IS NOT NULL`
+      ], { discard: true }))
   }
 }
 
