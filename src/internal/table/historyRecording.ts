@@ -45,8 +45,9 @@ const storedAt = (after: Route.Route, revision: number): Route.StoredRoute => {
 
 const recordEntry = (history: History.History, entry: RouteRepository.HistoryEntry): void => {
   const after = entry.after
-  if (after === null) return history.deleted(entry.routeId, entry.revision)
-  history.upserted(storedAt(after, entry.revision), entry.revision)
+  const batch = entry.batch === undefined ? undefined : { id: entry.batch, end: entry.batchEnd ?? entry.revision }
+  if (after === null) return history.deleted(entry.routeId, entry.revision, batch)
+  history.upserted(storedAt(after, entry.revision), entry.revision, undefined, batch)
 }
 
 type LogAfter = NonNullable<Store["logAfter"]>
