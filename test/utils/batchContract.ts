@@ -23,9 +23,15 @@ const apply = (operations: ReadonlyArray<RouteRepository.BatchOperation>, option
   Effect.flatMap(repository, (r) => r.applyBatch!(operations, options))
 
 // The stored routes as `METHOD path`, by id.
-const state = Effect.flatMap(repository, (r) =>
-  Effect.map(r.list({ limit: 1000 }), (page) =>
-    Object.fromEntries(page.items.map((route) => [route.id, `${route.method} ${route.path} ${route.handler}`]))))
+const state = Effect.flatMap(
+  repository,
+  (r) =>
+    Effect.map(
+      r.list({ limit: 1000 }),
+      (page) =>
+        Object.fromEntries(page.items.map((route) => [route.id, `${route.method} ${route.path} ${route.handler}`]))
+    )
+)
 
 const newest = Effect.flatMap(repository, (r) => Effect.map(r.logAfter!(0, 0), (read) => read.revision))
 
@@ -140,7 +146,9 @@ export const batchContract = (test: Test) => {
         [{ op: "delete", id: other.id }]
       ] as const
       for (const operations of outside) {
-        const refused = yield* unchanged(apply([{ op: "create", route: input("GET", "/payments/new") }, ...operations], options))
+        const refused = yield* unchanged(
+          apply([{ op: "create", route: input("GET", "/payments/new") }, ...operations], options)
+        )
         assert.deepStrictEqual([refused.index, refused.reason._tag], [1, "OutsidePrefixes"])
       }
       const applied = yield* apply([

@@ -213,7 +213,9 @@ const reader = (
         return finish({ complete: false, revision: cursor.revision })
       }
       if (type === "ready") return finish({ complete: true, revision: cursor.revision })
-      const entries = type === "batch" ? batchEntries(data, cursor.revision, at) : entryOf(type, data, cursor.revision, at)
+      const entries = type === "batch"
+        ? batchEntries(data, cursor.revision, at)
+        : entryOf(type, data, cursor.revision, at)
       if (typeof entries === "string") return finish(entries)
       if (Array.isArray(entries)) read.entries.push(...entries)
       else read.entries.push(entries)

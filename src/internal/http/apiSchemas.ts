@@ -417,7 +417,9 @@ export const BatchBody = Schema.Struct({
  * @since 0.5.0
  */
 export const BatchResult = Schema.Struct({
-  batch: Schema.NullOr(Schema.String).annotations({ description: "The batch's id: GET /v1/routing/history?batch=<id>." }),
+  batch: Schema.NullOr(Schema.String).annotations({
+    description: "The batch's id: GET /v1/routing/history?batch=<id>."
+  }),
   revision: Schema.NullOr(Schema.Int).annotations({ description: "The revision of the batch's last change." }),
   results: Schema.Array(Schema.Struct({
     status: Schema.Literal(201, 200, 204),

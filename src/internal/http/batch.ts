@@ -14,10 +14,10 @@ import * as Answers from "./answers.js"
 import { refuse } from "./answers.js"
 import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
+import type { Response } from "./exchange.js"
 import * as History from "./history.js"
 import { catalogIssues } from "./operations.js"
 import * as Ownership from "./ownership.js"
-import type { Response } from "./exchange.js"
 import { type Core, fromEither, type Steps } from "./steps.js"
 
 /** The longest `description` a batch may carry. */
@@ -43,7 +43,9 @@ const OPS = Object.keys(FIELDS) as ReadonlyArray<Op>
 
 // The shape of one operation (`invalid_batch`): an object of a known op with its fields, ids as strings.
 const shapeIssues = (operation: unknown, at: string, seen: Map<string, number>, index: number): Array<Issue> => {
-  if (!isObject(operation)) return [{ path: at, message: "must be an object such as {\"op\": \"create\", \"route\": {…}}" }]
+  if (!isObject(operation)) {
+    return [{ path: at, message: "must be an object such as {\"op\": \"create\", \"route\": {…}}" }]
+  }
   const op = operation.op
   if (typeof op !== "string" || !(OPS as ReadonlyArray<string>).includes(op)) {
     return [{
@@ -197,7 +199,9 @@ export const batch: Steps = (core, request, principal) =>
       dryRun,
       pathPrefixes: Ownership.guard(principal, undefined)?.pathPrefixes
     }).pipe(Effect.catchTag("BatchRefused", (error) => refused(core, error)))
-    if (!dryRun) for (const operation of operations) if (operation.op !== "create") core.answers?.delete(operation.id)
+    if (!dryRun) {
+      for (const operation of operations) if (operation.op !== "create") core.answers?.delete(operation.id)
+    }
     return Answers.json(
       200,
       `{"batch":${dryRun ? "null" : JSON.stringify(applied.batch)},"revision":${dryRun ? "null" : applied.revision},` +

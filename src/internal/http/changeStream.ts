@@ -104,7 +104,11 @@ const batchText = (store: string, batch: string, items: ReadonlyArray<BatchItem>
   const events = items.map((item) =>
     `{"event":"${item.upsert ? "upsert" : "delete"}","revision":${item.revision},"data":${item.text}}`
   )
-  return event("batch", History.cursorOf(store, revision), `{"batch":${JSON.stringify(batch)},"revision":${revision},"events":[${events.join(",")}]}`)
+  return event(
+    "batch",
+    History.cursorOf(store, revision),
+    `{"batch":${JSON.stringify(batch)},"revision":${revision},"events":[${events.join(",")}]}`
+  )
 }
 
 // A batch's event, encoded once for every stream that writes it (kept by its last change, for the same first one).
@@ -115,7 +119,11 @@ const batchEvent = (changes: ReadonlyArray<History.Change>, store: string): Uint
   const last = changes[changes.length - 1]!
   const kept = encodedBatches.get(last)
   if (kept !== undefined && kept.first === first) return kept.bytes
-  const items = changes.map((change) => ({ upsert: change._tag === "Upsert", revision: change.revision, text: change.text }))
+  const items = changes.map((change) => ({
+    upsert: change._tag === "Upsert",
+    revision: change.revision,
+    text: change.text
+  }))
   const bytes = encoder.encode(batchText(store, first.batch!.id, items))
   encodedBatches.set(last, { first, bytes })
   return bytes

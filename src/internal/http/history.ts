@@ -78,7 +78,9 @@ const RULES: Record<string, (value: string) => string | undefined> = {
       ? undefined
       : `must be one of ${ACTIONS.join(", ")} (got ${JSON.stringify(value)})`,
   batch: (value) =>
-    Route.isRouteId(value) ? undefined : `must be a batch id, as POST /v1/routing/batch answered it (got ${JSON.stringify(value)})`
+    Route.isRouteId(value)
+      ? undefined
+      : `must be a batch id, as POST /v1/routing/batch answered it (got ${JSON.stringify(value)})`
 }
 
 /** The store query of a page of the log, or every problem found; `routeId` given by the path is not a parameter. */

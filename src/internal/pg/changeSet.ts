@@ -64,7 +64,9 @@ const entriesJson = (steps: ReadonlyArray<Batch.Step>) =>
   `[${
     steps.map(({ action, after, before, revision }) =>
       `{"revision":${revision},"action":"${action}","route_id":"${(after ?? before)!.id}",` +
-      `"before":${before === null ? "null" : Route.toJson(before)},"after":${after === null ? "null" : Route.toJson(after)}}`
+      `"before":${before === null ? "null" : Route.toJson(before)},"after":${
+        after === null ? "null" : Route.toJson(after)
+      }}`
     ).join(",")
   }]`
 
@@ -116,7 +118,8 @@ const tooManyMethods = (store: Store, operations: ReadonlyArray<BatchOperation>)
   const { settings, sql } = store
   const methods = operations.flatMap((operation) =>
     operation.op === "create" ? [operation.route.method] : operation.op === "update" && operation.patch.method
-      ? [operation.patch.method] : []
+      ? [operation.patch.method] :
+      []
   )
   return Effect.flatMap(
     store.deadline.read(
@@ -135,7 +138,9 @@ const tooManyMethods = (store: Store, operations: ReadonlyArray<BatchOperation>)
         )
       )
       const operation = operations[index]!
-      const method = operation.op === "create" ? operation.route.method : (operation as { patch: Route.RoutePatch }).patch.method!
+      const method = operation.op === "create"
+        ? operation.route.method
+        : (operation as { patch: Route.RoutePatch }).patch.method!
       return Effect.fail(new BatchRefused({ index, reason: new TooManyMethods({ method, limit: MAX_METHODS }) }))
     }
   )
@@ -152,7 +157,14 @@ export const apply = (
     store,
     Effect.gen(function*() {
       const base = yield* Log.lock(store)
-      const decided = Batch.plan(store.ids, operations, yield* known(store, operations), options, change.at.getTime(), base)
+      const decided = Batch.plan(
+        store.ids,
+        operations,
+        yield* known(store, operations),
+        options,
+        change.at.getTime(),
+        base
+      )
       if (Either.isLeft(decided)) return yield* decided.left
       yield* write(store, decided.right, change, base)
       return decided.right

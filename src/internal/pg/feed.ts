@@ -167,7 +167,9 @@ export const make = ({ columns, guard, pg, readMark, settings, sql }: Parts): Fe
   return {
     changes,
     announce: announcer(sql, settings, origin),
-    announceChanged: settings.notifications ? Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${CHANGED})`) : Effect.void,
+    announceChanged: settings.notifications
+      ? Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${CHANGED})`)
+      : Effect.void,
     prune: pruner(sql, settings, removals, feed, guard)
   }
 }

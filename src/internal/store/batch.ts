@@ -12,7 +12,14 @@ import type { Context } from "effect"
 import { Either } from "effect"
 import * as Route from "../../Route.js"
 import type { RouteIdGenerator, WriteOptions } from "../../RouteRepository.js"
-import { BatchRefused, OutsidePrefixes, PreconditionFailed, RouteConflict, RouteNotFound, TooManyMethods } from "./errors.js"
+import {
+  BatchRefused,
+  OutsidePrefixes,
+  PreconditionFailed,
+  RouteConflict,
+  RouteNotFound,
+  TooManyMethods
+} from "./errors.js"
 import * as Rules from "./rules.js"
 
 /**
@@ -150,7 +157,10 @@ const conflicts = (decided: ReadonlyArray<Decided>, known: Known): Map<number, R
     const stored = known.holder(key)
     const holder = claimed.get(key) ?? (stored !== undefined && !leaving.has(stored) ? stored : undefined)
     if (holder !== undefined && holder !== d.after.id) {
-      refused.set(index, new RouteConflict({ method: d.after.method, path: d.after.path, conflictingRouteId: holder }, true))
+      refused.set(
+        index,
+        new RouteConflict({ method: d.after.method, path: d.after.path, conflictingRouteId: holder }, true)
+      )
     } else {
       claimed.set(key, d.after.id)
     }

@@ -19,6 +19,7 @@ import type {
   WriteError
 } from "../../RouteRepository.js"
 import { withActor, withActorAndClock } from "./actor.js"
+import * as Batch from "./batch.js"
 import {
   IdempotencyKeyReused,
   InvalidRestore,
@@ -29,7 +30,6 @@ import {
   TooManyIdempotencyKeys,
   TooManyMethods
 } from "./errors.js"
-import * as Batch from "./batch.js"
 import * as Log from "./log.js"
 import { addRoute, dropRoute, emptyMemory, listMemory, replaceRoute } from "./memoryIndex.js"
 import * as Rules from "./rules.js"
@@ -205,9 +205,15 @@ export const make = (
       if (before === null) addRoute(memory, after!, Rules.conflictKey(after!.method, after!.path))
       else if (after === null) dropRoute(memory, before)
       else replaceRoute(memory, before, after)
-      Log.append(log, { ...Log.entry(revision, millis, actor, action, (after ?? before)!.id, before, after), batch, batchEnd })
+      Log.append(log, {
+        ...Log.entry(revision, millis, actor, action, (after ?? before)!.id, before, after),
+        batch,
+        batchEnd
+      })
     }
-    for (const { after } of steps) if (after !== null) memory.idByKey.set(Rules.conflictKey(after.method, after.path), after.id)
+    for (const { after } of steps) {
+      if (after !== null) memory.idByKey.set(Rules.conflictKey(after.method, after.path), after.id)
+    }
     if (batchEnd !== undefined) memory.revision = batchEnd
   }
   const known: Batch.Known = {
