@@ -90,7 +90,16 @@ const timed = <A, E>(
 
 type Store = RouteRepository.RouteRepository["Type"]
 
-type StoreOperation = "create" | "findById" | "list" | "update" | "remove" | "createIdempotent" | "history" | "restore" | "applyBatch"
+type StoreOperation =
+  | "create"
+  | "findById"
+  | "list"
+  | "update"
+  | "remove"
+  | "createIdempotent"
+  | "history"
+  | "restore"
+  | "applyBatch"
 
 // "success", the tag of a declared error, or what else ended the operation.
 const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
