@@ -10,6 +10,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { ConfigError } from "effect"
 import { Clock, Config, Context, Duration, Effect, Either, Layer, Option } from "effect"
+import * as ChangeSet from "./internal/pg/changeSet.js"
 import * as Connect from "./internal/pg/connect.js"
 import * as Deadline from "./internal/pg/deadline.js"
 import * as Errors from "./internal/pg/errors.js"
@@ -190,6 +191,13 @@ export const make = (
                 Store.remove(store, routeId, precondition, change)
               ))
         ).pipe(unlessDry(options, () => Effect.zipRight(feed.announce({ removed: id }), feed.prune))),
+      // Announced as "changed": every process reads the whole batch from the feed, in one step.
+      applyBatch: (operations, options) =>
+        changeOf(options, (change) => Errors.storeErrors(ChangeSet.apply(store, operations, options ?? {}, change)))
+          .pipe(
+            Effect.map(({ steps: _, ...applied }) => applied),
+            unlessDry(options, () => Effect.zipRight(feed.announceChanged, feed.prune))
+          ),
       history: (query) => [query.actor].some(holdsNul) ? Effect.succeed(EMPTY_HISTORY) : guard(Log.page(store, query)),
       logAfter: (revision, limit) => guard(Log.after(store, revision, limit)),
       restore: (id, revision, precondition, options) =>

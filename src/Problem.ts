@@ -30,6 +30,11 @@ const problems = {
     description:
       "The restore's body is not exactly {\"revision\": <positive integer>}, or names a revision not in this route's log, or one that deleted it; `errors` says which."
   },
+  invalid_batch: {
+    status: 400,
+    description:
+      "The body of POST /v1/routing/batch is not a batch (not an object, no operations, an empty list or one over 5,000, an unknown op, a route id twice); `errors` names each place."
+  },
   invalid_report: {
     status: 400,
     description:

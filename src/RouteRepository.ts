@@ -9,7 +9,9 @@ import type { ChangeFeed } from "./internal/store/changeFeed.js"
 import * as Memory from "./internal/store/memory.js"
 import * as Route from "./Route.js"
 
+import type { BatchApplied, BatchOperation, BatchOptions } from "./internal/store/batch.js"
 import type {
+  BatchRefused,
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
   InvalidRestore,
@@ -28,6 +30,9 @@ import type {
 export * from "./internal/store/errors.js"
 
 export { Actor } from "./internal/store/actor.js"
+
+export type { BatchApplied, BatchOperation, BatchOptions, BatchOutcome } from "./internal/store/batch.js"
+export { MAX_BATCH_OPERATIONS } from "./internal/store/batch.js"
 
 export type { ChangeFeed, ChangeListener, Changes } from "./internal/store/changeFeed.js"
 
@@ -199,6 +204,19 @@ export interface HistoryEntry {
   readonly after: Route.Route | null
   /** The revision a `restore` went back to. */
   readonly restoredFrom?: number | undefined
+  /**
+   * (0.5.0) The id of the batch (`applyBatch`) the change was part of; its entries have consecutive revisions.
+   *
+   * @since 0.5.0
+   */
+  readonly batch?: string | undefined
+  /**
+   * (0.5.0) With `batch`: the revision of the batch's last change, so that a reader of the log knows when it holds the
+   * whole batch (the change stream sends a batch as one event). Not part of the API's entries.
+   *
+   * @since 0.5.0
+   */
+  readonly batchEnd?: number | undefined
 }
 
 /**
@@ -214,6 +232,8 @@ export interface HistoryQuery {
   readonly routeId?: string | undefined
   readonly actor?: string | undefined
   readonly action?: Action | undefined
+  /** (0.5.0) Only the entries of this batch. */
+  readonly batch?: string | undefined
 }
 
 /**
@@ -321,6 +341,22 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
       precondition?: Precondition,
       options?: WriteOptions
     ) => Effect.Effect<Restored, WriteError | InvalidRestore>)
+    | undefined
+  /**
+   * Offered by a store that keeps a change log (both stores of the library): applies a change set, all or nothing
+   * (docs/batches.md). Each operation is decided as it would be alone (not found, the path prefixes of `options`
+   * before and after, `ifMatch`), conflicts and the method bound on the state after the whole batch; the first refused
+   * operation fails it with `BatchRefused`, and nothing changes. Every real change takes the next revision in the
+   * order of the operations, and its log entry carries the batch's id; no reader of the store ever sees part of it.
+   * Each route id appears at most once (the routing API refuses a batch naming one twice).
+   *
+   * @since 0.5.0
+   */
+  readonly applyBatch?:
+    | ((
+      operations: ReadonlyArray<BatchOperation>,
+      options?: BatchOptions
+    ) => Effect.Effect<BatchApplied, BatchRefused | StoreUnavailable | ReadOnlyStore>)
     | undefined
   /**
    * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when

@@ -14,6 +14,8 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { endpoint, everyEndpoint, problems } from "./internal/http/apiEndpoints.js"
 import {
+  BatchBody,
+  BatchResult,
   ChangeEvents,
   ChangesParams,
   DryRunParams,
@@ -148,6 +150,22 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
         "Needs the routes:write scope, or routes:write:<prefix> for a route under that prefix. Answers 201 with the stored route, its Location and its ETag. " +
           "With an Idempotency-Key, a retry gets the first answer again instead of creating twice. Every write " +
           "answers Registry-Revision, its change's revision (not on a dry run)."
+      )
+  )
+  .add(
+    endpoint("batch")
+      .setUrlParams(DryRunParams)
+      .setPayload(BatchBody)
+      .addSuccess(BatchResult)
+      .pipe(problems("batch"))
+      .annotate(OpenApi.Summary, "Apply a change set")
+      .annotate(
+        OpenApi.Description,
+        "Needs the routes:write scope, or routes:write:<prefix> for every route an operation touches, before and " +
+          "after. Applies 1 to 5,000 creates, updates and deletes all or nothing, conflicts judged on the state " +
+          "after the whole batch; a refused operation answers as it would alone, errors naming operations[<i>], and " +
+          "nothing changes. 200 with one result per operation and Registry-Revision, the batch's last revision. " +
+          "The body limit is its own (4 MiB by default)."
       )
   )
   .add(

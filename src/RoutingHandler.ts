@@ -89,6 +89,12 @@ export interface Options {
   /** Largest accepted request body in bytes. Default 65,536 (64 KiB). */
   readonly maxBodyBytes?: number | undefined
   /**
+   * Largest accepted body of a change set (`POST /v1/routing/batch`) in bytes. Default 4,194,304 (4 MiB).
+   *
+   * @since 0.5.0
+   */
+  readonly maxBatchBodyBytes?: number | undefined
+  /**
    * Longest time a body may take to arrive in full, in milliseconds; a slower client is answered 408 and its
    * connection closed. Default 10,000. No store connection is held while a body is read.
    */
@@ -305,6 +311,7 @@ const makeCore = (
     repository,
     authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
+    batchLimits: Content.bodyLimits(config.maxBatchBodyBytes, config.bodyTimeoutMillis),
     failures: ServiceErrors.cases(Answers.unavailable(config.retryAfterSeconds)),
     catalog,
     hostPaths,

@@ -214,6 +214,7 @@ describe("RoutingApi", () => {
       `${COLLECTION}/changes`,
       `${COLLECTION}/followers`,
       `${COLLECTION}/match`,
+      `${COLLECTION}/batch`,
       `${COLLECTION}/history`,
       `${ITEM}/history`,
       `${ITEM}/restore`,

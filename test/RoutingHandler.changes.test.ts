@@ -233,6 +233,69 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
       assert.strictEqual(new Set(all.map((event) => event.id)).size, all.length)
     })
 
+    it("sends a change set as one batch event, and the rest of one to a cursor inside it (docs/batches.md)", async () => {
+      const { create, open, server } = await serve(subject, store)
+      const a = await create(1)
+      const b = await create(2)
+      const stream = await open()
+      const ready = (await stream.waitFor((event) => event.event === "ready")).at(-1)!
+      const batch = (operations: ReadonlyArray<unknown>, query = "") =>
+        server.send({
+          method: "POST",
+          path: `/v1/routing/batch${query}`,
+          headers: admin,
+          body: JSON.stringify({ operations })
+        })
+      const swap = [
+        { op: "update", id: a.id, patch: { path: "/r2/:id" } },
+        { op: "update", id: b.id, patch: { path: "/r1/:id" } },
+        { op: "create", route: route(3) }
+      ]
+      const dry = await batch(swap, "?dryRun=true")
+      assert.strictEqual(dry.status, 200, dry.text)
+      assert.strictEqual((dry.json as { batch: unknown }).batch, null)
+      assert.isNull(dry.headers.get("registry-revision"))
+      const applied = await batch(swap)
+      assert.strictEqual(applied.status, 200, applied.text)
+      const answer = applied.json as {
+        batch: string
+        revision: number
+        results: Array<{ status: number; revision: number }>
+      }
+      assert.deepStrictEqual(answer.results.map((r) => r.status), [200, 200, 201])
+      assert.strictEqual(applied.headers.get("registry-revision"), String(answer.revision))
+      const event = (await stream.until(4))[3] // after the snapshot's two routes and ready
+      assert.strictEqual(event!.event, "batch")
+      assert.strictEqual(event!.id, `${ready.id!.split(".")[0]}.${answer.revision.toString(36)}`)
+      assert.deepStrictEqual(event!.data.batch, answer.batch)
+      assert.deepStrictEqual(
+        event!.data.events.map((
+          e: { event: string; revision: number; data: { path: string } }
+        ) => [e.event, e.revision, e.data.path]),
+        [["upsert", answer.revision - 2, "/r2/:id"], ["upsert", answer.revision - 1, "/r1/:id"], [
+          "upsert",
+          answer.revision,
+          "/r3/:id"
+        ]]
+      )
+      // A conflict with a route the batch leaves in place refuses it whole, naming the operation.
+      const refused = await batch([{ op: "create", route: route(4) }, { op: "create", route: route(5, "/r3/:x") }])
+      assertProblem(refused, "route_conflict", ["code", "conflictingRouteId", "errors"].slice(1))
+      assert.deepStrictEqual((refused.json as { errors: Array<{ path: string }> }).errors.map((e) => e.path), [
+        "operations[1]"
+      ])
+      const shape = await batch([{ op: "create", route: route(4) }, { op: "erase", id: a.id }])
+      assertProblem(shape, "invalid_batch", ["errors"])
+      // A cursor inside the batch resumes with the rest of it, in one event.
+      const inside = await open(`?since=${ready.id!.split(".")[0]}.${(answer.revision - 2).toString(36)}`)
+      const rest = await inside.waitFor((event) => event.event === "ready")
+      assert.deepStrictEqual(kinds(rest), ["batch", "ready"])
+      assert.deepStrictEqual(rest[0]!.data.events.map((e: { revision: number }) => e.revision), [
+        answer.revision - 1,
+        answer.revision
+      ])
+    })
+
     it("resumes by since and by Last-Event-ID with exactly the missed changes, Last-Event-ID winning", async () => {
       const { create, open, remove } = await serve(subject, store)
       const a = await create(1)

@@ -83,6 +83,7 @@ export const start = async (options: Options): Promise<Started> => {
       .handle("history", () => Effect.dieMessage("this peer keeps no change log"))
       .handle("routeHistory", () => Effect.dieMessage("this peer keeps no change log"))
       .handle("restore", () => Effect.dieMessage("this peer keeps no change log"))
+      .handle("batch", () => Effect.dieMessage("this peer keeps no change log"))
       // Nor a fleet: nothing follows it.
       .handle("followers", () => Effect.dieMessage("this peer keeps no fleet"))
       .handle("report", () => Effect.dieMessage("this peer keeps no fleet"))

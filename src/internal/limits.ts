@@ -14,6 +14,9 @@ export const MAX_PRINCIPAL_ID_LENGTH = 256
 /** Largest accepted request body in bytes by default (64 KiB). */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
+/** Largest accepted body of a change set (`POST /v1/routing/batch`) in bytes by default (4 MiB). */
+export const DEFAULT_MAX_BATCH_BODY_BYTES = 4 * 1024 * 1024
+
 /** Longest time a body may take to arrive by default, in milliseconds. */
 export const DEFAULT_BODY_TIMEOUT_MILLIS = 10_000
 

@@ -15,6 +15,7 @@ import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "./store/rules.js"
 /** The options with their defaults applied, every one checked. */
 export interface Config {
   readonly maxBodyBytes: number
+  readonly maxBatchBodyBytes: number
   readonly bodyTimeoutMillis: number
   readonly retryAfterSeconds: number
   readonly idempotencyKeyExpirySeconds: number
@@ -46,6 +47,7 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
   if (Either.isLeft(dashboard)) return Either.left(dashboard.left)
   const config: Config = {
     maxBodyBytes: options.maxBodyBytes ?? Limits.DEFAULT_MAX_BODY_BYTES,
+    maxBatchBodyBytes: options.maxBatchBodyBytes ?? Limits.DEFAULT_MAX_BATCH_BODY_BYTES,
     bodyTimeoutMillis: options.bodyTimeoutMillis ?? Limits.DEFAULT_BODY_TIMEOUT_MILLIS,
     retryAfterSeconds: options.retryAfterSeconds ?? Limits.DEFAULT_RETRY_AFTER_SECONDS,
     idempotencyKeyExpirySeconds: options.idempotencyKeyExpirySeconds ?? Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS,
@@ -59,6 +61,7 @@ export const resolve = (options: Options): Either.Either<Config, InvalidOption> 
     dashboard: dashboard.right
   }
   const invalid = positiveInteger("maxBodyBytes", config.maxBodyBytes, "bytes") ??
+    positiveInteger("maxBatchBodyBytes", config.maxBatchBodyBytes, "bytes") ??
     positiveInteger("bodyTimeoutMillis", config.bodyTimeoutMillis, "milliseconds", { most: MAX_TIMER_MILLIS }) ??
     positiveInteger("retryAfterSeconds", config.retryAfterSeconds, "seconds") ??
     positiveInteger("idempotencyKeyExpirySeconds", config.idempotencyKeyExpirySeconds, "seconds") ??

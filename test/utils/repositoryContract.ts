@@ -8,6 +8,7 @@ import { Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
+import { batchContract } from "./batchContract.js"
 import { conditionsContract } from "./conditionsContract.js"
 import { describedContract } from "./describedContract.js"
 import { logContract } from "./logContract.js"
@@ -263,6 +264,7 @@ export const repositoryContract = <R>(
   describe("the method bound", () => methodBound(test))
   describe("idempotency keys", () => idempotencyKeys(test))
   describe("the change log", () => logContract(test, it, limited))
+  describe("change sets (docs/batches.md)", () => batchContract(test))
   describe("enabled and split (docs/router.md: disabled routes and splits)", () => safeChangesContract(test))
   describe("descriptions, tags and middleware configs (docs/router.md)", () => describedContract(test))
   describe("conditions (docs/router.md: conditions)", () => conditionsContract(test))

@@ -64,16 +64,16 @@ const unplace = (state: State, id: string): boolean => {
   return true
 }
 
-const put = (state: State, revised: Revised): void => {
+const put = (state: State, revised: Revised, batch?: ReplayRing.BatchMark): void => {
   const stored = place(state, revised)
-  if (stored !== undefined) state.ring.upserted(stored, revised.revision, revised.route.text)
+  if (stored !== undefined) state.ring.upserted(stored, revised.revision, revised.route.text, batch)
   else if (RouteTree.get(state.tree, revised.route.id) === undefined) {
-    state.ring.deleted(revised.route.id, revised.revision)
+    state.ring.deleted(revised.route.id, revised.revision, batch)
   }
 }
 
-const drop = (state: State, id: string, revision: number): void => {
-  if (unplace(state, id)) state.ring.deleted(id, revision)
+const drop = (state: State, id: string, revision: number, batch?: ReplayRing.BatchMark): void => {
+  if (unplace(state, id)) state.ring.deleted(id, revision, batch)
 }
 
 // Routing from a snapshot file, the follower is sent every route again: the registry could not resume from it.
@@ -164,7 +164,18 @@ export const notACursor = (type: string, id: string) =>
 export const upsert = (state: State, data: string, id: string): string | undefined => {
   const cursor = cursorOf(id)
   if (cursor === undefined) return notACursor("an upsert", id)
-  const json = parse(data)
+  return upsertAt(state, parse(data), data, cursor.revision, cursor.routeRevision ?? cursor.revision)
+}
+
+// A route at `revision` (a snapshot's: its own revision; `at`, the event's), within `batch` if any.
+const upsertAt = (
+  state: State,
+  json: unknown,
+  data: string,
+  at: number,
+  revision: number,
+  batch?: ReplayRing.BatchMark
+): string | undefined => {
   const route = Decode.decodeUpsert(json, data)
   if (route === undefined) {
     const routeId = (json as { id?: unknown } | undefined)?.id
@@ -173,13 +184,13 @@ export const upsert = (state: State, data: string, id: string): string | undefin
       state,
       Effect.logError(`route table: the route ${routeId} was skipped: it is not a route this process can hold`)
     )
-    if (state.snapshot === undefined) drop(state, routeId, cursor.revision)
+    if (state.snapshot === undefined) drop(state, routeId, at, batch)
     else uncollect(state, state.snapshot, routeId)
     return undefined
   }
-  const revised = { route, revision: cursor.routeRevision ?? cursor.revision }
+  const revised = { route, revision }
   if (state.snapshot !== undefined) return collect(state, state.snapshot, revised, Buffer.byteLength(data))
-  put(state, revised)
+  put(state, revised, batch)
   return undefined
 }
 
@@ -188,7 +199,30 @@ export const remove = (state: State, data: string, eventId: string): string | un
   if (cursor === undefined) return notACursor("a delete", eventId)
   const id = (parse(data) as { id?: unknown } | undefined)?.id
   if (typeof id !== "string") return `a delete that names no id: ${data.slice(0, 200)}`
-  if (state.snapshot === undefined) drop(state, id, cursor.revision)
+  return removeAt(state, id, cursor.revision)
+}
+
+const removeAt = (state: State, id: string, revision: number, batch?: ReplayRing.BatchMark): undefined => {
+  if (state.snapshot === undefined) drop(state, id, revision, batch)
   else uncollect(state, state.snapshot, id)
+  return undefined
+}
+
+/**
+ * A change set's event (docs/batches.md): every change of it applied in this one step, so no request is routed with
+ * part of it; its cursor is the batch's last revision.
+ */
+export const batch = (state: State, data: string, eventId: string): string | undefined => {
+  const cursor = cursorOf(eventId)
+  if (cursor === undefined) return notACursor("a batch", eventId)
+  const parsed = Decode.parseBatch(data)
+  if (typeof parsed === "string") return parsed
+  const mark = { id: parsed.batch, end: cursor.revision }
+  for (const item of parsed.events) {
+    const failure = item.event === "upsert"
+      ? upsertAt(state, item.data, JSON.stringify(item.data), item.revision, item.revision, mark)
+      : removeAt(state, (item.data as { readonly id: string }).id, item.revision, mark)
+    if (failure !== undefined) return failure
+  }
   return undefined
 }

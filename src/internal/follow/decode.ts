@@ -13,6 +13,7 @@ import * as Grammar from "../route/grammar.js"
 import * as Path from "../route/path.js"
 import * as Split from "../route/split.js"
 import * as When from "../route/when.js"
+import { MAX_BATCH_OPERATIONS } from "../store/batch.js"
 
 /** A route decoded from an event, with its parsed path, before the follower gives it a revision. */
 export interface Decoded {
@@ -142,4 +143,29 @@ const optionalFields = (
       : { tags: tags as ReadonlyArray<string> }),
     ...(conditions === undefined ? {} : { when: conditions })
   }
+}
+
+/** A batch event's data (docs/batches.md): the batch's id and its changes, each with its revision. */
+export interface BatchData {
+  readonly batch: string
+  readonly events: ReadonlyArray<
+    { readonly event: "upsert" | "delete"; readonly revision: number; readonly data: unknown }
+  >
+}
+
+/** A batch event's data, or what is wrong with it: checked whole before any of it is applied. */
+export const parseBatch = (data: string): BatchData | string => {
+  let json: unknown
+  try {
+    json = JSON.parse(data)
+  } catch {
+    return `a batch event whose data is not JSON: ${data.slice(0, 200)}`
+  }
+  const { batch, events } = (json ?? {}) as { batch?: unknown; events?: unknown }
+  const wellFormed = typeof batch === "string" && Array.isArray(events) && events.length <= MAX_BATCH_OPERATIONS &&
+    events.every((item) =>
+      typeof item === "object" && item !== null && (item.event === "upsert" || item.event === "delete") &&
+      Number.isSafeInteger(item.revision) && item.revision > 0 && typeof item.data?.id === "string"
+    )
+  return wellFormed ? { batch, events } : `a batch event that is not a batch: ${data.slice(0, 200)}`
 }

@@ -97,6 +97,9 @@ export const sink = (state: State): Sse.Sink => ({
       case "delete":
         failure = Apply.remove(state, event.data, event.id)
         break
+      case "batch":
+        failure = Apply.batch(state, event.data, event.id)
+        break
       case "ready":
         failure = ready(state, event.id)
         break

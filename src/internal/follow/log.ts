@@ -172,6 +172,19 @@ const entryOf = (type: string, data: string, revision: number, at: Date): RouteR
   return { revision, at, actor: null, action: after === null ? "delete" : "update", routeId: id, before: null, after }
 }
 
+// A batch event's changes as log entries, each naming the batch (docs/batches.md: the wire form).
+const batchEntries = (data: string, end: number, at: Date): Array<RouteRepository.HistoryEntry> | string => {
+  const batch = Decode.parseBatch(data)
+  if (typeof batch === "string") return batch
+  const entries: Array<RouteRepository.HistoryEntry> = []
+  for (const item of batch.events) {
+    const entry = entryOf(item.event, JSON.stringify(item.data), item.revision, at)
+    if (typeof entry === "string") return entry
+    entries.push({ ...entry, batch: batch.batch, batchEnd: end })
+  }
+  return entries
+}
+
 // Reads a catch-up stream's events into `read` until `done` is told how it ended: its `ready`, a `reset` (or anything
 // but the changes after the cursor), `limit` changes, or a page's worth of bytes.
 const reader = (
@@ -192,7 +205,7 @@ const reader = (
     event: ({ data, id, type }) => {
       if (finished) return undefined
       if (type === "reset") return finish({ complete: false, revision: 0 })
-      if (type !== "upsert" && type !== "delete" && type !== "ready") return undefined
+      if (type !== "upsert" && type !== "delete" && type !== "ready" && type !== "batch") return undefined
       const cursor = ReplayRing.parse(id)
       if (typeof cursor !== "object") return finish(`an event whose id is not a cursor: ${id.slice(0, 200)}`)
       // Another store's, or a snapshot's: the process followed no longer resumes this cursor.
@@ -200,9 +213,12 @@ const reader = (
         return finish({ complete: false, revision: cursor.revision })
       }
       if (type === "ready") return finish({ complete: true, revision: cursor.revision })
-      const entry = entryOf(type, data, cursor.revision, at)
-      if (typeof entry === "string") return finish(entry)
-      read.entries.push(entry)
+      const entries = type === "batch"
+        ? batchEntries(data, cursor.revision, at)
+        : entryOf(type, data, cursor.revision, at)
+      if (typeof entries === "string") return finish(entries)
+      if (Array.isArray(entries)) read.entries.push(...entries)
+      else read.entries.push(entries)
       read.bytes += data.length
       return read.entries.length >= limit || read.bytes >= MAX_LOG_PAGE_BYTES
         ? finish({ complete: true, revision: cursor.revision })

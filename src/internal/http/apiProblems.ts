@@ -176,6 +176,12 @@ export const TooManyMethodsProblem = problem("too_many_methods")
  */
 export const InvalidRestoreProblem = problem("invalid_restore", { errors: FieldErrors })
 /**
+ * `400`: a change set's body is not a batch.
+ *
+ * @since 0.5.0
+ */
+export const InvalidBatchProblem = problem("invalid_batch", { errors: FieldErrors })
+/**
  * `400`: a follower's name or report breaks the fleet's rules.
  *
  * @since 0.4.0
@@ -232,6 +238,7 @@ export const PROBLEMS = {
   too_many_idempotency_keys: TooManyIdempotencyKeysProblem,
   too_many_methods: TooManyMethodsProblem,
   invalid_restore: InvalidRestoreProblem,
+  invalid_batch: InvalidBatchProblem,
   invalid_report: InvalidReportProblem,
   stream_not_found: StreamNotFoundProblem,
   too_many_reports: TooManyReportsProblem,

@@ -236,7 +236,8 @@ export const HistoryEntry = Schema.Struct({
   routeId: Route.RouteId,
   before: Schema.NullOr(Route.Route),
   after: Schema.NullOr(Route.Route),
-  restoredFrom: Schema.optional(Schema.Int.annotations({ description: "The revision a restore went back to." }))
+  restoredFrom: Schema.optional(Schema.Int.annotations({ description: "The revision a restore went back to." })),
+  batch: Schema.optional(Schema.String.annotations({ description: "The change set the change was part of." }))
 }).annotations({ identifier: "HistoryEntry" })
 
 /**
@@ -257,6 +258,7 @@ const historyFilters = {
   ),
   cursor: Schema.optional(Schema.String.annotations({ description: "The nextCursor of a previous page, unchanged." })),
   actor: Schema.optional(Schema.String.annotations({ description: "Only entries of changes this principal made." })),
+  batch: Schema.optional(Schema.String.annotations({ description: "Only the entries of this change set." })),
   action: Schema.optional(
     Schema.Literal("create", "update", "delete", "restore").annotations({
       description: "Only entries of this kind of change."
@@ -411,3 +413,49 @@ export const FollowerReport = Schema.Struct({
   ),
   followers: Schema.optional(Schema.Array(FollowerEntry).pipe(Schema.maxItems(10_000)))
 }).annotations({ identifier: "FollowerReport" })
+
+const ETagField = Schema.String.annotations({ description: "An ETag of the route, as If-Match takes it." })
+
+/**
+ * One operation of a change set.
+ *
+ * @since 0.5.0
+ */
+export const BatchOperation = Schema.Union(
+  Schema.Struct({ op: Schema.Literal("create"), route: Route.CreateRoute }),
+  Schema.Struct({
+    op: Schema.Literal("update"),
+    id: Route.RouteId,
+    patch: Route.PatchRoute,
+    ifMatch: Schema.optional(ETagField)
+  }),
+  Schema.Struct({ op: Schema.Literal("delete"), id: Route.RouteId, ifMatch: Schema.optional(ETagField) })
+).annotations({ identifier: "BatchOperation" })
+
+/**
+ * The body of `POST /v1/routing/batch`.
+ *
+ * @since 0.5.0
+ */
+export const BatchBody = Schema.Struct({
+  operations: Schema.Array(BatchOperation).pipe(Schema.minItems(1), Schema.maxItems(5_000)),
+  description: Schema.optional(Schema.String.pipe(Schema.maxLength(1_024)))
+}).annotations({ identifier: "BatchBody" })
+
+/**
+ * What a change set did: one result per operation, in order (`batch` and the revisions `null` on a dry run).
+ *
+ * @since 0.5.0
+ */
+export const BatchResult = Schema.Struct({
+  batch: Schema.NullOr(Schema.String).annotations({
+    description: "The batch's id: GET /v1/routing/history?batch=<id>."
+  }),
+  revision: Schema.NullOr(Schema.Int).annotations({ description: "The revision of the batch's last change." }),
+  results: Schema.Array(Schema.Struct({
+    status: Schema.Literal(201, 200, 204),
+    route: Schema.NullOr(Route.Route),
+    etag: Schema.NullOr(Schema.String),
+    revision: Schema.NullOr(Schema.Int)
+  }))
+}).annotations({ identifier: "BatchResult" })

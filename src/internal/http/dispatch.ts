@@ -8,6 +8,7 @@
  */
 import { Effect } from "effect"
 import * as Answers from "./answers.js"
+import * as Batch from "./batch.js"
 import * as Dashboard from "./dashboard.js"
 import { ENDPOINTS, type Name, type Resource, resourceAt } from "./endpoints.js"
 import type { Request, Response } from "./exchange.js"
@@ -25,6 +26,7 @@ const STEPS: { readonly [N in Name]: Steps } = {
   report: Followers.report,
   match: Operations.match,
   create: Operations.create,
+  batch: Batch.batch,
   history: History.history,
   routeHistory: History.routeHistory,
   restore: History.restore,

@@ -27,6 +27,9 @@ export const ROUTE_HISTORY = `${ITEM}/history`
 /** The path of a route's restore. */
 export const RESTORE = `${ITEM}/restore`
 
+/** The path of change sets. */
+export const BATCH = `${COLLECTION}/batch`
+
 /** The fleet's path. */
 export const FOLLOWERS = `${COLLECTION}/followers`
 
@@ -104,6 +107,26 @@ export const ENDPOINTS = {
       "idempotency_key_reused",
       "too_many_idempotency_keys",
       "too_many_methods"
+    ]
+  },
+  batch: {
+    method: "POST",
+    path: BATCH,
+    operation: "batch",
+    ...write,
+    problems: [
+      "malformed_json",
+      "invalid_batch",
+      "invalid_route",
+      "invalid_query",
+      "payload_too_large",
+      "request_timeout",
+      "unsupported_media_type",
+      "route_not_found",
+      "route_conflict",
+      "precondition_failed",
+      "too_many_methods",
+      "not_found"
     ]
   },
   history: { method: "GET", path: HISTORY, operation: "history", ...read, problems: ["invalid_query"] },

@@ -76,7 +76,11 @@ const RULES: Record<string, (value: string) => string | undefined> = {
   action: (value) =>
     (ACTIONS as ReadonlyArray<string>).includes(value)
       ? undefined
-      : `must be one of ${ACTIONS.join(", ")} (got ${JSON.stringify(value)})`
+      : `must be one of ${ACTIONS.join(", ")} (got ${JSON.stringify(value)})`,
+  batch: (value) =>
+    Route.isRouteId(value)
+      ? undefined
+      : `must be a batch id, as POST /v1/routing/batch answered it (got ${JSON.stringify(value)})`
 }
 
 /** The store query of a page of the log, or every problem found; `routeId` given by the path is not a parameter. */
@@ -104,7 +108,8 @@ export const parseQuery = (
     before: values.cursor === undefined ? undefined : decodeCursor(values.cursor),
     routeId: routeId ?? values.routeId,
     actor: values.actor,
-    action: values.action as RouteRepository.Action | undefined
+    action: values.action as RouteRepository.Action | undefined,
+    batch: values.batch
   })
 }
 
@@ -113,6 +118,7 @@ const nextLink = (path: string, query: RouteRepository.HistoryQuery, own: boolea
   if (!own && query.routeId !== undefined) params.set("routeId", query.routeId)
   if (query.actor !== undefined) params.set("actor", query.actor)
   if (query.action !== undefined) params.set("action", query.action)
+  if (query.batch !== undefined) params.set("batch", query.batch)
   params.set("cursor", encodeCursor(last))
   return `<${path}?${params.toString()}>; rel="next"`
 }
@@ -125,7 +131,8 @@ export const entryJson = (entry: RouteRepository.HistoryEntry): string =>
   `"action":"${entry.action}","routeId":${JSON.stringify(entry.routeId)},` +
   `"before":${entry.before === null ? "null" : Route.toJson(entry.before)},` +
   `"after":${entry.after === null ? "null" : Route.toJson(entry.after)}` +
-  (entry.restoredFrom === undefined ? "}" : `,"restoredFrom":${entry.restoredFrom}}`)
+  (entry.restoredFrom === undefined ? "" : `,"restoredFrom":${entry.restoredFrom}`) +
+  (entry.batch === undefined ? "}" : `,"batch":${JSON.stringify(entry.batch)}}`)
 
 const pageAnswer = (
   path: string,

@@ -91,6 +91,9 @@ const successes: Record<string, Record<string, { description: string; headers?: 
       }
     }
   },
+  "routing.batch": {
+    "200": { description: "One result per operation, in order.", headers: revision }
+  },
   "routing.history": { "200": { description: "A page of the change log, newest first.", headers: { Link: nextPage } } },
   "routing.routeHistory": {
     "200": { description: "A page of the route's change log, newest first.", headers: { Link: nextPage } }

@@ -29,18 +29,24 @@ import { type Core, type Failure, fromEither, type Steps, validated, withRoute }
 /** The `Location` of a stored route, built from its id alone. */
 export const location = (id: Route.RouteId): string => ITEM_PREFIX + id
 
-// A route on a path the host serves itself is refused; so is, with catalog checking on, a route naming a function
-// this process has not registered.
-const cataloged = <A extends Parameters<typeof Catalog.check>[1] & { readonly path?: string | undefined }>(
+/**
+ * What refuses a route's fields besides the grammar: a path the host serves itself, and, with catalog checking on, a
+ * function this process has not registered.
+ */
+export const catalogIssues = (
   core: Core,
-  input: A
-): Effect.Effect<A, Failure> => {
+  input: Parameters<typeof Catalog.check>[1] & { readonly path?: string | undefined }
+): Array<Route.FieldIssue> => {
   const taken = input.path === undefined ? undefined : HostPaths.taking(core.hostPaths, input.path)
-  if (core.catalog === undefined && taken === undefined) return Effect.succeed(input)
-  const issues = [
+  if (core.catalog === undefined && taken === undefined) return []
+  return [
     ...(taken === undefined ? [] : [{ path: "path", message: HostPaths.taken(input.path!, taken) }]),
     ...(core.catalog === undefined ? [] : Catalog.check(core.catalog, input))
   ]
+}
+
+const cataloged = <A extends Parameters<typeof catalogIssues>[1]>(core: Core, input: A): Effect.Effect<A, Failure> => {
+  const issues = catalogIssues(core, input)
   return issues.length === 0 ? Effect.succeed(input) : refuse(Answers.invalidRoute(issues))
 }
 

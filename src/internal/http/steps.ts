@@ -33,6 +33,8 @@ export interface Core {
   readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
   readonly authenticator: Context.Tag.Service<Authenticator.Authenticator>
   readonly limits: Content.BodyLimits
+  /** The limits a change set's body is read under. */
+  readonly batchLimits: Content.BodyLimits
   /** The answer of each declared error of a service, and of a refusal (`ServiceErrors.cases`). */
   readonly failures: ServiceErrors.Cases
   /** The host's function names, when it declared them: a route naming another is refused. */

@@ -104,6 +104,11 @@ export interface Feed {
    * together in the next one.
    */
   readonly announce: (change: Announcement) => Effect.Effect<void>
+  /**
+   * Tells the other processes that something changed, for them to read the feed: a batch, which they must apply in one
+   * step, and which announcements, cut into payloads, would bring them in parts.
+   */
+  readonly announceChanged: Effect.Effect<void>
   /** Prunes removals older than the retention, at most once per tenth of it. */
   readonly prune: Effect.Effect<void>
 }
@@ -162,6 +167,9 @@ export const make = ({ columns, guard, pg, readMark, settings, sql }: Parts): Fe
   return {
     changes,
     announce: announcer(sql, settings, origin),
+    announceChanged: settings.notifications
+      ? Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${CHANGED})`)
+      : Effect.void,
     prune: pruner(sql, settings, removals, feed, guard)
   }
 }

@@ -167,14 +167,15 @@ export const holds = ({ readMark, settings, sql }: Store, routeId: Route.RouteId
  * the action's, or the revisions').
  */
 export const page = ({ readMark, settings, sql }: Store, query: HistoryQuery): Effect.Effect<HistoryPage, SqlError> => {
-  if (query.routeId !== undefined && !Route.isRouteId(query.routeId)) {
+  if ([query.routeId, query.batch].some((id) => id !== undefined && !Route.isRouteId(id))) {
     return Effect.succeed({ items: [], hasMore: false })
   }
   const conditions = [
     query.before === undefined ? undefined : sql`revision < ${query.before}`,
     query.routeId === undefined ? undefined : sql`route_id = ${query.routeId}`,
     query.actor === undefined ? undefined : sql`actor = ${query.actor}`,
-    query.action === undefined ? undefined : sql`action = ${query.action}`
+    query.action === undefined ? undefined : sql`action = ${query.action}`,
+    query.batch === undefined ? undefined : sql`batch = ${query.batch}::uuid`
   ].filter((condition) => condition !== undefined)
   return Effect.map(
     sql<Row.EntryRow>`${readMark}SELECT ${Row.entryColumns(sql)} FROM ${sql(settings.history)}
@@ -193,6 +194,7 @@ interface AfterRow {
 /**
  * The entries after `revision`, oldest first, with the store's identity and newest revision, in one statement (one
  * snapshot: revisions commit in order, so what it sees is every change up to the newest). A walk of the primary key.
+ * A batch is never cut: the rest of one the last entry begins comes with it.
  */
 export const after = (
   { readMark, settings, sql }: Store,
@@ -202,10 +204,15 @@ export const after = (
   const history = sql(settings.history)
   return Effect.map(
     sql<AfterRow>`${readMark}
+      WITH page AS (
+        SELECT ${Row.entryColumns(sql)} FROM ${history} WHERE revision > ${revision} ORDER BY revision LIMIT ${limit})
       SELECT counter.store, counter.revision, (SELECT min(revision) FROM ${history}) AS oldest,
         (SELECT COALESCE(json_agg(entry ORDER BY entry.revision), '[]') FROM (
-          SELECT ${Row.entryColumns(sql)} FROM ${history} WHERE revision > ${revision}
-          ORDER BY revision LIMIT ${limit}) AS entry) AS entries
+          SELECT * FROM page
+          UNION ALL
+          SELECT ${Row.entryColumns(sql)} FROM ${history}
+          WHERE revision > (SELECT max(revision) FROM page)
+            AND revision <= (SELECT batch_end FROM page ORDER BY revision DESC LIMIT 1)) AS entry) AS entries
       FROM ${sql(settings.counter)} AS counter`,
     ([row]) => {
       const newest = Number(row!.revision)

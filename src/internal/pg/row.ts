@@ -105,11 +105,14 @@ export interface EntryRow {
   readonly before: LoggedRoute | null
   readonly after: LoggedRoute | null
   readonly restored_from: string | number | bigint | null
+  readonly batch: string | null
+  /** A bigint, as `revision`. */
+  readonly batch_end: string | number | bigint | null
 }
 
 /** The columns of an `EntryRow`, in every statement that reads the log. */
 export const entryColumns = (sql: SqlClient.SqlClient) =>
-  sql`revision, at, actor, action, route_id, before, after, restored_from`
+  sql`revision, at, actor, action, route_id, before, after, restored_from, batch, batch_end`
 
 const decodeLogged = (json: LoggedRoute | null): Route.Route | null =>
   json === null
@@ -125,7 +128,8 @@ export const decodeEntry = (row: EntryRow): HistoryEntry => ({
   routeId: row.route_id,
   before: decodeLogged(row.before),
   after: decodeLogged(row.after),
-  ...(row.restored_from === null ? {} : { restoredFrom: Number(row.restored_from) })
+  ...(row.restored_from === null ? {} : { restoredFrom: Number(row.restored_from) }),
+  ...(row.batch === null ? {} : { batch: row.batch, batchEnd: Number(row.batch_end) })
 })
 
 // The columns every route has, as JSON.

@@ -285,7 +285,15 @@ export const migrations = (options: Options.Options = {}) => {
         sql`ALTER TABLE ${sql(qualified)} ADD COLUMN when_key text NOT NULL DEFAULT '',
         DROP CONSTRAINT ${sql(`${table}_method_shape_key`)},
         ADD CONSTRAINT ${sql(`${table}_method_shape_key`)} UNIQUE (method, path_shape, when_key)`
-    )
+    ),
+    // (v5) Change sets (docs/batches.md): each entry of a batch names it, and the revision of its last change, so a
+    // reader of the log takes a batch whole. `GET /v1/routing/history?batch=` walks the partial index.
+    "13_add_batch": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`ALTER TABLE ${sql(history)} ADD COLUMN batch uuid, ADD COLUMN batch_end bigint`,
+        sql`CREATE INDEX ${sql(`${table}_history_batch_idx`)} ON ${sql(history)} (batch, revision)
+          WHERE batch IS NOT NULL`
+      ], { discard: true }))
   }
 }
 

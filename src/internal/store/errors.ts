@@ -172,3 +172,18 @@ export class InvalidRestore extends Schema.TaggedError<InvalidRestore>()("Invali
       : `revision ${this.revision} is not in the log of route ${this.id} (never there, or pruned past the retention)`
   }
 }
+
+/**
+ * An operation of a change set (`RouteRepository.applyBatch`) was refused, so none of them took effect: `index` is
+ * the first refused operation's place in the batch, `reason` what refused it, as it would refuse that change alone.
+ *
+ * @since 0.5.0
+ */
+export class BatchRefused extends Schema.TaggedError<BatchRefused>()("BatchRefused", {
+  index: Schema.Number,
+  reason: Schema.Union(RouteNotFound, OutsidePrefixes, PreconditionFailed, RouteConflict, TooManyMethods)
+}) {
+  override get message(): string {
+    return `operation ${this.index} of the batch was refused: ${this.reason.message}`
+  }
+}

@@ -66,7 +66,7 @@ export const at = (log: Log, revision: number): HistoryEntry | undefined => {
 }
 
 /**
- * The entries after `revision`, oldest first, at most `limit`; `complete` is `false` when entries after it were
+ * The entries after `revision`, oldest first, at most `limit` and the rest of a batch the last of them begins; `complete` is `false` when entries after it were
  * dropped (the oldest held is past the revision after it). `newest` is the store's newest revision.
  */
 export const after = (
@@ -78,8 +78,10 @@ export const after = (
   const all = log.all
   const from = firstFrom(all, revision + 1)
   const oldest = all.items[all.start]
+  // A batch is never cut: a reader holds all of it or none (docs/batches.md).
+  const end = limit === 0 ? undefined : all.items[Math.min(from + limit, all.items.length) - 1]?.batchEnd
   return {
-    entries: all.items.slice(from, from + limit),
+    entries: all.items.slice(from, end === undefined ? from + limit : firstFrom(all, end + 1)),
     complete: revision >= newest || oldest === undefined || oldest.revision <= revision + 1
   }
 }
@@ -100,6 +102,11 @@ export const page = (log: Log, query: HistoryQuery): HistoryPage => {
     const entry = run.items[i]!
     if (query.actor !== undefined && entry.actor !== query.actor) continue
     if (query.action !== undefined && entry.action !== query.action) continue
+    if (query.batch !== undefined && entry.batch !== query.batch) {
+      // A batch's entries are consecutive: past them, nothing older matches.
+      if (items.length > 0) break
+      continue
+    }
     if (items.length === query.limit) return { items, hasMore: true }
     items.push(entry)
   }

@@ -19,6 +19,7 @@ import type {
   WriteError
 } from "../../RouteRepository.js"
 import { withActor, withActorAndClock } from "./actor.js"
+import * as Batch from "./batch.js"
 import {
   IdempotencyKeyReused,
   InvalidRestore,
@@ -32,20 +33,6 @@ import {
 import * as Log from "./log.js"
 import { addRoute, dropRoute, emptyMemory, listMemory, replaceRoute } from "./memoryIndex.js"
 import * as Rules from "./rules.js"
-
-const patched = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: number): Route.StoredRoute =>
-  Rules.storedRoute(
-    route.id,
-    {
-      method: patch.method ?? route.method,
-      path: patch.path ?? route.path,
-      middleware: patch.middleware ?? route.middleware,
-      handler: patch.handler ?? route.handler,
-      ...Rules.patchedOptional(route, patch)
-    },
-    route.createdAt,
-    revision
-  )
 
 /** What a change is made with: its actor, whether it is only tried, and the revision a restore goes back to. */
 interface Change {
@@ -199,7 +186,7 @@ export const make = (
     if (holder !== undefined && holder !== current.id) return conflict(method, path, holder)
     const refused = method === current.method ? undefined : tooManyMethods(method, current)
     if (refused !== undefined) return Effect.fail(refused)
-    const updated = patched(current, patch, memory.revision + 1)
+    const updated = Rules.patchedRoute(current, patch, memory.revision + 1)
     if (change.dryRun === true) return Effect.succeed(updated)
     memory.revision = updated.revision
     replaceRoute(memory, current, updated)
@@ -209,6 +196,36 @@ export const make = (
       Log.entry(updated.revision, millis, change.actor, action, current.id, current, updated, change.restoredFrom)
     )
     return Effect.succeed(updated)
+  }
+  // Decided on the stored state and applied without yielding: no other change comes between, and no reader sees part
+  // of it. Steps are applied in order, then every route the batch leaves takes its method and shape, which an earlier
+  // step's removal of another route's may have cleared (a swap).
+  const applyBatch = (steps: ReadonlyArray<Batch.Step>, batch: string, millis: number, actor: string | null) => {
+    const batchEnd = steps[steps.length - 1]?.revision
+    for (const { action, after, before, revision } of steps) {
+      if (before === null) addRoute(memory, after!, Rules.conflictKey(after!.method, after!.path))
+      else if (after === null) dropRoute(memory, before)
+      else replaceRoute(memory, before, after)
+      Log.append(log, {
+        ...Log.entry(revision, millis, actor, action, (after ?? before)!.id, before, after),
+        batch,
+        batchEnd
+      })
+    }
+    for (const { after } of steps) {
+      if (after !== null) memory.idByKey.set(Rules.conflictKey(after.method, after.path), after.id)
+    }
+    if (batchEnd !== undefined) memory.revision = batchEnd
+  }
+  const known: Batch.Known = {
+    route: (id) => memory.byId.get(id),
+    holder: (key) => memory.idByKey.get(key),
+    methods: {
+      count: (method) => memory.byMethod.get(method)?.length ?? 0,
+      get distinct() {
+        return memory.byMethod.size
+      }
+    }
   }
   // The key's first answer again, or the refusal of a key used with another input.
   const again = (input: Route.CreateRoute, idempotency: Idempotency, kept: KeptKey) =>
@@ -296,6 +313,15 @@ export const make = (
             return Effect.succeed(revision)
           })
       ),
+    applyBatch: (operations, options = {}) =>
+      withActorAndClock(options, (actor, clock) => {
+        const millis = clock.unsafeCurrentTimeMillis()
+        const decided = Batch.plan(ids, operations, known, options, millis, memory.revision)
+        if (Either.isLeft(decided)) return Effect.fail(decided.left)
+        const { steps, ...applied } = decided.right
+        if (options.dryRun !== true) applyBatch(steps, applied.batch, millis, actor)
+        return Effect.succeed(applied)
+      }),
     history: (query) => Effect.sync(() => Log.page(log, query)),
     logAfter: (revision, limit) =>
       Effect.sync(() => ({ store, revision: memory.revision, ...Log.after(log, revision, limit, memory.revision) })),

@@ -240,6 +240,26 @@ export const storedRoute = (
 ): Route.StoredRoute => new StoredRouteOf(id, fields, createdAt, revision)
 
 /**
+ * The route `patch` makes of `route`, at `revision`: the fields it gives replace the stored ones, `id` and `createdAt`
+ * stay.
+ *
+ * @since 0.5.0
+ */
+export const patchedRoute = (route: Route.StoredRoute, patch: Route.RoutePatch, revision: number): Route.StoredRoute =>
+  storedRoute(
+    route.id,
+    {
+      method: patch.method ?? route.method,
+      path: patch.path ?? route.path,
+      middleware: patch.middleware ?? route.middleware,
+      handler: patch.handler ?? route.handler,
+      ...patchedOptional(route, patch)
+    },
+    route.createdAt,
+    revision
+  )
+
+/**
  * The key under which two conflicting routes collide: method, shape and (0.5.0) conditions as a set (their canonical
  * JSON, after a space; nothing for a route without conditions, whose key is as before).
  *

@@ -16,7 +16,16 @@ export const storeOperationDuration = Metric.histogram(
 
 type Store = RouteRepository.RouteRepository["Type"]
 
-type StoreOperation = "create" | "findById" | "list" | "update" | "remove" | "createIdempotent" | "history" | "restore"
+type StoreOperation =
+  | "create"
+  | "findById"
+  | "list"
+  | "update"
+  | "remove"
+  | "createIdempotent"
+  | "history"
+  | "restore"
+  | "applyBatch"
 
 // "success", the tag of a declared error, or what else ended the operation.
 const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
@@ -47,7 +56,7 @@ const storeOperation = <A, E>(operation: StoreOperation, call: () => Effect.Effe
  * cost a GET its kept answer and a fiber.
  */
 export const instrumentStore = (store: Store): Store => {
-  const { createIdempotent, history, restore, ...rest } = store
+  const { applyBatch, createIdempotent, history, restore, ...rest } = store
   return {
     ...rest,
     create: (input, options) => storeOperation("create", () => store.create(input, options)),
@@ -64,6 +73,9 @@ export const instrumentStore = (store: Store): Store => {
     ...(restore === undefined ? {} : {
       restore: (id, revision, precondition, options) =>
         storeOperation("restore", () => restore(id, revision, precondition, options))
+    }),
+    ...(applyBatch === undefined ? {} : {
+      applyBatch: (operations, options) => storeOperation("applyBatch", () => applyBatch(operations, options))
     })
   }
 }

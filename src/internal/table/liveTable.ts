@@ -203,8 +203,26 @@ const liveStore = (state: State): Store => {
   const store = state.store
   const createIdempotent = store.createIdempotent
   const restore = store.restore
+  const applyBatch = store.applyBatch
   return RouteRepository.RouteRepository.of({
     ...store,
+    // A batch enters the table in one step: no lookup between its changes sees part of it.
+    ...(applyBatch === undefined ? {} : {
+      applyBatch: (operations, options) =>
+        options?.dryRun === true ? applyBatch(operations, options) : Effect.tap(
+          applyBatch(operations, options),
+          ({ results }) => {
+            const refused: Array<string> = []
+            results.forEach(({ route }, i) => {
+              const operation = operations[i]!
+              if (operation.op === "delete") return drop(state, operation.id)
+              const problem = upsert(state, route!)
+              if (problem !== undefined) refused.push(problem)
+            })
+            return refused.length === 0 ? settled(state) : Effect.zipRight(skipped(refused), settled(state))
+          }
+        )
+    }),
     // Dry runs change nothing, so the table takes only real changes.
     create: (input, options) =>
       options?.dryRun === true ? store.create(input, options) : applied(state, store.create(input, options)),

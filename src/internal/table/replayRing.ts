@@ -24,10 +24,31 @@ import type { InvalidOption } from "../../InvalidOption.js"
 import * as Route from "../../Route.js"
 import { positiveInteger } from "../optionChecks.js"
 
+/**
+ * The change set (docs/batches.md) a change is part of: its id, and the revision of its last change. A stream sends
+ * the changes of one batch as one event, so a follower never holds part of it.
+ */
+export interface BatchMark {
+  readonly id: string
+  readonly end: number
+}
+
 /** One change, at its revision. `text` is its JSON, made at most once however many streams send it. */
 export type Change =
-  | { readonly _tag: "Upsert"; readonly revision: number; readonly route: Route.StoredRoute; readonly text: string }
-  | { readonly _tag: "Delete"; readonly revision: number; readonly id: string; readonly text: string }
+  | {
+    readonly _tag: "Upsert"
+    readonly revision: number
+    readonly route: Route.StoredRoute
+    readonly text: string
+    readonly batch?: BatchMark | undefined
+  }
+  | {
+    readonly _tag: "Delete"
+    readonly revision: number
+    readonly id: string
+    readonly text: string
+    readonly batch?: BatchMark | undefined
+  }
 
 /** Where a revision resumes from. */
 export type Resume =
@@ -86,9 +107,9 @@ export interface ReplayRing {
    * Records a route as its change at `revision` left it. `text`, when given, is `Route.toJson(route)` already made
    * (a follower's event data): it must be exactly that, since the stream serves it as the route's JSON.
    */
-  readonly upserted: (route: Route.StoredRoute, revision: number, text?: string) => void
+  readonly upserted: (route: Route.StoredRoute, revision: number, text?: string, batch?: BatchMark) => void
   /** Records the removal of a route at `revision`. */
-  readonly deleted: (id: string, revision: number) => void
+  readonly deleted: (id: string, revision: number, batch?: BatchMark) => void
   /** Moves to `revision` with no change between (a follower's `ready`). */
   readonly advanced: (revision: number) => void
 }
@@ -134,7 +155,12 @@ const INVALID: Since = {
 class Upsert {
   readonly _tag = "Upsert"
   #text: string | undefined
-  constructor(readonly revision: number, readonly route: Route.StoredRoute, text: string | undefined) {
+  constructor(
+    readonly revision: number,
+    readonly route: Route.StoredRoute,
+    text: string | undefined,
+    readonly batch: BatchMark | undefined
+  ) {
     this.#text = text
   }
   get text(): string {
@@ -142,14 +168,15 @@ class Upsert {
   }
 }
 
-const upsertOf = (route: Route.StoredRoute, revision: number, text: string | undefined): Change =>
-  new Upsert(revision, route, text)
+const upsertOf = (route: Route.StoredRoute, revision: number, text: string | undefined, batch?: BatchMark): Change =>
+  new Upsert(revision, route, text, batch)
 
-const deleteOf = (id: string, revision: number): Change => ({
+const deleteOf = (id: string, revision: number, batch?: BatchMark): Change => ({
   _tag: "Delete",
   revision,
   id,
-  text: `{"id":${JSON.stringify(id)}}`
+  text: `{"id":${JSON.stringify(id)}}`,
+  batch
 })
 
 /** A ring keeping the last `capacity` changes (at least 1). */
@@ -238,8 +265,8 @@ export const make = (capacity: number = DEFAULT_CAPACITY): ReplayRing => {
       for (const listener of told) listener(undefined)
       wake()
     },
-    upserted: (route, at, text) => record(upsertOf(route, at, text)),
-    deleted: (id, at) => record(deleteOf(id, at)),
+    upserted: (route, at, text, batch) => record(upsertOf(route, at, text, batch)),
+    deleted: (id, at, batch) => record(deleteOf(id, at, batch)),
     advanced: (at) => {
       if (store === undefined || at <= revision) return
       revision = at

@@ -114,6 +114,7 @@ const standIn = (reason: () => string): Store => {
     history: fail,
     logAfter: fail,
     restore: fail,
+    applyBatch: fail,
     createIdempotent: fail
   })
 }
@@ -130,6 +131,7 @@ const forwarding = (current: () => Store): Store => {
     history: (query) => current().history?.(query) ?? absent("history"),
     logAfter: (revision, limit) => current().logAfter?.(revision, limit) ?? absent("logAfter"),
     restore: (...args) => current().restore?.(...args) ?? absent("restore"),
+    applyBatch: (...args) => current().applyBatch?.(...args) ?? absent("applyBatch"),
     createIdempotent: (...args) => current().createIdempotent?.(...args) ?? absent("createIdempotent")
   })
 }

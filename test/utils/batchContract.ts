@@ -1,0 +1,191 @@
+/**
+ * The repository contract of change sets (docs/batches.md): all or nothing, conflicts judged on the state after the
+ * whole batch, the first refused operation's refusal, one revision per change in order, the log's entries naming the
+ * batch, and a read of the log that never cuts one. Every store runs it.
+ */
+import { assert } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
+
+type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
+
+const repository = RouteRepository.RouteRepository
+
+const input = (method: string, path: string, handler = "h") =>
+  Effect.runSync(Effect.orDie(Route.decodeCreate({ method, path, handler })))
+
+const create = (method: string, path: string) => Effect.flatMap(repository, (r) => r.create(input(method, path)))
+
+const patch = (body: Record<string, unknown>) => Effect.runSync(Effect.orDie(Route.decodePatch(body)))
+
+const apply = (operations: ReadonlyArray<RouteRepository.BatchOperation>, options?: RouteRepository.BatchOptions) =>
+  Effect.flatMap(repository, (r) => r.applyBatch!(operations, options))
+
+// The stored routes as `METHOD path`, by id.
+const state = Effect.flatMap(
+  repository,
+  (r) =>
+    Effect.map(
+      r.list({ limit: 1000 }),
+      (page) =>
+        Object.fromEntries(page.items.map((route) => [route.id, `${route.method} ${route.path} ${route.handler}`]))
+    )
+)
+
+const newest = Effect.flatMap(repository, (r) => Effect.map(r.logAfter!(0, 0), (read) => read.revision))
+
+const refusal = (error: unknown) => {
+  assert.strictEqual((error as { _tag?: unknown })._tag, "BatchRefused", String(error))
+  return error as RouteRepository.BatchRefused
+}
+
+// Nothing changed: the same routes, and no revision taken.
+const unchanged = <A, E>(batch: Effect.Effect<A, E, RouteRepository.RouteRepository>) =>
+  Effect.gen(function*() {
+    const [before, revision] = [yield* state, yield* newest]
+    const error = yield* Effect.flip(batch)
+    assert.deepStrictEqual(yield* state, before)
+    assert.strictEqual(yield* newest, revision)
+    return refusal(error)
+  })
+
+export const batchContract = (test: Test) => {
+  test("applies every operation, one revision each in order, the log's entries naming the batch", () =>
+    Effect.gen(function*() {
+      const a = yield* create("GET", "/a")
+      const b = yield* create("GET", "/b")
+      const base = yield* newest
+      const applied = yield* apply([
+        { op: "create", route: input("POST", "/c") },
+        { op: "update", id: a.id, patch: patch({ handler: "h2" }), ifMatch: [a.revision] },
+        { op: "delete", id: b.id }
+      ], { actor: "alice" })
+      assert.deepStrictEqual(applied.results.map((r) => [r.status, r.revision]), [
+        [201, base + 1],
+        [200, base + 2],
+        [204, base + 3]
+      ])
+      assert.strictEqual(applied.revision, base + 3)
+      const created = applied.results[0]!.route!
+      assert.deepStrictEqual(yield* state, { [a.id]: "GET /a h2", [created.id]: "POST /c h" })
+      assert.strictEqual((yield* Effect.flatMap(repository, (r) => r.findById(created.id))).revision, base + 1)
+      const page = yield* Effect.flatMap(repository, (r) => r.history!({ limit: 10, batch: applied.batch }))
+      assert.deepStrictEqual(page.items.map((e) => [e.revision, e.action, e.actor, e.batch]), [
+        [base + 3, "delete", "alice", applied.batch],
+        [base + 2, "update", "alice", applied.batch],
+        [base + 1, "create", "alice", applied.batch]
+      ])
+      const other = yield* Effect.flatMap(repository, (r) => r.history!({ limit: 10, batch: Route.makeRouteId(1) }))
+      assert.deepStrictEqual(other.items, [])
+    }))
+
+  test("judges conflicts on the state after the batch: two routes swap paths, a route takes a freed shape", () =>
+    Effect.gen(function*() {
+      const a = yield* create("GET", "/x/:id")
+      const b = yield* create("GET", "/y/:id")
+      const c = yield* create("GET", "/z")
+      const swap = yield* apply([
+        { op: "update", id: a.id, patch: patch({ path: "/y/:key" }) },
+        { op: "update", id: b.id, patch: patch({ path: "/x/:key" }) }
+      ])
+      assert.deepStrictEqual(swap.results.map((r) => r.route!.path), ["/y/:key", "/x/:key"])
+      const freed = yield* apply([
+        { op: "create", route: input("GET", "/z") },
+        { op: "delete", id: c.id }
+      ])
+      assert.deepStrictEqual(yield* state, {
+        [a.id]: "GET /y/:key h",
+        [b.id]: "GET /x/:key h",
+        [freed.results[0]!.route!.id]: "GET /z h"
+      })
+      // Alone each would conflict; so does the swap once one of them is left out.
+      const refused = yield* unchanged(apply([{ op: "update", id: a.id, patch: patch({ path: "/x/:other" }) }]))
+      assert.strictEqual(refused.index, 0)
+      assert.strictEqual(refused.reason._tag, "RouteConflict")
+      assert.strictEqual((refused.reason as RouteRepository.RouteConflict).conflictingRouteId, b.id)
+    }))
+
+  test("refuses the whole batch with its first refused operation's refusal, as that change alone", () =>
+    Effect.gen(function*() {
+      const a = yield* create("GET", "/a")
+      const b = yield* create("GET", "/b")
+      const gone = Route.makeRouteId(1)
+      const notFound = yield* unchanged(apply([
+        { op: "create", route: input("GET", "/new") },
+        { op: "update", id: a.id, patch: patch({ handler: "h2" }) },
+        { op: "delete", id: gone },
+        { op: "create", route: input("GET", "/b") }
+      ]))
+      assert.deepStrictEqual([notFound.index, notFound.reason], [2, new RouteRepository.RouteNotFound({ id: gone })])
+      const conflict = yield* unchanged(apply([
+        { op: "create", route: input("GET", "/new") },
+        { op: "create", route: input("GET", "/b") }
+      ]))
+      assert.deepStrictEqual([conflict.index, conflict.reason._tag], [1, "RouteConflict"])
+      const twice = yield* unchanged(apply([
+        { op: "create", route: input("GET", "/same/:a") },
+        { op: "create", route: input("GET", "/same/:b") }
+      ]))
+      assert.deepStrictEqual([twice.index, twice.reason._tag], [1, "RouteConflict"])
+      const stale = yield* unchanged(apply([
+        { op: "update", id: b.id, patch: patch({ handler: "h3" }) },
+        { op: "delete", id: a.id, ifMatch: [a.revision + 1000] }
+      ]))
+      assert.deepStrictEqual([stale.index, stale.reason._tag], [1, "PreconditionFailed"])
+    }))
+
+  test("limits every route it touches, before and after, to the path prefixes", () =>
+    Effect.gen(function*() {
+      const pay = yield* create("GET", "/payments/:id")
+      const other = yield* create("GET", "/users")
+      const options = { pathPrefixes: ["/payments"] }
+      const outside = [
+        [{ op: "create", route: input("GET", "/orders") }],
+        [{ op: "update", id: pay.id, patch: patch({ path: "/orders/:id" }) }],
+        [{ op: "delete", id: other.id }]
+      ] as const
+      for (const operations of outside) {
+        const refused = yield* unchanged(
+          apply([{ op: "create", route: input("GET", "/payments/new") }, ...operations], options)
+        )
+        assert.deepStrictEqual([refused.index, refused.reason._tag], [1, "OutsidePrefixes"])
+      }
+      const applied = yield* apply([
+        { op: "create", route: input("POST", "/payments") },
+        { op: "update", id: pay.id, patch: patch({ path: "/payments/:key" }) }
+      ], options)
+      assert.deepStrictEqual(applied.results.map((r) => r.status), [201, 200])
+    }))
+
+  test("a dry run answers as the batch would and changes nothing; an update that changes nothing keeps its revision", () =>
+    Effect.gen(function*() {
+      const a = yield* create("GET", "/a")
+      const revision = yield* newest
+      const before = yield* state
+      const dry = yield* apply([
+        { op: "create", route: input("GET", "/c") },
+        { op: "delete", id: a.id }
+      ], { dryRun: true })
+      assert.deepStrictEqual(dry.results.map((r) => [r.status, r.revision]), [[201, revision + 1], [204, revision + 2]])
+      assert.deepStrictEqual(yield* state, before)
+      assert.strictEqual(yield* newest, revision)
+      const same = yield* apply([{ op: "update", id: a.id, patch: patch({ handler: "h" }) }])
+      assert.deepStrictEqual(same.results.map((r) => [r.status, r.revision, r.route?.revision]), [
+        [200, a.revision, a.revision]
+      ])
+      assert.strictEqual(yield* newest, revision)
+    }))
+
+  test("a read of the log never cuts a batch: the rest of one comes with its first entry", () =>
+    Effect.gen(function*() {
+      const base = yield* newest
+      yield* apply(Array.from({ length: 5 }, (_, i) => ({ op: "create", route: input("GET", `/r${i}`) }) as const))
+      yield* create("GET", "/after")
+      const read = yield* Effect.flatMap(repository, (r) => r.logAfter!(base, 1))
+      assert.deepStrictEqual(read.entries.map((e) => e.revision), [1, 2, 3, 4, 5].map((n) => base + n))
+      assert.isTrue(read.entries.every((e) => e.batchEnd === base + 5))
+      const rest = yield* Effect.flatMap(repository, (r) => r.logAfter!(base + 2, 1))
+      assert.deepStrictEqual(rest.entries.map((e) => e.revision), [3, 4, 5].map((n) => base + n))
+    }))
+}
