@@ -5,9 +5,10 @@
  *   memory-store `npm start`, spawn to listening);
  * - the snapshot file at 100,000 routes: bytes per route, the time to write it (encode, fsync, rename) and to read it;
  * - routing p99 on a follower with and without SNAPSHOT_FILE while its registry takes a stream of changes;
- * - `--kills N` (default 200): the kill loop of test/reliability/killed.test.ts.
+ * - `--kills N` (default 200): the kill loop of test/reliability/killed.test.ts, `--lanes L` followers (default 4)
+ *   living and killed at once, each with a snapshot file of its own, while one writer pours changes in.
  *
- * Run `npm run bench:resilience` (it builds first); `--kills 0` skips the kill loop.
+ * Run `npm run bench:resilience` (it builds first); `--kills 0` skips the kill loop, `--kills-only` runs it alone.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
@@ -198,6 +199,12 @@ const fixed = (n: number) => n.toFixed(1)
 
 const main = async () => {
   console.log(`node ${process.version}, ${Os.cpus().length} cores, load average ${Os.loadavg()[0]!.toFixed(1)}`)
+  if (!process.argv.includes("--kills-only")) await measures()
+  await killLoop(option("kills", 200), option("lanes", 4))
+  console.log(`load average at the end ${Os.loadavg()[0]!.toFixed(1)}`)
+}
+
+const measures = async () => {
   const own = median([await hostStart(), await hostStart(), await hostStart()])
   console.log(`host's own start-up (memory store, spawn to listening): ${fixed(own)} ms`)
   for (const count of [10_000, 100_000]) {
@@ -236,7 +243,9 @@ const main = async () => {
         `p50 ${fixed(r.p50)} ms, p99 ${fixed(r.p99)} ms over ${r.requests} requests`
     )
   }
-  const kills = option("kills", 200)
+}
+
+const killLoop = async (kills: number, lanes: number) => {
   if (kills > 0) {
     const registry = start({})
     const { origin } = await listeningOrigin(registry, "registry", 120_000)
@@ -247,6 +256,8 @@ const main = async () => {
       registry: origin,
       snapshotFile: Path.join(dir, "killed.snapshot"),
       maxLifeMillis: 2_000,
+      lanes,
+      report: (line) => console.log(`  ${line}`),
       startFollower: async (snapshotFile) => {
         const child = start({ FOLLOW_URL: origin, FOLLOW_TOKEN: TOKEN, SNAPSHOT_FILE: snapshotFile })
         const listening = await listeningOrigin(child, "follower", 120_000)
@@ -255,9 +266,11 @@ const main = async () => {
     })
     await stop(registry)
     console.log(
-      `kill -9 loop: ${outcome.kills} kills in ${fixed((performance.now() - began) / 1000)} s, ${outcome.revisions} ` +
-        `revisions written meanwhile; ${outcome.checked} snapshots found complete and equal to the registry's table ` +
-        `at their revision, ${outcome.fromSnapshot} restarts routed from one; problems: ${outcome.problems.length}`
+      `kill -9 loop: ${outcome.kills} kills (${lanes} followers at once) in ` +
+        `${fixed((performance.now() - began) / 1000)} s, ${outcome.revisions} revisions written meanwhile; ` +
+        `${outcome.checked} snapshots found complete and equal to the registry's table at their revision ` +
+        `(${outcome.snapshotRevisions} distinct revisions), ${outcome.fromSnapshot} restarts routed from one; ` +
+        `problems: ${outcome.problems.length}`
     )
     for (const problem of outcome.problems.slice(0, 10)) console.log(`  ${problem}`)
   }

@@ -467,8 +467,10 @@ export type StartOptions = Start.StartOptions
  * `layerWith` over the store `storeLayer` builds, which may be down at start, keeping `snapshotFile` current. When
  * the store's first try fails, or it is not built within `startTimeout`, the table routes at once from a valid snapshot (else `bootstrapFile`),
  * `TableStatus` says `source: "snapshot"` and its age, the store's every call fails with `StoreUnavailable` (writes
- * answer `503 store_unavailable`), and a fiber keeps building the store, whose table then replaces the snapshot's in
- * one step (`source: "database"`). With neither file usable, it waits and fails as `layerWith`. docs/resilience.md.
+ * answer `503 store_unavailable`), and a fiber keeps building the store; then the snapshot's table catches up through
+ * the store's change log from its revision, its streams hearing the changes as changes (a bootstrap file's, or a
+ * snapshot the log no longer reaches back to, is replaced in one step), and `source` is `"database"`. With neither
+ * file usable, it waits and fails as `layerWith`. docs/resilience.md.
  *
  * @since 0.5.0
  * @category layers

@@ -704,6 +704,64 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await page.close()
   })
 
+  it("v5: enables, disables and retags several selected routes as one change set", async () => {
+    const prefix = fresh()
+    const one = await create("GET", `${prefix}/one`)
+    const two = await create("GET", `${prefix}/two`)
+    await create("GET", `${prefix}/left-alone`)
+    const page = await signIn()
+    const sent = writes(page)
+    await page.getByRole("textbox", { name: "Filter by path prefix" }).fill(prefix)
+    await row(page, `${prefix}/left-alone`).waitFor()
+    await page.getByRole("checkbox", { name: `Select GET ${prefix}/one` }).check()
+    await page.getByRole("checkbox", { name: `Select GET ${prefix}/two` }).check()
+    const selected = page.getByRole("group", { name: "Selected routes" })
+    await selected.getByText("2 routes selected.").waitFor()
+    const answered = page.waitForResponse((response) => response.url().endsWith("/v1/routing/batch"))
+    await selected.getByRole("button", { name: "Disable" }).click()
+    await selected.getByText("Disabled 2 routes in one change set.").waitFor()
+    // One change set: one batch, each operation with its own result.
+    const done = await (await answered).json()
+    assert.isString(done.batch)
+    assert.deepStrictEqual(done.results.map((r: { status: number }) => r.status), [200, 200])
+    await row(page, `${prefix}/one`).getByText("disabled", { exact: true }).waitFor()
+    await row(page, `${prefix}/two`).getByText("disabled", { exact: true }).waitFor()
+    assert.strictEqual(await row(page, `${prefix}/left-alone`).getByText("disabled", { exact: true }).count(), 0)
+    assert.deepStrictEqual(sent.map((s) => [s.method, new URL(s.url).pathname, s.body]), [[
+      "POST",
+      "/v1/routing/batch",
+      {
+        operations: [
+          { op: "update", id: one.id, patch: { enabled: false } },
+          { op: "update", id: two.id, patch: { enabled: false } }
+        ]
+      }
+    ]])
+
+    await selected.getByRole("button", { name: "Retag" }).click()
+    const retag = page.getByRole("dialog", { name: "Retag 2 routes" })
+    await retag.getByRole("textbox", { name: "Tags" }).fill("canary, team:web")
+    await retag.getByRole("button", { name: "Save" }).click()
+    await selected.getByText("Retagged 2 routes in one change set.").waitFor()
+    for (const made of [one, two]) {
+      assert.deepStrictEqual((await api("GET", `/${made.id}`)).body.tags, ["canary", "team:web"])
+    }
+    await selected.getByRole("button", { name: "Enable" }).click()
+    await selected.getByText("Enabled 2 routes in one change set.").waitFor()
+    await row(page, `${prefix}/one`).getByText("disabled", { exact: true }).waitFor({ state: "detached" })
+
+    // All or nothing: a tag the API refuses refuses the change set, naming each route, and nothing changes.
+    await selected.getByRole("button", { name: "Retag" }).click()
+    await retag.getByRole("textbox", { name: "Tags" }).fill("Not Valid")
+    await retag.getByRole("button", { name: "Save" }).click()
+    await page.getByRole("alert").filter({ hasText: `GET ${prefix}/one: patch.tags[0]` }).waitFor()
+    await page.getByRole("alert").filter({ hasText: `GET ${prefix}/two: patch.tags[0]` }).waitFor()
+    for (const made of [one, two]) {
+      assert.deepStrictEqual((await api("GET", `/${made.id}`)).body.tags, ["canary", "team:web"])
+    }
+    await page.close()
+  })
+
   it("renders an echoed problem detail as text: markup in it never runs", async () => {
     const page = await signIn()
     await page.getByRole("button", { name: "New route" }).click()

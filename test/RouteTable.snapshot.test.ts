@@ -2,8 +2,9 @@
  * A process on the Postgres store with a snapshot file (`RouteTable.layerFrom`, docs/resilience.md): it writes its
  * table's snapshot (kind `postgres`); started with its database down, it routes from the snapshot at once, refuses
  * writes with `StoreUnavailable` (the API's `503 store_unavailable`) and says `source: "snapshot"`; when the database
- * answers, the database's table replaces the snapshot's in one step and writes work. A snapshot of another kind is
- * refused with its reason.
+ * answers, the table resumes from the snapshot's revision through the change log (its change stream's clients and
+ * followers hear the changes made meanwhile, no reset) and writes work; a log that no longer reaches back gets the
+ * database's table in one step, and a reset downstream. A snapshot of another kind is refused with its reason.
  */
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
@@ -11,11 +12,16 @@ import { Effect, Either, Exit, Layer, Logger, ManagedRuntime, Redacted } from "e
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as AdminListener from "route-registry/AdminListener"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as SnapshotFile from "../src/internal/table/snapshotFile.js"
+import { type Served, serveNode } from "./utils/adapters.js"
+import * as EventStream from "./utils/eventStream.js"
+import { follow } from "./utils/followers.js"
+import { READER, tokens } from "./utils/httpContract.js"
 import * as Spawned from "./utils/spawned.js"
 import * as TcpProxy from "./utils/tcpProxy.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
@@ -27,8 +33,8 @@ const folder = () => {
   return dir
 }
 
-const store = (url: string, table: string) =>
-  PgRouteRepository.layer({ table }).pipe(
+const store = (url: string, table: string, historyCapacity?: number) =>
+  PgRouteRepository.layer({ table, historyCapacity }).pipe(
     Layer.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 2, connectTimeout: "1 second" }))
   )
 
@@ -43,12 +49,20 @@ const table = () => {
   return name
 }
 
-const host = (url: string, name: string, options: RouteTable.StartOptions, logs: Array<string> = []) => {
+const host = (
+  url: string,
+  name: string,
+  options: RouteTable.StartOptions,
+  logs: Array<string> = [],
+  historyCapacity?: number
+) => {
   const logger = Logger.make(({ message }) =>
     void logs.push(Array.isArray(message) ? message.join(" ") : String(message))
   )
   const runtime = ManagedRuntime.make(
-    RouteTable.layerFrom(store(url, name), options).pipe(Layer.provide(Logger.replace(Logger.defaultLogger, logger)))
+    Layer.merge(RouteTable.layerFrom(store(url, name, historyCapacity), options), tokens).pipe(
+      Layer.provide(Logger.replace(Logger.defaultLogger, logger))
+    )
   )
   onTestFinished(() => runtime.dispose())
   return runtime
@@ -66,6 +80,93 @@ const create = (runtime: Host, path: string) =>
 
 const tableOf = (runtime: Host) => runtime.runPromise(RouteTable.RouteTable)
 const statusOf = (runtime: Host) => runtime.runPromise(RouteTable.status)
+
+const removeAt = async (runtime: Host, path: string) => {
+  const found = RouteTable.lookup(await tableOf(runtime), "GET", path)
+  assert.strictEqual(found._tag, "Found", path)
+  await runtime.runPromise(
+    Effect.flatMap(RouteRepository.RouteRepository, (repo) => repo.remove((found as RouteTable.Found).route.id))
+  )
+}
+
+// Its routing API on a port of its own.
+const served = async (runtime: Host): Promise<Served> => {
+  const listener = await runtime.runPromise(AdminListener.make())
+  const server = await serveNode(listener, async () => {})
+  onTestFinished(() => server.close())
+  return server
+}
+
+const paths = (table: RouteTable.Table<Route.StoredRoute>) =>
+  Array.from(table.tree.byId.values(), (entry) => entry.route.path).sort().join(" ")
+
+/**
+ * A process's snapshot of /a /b /c /d written, the process stopped, the database gone; a process started from the
+ * snapshot, a follower of it, and a client of its change stream; meanwhile, through the database's own address,
+ * another registry (keeping `capacity` log entries) adds /while-away, removes /b and disables /d; then the database
+ * back, and the process and its follower caught up. What the follower's history heard from the start: changes, or
+ * `reset` when it began again; `opened`: the stream's events before the outage ended.
+ */
+const throughOutage = async (capacity?: number) => {
+  const proxy = await TcpProxy.start(TestDatabase.url)
+  onTestFinished(() => proxy.close())
+  const name = table()
+  const options: RouteTable.StartOptions = { snapshotFile: Path.join(folder(), "table.snapshot") }
+  const first = host(proxy.url, name, options)
+  for (const path of ["/a", "/b", "/c", "/d"]) assert.isTrue(Exit.isSuccess(await create(first, path)))
+  await Effect.runPromise(
+    eventually(() => "no snapshot of the 4 routes written", () =>
+      Fs.existsSync(options.snapshotFile!) &&
+      Either.getOrThrow(SnapshotFile.decode(Fs.readFileSync(options.snapshotFile!), "postgres")).entries.length === 4)
+  )
+  await first.dispose()
+  proxy.point(undefined)
+
+  const logs: Array<string> = []
+  const process = host(proxy.url, name, options, logs)
+  assert.strictEqual((await statusOf(process)).source, "snapshot")
+  const server = await served(process)
+  const follower = await follow(server.origin, READER)
+  onTestFinished(() => follower.close())
+  assert.strictEqual(paths(follower.table), "/a /b /c /d")
+  const heard: Array<string> = []
+  const listen = (): void => {
+    follower.ring.subscribe((change) => {
+      heard.push(change === undefined ? "reset" : change._tag)
+      if (change === undefined) listen()
+    })
+  }
+  listen()
+  const stream = await EventStream.open(fetch, `${server.origin}/v1/routing/changes`, {
+    authorization: `Bearer ${READER}`
+  })
+  onTestFinished(() => stream.close())
+  await stream.waitFor((event) => event.event === "ready")
+  const opened = stream.events.length
+
+  const other = host(TestDatabase.url, name, {}, [], capacity)
+  assert.isTrue(Exit.isSuccess(await create(other, "/while-away")))
+  await removeAt(other, "/b")
+  const d = RouteTable.lookup(await tableOf(other), "GET", "/d") as RouteTable.Found
+  await other.runPromise(Effect.flatMap(
+    Effect.zip(RouteRepository.RouteRepository, Route.decodePatch({ enabled: false }).pipe(Effect.orDie)),
+    ([repo, patch]) => repo.update(d.route.id, patch)
+  ))
+  await other.dispose()
+
+  proxy.point(TestDatabase.url)
+  await Effect.runPromise(eventually(
+    () => "never caught up",
+    () => statusOf(process).then((status) => status.source === "database"),
+    20_000
+  ))
+  const expected = "/a /c /d /while-away"
+  assert.strictEqual(paths(await tableOf(process)), expected)
+  await Effect.runPromise(
+    eventually(() => "the follower never took the changes", () => paths(follower.table) === expected, 20_000)
+  )
+  return { process, follower, heard, stream, opened, logs }
+}
 
 describe("a Postgres-store process's snapshot", () => {
   it("is routed from while the database is down, then the database's table replaces it and writes work", async () => {
@@ -138,6 +239,42 @@ describe("a Postgres-store process's snapshot", () => {
       )
     )
   }, 60_000)
+
+  it(
+    "resumes from its revision through the change log: its stream and its follower hear the changes, no reset",
+    async () => {
+      const { follower, heard, logs, opened, process, stream } = await throughOutage()
+      assert.deepStrictEqual(heard.sort(), ["Delete", "Upsert", "Upsert"])
+      // The same connection carried the changes as changes: never cut, never a reset.
+      const after = stream.events.slice(opened).map((event) => event.event).sort()
+      assert.deepStrictEqual(after, ["delete", "upsert", "upsert"])
+      // A change's every field comes through the log: /d is disabled here and at the follower.
+      for (const routes of [await tableOf(process), follower.table]) {
+        const d = Array.from(routes.tree.byId.values()).find((entry) => entry.route.path === "/d")
+        assert.strictEqual(d?.route.enabled, false)
+      }
+      assert.isTrue(logs.some((line) => line.includes("caught up through its change log")), logs.join("\n"))
+      assert.isTrue(Exit.isSuccess(await create(process, "/after")))
+      await Effect.runPromise(eventually(
+        () => "the follower never heard /after",
+        () => RouteTable.lookup(follower.table, "GET", "/after")._tag === "Found"
+      ))
+      assert.notInclude(heard, "reset")
+    },
+    60_000
+  )
+
+  it(
+    "whose revision the change log no longer holds is replaced whole, its stream's clients resumed with a reset",
+    async () => {
+      // A log of one change: those made meanwhile prune the snapshot's revision from it.
+      const { heard, logs, stream } = await throughOutage(1)
+      await stream.ended // its history began again: the stream is cut, and a client resuming is sent the table whole
+      assert.include(heard, "reset")
+      assert.isTrue(logs.some((line) => line.includes("does not hold every change since")), logs.join("\n"))
+    },
+    60_000
+  )
 
   it("absent, a first start routes from the bootstrap file until the database's table replaces it whole", async () => {
     const proxy = await TcpProxy.start(TestDatabase.url)

@@ -722,8 +722,8 @@ describe("RouteTable.explain (the answer of GET /v1/routing/match)", () => {
     const explanation = RouteTable.explain(later, "GET", "/a/1")
     assert.strictEqual(servedBy(explanation)?.id, hidden.id)
     assert.deepStrictEqual(reasons(explanation), [
-      `GET /a/:y: GET /a/:x (${hidden.id}) has the same method and shape and was stored after this route: it serves ` +
-      "in its place"
+      `GET /a/:y: GET /a/:x (${hidden.id}) has the same method, shape and conditions and was stored after this route: ` +
+      "it serves in its place"
     ])
   })
 })

@@ -255,6 +255,32 @@ describe("a split as the routers read it", () => {
     assert.strictEqual(Splits.headerText("\u20ac"), "\u20ac")
   })
 
+  it("finds a query parameter as URLSearchParams does, and a cookie as a split on ; and = does", () => {
+    const chars = (alphabet: ReadonlyArray<string>) =>
+      fc.array(fc.constantFrom(...alphabet), { maxLength: 24 }).map((xs) => xs.join(""))
+    fc.assert(
+      fc.property(chars(["u", "a", "=", "&", "%", "2", "0", "7", "5", "+", "#", "\u00e9", "?"]), (query) => {
+        const sent = query.split("#")[0]!
+        assert.strictEqual(Splits.queryValue(`/p?${query}`, "u"), new URLSearchParams(sent).get("u") ?? undefined)
+      }),
+      { numRuns: 3000 }
+    )
+    // A cookie: the first pair whose name, trimmed, is the name; its value trimmed.
+    fc.assert(
+      fc.property(chars(["u", "i", "d", "=", ";", " ", "x"]), (header) => {
+        const expected = header.split(";").find((pair) =>
+          pair.includes("=") && pair.slice(0, pair.indexOf("=")).trim() === "uid"
+        )
+        assert.strictEqual(
+          Splits.cookieValue(header, "uid"),
+          expected === undefined ? undefined : expected.slice(expected.indexOf("=") + 1).trim(),
+          header
+        )
+      }),
+      { numRuns: 3000 }
+    )
+  })
+
   it("reads a cookie as sent and a query parameter as URLSearchParams decodes it", () => {
     const byCookie = routeOf(ID, { split: { ...split, by: "cookie:uid" } })
     const byQuery = routeOf(ID, { split: { ...split, by: "query:u" } })

@@ -224,8 +224,10 @@ const refCompare = (a: Conds | undefined, b: Conds | undefined): number => {
 }
 
 interface Case {
-  readonly routes: ReadonlyArray<{ readonly method: string; readonly path: string; readonly when?: Conds }>
-  readonly requests: ReadonlyArray<{ method: string; target: string; host?: string; headers: Record<string, string> }>
+  readonly routes: ReadonlyArray<{ readonly method: string; readonly path: string; readonly when: Conds | undefined }>
+  readonly requests: ReadonlyArray<
+    { method: string; target: string; host: string | undefined; headers: Record<string, string> }
+  >
 }
 
 const reference = (routes: ReadonlyArray<Route.StoredRoute>, request: Case["requests"][number]) => {

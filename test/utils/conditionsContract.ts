@@ -7,20 +7,11 @@ import { Effect, Either } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 
+import { create, json, update } from "./safeChangesContract.js"
+
 type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
 
 const repository = RouteRepository.RouteRepository
-
-const create = (body: Record<string, unknown>) =>
-  Effect.flatMap(Effect.orDie(Route.decodeCreate(body)), (input) => Effect.flatMap(repository, (r) => r.create(input)))
-
-const update = (id: string, body: Record<string, unknown>) =>
-  Effect.flatMap(
-    Effect.orDie(Route.decodePatch(body)),
-    (patch) => Effect.flatMap(repository, (r) => r.update(id, patch))
-  )
-
-const json = (route: Route.Route | null | undefined) => route == null ? null : JSON.parse(Route.toJson(route))
 
 // Given in no particular order, with a header name in capitals: stored as CANONICAL.
 const GIVEN = {

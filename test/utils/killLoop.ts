@@ -5,6 +5,7 @@
  * and bench/resilience.ts (200 kills).
  */
 import * as Fs from "node:fs"
+import * as Http from "node:http"
 import * as SnapshotFile from "../../src/internal/table/snapshotFile.js"
 
 /** A process started: its origin, its output so far, and how to kill it. */
@@ -24,6 +25,13 @@ export interface Options {
   readonly snapshotFile: string
   /** The longest a follower lives before its kill (drawn uniformly from 0). */
   readonly maxLifeMillis: number
+  /**
+   * How many followers live and are killed at once, each writing a snapshot file of its own (`<snapshotFile>.<lane>`
+   * when more than one), while the one writer pours changes in; default 1.
+   */
+  readonly lanes?: number | undefined
+  /** Told after each kill what its snapshot was found to be (a benchmark's progress). */
+  readonly report?: ((line: string) => void) | undefined
 }
 
 export interface Outcome {
@@ -34,6 +42,8 @@ export interface Outcome {
   readonly fromSnapshot: number
   /** Revisions the writer made. */
   readonly revisions: number
+  /** The distinct revisions the snapshots checked were of. */
+  readonly snapshotRevisions: number
   /** Every problem found (empty when the promise holds). */
   readonly problems: ReadonlyArray<string>
 }
@@ -50,17 +60,30 @@ export const run = async (options: Options): Promise<Outcome> => {
   const live: Array<string> = []
   let writing = true
   let n = 0
-  const request = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(registry + path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: body === undefined ? null : JSON.stringify(body)
+  // A connection per write (no keep-alive): a loaded registry closing an idle connection as the next write goes out
+  // would leave a write that may or may not have been applied, which the tables below cannot tell.
+  const request = (method: string, path: string, body?: unknown) =>
+    new Promise<{ revision: number; json: { id: string } | undefined }>((resolve, reject) => {
+      const sent = Http.request(registry + path, {
+        method,
+        agent: false,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }
+      }, (response) => {
+        let text = ""
+        response.setEncoding("utf8")
+        response.on("data", (chunk: string) => text += chunk)
+        response.on("end", () => {
+          const status = response.statusCode ?? 0
+          if (status >= 300) return reject(new Error(`${method} ${path}: ${status} ${text}`))
+          resolve({
+            revision: Number(response.headers["registry-revision"]),
+            json: status === 204 ? undefined : JSON.parse(text) as { id: string }
+          })
+        })
+      })
+      sent.on("error", reject)
+      sent.end(body === undefined ? undefined : JSON.stringify(body))
     })
-    const revision = Number(response.headers.get("registry-revision"))
-    const json = response.status === 204 ? undefined : await response.json() as { id: string }
-    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`)
-    return { revision, json }
-  }
   const record = (revision: number) => tables.set(revision, [...live].sort().join(","))
   const writer = (async () => {
     while (writing) {
@@ -81,18 +104,21 @@ export const run = async (options: Options): Promise<Outcome> => {
   const problems: Array<string> = []
   let checked = 0
   let fromSnapshot = 0
-  let snapshotThere = false
-  try {
-    for (let kill = 0; kill < options.kills; kill++) {
-      const follower = await options.startFollower(options.snapshotFile)
+  const revisionsSeen = new Set<number>()
+  const lanes = options.lanes ?? 1
+  const lane = async (index: number) => {
+    const snapshotFile = lanes === 1 ? options.snapshotFile : `${options.snapshotFile}.${index}`
+    let snapshotThere = false
+    for (let kill = index; kill < options.kills; kill += lanes) {
+      const follower = await options.startFollower(snapshotFile)
       if (snapshotThere) {
         if (/routing from the snapshot/.test(follower.output())) fromSnapshot++
         else problems.push(`restart ${kill} did not route from the snapshot:\n${follower.output().slice(-2_000)}`)
       }
       await pause(Math.random() * options.maxLifeMillis)
       await follower.kill()
-      if (!Fs.existsSync(options.snapshotFile)) continue
-      const decoded = SnapshotFile.decode(Fs.readFileSync(options.snapshotFile), "follower")
+      if (!Fs.existsSync(snapshotFile)) continue
+      const decoded = SnapshotFile.decode(Fs.readFileSync(snapshotFile), "follower")
       if (decoded._tag === "Left") {
         problems.push(`after kill ${kill}: the snapshot is refused (${decoded.left})`)
         continue
@@ -105,11 +131,25 @@ export const run = async (options: Options): Promise<Outcome> => {
         problems.push(`after kill ${kill}: revision ${header.revision} is none the writer made`)
       } else if (expected !== actual) {
         problems.push(`after kill ${kill}: the snapshot at ${header.revision} is not the table then`)
-      } else checked++
+      } else {
+        checked++
+        revisionsSeen.add(header.revision)
+        options.report?.(`kill ${kill}: a complete snapshot of revision ${header.revision} (${entries.length} routes)`)
+      }
     }
+  }
+  try {
+    await Promise.all(Array.from({ length: lanes }, (_, index) => lane(index)))
   } finally {
     writing = false
     await writer
   }
-  return { kills: options.kills, checked, fromSnapshot, revisions: tables.size, problems }
+  return {
+    kills: options.kills,
+    checked,
+    fromSnapshot,
+    revisions: tables.size,
+    snapshotRevisions: revisionsSeen.size,
+    problems
+  }
 }

@@ -8,9 +8,9 @@ import { Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
+import { conditionsContract } from "./conditionsContract.js"
 import { describedContract } from "./describedContract.js"
 import { logContract } from "./logContract.js"
-import { conditionsContract } from "./conditionsContract.js"
 import { safeChangesContract } from "./safeChangesContract.js"
 
 const NOW = Date.parse("2026-11-21T09:30:12.345Z")

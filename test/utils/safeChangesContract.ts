@@ -12,16 +12,19 @@ type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteReposit
 
 const repository = RouteRepository.RouteRepository
 
-const create = (body: Record<string, unknown>) =>
+/** Creates a route from a body as the API would. */
+export const create = (body: Record<string, unknown>) =>
   Effect.flatMap(Effect.orDie(Route.decodeCreate(body)), (input) => Effect.flatMap(repository, (r) => r.create(input)))
 
-const update = (id: string, body: Record<string, unknown>) =>
+/** Patches a route with a body as the API would. */
+export const update = (id: string, body: Record<string, unknown>) =>
   Effect.flatMap(
     Effect.orDie(Route.decodePatch(body)),
     (patch) => Effect.flatMap(repository, (r) => r.update(id, patch))
   )
 
-const json = (route: Route.Route | null | undefined) => route == null ? null : JSON.parse(Route.toJson(route))
+/** A route's JSON as its answers have it; `null` for none. */
+export const json = (route: Route.Route | null | undefined) => route == null ? null : JSON.parse(Route.toJson(route))
 
 export const SPLIT: Split.Split = Schema.decodeUnknownSync(Split.Split)({
   by: "header:x-user-id",

@@ -151,10 +151,12 @@ export const MatchParams = Schema.Struct({
   host: Schema.optional(Schema.String.annotations({
     description: "The request's Host (a port is ignored), which host conditions read."
   })),
-  header: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)).annotations({
-    description: "A request header as name:value, which header conditions read; repeat it for each header (at most " +
-      "32)."
-  })),
+  header: Schema.optional(
+    Schema.Union(Schema.String, Schema.Array(Schema.String)).annotations({
+      description: "A request header as name:value, which header conditions read; repeat it for each header (at most " +
+        "32)."
+    })
+  ),
   key: Schema.optional(Schema.String.annotations({
     description: "The key a route's split would read from the request (its header's, cookie's or query " +
       "parameter's value): the answer then gives the split's choice for it. Empty or left out: no key."

@@ -7,6 +7,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import * as Route from "../../Route.js"
 import type { Precondition, Restored, WriteError } from "../../RouteRepository.js"
+import * as When from "../route/when.js"
 import {
   InvalidRestore,
   OutsidePrefixes,
@@ -16,7 +17,6 @@ import {
   TooManyMethods
 } from "../store/errors.js"
 import { barredBy, makeRoute, MAX_METHODS, patchChanges, restoredFields, withinPrefixes } from "../store/rules.js"
-import * as When from "../route/when.js"
 import * as Log from "./log.js"
 import * as Row from "./row.js"
 import * as Store from "./store.js"

@@ -277,10 +277,13 @@ export const migrations = (options: Options.Options = {}) => {
     // route stored before). Text, not jsonb: jsonb reorders keys, and the canonical form is what the unique constraint
     // compares, so routes of one method and shape conflict only when their conditions are the same set. The constraint
     // keeps its name, which the store reads conflicts by.
-    "12_add_conditions": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      sql`ALTER TABLE ${sql(qualified)} ADD COLUMN when_key text NOT NULL DEFAULT '',
+    "12_add_conditions": Effect.flatMap(
+      SqlClient.SqlClient,
+      (sql) =>
+        sql`ALTER TABLE ${sql(qualified)} ADD COLUMN when_key text NOT NULL DEFAULT '',
         DROP CONSTRAINT ${sql(`${table}_method_shape_key`)},
-        ADD CONSTRAINT ${sql(`${table}_method_shape_key`)} UNIQUE (method, path_shape, when_key)`)
+        ADD CONSTRAINT ${sql(`${table}_method_shape_key`)} UNIQUE (method, path_shape, when_key)`
+    )
   }
 }
 

@@ -105,11 +105,14 @@ const checkConditions = (
     const here = `${at}[${i}]`
     if (!isRecord(condition)) return add(here, `must be an object ${example.slice(9, -1)} (got ${describe(condition)})`)
     for (const key of Object.keys(condition)) {
-      if (!CONDITION_FIELDS.has(key)) add(`${here}.${key}`, `unknown field "${key}": a condition has only name and value`)
+      if (!CONDITION_FIELDS.has(key)) {
+        add(`${here}.${key}`, `unknown field "${key}": a condition has only name and value`)
+      }
     }
     const name = condition.name
-    if (typeof name !== "string") add(`${here}.name`, `is required: a ${field === "headers" ? "header" : "parameter"} name (got ${describe(name)})`)
-    else if (name.length === 0 || name.length > MAX_NAME_LENGTH) {
+    if (typeof name !== "string") {
+      add(`${here}.name`, `is required: a ${field === "headers" ? "header" : "parameter"} name (got ${describe(name)})`)
+    } else if (name.length === 0 || name.length > MAX_NAME_LENGTH) {
       add(`${here}.name`, `must be 1–${MAX_NAME_LENGTH} characters (got ${name.length})`)
     } else if (field === "headers" && !TOKEN.test(name)) {
       add(`${here}.name`, `${JSON.stringify(name)} is not a header name: use letters, digits and !#$%&'*+.^_\`|~-`)
@@ -156,7 +159,15 @@ export const check = (value: unknown): ReadonlyArray<Issue> => {
 }
 
 const byNameThenValue = (a: Condition, b: Condition): number =>
-  a.name < b.name ? -1 : a.name > b.name ? 1 : (a.value ?? "") < (b.value ?? "") ? -1 : (a.value ?? "") > (b.value ?? "") ? 1 : 0
+  a.name < b.name
+    ? -1
+    : a.name > b.name
+    ? 1
+    : (a.value ?? "") < (b.value ?? "")
+    ? -1
+    : (a.value ?? "") > (b.value ?? "")
+    ? 1
+    : 0
 
 const canonicalList = (
   list: ReadonlyArray<Record<string, unknown>>,

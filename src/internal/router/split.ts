@@ -78,25 +78,57 @@ export const headerText = (value: string): string => {
 const single = (value: string | ReadonlyArray<string> | null | undefined): string | undefined =>
   value == null ? undefined : typeof value === "string" ? value : value.join(", ")
 
-/** A cookie's value as sent (not percent-decoded), from a `Cookie` header; the first of that name. */
+const isSpace = (c: number): boolean => c === 32 || c === 9
+
+/**
+ * A cookie's value as sent (not percent-decoded, its surrounding spaces trimmed), from a `Cookie` header; the first of
+ * that name. Names are compared in place: only the value found is cut out.
+ */
 export const cookieValue = (header: string, name: string): string | undefined => {
   let start = 0
   while (start < header.length) {
     let end = header.indexOf(";", start)
     if (end < 0) end = header.length
-    const eq = header.indexOf("=", start)
-    if (eq >= 0 && eq < end && header.slice(start, eq).trim() === name) return header.slice(eq + 1, end).trim()
+    while (start < end && isSpace(header.charCodeAt(start))) start++
+    if (header.startsWith(name, start)) {
+      let eq = start + name.length
+      while (eq < end && isSpace(header.charCodeAt(eq))) eq++
+      if (header.charCodeAt(eq) === 61 /* = */ && eq < end) return header.slice(eq + 1, end).trim()
+    }
     start = end + 1
   }
   return undefined
 }
 
-/** A query parameter's value decoded as `URLSearchParams` decodes it, from a request target; the first of that name. */
+// A name or value of a query needs decoding when it holds "%" or "+".
+const ENCODED = /[%+]/
+
+/**
+ * A query parameter's value decoded as `URLSearchParams` decodes it, from a request target; the first of that name.
+ * A pair whose name and value need no decoding is read in place; any other is decoded by `URLSearchParams` itself.
+ */
 export const queryValue = (target: string, name: string): string | undefined => {
   const q = target.indexOf("?")
   if (q < 0) return undefined
-  const hash = target.indexOf("#", q)
-  return new URLSearchParams(target.slice(q + 1, hash < 0 ? undefined : hash)).get(name) ?? undefined
+  let end = target.indexOf("#", q)
+  if (end < 0) end = target.length
+  // As `new URLSearchParams(query)`, which drops a leading "?".
+  let start = target.charCodeAt(q + 1) === 63 /* ? */ ? q + 2 : q + 1
+  while (start < end) {
+    let stop = target.indexOf("&", start)
+    if (stop < 0 || stop > end) stop = end
+    let eq = target.indexOf("=", start)
+    if (eq < 0 || eq > stop) eq = stop
+    const plain = eq - start === name.length && target.startsWith(name, start)
+    if (plain || (eq > start && ENCODED.test(target.slice(start, eq)))) {
+      const pair = target.slice(start, stop)
+      if (plain && !ENCODED.test(pair)) return target.slice(Math.min(eq + 1, stop), stop)
+      const params = new URLSearchParams(pair)
+      if (params.has(name)) return params.get(name)!
+    }
+    start = stop + 1
+  }
+  return undefined
 }
 
 // The key a reading names in a request.

@@ -96,7 +96,11 @@ const outrankedByConditions = (leaf: Leaf<any>, winner: Leaf<any>): string => {
   const b = leaf.when
   const prefix = `${name(winner.route)} serves: it has the same method and shape, and`
   const hostKind = (when: When.When | undefined) =>
-    when?.host === undefined ? "no host" : when.host.startsWith("*.") ? `the wildcard host ${when.host}` : `the host ${when.host}`
+    when?.host === undefined
+      ? "no host"
+      : when.host.startsWith("*.")
+      ? `the wildcard host ${when.host}`
+      : `the host ${when.host}`
   if (a?.host !== b?.host) {
     return `${prefix} ${hostKind(a)} beats ${hostKind(b)} (an exact host beats a wildcard, a longer suffix a shorter ` +
       "one, any host none)"

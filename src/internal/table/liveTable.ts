@@ -277,22 +277,11 @@ export const make = (
   arrived?: (route: Route.StoredRoute) => void
 ): Effect.Effect<Live, RouteRepository.StoreUnavailable> =>
   Effect.gen(function*() {
-    const clock = yield* Effect.clock
     const log = store.logAfter
     // The newest revision before the load: the table as loaded holds every change up to it, and some after it, which
     // the ring then reads again from the log.
     const first = log === undefined ? undefined : yield* Effect.either(log(0, 0))
-    const state: State = {
-      clock,
-      store,
-      tree,
-      arrived,
-      recorder: undefined,
-      removed: new Map(),
-      touched: undefined,
-      cursor: undefined,
-      confirmed: { at: clock.unsafeCurrentTimeMillis(), reachable: true, error: undefined }
-    }
+    const state = stateOf(yield* Effect.clock, store, tree, arrived)
     const feed = store.changes
     if (feed === undefined) {
       yield* load(state, undefined)
@@ -311,14 +300,74 @@ export const make = (
         }
         return yield* Recording.logRecording(store, log, ring)
       })
-    state.recorder = recording.recorder
-    return {
-      store: liveStore(state),
-      status: () => statusOf(state),
-      follow: feed === undefined ? undefined : follow(state, feed),
-      record: recording.run
-    }
+    return liveOf(state, recording)
   })
+
+/**
+ * The live table over `store` on `tree`, which holds `ring`'s routes as of its revision (a snapshot's), brought
+ * up to date through the store's log: each change since is applied to `tree` in revision order, and recorded in
+ * `ring` as a change, so its streams hear changes, never a reset. `undefined` when the log does not reach back to
+ * that revision (`Recording.replay`): the caller loads the table whole instead (`make`, into a tree of its own).
+ */
+export const resume = (
+  store: Store,
+  tree: RouteTree.Tree<Route.StoredRoute>,
+  ring: ReplayRing.ReplayRing,
+  arrived?: (route: Route.StoredRoute) => void
+): Effect.Effect<Live | undefined, RouteRepository.StoreUnavailable> =>
+  Effect.gen(function*() {
+    const log = store.logAfter
+    const from = ring.store()
+    if (log === undefined || from === undefined) return undefined
+    const state = stateOf(yield* Effect.clock, store, tree, arrived)
+    const feed = store.changes
+    // Taken first: what the log's reads do not see yet, the feed gives from this cursor on.
+    if (feed !== undefined) state.cursor = yield* feed.cursor
+    const refused: Array<string> = []
+    const reached = yield* Recording.replay(log, from, ring.revision(), (entries) => {
+      for (const entry of entries) {
+        if (entry.after === null) {
+          drop(state, entry.routeId)
+          continue
+        }
+        const problem = upsert(state, Recording.storedAt(entry.after, entry.revision))
+        if (problem !== undefined) refused.push(problem)
+      }
+    })
+    if (refused.length > 0) yield* skipped(refused)
+    if (!reached) return undefined
+    yield* Effect.ignore(Recording.catchUp(store, log, ring))
+    return liveOf(state, yield* Recording.logRecording(store, log, ring))
+  })
+
+const stateOf = (
+  clock: Clock.Clock,
+  store: Store,
+  tree: RouteTree.Tree<Route.StoredRoute>,
+  arrived: ((route: Route.StoredRoute) => void) | undefined
+): State => ({
+  clock,
+  store,
+  tree,
+  arrived,
+  recorder: undefined,
+  removed: new Map(),
+  touched: undefined,
+  cursor: undefined,
+  confirmed: { at: clock.unsafeCurrentTimeMillis(), reachable: true, error: undefined }
+})
+
+// The table from here on: every change it takes is told to `recording`.
+const liveOf = (state: State, recording: Recording.Recording): Live => {
+  state.recorder = recording.recorder
+  const feed = state.store.changes
+  return {
+    store: liveStore(state),
+    status: () => statusOf(state),
+    follow: feed === undefined ? undefined : follow(state, feed),
+    record: recording.run
+  }
+}
 
 /**
  * Applies the changes the feed hears of at once, reads the feed whenever it wakes the table, and every poll interval

@@ -9,7 +9,7 @@ import type { Context } from "effect"
 import { Duration, Effect, Queue, Schedule } from "effect"
 import * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
-import { newStoreId } from "../store/rules.js"
+import { newStoreId, optionalOf } from "../store/rules.js"
 import type * as ReplayRing from "./replayRing.js"
 import type * as RouteTree from "./routeTree.js"
 
@@ -36,11 +36,14 @@ const LOG_PAGE = 1000
 // How long the ring waits before reading the log again after a read failed (the table reports the outage).
 const LOG_RETRY_MILLIS = 1000
 
-// The route as of a log entry: the entry's own when a store logged the stored route itself (the memory store does).
-const storedAt = (after: Route.Route, revision: number): Route.StoredRoute => {
+/** The route as of a log entry: the entry's own when a store logged the stored route itself (the memory store does). */
+export const storedAt = (after: Route.Route, revision: number): Route.StoredRoute => {
   if (after instanceof Route.StoredRoute && after.revision === revision) return after
   const { createdAt, handler, id, method, middleware, path } = after
-  return new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
+  return new Route.StoredRoute(
+    { id, method, path, middleware, handler, createdAt, ...optionalOf(after), revision },
+    true
+  )
 }
 
 const recordEntry = (ring: ReplayRing.ReplayRing, entry: RouteRepository.HistoryEntry): void => {
@@ -64,8 +67,9 @@ const allRoutes = (
 
 /**
  * Reads the log after the ring's revision until it holds the newest. When the log no longer holds those changes
- * (the ring fell behind by more than the log keeps), or the ring never began (the store could not be read when
- * the table was built), the ring begins: the newest revision, then every route, then the log after that revision
+ * (the ring fell behind by more than the log keeps), the ring never began (the store could not be read when
+ * the table was built), or it began from another store's routes (a snapshot of another database), the ring begins:
+ * the newest revision, then every route, then the log after that revision
  * (each page read after the revision holds at least the changes up to it).
  */
 export const catchUp = (
@@ -76,7 +80,7 @@ export const catchUp = (
   Effect.flatMap(
     Effect.suspend(() => log(ring.revision(), LOG_PAGE)),
     (read): Effect.Effect<void, RouteRepository.StoreUnavailable> => {
-      if (!read.complete || ring.store() === undefined) {
+      if (!read.complete || ring.store() !== read.store) {
         return Effect.flatMap(allRoutes(store, undefined, []), (routes) => {
           ring.begin(read.store, read.revision, routes)
           return catchUp(store, log, ring)
@@ -88,6 +92,34 @@ export const catchUp = (
       return Effect.void
     }
   )
+
+/**
+ * Reads the log after `revision` of `store` up to its newest, page by page, giving each page's entries to `take` in
+ * revision order; `false` when it does not reach back to `revision`: pruned past it, another store's, or older than
+ * it (a database restored from an earlier backup). Once a page was taken, a failed read is tried again until it
+ * succeeds (the store answered a moment ago), so nothing taken is taken again.
+ */
+export const replay = (
+  log: LogAfter,
+  store: string,
+  revision: number,
+  take: (entries: ReadonlyArray<RouteRepository.HistoryEntry>) => void
+): Effect.Effect<boolean, RouteRepository.StoreUnavailable> => {
+  const after = (at: number, retried: boolean): Effect.Effect<boolean, RouteRepository.StoreUnavailable> =>
+    Effect.flatMap(
+      retried
+        ? Effect.orDie(Effect.retry(log(at, LOG_PAGE), Schedule.spaced(Duration.millis(LOG_RETRY_MILLIS))))
+        : log(at, LOG_PAGE),
+      (read) => {
+        if (!read.complete || read.store !== store || read.revision < at) return Effect.succeed(false)
+        take(read.entries)
+        return read.entries.length < LOG_PAGE
+          ? Effect.succeed(true)
+          : after(read.entries[read.entries.length - 1]!.revision, true)
+      }
+    )
+  return after(revision, false)
+}
 
 export interface Recording {
   readonly recorder: Recorder

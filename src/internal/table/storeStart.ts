@@ -2,8 +2,9 @@
  * A process's live table over its own store (`RouteTable.layer`), and its start from its files while the store cannot
  * be built (`RouteTable.layerFrom`, docs/resilience.md): the Postgres store's layer connects and migrates when it is
  * built, so while its database is down the process routes from its last-known-good snapshot (or a bootstrap file on a
- * first start) behind a stand-in store that answers `StoreUnavailable`, a fiber keeps building the store, and its
- * table replaces the snapshot's in one step when it is loaded.
+ * first start) behind a stand-in store that answers `StoreUnavailable`, and a fiber keeps building the store; once
+ * built, a snapshot's table resumes through the store's change log from its revision, and otherwise (a bootstrap
+ * file, a log that no longer reaches back) the store's table replaces the file's in one step.
  *
  * @internal
  */
@@ -69,20 +70,30 @@ export const DEFAULT_START_TIMEOUT = Duration.seconds(10)
 // Between two tries to build the store: from 200 ms, doubling, at most 2 seconds (a try is one connection).
 const RETRY = Schedule.union(Schedule.exponential(Duration.millis(200)), Schedule.spaced(Duration.seconds(2)))
 
-/** The live table over the store in context on `table`, its followers forked in the scope. */
-const liveOn = (table: Impl.TableImpl<Route.StoredRoute>, ring: ReplayRing.ReplayRing) =>
+type Start = typeof LiveTable.resume
+
+/**
+ * The live table over the store in context on `table`, loaded (`LiveTable.make`) or resumed (`LiveTable.resume`), its
+ * fibers forked in the scope; `undefined` when it cannot resume.
+ */
+const started = (table: Impl.TableImpl<Route.StoredRoute>, ring: ReplayRing.ReplayRing, start: Start) =>
   Effect.gen(function*() {
-    const live = yield* LiveTable.make(
+    const live = yield* start(
       yield* RouteRepository.RouteRepository,
       table.tree,
       ring,
       yield* Telemetry.arrivals
     )
+    if (live === undefined) return undefined
     if (live.follow !== undefined) yield* Effect.forkScoped(live.follow)
     if (live.record !== undefined) yield* Effect.forkScoped(live.record)
     yield* Telemetry.sampleTable(() => table.tree.byId.size, () => live.status().stalenessMillis)
     return live
   })
+
+/** The live table over the store in context on `table`, loaded. */
+const liveOn = (table: Impl.TableImpl<Route.StoredRoute>, ring: ReplayRing.ReplayRing) =>
+  Effect.map(started(table, ring, LiveTable.make), (live) => live!)
 
 /** The live table over the store in context, loaded. */
 export const plain = (capacity: number) =>
@@ -285,32 +296,60 @@ export const fromFiles = <E, R>(
         "; writes are refused until it is"
     )
     yield* withSnapshot(parts)
-    // The store's table, loaded into a tree of its own (a new one per try: a failed load leaves a part), replaces
-    // the fallback's in one step.
-    const catchUp = Effect.gen(function*() {
-      const context = yield* Fiber.join(building)
-      const [loaded, live] = yield* Effect.suspend(() => {
-        const loaded = new Impl.TableImpl<Route.StoredRoute>()
-        return Effect.map(liveOn(loaded, ring), (live) => [loaded, live] as const)
-      }).pipe(
+    // Each try in the store's context, its failures logged, until one succeeds.
+    const tried = <A>(
+      context: Context.Context<RouteRepository.RouteRepository>,
+      effect: Effect.Effect<A, RouteRepository.StoreUnavailable, RouteRepository.RouteRepository | Scope.Scope>
+    ) =>
+      effect.pipe(
         Effect.provide(context),
         Scope.extend(scope),
         Effect.tapError((error) => failed(error.reason)),
         Effect.retry(RETRY)
       )
-      Impl.replaceTree(table, loaded.tree)
+    // A snapshot's table resumes from its revision through the store's log, applying the changes since, which its
+    // streams hear as changes (docs/resilience.md). Else, and when the log does not reach back that far, the store's
+    // table is loaded into a tree of its own (a new one per try: a failed load leaves a part) and replaces the
+    // fallback's in one step, and the ring begins again (its streams' clients are sent a reset).
+    const catchUp = Effect.gen(function*() {
+      const context = yield* Fiber.join(building)
+      const from = fallback.source === "snapshot" ? fallback.snapshot.header : undefined
+      const resumed = from === undefined
+        ? undefined
+        : yield* tried(context, started(table, ring, LiveTable.resume))
+      if (resumed !== undefined) {
+        yield* Effect.logInfo(
+          `route table: the store answers; the snapshot's table caught up through its change log from revision ` +
+            `${from!.revision} to ${ring.revision()} (${table.tree.byId.size} routes)`
+        )
+      }
+      const live = resumed ?? (yield* Effect.gen(function*() {
+        const [loaded, live] = yield* tried(
+          context,
+          Effect.suspend(() => {
+            const loaded = new Impl.TableImpl<Route.StoredRoute>()
+            return Effect.map(liveOn(loaded, ring), (live) => [loaded, live] as const)
+          })
+        )
+        Impl.replaceTree(table, loaded.tree)
+        if (from !== undefined) {
+          yield* Effect.logWarning(
+            from.store === ring.store()
+              ? `route table: the store's change log does not hold every change since the snapshot's revision ` +
+                `${from.revision} (pruned past it, or the database is older than the snapshot); its table replaces ` +
+                "the snapshot's whole"
+              : `route table: the snapshot ${options.snapshotFile} was of another store (${from.store}); replaced by ` +
+                "this one's table"
+          )
+        }
+        yield* Effect.logInfo(
+          `route table: the store answers; its table (${loaded.tree.byId.size} routes) replaces the ${fallback.source}'s`
+        )
+        return live
+      }))
       store = live.store
       status = live.status
       cue()
-      const was = fallback.source === "snapshot" ? fallback.snapshot.header.store : undefined
-      if (was !== undefined && was !== ring.store()) {
-        yield* Effect.logWarning(
-          `route table: the snapshot ${options.snapshotFile} was of another store (${was}); replaced by this one's table`
-        )
-      }
-      yield* Effect.logInfo(
-        `route table: the store answers; its table (${loaded.tree.byId.size} routes) replaces the ${fallback.source}'s`
-      )
     })
     yield* Effect.forkIn(catchUp, scope)
     return parts
