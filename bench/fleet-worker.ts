@@ -1,7 +1,7 @@
 /**
  * One follower process of bench/fleet.ts: it holds many follower tables (`RouteFollower.layer`, the compiled
  * library) of one registry or relay, each with its own stream, and records when each change is applied in each table:
- * every table's change history tells its listeners of a change synchronously, right after the table took it, so the
+ * every table's replay ring tells its listeners of a change synchronously, right after the table took it, so the
  * time a listener sees is the time the change became routable there. Times are wall-clock milliseconds with a
  * fraction (`performance.timeOrigin + performance.now()`), comparable between the processes of one machine.
  *
@@ -67,10 +67,10 @@ interface Follower {
   /** When each handler, and each deletion (by id), was applied in this table. */
   readonly upserts: Map<string, number>
   readonly deletes: Map<string, number>
-  readonly history: RouteTable.ChangeHistory["Type"]
+  readonly ring: RouteTable.ReplayRing["Type"]
 }
 
-// Snapshots taken after the first (the history begins again with each): resets.
+// Snapshots taken after the first (the ring begins again with each): resets.
 let resets = 0
 
 const scope = Effect.runSync(Scope.make())
@@ -88,20 +88,20 @@ const followOne = (url: string, token: string, name: string | undefined) =>
         status: Context.get(context, RouteTable.TableStatus).unsafeGet,
         upserts: new Map(),
         deletes: new Map(),
-        history: Context.get(context, RouteTable.ChangeHistory)
+        ring: Context.get(context, RouteTable.ReplayRing)
       }
-      const listen = (change: Parameters<Parameters<typeof follower.history.subscribe>[0]>[0]) => {
+      const listen = (change: Parameters<Parameters<typeof follower.ring.subscribe>[0]>[0]) => {
         if (change === undefined) {
-          // A new snapshot: a reset. The history dropped this listener; it listens again.
+          // A new snapshot: a reset. The ring dropped this listener; it listens again.
           resets++
-          follower.history.subscribe(listen)
+          follower.ring.subscribe(listen)
         } else if (change._tag === "Upsert") {
           if (!follower.upserts.has(change.route.handler)) follower.upserts.set(change.route.handler, now())
         } else if (!follower.deletes.has(change.id)) {
           follower.deletes.set(change.id, now())
         }
       }
-      follower.history.subscribe(listen)
+      follower.ring.subscribe(listen)
       return follower
     }
   )
@@ -181,7 +181,7 @@ process.on("message", (command: Command) => {
     case "at":
       send({
         type: "at",
-        current: followers.filter((follower) => follower.history.revision() >= command.revision).length,
+        current: followers.filter((follower) => follower.ring.revision() >= command.revision).length,
         resets
       })
       break

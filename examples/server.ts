@@ -50,7 +50,7 @@ type Tables =
   | RouteTable.RouteTable
   | RouteRepository.RouteRepository
   | RouteTable.TableStatus
-  | RouteTable.ChangeHistory
+  | RouteTable.ReplayRing
 
 /** `services` (an authenticator and a store) with the live table over the store, which every change goes through. */
 export const withTable = <E>(

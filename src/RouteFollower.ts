@@ -8,7 +8,7 @@
  * import { Redacted } from "effect"
  * import * as RouteFollower from "route-registry/RouteFollower"
  *
- * // Provides RouteTable, a read-only RouteRepository, TableStatus and ChangeHistory, as RouteTable.layer does.
+ * // Provides RouteTable, a read-only RouteRepository, TableStatus and ReplayRing, as RouteTable.layer does.
  * const table = RouteFollower.layer({ url: "http://registry:3000", token: Redacted.make("a-read-token") })
  * ```
  *
@@ -114,11 +114,20 @@ export interface Options {
   readonly maxSnapshotBytes?: number | undefined
   readonly snapshotTimeout?: Duration.DurationInput | undefined
   /**
-   * How many of its last changes the follower keeps for its own followers to resume from (a relay), as
-   * `RouteTable.LayerOptions.historyCapacity`. A relay keeps no log: one of its followers that was away longer is
-   * caught up from the registry's log, through a catch-up stream from the process the relay follows, and sent every
-   * route again (a `reset`) only when that log no longer holds its changes either. Its cursors are the registry's, so
-   * its followers may also resume at the registry. Default `RouteTable.DEFAULT_HISTORY_CAPACITY`.
+   * How many of its last changes the follower keeps in its replay ring for its own followers to resume from (a
+   * relay), as `RouteTable.LayerOptions.replayCapacity`. A relay keeps no log: one of its followers that was away
+   * longer is caught up from the registry's log, through a catch-up stream from the process the relay follows, and
+   * sent every route again (a `reset`) only when that log no longer holds its changes either. Its cursors are the
+   * registry's, so its followers may also resume at the registry. Default `RouteTable.DEFAULT_REPLAY_CAPACITY`.
+   *
+   * @since 0.5.0
+   */
+  readonly replayCapacity?: number | undefined
+  /**
+   * `replayCapacity` under its name before 0.5.0. Given with `replayCapacity`, the two must be equal, else the layer
+   * fails with `InvalidOption`.
+   *
+   * @deprecated since 0.5.0, removed in 0.6.0: use `replayCapacity`
    */
   readonly historyCapacity?: number | undefined
   /**
@@ -169,7 +178,7 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
  *   `405 method_not_allowed`);
  * - `TableStatus` (`following: "stream"`): current (staleness 0) while the stream is live and the registry says it is
  *   current itself, its staleness growing while the registry cannot be reached (or, for a relay, cannot reach its own);
- * - `ChangeHistory`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
+ * - `ReplayRing`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
  *   processes can follow it (a relay).
  *
  * It names itself on the stream (`name`) and reports the revision it applied to the registry (`POST
@@ -191,7 +200,7 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
 export const layer = (
   options: Options
 ): Layer.Layer<
-  RouteTable.RouteTable | RouteRepository.RouteRepository | RouteTable.TableStatus | RouteTable.ChangeHistory,
+  RouteTable.RouteTable | RouteRepository.RouteRepository | RouteTable.TableStatus | RouteTable.ReplayRing,
   FollowFailed | InvalidOption
 > =>
   Layer.scopedContext(Effect.gen(function*() {
@@ -227,7 +236,7 @@ export const layer = (
     return Context.make(RouteTable.RouteTable, table).pipe(
       Context.add(RouteRepository.RouteRepository, Follower.store(state, settings.log)),
       Context.add(RouteTable.TableStatus, { get: Effect.sync(status), unsafeGet: status }),
-      Context.add(RouteTable.ChangeHistory, ring)
+      Context.add(RouteTable.ReplayRing, ring)
     )
   }))
 
@@ -241,6 +250,6 @@ export const layer = (
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
 ): Layer.Layer<
-  RouteTable.RouteTable | RouteRepository.RouteRepository | RouteTable.TableStatus | RouteTable.ChangeHistory,
+  RouteTable.RouteTable | RouteRepository.RouteRepository | RouteTable.TableStatus | RouteTable.ReplayRing,
   FollowFailed | InvalidOption | ConfigError.ConfigError
 > => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

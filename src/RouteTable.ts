@@ -28,7 +28,7 @@ import type { Pipeable } from "effect/Pipeable"
 import type * as When from "./internal/route/when.js"
 import * as Explain from "./internal/table/explain.js"
 import type * as LiveTable from "./internal/table/liveTable.js"
-import * as ReplayRing from "./internal/table/replayRing.js"
+import * as Ring from "./internal/table/replayRing.js"
 import * as Tree from "./internal/table/routeTree.js"
 import * as Start from "./internal/table/storeStart.js"
 import * as Impl from "./internal/table/table.js"
@@ -290,13 +290,27 @@ export class RouteTable extends Context.Tag("route-registry/RouteTable")<RouteTa
  * (`GET /v1/routing/changes`) replays from a client's cursor and pushes as they happen. Provided with the table by
  * `layer` and by a follower's layer. (The stored change log, `GET /v1/routing/history`, is the store's.)
  *
- * @since 0.4.0
+ * @since 0.5.0
  * @category tags
  */
-export class ChangeHistory extends Context.Tag("route-registry/RouteTable/ChangeHistory")<
-  ChangeHistory,
-  ReplayRing.ReplayRing
+export class ReplayRing extends Context.Tag("route-registry/RouteTable/ReplayRing")<
+  ReplayRing,
+  Ring.ReplayRing
 >() {}
+
+/**
+ * @since 0.4.0
+ * @category tags
+ * @deprecated since 0.5.0, removed in 0.6.0: use `ReplayRing` (the same tag; "history" names the stored change log)
+ */
+export const ChangeHistory = ReplayRing
+
+/**
+ * @since 0.4.0
+ * @category tags
+ * @deprecated since 0.5.0, removed in 0.6.0: use `ReplayRing`
+ */
+export type ChangeHistory = ReplayRing
 
 /**
  * How current the process's table is, for a readiness check.
@@ -350,12 +364,22 @@ export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(
  */
 export interface LayerOptions {
   /**
-   * How many of the last changes the process keeps in memory for the change stream (`GET /v1/routing/changes`) to
-   * resume a client from. A client further behind (or coming from another process on the store, or from before a
-   * restart) is sent the changes from the store's change log (`RouteRepository.logAfter`), and a `reset` with the
-   * whole table only when the log no longer holds them, or the store keeps no log (a follower's store reads the
-   * registry's: `RouteFollower`). A whole number from 1; default `DEFAULT_HISTORY_CAPACITY`. Each change kept holds
-   * the route and its JSON, a few hundred bytes for an ordinary route.
+   * How many of the last changes the process keeps in memory, its replay ring, for the change stream
+   * (`GET /v1/routing/changes`) to resume a client from. A client further behind (or coming from another process on
+   * the store, or from before a restart) is sent the changes from the store's change log (`RouteRepository.logAfter`),
+   * and a `reset` with the whole table only when the log no longer holds them, or the store keeps no log (a
+   * follower's store reads the registry's: `RouteFollower`). A whole number from 1; default
+   * `DEFAULT_REPLAY_CAPACITY`. Each change kept holds the route and its JSON, a few hundred bytes for an ordinary
+   * route. Not the log's retention, which is the store's own `historyCapacity`.
+   *
+   * @since 0.5.0
+   */
+  readonly replayCapacity?: number | undefined
+  /**
+   * `replayCapacity` under its name before 0.5.0. Given with `replayCapacity`, the two must be equal, else the layer
+   * fails with `InvalidOption`.
+   *
+   * @deprecated since 0.5.0, removed in 0.6.0: use `replayCapacity`
    */
   readonly historyCapacity?: number | undefined
 }
@@ -363,15 +387,21 @@ export interface LayerOptions {
 /**
  * The number of changes `layer` keeps for the change stream: 10,000.
  *
- * @since 0.4.0
+ * @since 0.5.0
  */
-export const DEFAULT_HISTORY_CAPACITY: number = ReplayRing.DEFAULT_CAPACITY
+export const DEFAULT_REPLAY_CAPACITY: number = Ring.DEFAULT_CAPACITY
+
+/**
+ * @since 0.4.0
+ * @deprecated since 0.5.0, removed in 0.6.0: use `DEFAULT_REPLAY_CAPACITY`
+ */
+export const DEFAULT_HISTORY_CAPACITY: number = DEFAULT_REPLAY_CAPACITY
 
 const contextOf = (parts: Start.Parts) =>
   Context.make(RouteTable, parts.table as Table<Route.StoredRoute>).pipe(
     Context.add(RouteRepository.RouteRepository, parts.store),
     Context.add(TableStatus, { get: Effect.sync(parts.status), unsafeGet: parts.status }),
-    Context.add(ChangeHistory, parts.ring)
+    Context.add(ReplayRing, parts.ring)
   )
 
 const live = (capacity: number) => Effect.map(Start.plain(capacity), contextOf)
@@ -387,45 +417,46 @@ const live = (capacity: number) => Effect.map(Start.plain(capacity), contextOf)
  * without notifications), none is lost or applied out of order, and `TableStatus` says how current the table is.
  * With `Telemetry.layer` in context, it also keeps the table's gauges and records the lag of what it follows.
  *
- * It also provides `ChangeHistory`, the table's last `DEFAULT_HISTORY_CAPACITY` changes, from which the routing API
+ * It also provides `ReplayRing`, the table's last `DEFAULT_REPLAY_CAPACITY` changes, from which the routing API
  * serves its change stream (`GET /v1/routing/changes`); `layerWith` sets how many are kept.
  *
  * @since 0.2.0
  * @category layers
  */
 export const layer: Layer.Layer<
-  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ReplayRing,
   RouteRepository.StoreUnavailable,
   RouteRepository.RouteRepository
-> = Layer.scopedContext(live(ReplayRing.DEFAULT_CAPACITY))
+> = Layer.scopedContext(live(Ring.DEFAULT_CAPACITY))
 
 /**
- * `layer` with options; fails with `InvalidOption` naming `historyCapacity` when it is not a whole number from 1.
+ * `layer` with options; fails with `InvalidOption` naming `replayCapacity` when it is not a whole number from 1 (or
+ * `historyCapacity`, its deprecated name, when that is the one given, or both are given and differ).
  *
  * @example
  * ```ts
  * import * as RouteTable from "route-registry/RouteTable"
  *
  * // Followers up to 100,000 changes behind resume instead of loading the whole table again.
- * const table = RouteTable.layerWith({ historyCapacity: 100_000 })
+ * const table = RouteTable.layerWith({ replayCapacity: 100_000 })
  * ```
  *
  * @since 0.4.0
  * @category layers
  */
 export const layerWith = (options: LayerOptions): Layer.Layer<
-  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ReplayRing,
   RouteRepository.StoreUnavailable | InvalidOption,
   RouteRepository.RouteRepository
 > =>
-  Either.match(ReplayRing.capacityOf(options.historyCapacity), {
+  Either.match(Ring.capacityOf(options), {
     onLeft: Layer.fail,
     onRight: (capacity) => Layer.scopedContext(live(capacity))
   })
 
 /**
- * The options of `layerFrom`: `historyCapacity` as `layerWith`'s; `snapshotFile`, `bootstrapFile`, `startTimeout`
- * (default 10 seconds) as docs/resilience.md says.
+ * The options of `layerFrom`: `replayCapacity` (and its deprecated name `historyCapacity`) as `layerWith`'s;
+ * `snapshotFile`, `bootstrapFile`, `startTimeout` (default 10 seconds) as docs/resilience.md says.
  *
  * @since 0.5.0
  * @category models
@@ -448,11 +479,11 @@ export const layerFrom = <E, R>(
   storeLayer: Layer.Layer<RouteRepository.RouteRepository, E, R>,
   options: StartOptions
 ): Layer.Layer<
-  RouteTable | RouteRepository.RouteRepository | TableStatus | ChangeHistory,
+  RouteTable | RouteRepository.RouteRepository | TableStatus | ReplayRing,
   E | RouteRepository.StoreUnavailable | InvalidOption,
   R
 > =>
-  Either.match(ReplayRing.capacityOf(options.historyCapacity), {
+  Either.match(Ring.capacityOf(options), {
     onLeft: Layer.fail,
     onRight: (capacity) => Layer.scopedContext(Effect.map(Start.fromFiles(storeLayer, capacity, options), contextOf))
   })

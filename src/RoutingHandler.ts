@@ -282,7 +282,7 @@ export const notFound: Response = Answers.NOT_FOUND
 /** What the change stream reads: the process's table, its replay ring, and its status (for the heartbeats). */
 interface Changes {
   readonly table: RouteTable.Table<Route.StoredRoute>
-  readonly ring: Context.Tag.Service<RouteTable.ChangeHistory>
+  readonly ring: Context.Tag.Service<RouteTable.ReplayRing>
   readonly status: (() => RouteTable.Status) | undefined
 }
 
@@ -348,7 +348,7 @@ const makeCore = (
 const changesInContext: Effect.Effect<Changes | undefined> = Effect.map(
   Effect.all([
     Effect.serviceOption(RouteTable.RouteTable),
-    Effect.serviceOption(RouteTable.ChangeHistory),
+    Effect.serviceOption(RouteTable.ReplayRing),
     Effect.serviceOption(RouteTable.TableStatus)
   ]),
   ([table, ring, status]) =>
@@ -362,7 +362,7 @@ const changesInContext: Effect.Effect<Changes | undefined> = Effect.map(
  * declared one, and to the `HostPaths` the host serves itself (a route may not take them; `match` answers them as the
  * host's); fails with `InvalidOption` naming the first option out of its range. With `Telemetry.layer` in
  * context, the core and its store are instrumented; without it, they are left as they are. With the route table's
- * `RouteTable.RouteTable` and `RouteTable.ChangeHistory` in context (`RouteTable.layer`), it serves the change stream
+ * `RouteTable.RouteTable` and `RouteTable.ReplayRing` in context (`RouteTable.layer`), it serves the change stream
  * `GET /v1/routing/changes`; without them, that path is answered `404 not_found`, saying why.
  *
  * @since 0.1.0

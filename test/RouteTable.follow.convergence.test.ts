@@ -44,7 +44,7 @@ const serve = async (listener: AdminListener.Listener, port = 0) => {
 /** A registry process over `stored` (which outlives it, as a database does): its table, history and routing API. */
 const startRegistry = async (stored: Store, port = 0) => {
   const runtime = ManagedRuntime.make(
-    RouteTable.layerWith({ historyCapacity: CAPACITY }).pipe(
+    RouteTable.layerWith({ replayCapacity: CAPACITY }).pipe(
       Layer.provideMerge(Layer.merge(Layer.succeed(RouteRepository.RouteRepository, stored), tokens))
     )
   )
@@ -57,7 +57,7 @@ const startRegistry = async (stored: Store, port = 0) => {
 
 /** A relay: a follower whose own routing API serves its change stream onward. */
 const startRelay = async (url: string) => {
-  const followed = await follow(url, TOKEN, { historyCapacity: CAPACITY, idleTimeout: 2_000 }, tokens)
+  const followed = await follow(url, TOKEN, { replayCapacity: CAPACITY, idleTimeout: 2_000 }, tokens)
   const listener = await followed.runtime.runPromise(AdminListener.make({ changesHeartbeatMillis: HEARTBEAT_MILLIS }))
   const server = await serve(listener)
   return { followed, origin: `http://127.0.0.1:${server.port}`, close: () => server.close().then(followed.close) }

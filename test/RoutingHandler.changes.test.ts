@@ -66,11 +66,11 @@ interface Subject {
 // The table over `store`, with its replay ring's subscriptions counted.
 const watchedTable = (store: Store, capacity: number | undefined) => {
   let subscribed = 0
-  const table = (capacity === undefined ? RouteTable.layer : RouteTable.layerWith({ historyCapacity: capacity })).pipe(
+  const table = (capacity === undefined ? RouteTable.layer : RouteTable.layerWith({ replayCapacity: capacity })).pipe(
     Layer.provide(store),
     Layer.map((context) => {
-      const ring = Context.get(context, RouteTable.ChangeHistory)
-      return Context.add(context, RouteTable.ChangeHistory, {
+      const ring = Context.get(context, RouteTable.ReplayRing)
+      return Context.add(context, RouteTable.ReplayRing, {
         ...ring,
         subscribe: (listener) => {
           subscribed++
@@ -637,12 +637,12 @@ describe("a routing API without a route table", () => {
 describe("RouteTable.layerWith", () => {
   it.effect("refuses a replay ring capacity that is not a whole number from 1, naming it", () =>
     Effect.gen(function*() {
-      for (const historyCapacity of [0, -1, 1.5, Number.NaN]) {
+      for (const replayCapacity of [0, -1, 1.5, Number.NaN]) {
         const error = yield* Effect.flip(
-          Layer.build(RouteTable.layerWith({ historyCapacity }).pipe(Layer.provide(RouteRepository.layerMemory)))
+          Layer.build(RouteTable.layerWith({ replayCapacity }).pipe(Layer.provide(RouteRepository.layerMemory)))
         )
         assert.strictEqual(error._tag, "InvalidOption")
-        assert.strictEqual((error as { option?: string }).option, "historyCapacity")
+        assert.strictEqual((error as { option?: string }).option, "replayCapacity")
       }
     }).pipe(Effect.scoped))
 })

@@ -36,8 +36,8 @@ afterEach(async () => {
 })
 
 // A registry process over `store`: its own table, its own replay ring, its routing API on a port of its own.
-const registry = async (store: Layer.Layer<RouteRepository.RouteRepository, unknown>, historyCapacity?: number) => {
-  const table = historyCapacity === undefined ? RouteTable.layer : RouteTable.layerWith({ historyCapacity })
+const registry = async (store: Layer.Layer<RouteRepository.RouteRepository, unknown>, replayCapacity?: number) => {
+  const table = replayCapacity === undefined ? RouteTable.layer : RouteTable.layerWith({ replayCapacity })
   const listener = await AdminListener.fromLayer(Layer.merge(table.pipe(Layer.provide(store)), tokens))
   const served = await serveNode(listener, listener.dispose)
   opened.push(served)
@@ -189,9 +189,9 @@ describe("a relay", () => {
   })
 })
 
-// A relay of `origin` keeping only `historyCapacity` changes, its routing API served on a port of its own.
-const relayOf = async (origin: Served, historyCapacity: number) => {
-  const relayed = await follow(origin.origin, REPORTER, { historyCapacity }, Authenticator.layerStaticTokens(tokenList))
+// A relay of `origin` keeping only `replayCapacity` changes, its routing API served on a port of its own.
+const relayOf = async (origin: Served, replayCapacity: number) => {
+  const relayed = await follow(origin.origin, REPORTER, { replayCapacity }, Authenticator.layerStaticTokens(tokenList))
   const listener = await relayed.runtime.runPromise(AdminListener.make())
   const server = Http.createServer((req, res) => listener(req, res, () => res.writeHead(404).end()))
   const relay = { origin: await listen(server), relayed }
@@ -425,7 +425,7 @@ describe("a crowd resuming from the store's log", () => {
       }))
     )
     const listener = await AdminListener.fromLayer(
-      Layer.merge(RouteTable.layerWith({ historyCapacity: 1 }).pipe(Layer.provide(counted)), tokens)
+      Layer.merge(RouteTable.layerWith({ replayCapacity: 1 }).pipe(Layer.provide(counted)), tokens)
     )
     const served = await serveNode(listener, listener.dispose)
     opened.push(served)

@@ -23,7 +23,7 @@ export interface Follower {
     | RouteTable.RouteTable
     | RouteRepository.RouteRepository
     | RouteTable.TableStatus
-    | RouteTable.ChangeHistory
+    | RouteTable.ReplayRing
     | Authenticator.Authenticator,
     unknown
   >
@@ -56,7 +56,7 @@ export const follow = async (
     table: Context.get(context, RouteTable.RouteTable),
     store: Context.get(context, RouteRepository.RouteRepository),
     status: Context.get(context, RouteTable.TableStatus).unsafeGet,
-    ring: Context.get(context, RouteTable.ChangeHistory),
+    ring: Context.get(context, RouteTable.ReplayRing),
     runtime,
     close: () => runtime.dispose()
   }

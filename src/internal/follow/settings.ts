@@ -100,7 +100,7 @@ export const resolve = (options: FollowOptions): Either.Either<Settings, Invalid
       options.snapshotTimeout ?? DEFAULTS.snapshotTimeout,
       1
     )
-    const capacity = yield* ReplayRing.capacityOf(options.historyCapacity)
+    const capacity = yield* ReplayRing.capacityOf(options)
     const name = yield* nameOf(options.name)
     const base = url.href.slice(0, -CHANGES_PATH.length)
     return {

@@ -20,7 +20,7 @@
  * @internal
  */
 import { Either } from "effect"
-import type { InvalidOption } from "../../InvalidOption.js"
+import { InvalidOption } from "../../InvalidOption.js"
 import * as Route from "../../Route.js"
 import { positiveInteger } from "../optionChecks.js"
 
@@ -70,9 +70,31 @@ export type Since =
 /** The default number of changes a ring keeps. */
 export const DEFAULT_CAPACITY = 10_000
 
-/** The capacity a host asked for (`historyCapacity`), with the default, or the error naming the option. */
-export const capacityOf = (capacity: number | undefined = DEFAULT_CAPACITY): Either.Either<number, InvalidOption> => {
-  const invalid = positiveInteger("historyCapacity", capacity, "changes")
+/** How a host sizes a ring: `replayCapacity`, or `historyCapacity`, its name before 0.5.0. */
+export interface CapacityOptions {
+  readonly replayCapacity?: number | undefined
+  readonly historyCapacity?: number | undefined
+}
+
+/**
+ * The capacity a host asked for, with the default, or the error naming the option. The old name alone still works;
+ * both at once must agree, since one of them would otherwise be silently ignored.
+ */
+export const capacityOf = (options: CapacityOptions): Either.Either<number, InvalidOption> => {
+  const { historyCapacity, replayCapacity } = options
+  if (replayCapacity !== undefined && historyCapacity !== undefined && replayCapacity !== historyCapacity) {
+    return Either.left(
+      new InvalidOption({
+        option: "historyCapacity",
+        message: `historyCapacity is the deprecated name of replayCapacity, and the two differ (replayCapacity ${
+          String(replayCapacity)
+        }, historyCapacity ${String(historyCapacity)}): give replayCapacity alone`
+      })
+    )
+  }
+  const option = replayCapacity === undefined && historyCapacity !== undefined ? "historyCapacity" : "replayCapacity"
+  const capacity = replayCapacity ?? historyCapacity ?? DEFAULT_CAPACITY
+  const invalid = positiveInteger(option, capacity, "changes")
   return invalid === undefined ? Either.right(capacity) : Either.left(invalid)
 }
 

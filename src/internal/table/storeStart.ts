@@ -46,6 +46,12 @@ export interface Parts {
 /** The options of `RouteTable.layerFrom` (docs/resilience.md). */
 export interface StartOptions {
   /** As `RouteTable.LayerOptions`'s. */
+  readonly replayCapacity?: number | undefined
+  /**
+   * As `RouteTable.LayerOptions`'s.
+   *
+   * @deprecated since 0.5.0, removed in 0.6.0: use `replayCapacity`
+   */
   readonly historyCapacity?: number | undefined
   /**
    * Where the process keeps its table's last-known-good snapshot (kind `postgres`): written atomically, at most once
