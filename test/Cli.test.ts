@@ -347,9 +347,9 @@ describe("route-registry sync", () => {
     assert.include(result.stderr, "routes[0].method: methods are case-sensitive")
     assert.include(result.stderr, "routes[1].middleware[1]:")
     assert.include(result.stderr, "routes[1].middlewares: unknown field \"middlewares\"")
-    assert.include(result.stderr, "routes[3]: GET /broken/:b has the method and shape of routes[2]")
+    assert.include(result.stderr, "routes[3]: GET /broken/:b has the method, shape and conditions of routes[2]")
     // A duplicate is reported with the route's other problems, not only once they are fixed.
-    assert.include(result.stderr, "routes[4]: GET /broken/:c has the method and shape of routes[2]")
+    assert.include(result.stderr, "routes[4]: GET /broken/:c has the method, shape and conditions of routes[2]")
     assert.include(result.stderr, "routes[4].handler:")
     assert.lengthOf(await stored(target.origin, "/broken/"), 0)
 
