@@ -364,8 +364,8 @@ const explainsAsTheModel: Check = (tree, routes, method, target) => {
       other !== match && other.route.method === route.method &&
       Reference.shapeOf(other.route.path) === Reference.shapeOf(route.path)
     )
-    if (order === 0 || (twin && reason.includes("same method and shape"))) {
-      assert.include(reason, "same method and shape", target)
+    if (order === 0 || (twin && reason.includes("same method, shape and conditions"))) {
+      assert.include(reason, "same method, shape and conditions", target)
     } else {
       assert.isBelow(order, 0, `${winner.route.path} beats ${route.path} for ${target}`)
       // The segment named is the first where the two shapes differ.

@@ -197,7 +197,8 @@ export const groupOf = (body: Record<string, unknown>, path: string) =>
 export const knownPath = (body: unknown, path: string): boolean => {
   if (!isRecord(body)) return path === ""
   if (FIELDS.includes(path) || Object.prototype.hasOwnProperty.call(body, path)) return true
-  const item = /^middleware\[(\d+)\]$/.exec(path)
+  // An entry `{ "name", "config" }` is reported at its parts (`middleware[0].name`, `middleware[1].config.max`).
+  const item = /^middleware\[(\d+)\](?:\.(?:name|config)\b.*)?$/.exec(path)
   if (item !== null) return Array.isArray(body.middleware) && Number(item[1]) < body.middleware.length
   return false
 }
