@@ -18,7 +18,13 @@ import { closeServer, listen, runMain } from "../peers/shared.js"
 import * as Scenario from "../router.js"
 
 const authenticator = (options: Options) =>
-  Authenticator.layerStaticTokens(options.tokens.map(({ scopes, token }) => ({ token: Redacted.make(token), scopes })))
+  Authenticator.layerStaticTokens(
+    options.tokens.map(({ id, scopes, token }) => ({
+      token: Redacted.make(token),
+      scopes,
+      ...(id === undefined ? {} : { id })
+    }))
+  )
 
 /** A function for each handler name of the scenario's routes, as the native peers register one for each route. */
 const handlers = <F>(options: Options, make: (name: string) => F): Record<string, F> =>

@@ -18,7 +18,11 @@ export type Services = RouteRepository.RouteRepository | Authenticator.Authentic
 
 export const layer = (options: Options): Layer.Layer<Services, unknown> => {
   const tokens = Authenticator.layerStaticTokens(
-    options.tokens.map(({ scopes, token }) => ({ token: Redacted.make(token), scopes }))
+    options.tokens.map(({ id, scopes, token }) => ({
+      token: Redacted.make(token),
+      scopes,
+      ...(id === undefined ? {} : { id })
+    }))
   )
   const database = options.database
   const store = database === undefined

@@ -22,8 +22,8 @@ interface Row {
 
 export const pgStore = ({ pool, table }: Database): Fastify.Store => {
   const insert = `INSERT INTO "${table}" (id, method, path, path_shape, middleware, handler, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (method, path_shape) DO NOTHING RETURNING id`
-  const conflicting = `SELECT id FROM "${table}" WHERE method = $1 AND path_shape = $2`
+    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (method, path_shape, when_key) DO NOTHING RETURNING id`
+  const conflicting = `SELECT id FROM "${table}" WHERE method = $1 AND path_shape = $2 AND when_key = ''`
   const byId = `SELECT id, method, path, middleware, handler, created_at FROM "${table}" WHERE id = $1`
   return {
     create: async (input) => {

@@ -1,9 +1,11 @@
 /**
- * The whole API on Fastify 5, written the way Fastify's documentation teaches: route schemas for the parameters and
- * the answers (serialized by fast-json-stringify), an `onRequest` hook per route for authentication, content-type
- * parsers for `application/json` and `application/merge-patch+json` under Fastify's `bodyLimit`, and one error
- * handler that turns what Fastify refuses into the contract's problem documents. The store, the answers and the
- * token check are the lean `node:http` peer's, so both peers answer alike and differ only in how they serve.
+ * The whole routes API on Fastify 5, written the way Fastify's documentation teaches: route schemas for the parameters
+ * and the answers (serialized by fast-json-stringify, the change log's entries too), `onRequest` hooks per route for
+ * authentication and a write's `dryRun`, content-type parsers for `application/json` and
+ * `application/merge-patch+json` under Fastify's `bodyLimit`, and one error handler that turns what Fastify refuses
+ * into the contract's problem documents. The store (with its change log), the answers and the token check are the
+ * lean `node:http` peer's, so both peers answer alike and differ only in how they serve; what is out of their scope
+ * is listed there.
  */
 import Fastify from "fastify"
 import type {
@@ -21,18 +23,29 @@ import {
   acceptsPatch,
   authorizationOf,
   CREATE_TYPES,
+  dryRunOf,
+  HISTORY,
   ifMatch,
   invalidQuery,
+  invalidRestore,
+  invalidRestoreBody,
   invalidRoute,
   makeAuthorizer,
   makeStore,
+  nextHistoryPage,
   nextPage,
   noneMatchHits,
   NOT_FOUND,
+  parseHistoryQuery,
   parseJson,
   parseQuery,
+  parseRestore,
   PATCH_TYPES,
-  preconditionFailed,
+  Principal,
+  refusal,
+  RESTORE,
+  REVISION_HEADER,
+  ROUTE_HISTORY,
   type Stored,
   tooManyMethods,
   unsupportedMediaType
@@ -78,6 +91,33 @@ const pageSchema = {
   required: ["items", "nextCursor"]
 } as const
 
+const nullableRoute = { ...routeSchema, type: ["object", "null"] } as const
+
+const historySchema = {
+  type: "object",
+  properties: {
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          revision: { type: "integer" },
+          at: { type: "string" },
+          actor: { type: ["string", "null"] },
+          action: { type: "string" },
+          routeId: { type: "string" },
+          before: nullableRoute,
+          after: nullableRoute,
+          restoredFrom: { type: "integer" }
+        },
+        required: ["revision", "at", "actor", "action", "routeId", "before", "after"]
+      }
+    },
+    nextCursor: { type: ["string", "null"] }
+  },
+  required: ["items", "nextCursor"]
+} as const
+
 const idSchema = { type: "object", properties: { id: { type: "string" } }, required: ["id"] } as const
 
 interface ById {
@@ -88,6 +128,10 @@ declare module "fastify" {
   interface FastifyRequest {
     /** Answers 408 if the body has not been parsed in time. */
     bodyDeadline: NodeJS.Timeout | null
+    /** Who the request's token names, once `authenticate` let it through: the actor of its change. */
+    principal: Principal | null
+    /** The request's `dryRun=true`, once `dryRun` read it. */
+    dryRun: boolean
   }
 }
 
@@ -138,6 +182,8 @@ export const start = async (options: Options): Promise<Started> => {
   })
 
   fastify.decorateRequest("bodyDeadline", null)
+  fastify.decorateRequest("principal", null)
+  fastify.decorateRequest("dryRun", false)
   const stopDeadline = (request: FastifyRequest) => {
     if (request.bodyDeadline !== null) clearTimeout(request.bodyDeadline)
   }
@@ -161,10 +207,31 @@ export const start = async (options: Options): Promise<Started> => {
 
   const authenticate =
     (scope: Scope) => (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-      const refused = authorize(authorizationOf(request.raw), scope)
-      if (refused === undefined) done()
-      else send(reply, refused)
+      const who = authorize(authorizationOf(request.raw), scope)
+      if (!(who instanceof Principal)) {
+        send(reply, who)
+        return
+      }
+      request.principal = who
+      done()
     }
+
+  // A write's `dryRun` parameter, read after authentication (the query of a write carries nothing else).
+  const dryRun = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    const mark = request.url.indexOf("?")
+    if (mark === -1) return done()
+    const asked = dryRunOf(request.url.slice(mark + 1))
+    if (typeof asked !== "boolean") {
+      send(reply, asked)
+      return
+    }
+    request.dryRun = asked
+    done()
+  }
+  const writing = [authenticate("routes:write"), dryRun]
+  // The headers of a write's answer: its change's revision, none on a dry run.
+  const revised = (request: FastifyRequest, revision: number) =>
+    request.dryRun ? undefined : { [REVISION_HEADER]: String(revision) }
 
   // The content type (415) before Fastify reads the body against its limit (413); then the body's deadline (408).
   const reading = (
@@ -210,21 +277,50 @@ export const start = async (options: Options): Promise<Started> => {
 
   fastify.post(COLLECTION, {
     schema: { response: { 201: routeSchema } },
-    onRequest: authenticate("routes:write"),
+    onRequest: writing,
     ...reading(acceptsCreate, CREATE_TYPES)
   }, (request, reply) => {
     const input = Route.validateCreate(request.body)
     if (input._tag === "Left") return send(reply, invalidRoute(input.left))
-    const result = store.create(input.right)
+    const result = store.create(input.right, request.principal!.id, request.dryRun)
     if ("tooManyMethods" in result) return send(reply, tooManyMethods())
     if (!("created" in result)) {
       return send(reply, routeConflict(input.right.method, input.right.path, result.conflictingRouteId))
     }
     const route = result.created
-    return reply.code(201).headers({ "content-type": JSON_TYPE, location: ITEM_PREFIX + route.id, etag: route.etag })
-      .send(route)
+    return reply.code(201).headers({
+      "content-type": JSON_TYPE,
+      location: ITEM_PREFIX + route.id,
+      etag: route.etag,
+      ...revised(request, route.revision)
+    }).send(route)
   })
   fastify.route({ url: COLLECTION, ...notAllowed(["GET", "POST"], COLLECTION_ALLOW) })
+
+  // A page of the log, or of one route's (`routeId`).
+  const history = (request: FastifyRequest, reply: FastifyReply, routeId: string | undefined) => {
+    const mark = request.url.indexOf("?")
+    const query = parseHistoryQuery(mark === -1 ? "" : request.url.slice(mark + 1), routeId)
+    if (query._tag === "Left") return send(reply, invalidQuery(query.left))
+    const page = store.history(query.right)
+    // A route's history is not found only when the log holds nothing of it.
+    if (routeId !== undefined && query.right.before === undefined && page.items.length === 0) {
+      return send(reply, routeNotFound(routeId))
+    }
+    const next = nextHistoryPage(
+      routeId === undefined ? HISTORY : `${ITEM_PREFIX}${routeId}/${ROUTE_HISTORY}`,
+      query.right,
+      page
+    )
+    if (next.link !== undefined) reply.header("link", next.link)
+    return reply.code(200).type(JSON_TYPE).send({ items: page.items, nextCursor: next.cursor })
+  }
+
+  fastify.get(HISTORY, {
+    schema: { response: { 200: historySchema } },
+    onRequest: authenticate("routes:read")
+  }, (request, reply) => history(request, reply, undefined))
+  fastify.route({ url: HISTORY, ...notAllowed(["GET"], "GET") })
 
   const item = `${ITEM_PREFIX}:id`
 
@@ -243,33 +339,75 @@ export const start = async (options: Options): Promise<Started> => {
 
   fastify.patch<ById>(item, {
     schema: { params: idSchema, response: { 200: routeSchema } },
-    onRequest: authenticate("routes:write"),
+    onRequest: writing,
     ...reading(acceptsPatch, PATCH_TYPES)
   }, (request, reply) => {
     const id = request.params.id
     const patch = Route.validatePatch(request.body)
     if (patch._tag === "Left") return send(reply, invalidRoute(patch.left))
-    const result = store.update(id, patch.right, ifMatch(request.headers["if-match"]))
-    if (result === "NotFound") return send(reply, routeNotFound(id))
-    if (result === "PreconditionFailed") return send(reply, preconditionFailed(id))
-    if ("tooManyMethods" in result) return send(reply, tooManyMethods())
-    if ("conflictingRouteId" in result) {
-      return send(reply, routeConflict(result.method, result.path, result.conflictingRouteId))
-    }
-    return reply.code(200).headers({ "content-type": JSON_TYPE, etag: result.etag }).send(result)
+    const result = store.update(
+      id,
+      patch.right,
+      ifMatch(request.headers["if-match"]),
+      request.principal!.id,
+      request.dryRun
+    )
+    if (typeof result === "string" || !("etag" in result)) return send(reply, refusal(id, result))
+    return reply.code(200).headers({
+      "content-type": JSON_TYPE,
+      etag: result.etag,
+      ...revised(request, result.revision)
+    })
+      .send(result)
   })
 
   fastify.delete<ById>(item, {
     schema: { params: idSchema },
-    onRequest: authenticate("routes:write")
+    onRequest: writing
   }, (request, reply) => {
     const id = request.params.id
-    const result = store.remove(id, ifMatch(request.headers["if-match"]))
-    if (result === "NotFound") return send(reply, routeNotFound(id))
-    if (result === "PreconditionFailed") return send(reply, preconditionFailed(id))
-    return reply.code(204).send()
+    const result = store.remove(id, ifMatch(request.headers["if-match"]), request.principal!.id, request.dryRun)
+    if (typeof result !== "number") return send(reply, refusal(id, result))
+    return reply.code(204).headers(revised(request, result) ?? {}).send()
   })
   fastify.route({ url: item, ...notAllowed(["GET", "PATCH", "DELETE"], ROUTE_ALLOW) })
+
+  const routeHistory = `${item}/${ROUTE_HISTORY}`
+  fastify.get<ById>(routeHistory, {
+    schema: { params: idSchema, response: { 200: historySchema } },
+    onRequest: authenticate("routes:read")
+  }, (request, reply) => history(request, reply, request.params.id))
+  fastify.route({ url: routeHistory, ...notAllowed(["GET"], "GET") })
+
+  const restore = `${item}/${RESTORE}`
+  fastify.post<ById>(restore, {
+    schema: { params: idSchema, response: { 200: routeSchema, 201: routeSchema } },
+    onRequest: writing,
+    ...reading(acceptsCreate, CREATE_TYPES)
+  }, (request, reply) => {
+    const id = request.params.id
+    const revision = parseRestore(request.body)
+    if (revision._tag === "Left") return send(reply, invalidRestoreBody(revision.left))
+    const result = store.restore(
+      id,
+      revision.right,
+      ifMatch(request.headers["if-match"]),
+      request.principal!.id,
+      request.dryRun
+    )
+    if (typeof result === "string" || !("restored" in result || "invalidRestore" in result)) {
+      return send(reply, refusal(id, result))
+    }
+    if ("invalidRestore" in result) return send(reply, invalidRestore(id, revision.right, result))
+    const route = result.restored
+    return reply.code(result.created ? 201 : 200).headers({
+      "content-type": JSON_TYPE,
+      ...(result.created ? { location: ITEM_PREFIX + route.id } : undefined),
+      etag: route.etag,
+      ...revised(request, route.revision)
+    }).send(route)
+  })
+  fastify.route({ url: restore, ...notAllowed(["POST"], "POST") })
 
   await fastify.listen({ port: options.port ?? 0, host: options.host ?? "127.0.0.1" })
   const address = fastify.server.address()

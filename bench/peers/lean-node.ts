@@ -1,9 +1,16 @@
 /**
- * The whole API on bare `node:http`, written for speed as a performance-minded engineer would: the yardstick the
- * library is measured against. Every answer that does not depend on the request is prepared once, headers and length
- * included; a stored route keeps its JSON, ETag and response head from the moment it is written; the bearer token is
- * compared in constant time with pre-encoded tokens, without hashing or allocating; the store is a few `Map`s and
- * sorted id lists. It answers what the library answers: the same problem documents, headers and status lines.
+ * The whole routes API on bare `node:http`, written for speed as a performance-minded engineer would: the yardstick
+ * the library is measured against. Every answer that does not depend on the request is prepared once, headers and
+ * length included; a stored route keeps its JSON, ETag and response head from the moment it is written; the bearer
+ * token is compared in constant time with pre-encoded tokens, without hashing or allocating; the store is a few `Map`s
+ * and sorted id lists, and the change log an array of entries that hold the stored routes themselves (rendered only
+ * when read), found by revision with arithmetic. It answers what the library answers: the same problem documents,
+ * headers and status lines, `Registry-Revision` on every write, history, restore, dry runs and the listing's `q`.
+ *
+ * Out of its scope, as a registry's rather than the routes API's: prefix-owner tokens (`routes:write:<prefix>`),
+ * `GET /v1/routing/match` (the router's), the fleet, the change stream, `Idempotency-Key`, and the fields of
+ * docs/router.md beyond the six of a route, which it does not keep (the benchmarks send none); docs/performance.md
+ * says so.
  *
  * Its store, answers, token check and query parsing are exported for the plain Fastify peer, which serves the same
  * contract through Fastify's own machinery.
@@ -15,7 +22,7 @@ import type { Scope } from "route-registry/Authenticator"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
-import type { ListQuery } from "route-registry/RouteRepository"
+import type { HistoryQuery, ListQuery } from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
 import type { Answer, Created, Options, RouteRecord, Started, Token, TooManyMethods } from "./shared.js"
 import {
@@ -202,18 +209,32 @@ const BEARER = [98, 101, 97, 114, 101, 114] // "bearer"
 // A comma followed by `scheme SP` starts a second credential; inside one credential a comma precedes an auth-param.
 const SECOND_CREDENTIAL = /,[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+(?: |$)/
 
+/** The holder of a configured token, as a request that passes the check is answered: its id names it in the log. */
+export class Principal {
+  constructor(
+    readonly id: string | null,
+    readonly codes: Uint16Array,
+    readonly read: boolean,
+    readonly write: boolean
+  ) {}
+}
+
 /**
- * Checks an `Authorization` header against the configured tokens and the scope a request needs: the refusal, or
- * `undefined` to let the request through. The presented token is compared with every configured token, char by char
- * with no early exit, so the time taken depends on the presented token's length only.
+ * Checks an `Authorization` header against the configured tokens and the scope a request needs: the refusal, or the
+ * token's `Principal` to let the request through (one object per token, made once). The presented token is compared
+ * with every configured token, char by char with no early exit, so the time taken depends on the presented token's
+ * length only.
  */
 export const makeAuthorizer = (tokens: ReadonlyArray<Token>) => {
-  const entries = tokens.filter((entry) => entry.token !== "").map((entry) => ({
-    codes: Uint16Array.from(entry.token, (c) => c.charCodeAt(0)),
-    read: entry.scopes.includes("routes:read"),
-    write: entry.scopes.includes("routes:write")
-  }))
-  return (header: string | undefined, scope: Scope): Prepared | undefined => {
+  const entries = tokens.filter((entry) => entry.token !== "").map((entry) =>
+    new Principal(
+      entry.id ?? null,
+      Uint16Array.from(entry.token, (c) => c.charCodeAt(0)),
+      entry.scopes.includes("routes:read"),
+      entry.scopes.includes("routes:write")
+    )
+  )
+  return (header: string | undefined, scope: Scope): Prepared | Principal => {
     if (header === undefined) return NO_TOKEN
     let start = 0
     let end = header.length
@@ -235,7 +256,7 @@ export const makeAuthorizer = (tokens: ReadonlyArray<Token>) => {
     while (at < end && header.charCodeAt(at) === 61 /* = */) at++
     if (at !== end) return MALFORMED_CREDENTIAL
     const length = end - from
-    let found: typeof entries[number] | undefined
+    let found: Principal | undefined
     for (let e = 0; e < entries.length; e++) {
       const entry = entries[e]!
       const codes = entry.codes
@@ -244,8 +265,8 @@ export const makeAuthorizer = (tokens: ReadonlyArray<Token>) => {
       if (difference === 0 && found === undefined) found = entry
     }
     if (found === undefined) return INVALID_TOKEN
-    if (scope === "routes:write") return found.write ? undefined : WRITE_SCOPE
-    return found.read ? undefined : READ_SCOPE
+    if (scope === "routes:write") return found.write ? found : WRITE_SCOPE
+    return found.read ? found : READ_SCOPE
   }
 }
 
@@ -281,6 +302,9 @@ const decodeCursor = (cursor: string): string | undefined => {
   return Route.isRouteId(id) && encodeCursor(id) === cursor ? id : undefined
 }
 
+/** The longest text `q` searches for, as the library takes it (docs/http-api.md, "Listing"). */
+const MAX_SEARCH_LENGTH = 256
+
 const RULES: Record<string, (value: string) => string | undefined> = {
   limit: (value) =>
     /^[0-9]+$/.test(value) && Number(value) >= 1 && Number(value) <= RoutingHandler.MAX_PAGE_SIZE
@@ -300,7 +324,11 @@ const RULES: Record<string, (value: string) => string | undefined> = {
       ? `must be at most ${Route.MAX_PATH_LENGTH} characters, as a path is (got ${value.length})`
       : undefined,
   handler: Route.checkName,
-  middleware: Route.checkName
+  middleware: Route.checkName,
+  q: (value) =>
+    value.length >= 1 && value.length <= MAX_SEARCH_LENGTH
+      ? undefined
+      : `must be 1 to ${MAX_SEARCH_LENGTH} characters (got ${value.length})`
 }
 const PARAMETERS = Object.keys(RULES)
 
@@ -342,7 +370,8 @@ export const parseQuery = (raw: string): Either.Either<ListQuery, ReadonlyArray<
     method: values.method,
     pathPrefix: values.pathPrefix,
     handler: values.handler,
-    middleware: values.middleware
+    middleware: values.middleware,
+    q: values.q
   })
 }
 
@@ -359,9 +388,175 @@ export const nextPage = (
   if (query.pathPrefix !== undefined) params.set("pathPrefix", query.pathPrefix)
   if (query.handler !== undefined) params.set("handler", query.handler)
   if (query.middleware !== undefined) params.set("middleware", query.middleware)
+  if (query.q !== undefined) params.set("q", query.q)
   params.set("cursor", cursor)
   return { cursor, link: `<${COLLECTION}?${params.toString()}>; rel="next"` }
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// The change log: its pages, restore and dry runs (docs/history.md)
+// ---------------------------------------------------------------------------------------------------------------
+
+/** The header of every write's answer: the revision of its change. */
+export const REVISION_HEADER = "registry-revision"
+export const HISTORY = COLLECTION + "/history"
+/** The path of one route's history and its restore, after the route's id. */
+export const ROUTE_HISTORY = "history"
+export const RESTORE = "restore"
+
+const DEFAULT_HISTORY_PAGE = 50
+const MAX_HISTORY_PAGE = 200
+const ACTIONS: ReadonlyArray<string> = ["create", "update", "delete", "restore"]
+
+// A page's cursor is the last revision of the page, as base64url of its decimal digits.
+const encodeRevision = (revision: number): string => Buffer.from(String(revision), "latin1").toString("base64url")
+
+const decodeRevision = (cursor: string): number | undefined => {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
+  const digits = Buffer.from(cursor, "base64url").toString("latin1")
+  return /^[1-9][0-9]{0,15}$/.test(digits) && Number.isSafeInteger(Number(digits)) &&
+      encodeRevision(Number(digits)) === cursor
+    ? Number(digits)
+    : undefined
+}
+
+const HISTORY_RULES: Record<string, (value: string) => string | undefined> = {
+  limit: (value) =>
+    /^[0-9]+$/.test(value) && Number(value) >= 1 && Number(value) <= MAX_HISTORY_PAGE
+      ? undefined
+      : `must be a whole number from 1 to ${MAX_HISTORY_PAGE} in decimal digits (got ${JSON.stringify(value)})`,
+  cursor: (value) =>
+    decodeRevision(value) === undefined
+      ? "is not a cursor this API issued: pass the nextCursor of a previous page unchanged"
+      : undefined,
+  routeId: (value) => Route.isRouteId(value) ? undefined : `must be a route id (got ${JSON.stringify(value)})`,
+  actor: (value) =>
+    value.length >= 1 && value.length <= 256 ? undefined : "must be a principal id of 1 to 256 characters",
+  action: (value) =>
+    ACTIONS.includes(value) ? undefined : `must be one of ${ACTIONS.join(", ")} (got ${JSON.stringify(value)})`
+}
+
+/** The query of a page of the log, or every problem found; `routeId` given by the path is not a parameter. */
+export const parseHistoryQuery = (
+  raw: string,
+  routeId: string | undefined
+): Either.Either<HistoryQuery, ReadonlyArray<Route.FieldIssue>> => {
+  const names = Object.keys(HISTORY_RULES).filter((name) => routeId === undefined || name !== "routeId")
+  const values: Record<string, string> = {}
+  const issues: Array<Route.FieldIssue> = []
+  for (const [name, value] of new URLSearchParams(raw)) {
+    if (!names.includes(name)) {
+      issues.push({ path: name, message: `is not a parameter of this history: use ${names.join(", ")}` })
+    } else if (values[name] !== undefined) {
+      issues.push({ path: name, message: "is given more than once: give it at most once" })
+    } else {
+      const refused = HISTORY_RULES[name]!(value)
+      if (refused === undefined) values[name] = value
+      else issues.push({ path: name, message: refused })
+    }
+  }
+  if (issues.length > 0) return Either.left(issues.slice(0, Route.MAX_ISSUES))
+  return Either.right({
+    limit: values.limit === undefined ? DEFAULT_HISTORY_PAGE : Number(values.limit),
+    before: values.cursor === undefined ? undefined : decodeRevision(values.cursor),
+    routeId: routeId ?? values.routeId,
+    actor: values.actor,
+    action: values.action as RouteRepository.Action | undefined
+  })
+}
+
+/** The `nextCursor` of a page of the log and, when an entry follows, its `Link` (`path`: the page's own). */
+export const nextHistoryPage = (
+  path: string,
+  query: HistoryQuery,
+  page: Page<Entry<unknown>>
+): { readonly cursor: string | null; readonly link: string | undefined } => {
+  const last = page.items[page.items.length - 1]
+  if (!page.hasMore || last === undefined) return { cursor: null, link: undefined }
+  const cursor = encodeRevision(last.revision)
+  const params = new URLSearchParams({ limit: String(query.limit) })
+  if (path === HISTORY && query.routeId !== undefined) params.set("routeId", query.routeId)
+  if (query.actor !== undefined) params.set("actor", query.actor)
+  if (query.action !== undefined) params.set("action", query.action)
+  params.set("cursor", cursor)
+  return { cursor, link: `<${path}?${params.toString()}>; rel="next"` }
+}
+
+/** An entry as the API answers it, each route as `json` renders it. */
+export const entryJson = <R>(entry: Entry<R>, json: (route: R) => string): string =>
+  `{"revision":${entry.revision},"at":"${entry.at}","actor":${JSON.stringify(entry.actor)},` +
+  `"action":"${entry.action}","routeId":"${entry.routeId}",` +
+  `"before":${entry.before === null ? "null" : json(entry.before)},` +
+  `"after":${entry.after === null ? "null" : json(entry.after)}` +
+  (entry.restoredFrom === undefined ? "}" : `,"restoredFrom":${entry.restoredFrom}}`)
+
+/**
+ * Whether a write's query asks for a dry run (`dryRun=true`), or the refusal of any other value or of the parameter
+ * given twice. Other parameters are ignored, as the library ignores them.
+ */
+export const dryRunOf = (query: string): boolean | Prepared => {
+  if (query === "") return false
+  const values = new URLSearchParams(query).getAll("dryRun")
+  if (values.length === 0) return false
+  if (values.length === 1 && values[0] === "true") return true
+  return invalidQuery([{
+    path: "dryRun",
+    message: values.length > 1
+      ? "is given more than once: give it at most once"
+      : `must be "true" to try the change without making it, or left out (got ${JSON.stringify(values[0])})`
+  }])
+}
+
+/** The revision a restore's body names, or every problem with it. */
+export const parseRestore = (body: unknown): Either.Either<number, ReadonlyArray<Route.FieldIssue>> => {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    return Either.left([{ path: "", message: "must be a JSON object: {\"revision\": <positive integer>}" }])
+  }
+  const issues: Array<Route.FieldIssue> = Object.keys(body).filter((key) => key !== "revision").map((key) => ({
+    path: key,
+    message: `unknown field ${JSON.stringify(key)}: the body holds only "revision"`
+  }))
+  const revision = (body as { revision?: unknown }).revision
+  if (revision === undefined) issues.push({ path: "revision", message: "is required" })
+  else if (typeof revision !== "number" || !Number.isSafeInteger(revision) || revision < 1) {
+    issues.push({ path: "revision", message: `must be a positive integer (got ${JSON.stringify(revision)})` })
+  }
+  return issues.length > 0 ? Either.left(issues.slice(0, Route.MAX_ISSUES)) : Either.right(revision as number)
+}
+
+export const invalidRestoreBody = (errors: ReadonlyArray<Route.FieldIssue>): Prepared =>
+  problem(
+    "invalid_restore",
+    "Send exactly {\"revision\": <positive integer>}: the revision of this route's log to go back to.",
+    undefined,
+    { errors }
+  )
+
+export const invalidRestore = (id: string, revision: number, refused: InvalidRestore): Prepared =>
+  refused.invalidRestore === "deleted"
+    ? problem(
+      "invalid_restore",
+      `Revision ${revision} deleted route ${id}: restore a revision that left the route in place.`,
+      undefined,
+      { errors: [{ path: "revision", message: `deleted the route: there is nothing to restore` }] }
+    )
+    : problem(
+      "invalid_restore",
+      `Revision ${revision} is not in the log of route ${id}: it never changed this route, or the log no longer ` +
+        "holds it (pruned past its retention). Read GET /v1/routing/{id}/history for its revisions.",
+      undefined,
+      { errors: [{ path: "revision", message: "is not in this route's log" }] }
+    )
+
+/** The answer to a refused change of route `id`. */
+export const refusal = (id: string, refused: Refusal): Prepared =>
+  refused === "NotFound"
+    ? prepare(routeNotFound(id))
+    : refused === "PreconditionFailed"
+    ? preconditionFailed(id)
+    : "tooManyMethods" in refused
+    ? tooManyMethods()
+    : prepare(routeConflict(refused.method, refused.path, refused.conflictingRouteId))
 
 // ---------------------------------------------------------------------------------------------------------------
 // The store
@@ -443,11 +638,44 @@ const matches = (route: Stored, query: ListQuery): boolean =>
   (query.method === undefined || route.method === query.method) &&
   (query.handler === undefined || route.handler === query.handler) &&
   (query.middleware === undefined || route.middleware.includes(query.middleware)) &&
-  (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix))
+  (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix)) &&
+  (query.q === undefined || containsText(route, query.q))
+
+// `q`: in the path, the handler or a middleware name.
+const containsText = (route: Stored, text: string): boolean =>
+  route.path.includes(text) || route.handler.includes(text) || route.middleware.some((name) => name.includes(text))
+
+/** An entry of the change log, holding the routes as the store keeps them: rendered only when the log is read. */
+export interface Entry<R> {
+  readonly revision: number
+  readonly at: string
+  readonly actor: string | null
+  readonly action: RouteRepository.Action
+  readonly routeId: string
+  readonly before: R | null
+  readonly after: R | null
+  readonly restoredFrom: number | undefined
+}
+
+/** A restore the log cannot make: the revision is not in the route's log, or it deleted the route. */
+export interface InvalidRestore {
+  readonly invalidRestore: "not_in_log" | "deleted"
+}
+
+export interface Restored<R> {
+  readonly restored: R
+  readonly created: boolean
+}
+
+// The newest entries the log keeps, as the library's memory store keeps them by default.
+const HISTORY_CAPACITY = RouteRepository.DEFAULT_MEMORY_HISTORY_CAPACITY
 
 /**
- * Routes in memory, each kept as `build` makes it from its stored form (the lean peer adds its JSON and head). Every
- * change decides its checks and writes synchronously, so of concurrent conflicting changes exactly one wins.
+ * Routes in memory, each kept as `build` makes it from its stored form (the lean peer adds its JSON and head), and
+ * the change log. Every change decides its checks and writes synchronously, so of concurrent conflicting changes
+ * exactly one wins. A change takes the next revision and appends one entry, so the kept entries' revisions are
+ * consecutive and an entry is found by arithmetic. A dry run (`dryRun`) decides and answers as the change would,
+ * with the revision it would take, and changes nothing.
  */
 export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
   const byId = new Map<string, R>()
@@ -457,6 +685,30 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
   const byHandler = new Postings()
   const byMiddleware = new Postings()
   let revision = 0
+  // The log, oldest first from `oldest`: the array is cut once half of it is dropped.
+  let log: Array<Entry<R>> = []
+  let oldest = 0
+
+  const append = (entry: Entry<R>) => {
+    log.push(entry)
+    if (log.length - oldest <= HISTORY_CAPACITY) return
+    oldest++
+    if (oldest * 2 >= log.length) {
+      log = log.slice(oldest)
+      oldest = 0
+    }
+  }
+  // The index of the newest kept entry at or below `at`, or `oldest - 1` when none is.
+  const indexAtOrBelow = (at: number): number =>
+    oldest === log.length ? oldest - 1 : Math.min(log.length - 1, oldest + at - log[oldest]!.revision)
+  const entryAt = (at: number): Entry<R> | undefined => {
+    const i = indexAtOrBelow(at)
+    return i >= oldest && log[i]!.revision === at ? log[i] : undefined
+  }
+  const logHolds = (id: string): boolean => {
+    for (let i = log.length - 1; i >= oldest; i--) if (log[i]!.routeId === id) return true
+    return false
+  }
 
   // `key` is the route's method and shape, which the caller has already computed to check for a conflict.
   const index = (route: R, key: string) => {
@@ -472,8 +724,9 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
     for (const name of route.middleware) byMiddleware.remove(name, route.id)
   }
   // One object literal with every field: a spread would cost more than the rest of the record.
-  const version = (fields: RouteRecord): R => {
-    revision++
+  const version = (fields: RouteRecord, dryRun: boolean): R => {
+    const next = revision + 1
+    if (!dryRun) revision = next
     return build({
       id: fields.id,
       method: fields.method,
@@ -481,8 +734,8 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
       middleware: fields.middleware,
       handler: fields.handler,
       createdAt: fields.createdAt,
-      revision,
-      etag: `"${revision}"`
+      revision: next,
+      etag: `"${next}"`
     })
   }
   const candidates = (query: ListQuery): ReadonlyArray<string> => {
@@ -505,27 +758,91 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
     return byMethod.lists.size - freed < RouteRepository.MAX_METHODS ? undefined : { tooManyMethods: method }
   }
 
+  // A new route (a create, or a restore of a deleted one, which gets an id and createdAt of its own).
+  const insert = (
+    input: Route.CreateRoute,
+    actor: string | null,
+    dryRun: boolean,
+    restoredFrom: number | undefined
+  ): Created<R> | TooManyMethods => {
+    const key = keyOf(input.method, input.path)
+    const holder = idByKey.get(key)
+    if (holder !== undefined) return { conflictingRouteId: holder }
+    const refused = refusesMethod(input.method)
+    if (refused !== undefined) return refused
+    const now = Date.now()
+    const route = version({
+      id: Route.makeRouteId(now),
+      method: input.method,
+      path: input.path,
+      middleware: input.middleware as ReadonlyArray<string>,
+      handler: input.handler,
+      createdAt: new Date(now).toISOString()
+    }, dryRun)
+    if (dryRun) return { created: route }
+    byId.set(route.id, route)
+    insertSorted(ids, route.id)
+    index(route, key)
+    append({
+      revision: route.revision,
+      at: route.createdAt,
+      actor,
+      action: restoredFrom === undefined ? "create" : "restore",
+      routeId: route.id,
+      before: null,
+      after: route,
+      restoredFrom
+    })
+    return { created: route }
+  }
+
+  // The fields `patch` gives replaced; a patch that changes nothing keeps the route and its revision.
+  const replace = (
+    current: R,
+    patch: Route.RoutePatch,
+    tags: ReadonlyArray<string> | undefined,
+    actor: string | null,
+    dryRun: boolean,
+    restoredFrom: number | undefined
+  ): R | Refusal => {
+    if (tags !== undefined && !tags.includes(current.etag)) return "PreconditionFailed"
+    if (!changes(current, patch)) return current
+    const id = current.id
+    const method = patch.method ?? current.method
+    const path = patch.path ?? current.path
+    const key = keyOf(method, path)
+    const holder = idByKey.get(key)
+    if (holder !== undefined && holder !== id) return { method, path, conflictingRouteId: holder }
+    const refused = method === current.method ? undefined : refusesMethod(method, current)
+    if (refused !== undefined) return refused
+    const updated = version({
+      id,
+      method,
+      path,
+      middleware: (patch.middleware as ReadonlyArray<string> | undefined) ?? current.middleware,
+      handler: patch.handler ?? current.handler,
+      createdAt: current.createdAt
+    }, dryRun)
+    if (dryRun) return updated
+    unindex(current)
+    byId.set(id, updated)
+    index(updated, key)
+    append({
+      revision: updated.revision,
+      at: new Date().toISOString(),
+      actor,
+      action: restoredFrom === undefined ? "update" : "restore",
+      routeId: id,
+      before: current,
+      after: updated,
+      restoredFrom
+    })
+    return updated
+  }
+
   return {
-    create: (input: Route.CreateRoute): Created<R> | TooManyMethods => {
-      const key = keyOf(input.method, input.path)
-      const holder = idByKey.get(key)
-      if (holder !== undefined) return { conflictingRouteId: holder }
-      const refused = refusesMethod(input.method)
-      if (refused !== undefined) return refused
-      const now = Date.now()
-      const route = version({
-        id: Route.makeRouteId(now),
-        method: input.method,
-        path: input.path,
-        middleware: input.middleware as ReadonlyArray<string>,
-        handler: input.handler,
-        createdAt: new Date(now).toISOString()
-      })
-      byId.set(route.id, route)
-      insertSorted(ids, route.id)
-      index(route, key)
-      return { created: route }
-    },
+    create: (input: Route.CreateRoute, actor: string | null = null, dryRun = false) =>
+      insert(input, actor, dryRun, undefined),
     get: (id: string): R | undefined => byId.get(id),
     list: (query: ListQuery): Page<R> => {
       const list = candidates(query)
@@ -538,41 +855,84 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
       }
       return { items, hasMore: false }
     },
-    /** Replaces the fields `patch` gives; a patch that changes nothing keeps the route and its revision. */
-    update: (id: string, patch: Route.RoutePatch, tags: ReadonlyArray<string> | undefined): R | Refusal => {
+    update: (
+      id: string,
+      patch: Route.RoutePatch,
+      tags: ReadonlyArray<string> | undefined,
+      actor: string | null,
+      dryRun: boolean
+    ): R | Refusal => {
       const current = byId.get(id)
-      if (current === undefined) return "NotFound"
-      if (tags !== undefined && !tags.includes(current.etag)) return "PreconditionFailed"
-      if (!changes(current, patch)) return current
-      const method = patch.method ?? current.method
-      const path = patch.path ?? current.path
-      const key = keyOf(method, path)
-      const holder = idByKey.get(key)
-      if (holder !== undefined && holder !== id) return { method, path, conflictingRouteId: holder }
-      const refused = method === current.method ? undefined : refusesMethod(method, current)
-      if (refused !== undefined) return refused
-      const updated = version({
-        id,
-        method,
-        path,
-        middleware: (patch.middleware as ReadonlyArray<string> | undefined) ?? current.middleware,
-        handler: patch.handler ?? current.handler,
-        createdAt: current.createdAt
-      })
-      unindex(current)
-      byId.set(id, updated)
-      index(updated, key)
-      return updated
+      return current === undefined ? "NotFound" : replace(current, patch, tags, actor, dryRun, undefined)
     },
-    remove: (id: string, tags: ReadonlyArray<string> | undefined): Refusal | undefined => {
+    /** The revision of the delete, or why it was refused. */
+    remove: (
+      id: string,
+      tags: ReadonlyArray<string> | undefined,
+      actor: string | null,
+      dryRun: boolean
+    ): number | Refusal => {
       const current = byId.get(id)
       if (current === undefined) return "NotFound"
       if (tags !== undefined && !tags.includes(current.etag)) return "PreconditionFailed"
+      if (dryRun) return revision + 1
       byId.delete(id)
       removeSorted(ids, id)
       unindex(current)
       revision++
-      return undefined
+      append({
+        revision,
+        at: new Date().toISOString(),
+        actor,
+        action: "delete",
+        routeId: id,
+        before: current,
+        after: null,
+        restoredFrom: undefined
+      })
+      return revision
+    },
+    /** The route made again as it was right after the change at revision `at` of its log (docs/history.md). */
+    restore: (
+      id: string,
+      at: number,
+      tags: ReadonlyArray<string> | undefined,
+      actor: string | null,
+      dryRun: boolean
+    ): Restored<R> | Refusal | InvalidRestore => {
+      const target = entryAt(at)
+      if (target === undefined || target.routeId !== id) {
+        return byId.has(id) || logHolds(id) ? { invalidRestore: "not_in_log" } : "NotFound"
+      }
+      const after = target.after
+      if (after === null) return { invalidRestore: "deleted" }
+      const fields = { method: after.method, path: after.path, middleware: after.middleware, handler: after.handler }
+      const current = byId.get(id)
+      if (current !== undefined) {
+        const restored = replace(current, fields as Route.RoutePatch, tags, actor, dryRun, at)
+        return typeof restored === "string" || !("etag" in restored) ? restored : { restored, created: false }
+      }
+      // A route deleted has no current version for If-Match to name.
+      if (tags !== undefined) return "PreconditionFailed"
+      const created = insert(fields as Route.CreateRoute, actor, dryRun, at)
+      if ("created" in created) return { restored: created.created, created: true }
+      return "tooManyMethods" in created ? created : { ...fields, conflictingRouteId: created.conflictingRouteId }
+    },
+    /** A page of the log, newest first: the entries below `before` that pass the filters. */
+    history: (query: HistoryQuery): Page<Entry<R>> => {
+      const items: Array<Entry<R>> = []
+      const start = query.before === undefined ? log.length - 1 : indexAtOrBelow(query.before - 1)
+      for (let i = start; i >= oldest; i--) {
+        const entry = log[i]!
+        if (
+          (query.routeId !== undefined && entry.routeId !== query.routeId) ||
+          (query.actor !== undefined && entry.actor !== query.actor) ||
+          (query.action !== undefined && entry.action !== query.action)
+        ) continue
+        if (items.length === query.limit) return { items, hasMore: true }
+        items.push(entry)
+      }
+      return { items, hasMore: false }
     }
   }
 }
@@ -642,6 +1002,7 @@ export const start = async (options: Options): Promise<Started> => {
   const TIMED_OUT = prepare(timedOut(timeout))
   const INCOMPLETE = prepare(INCOMPLETE_BODY)
   const store = makeStore(keep)
+  const jsonOf = (route: Kept) => route.json
   const seeded = seedSync(options.seed ?? 0, store.create)
 
   /**
@@ -698,19 +1059,21 @@ export const start = async (options: Options): Promise<Started> => {
     req.on("data", onData).on("end", onEnd).on("close", onClose).on("error", onClose)
   }
 
-  const create = (req: Http.IncomingMessage, res: Http.ServerResponse, waits: boolean) => {
-    const refused = authorize(authorizationOf(req), "routes:write")
-    if (refused !== undefined) return send(req, res, refused, waits)
+  const create = (req: Http.IncomingMessage, res: Http.ServerResponse, waits: boolean, query: string) => {
+    const who = authorize(authorizationOf(req), "routes:write")
+    if (!(who instanceof Principal)) return send(req, res, who, waits)
+    const dryRun = dryRunOf(query)
+    if (typeof dryRun !== "boolean") return send(req, res, dryRun, waits)
     readJson(req, res, waits, false, (json) => {
       const input = Route.validateCreate(json)
       if (input._tag === "Left") return send(req, res, invalidRoute(input.left))
-      const result = store.create(input.right)
+      const result = store.create(input.right, who.id, dryRun)
       if ("tooManyMethods" in result) return send(req, res, tooManyMethods())
       if (!("created" in result)) {
         return send(req, res, prepare(routeConflict(input.right.method, input.right.path, result.conflictingRouteId)))
       }
       const route = result.created
-      res.writeHead(201, [
+      const head = [
         "content-type",
         JSON_TYPE,
         "location",
@@ -719,14 +1082,16 @@ export const start = async (options: Options): Promise<Started> => {
         route.etag,
         "content-length",
         route.length
-      ])
+      ]
+      if (!dryRun) head.push(REVISION_HEADER, String(route.revision))
+      res.writeHead(201, head)
       res.end(route.json)
     })
   }
 
   const list = (req: Http.IncomingMessage, res: Http.ServerResponse, query: string) => {
-    const refused = authorize(authorizationOf(req), "routes:read")
-    if (refused !== undefined) return send(req, res, refused)
+    const who = authorize(authorizationOf(req), "routes:read")
+    if (!(who instanceof Principal)) return send(req, res, who)
     const parsed = parseQuery(query)
     if (parsed._tag === "Left") return send(req, res, invalidQuery(parsed.left))
     const page = store.list(parsed.right)
@@ -741,8 +1106,8 @@ export const start = async (options: Options): Promise<Started> => {
   }
 
   const get = (req: Http.IncomingMessage, res: Http.ServerResponse, id: string) => {
-    const refused = authorize(authorizationOf(req), "routes:read")
-    if (refused !== undefined) return send(req, res, refused)
+    const who = authorize(authorizationOf(req), "routes:read")
+    if (!(who instanceof Principal)) return send(req, res, who)
     const route = store.get(id)
     if (route === undefined) return send(req, res, prepare(routeNotFound(id)))
     const noneMatch = req.headers["if-none-match"]
@@ -751,31 +1116,104 @@ export const start = async (options: Options): Promise<Started> => {
     res.end(route.json)
   }
 
-  const update = (req: Http.IncomingMessage, res: Http.ServerResponse, id: string, waits: boolean) => {
-    const refused = authorize(authorizationOf(req), "routes:write")
-    if (refused !== undefined) return send(req, res, refused, waits)
+  // A changed route's 200 (an update, a restore in place): the head of a GET and the change's revision.
+  const changed = (res: Http.ServerResponse, route: Kept, dryRun: boolean) => {
+    res.writeHead(200, dryRun ? route.head : [...route.head, REVISION_HEADER, String(route.revision)])
+    res.end(route.json)
+  }
+
+  const update = (
+    req: Http.IncomingMessage,
+    res: Http.ServerResponse,
+    id: string,
+    waits: boolean,
+    query: string
+  ) => {
+    const who = authorize(authorizationOf(req), "routes:write")
+    if (!(who instanceof Principal)) return send(req, res, who, waits)
+    const dryRun = dryRunOf(query)
+    if (typeof dryRun !== "boolean") return send(req, res, dryRun, waits)
     readJson(req, res, waits, true, (json) => {
       const patch = Route.validatePatch(json)
       if (patch._tag === "Left") return send(req, res, invalidRoute(patch.left))
-      const result = store.update(id, patch.right, ifMatch(req.headers["if-match"]))
-      if (result === "NotFound") return send(req, res, prepare(routeNotFound(id)))
-      if (result === "PreconditionFailed") return send(req, res, preconditionFailed(id))
-      if ("tooManyMethods" in result) return send(req, res, tooManyMethods())
-      if ("conflictingRouteId" in result) {
-        return send(req, res, prepare(routeConflict(result.method, result.path, result.conflictingRouteId)))
-      }
-      res.writeHead(200, result.head)
-      res.end(result.json)
+      const result = store.update(id, patch.right, ifMatch(req.headers["if-match"]), who.id, dryRun)
+      if (typeof result === "string" || !("etag" in result)) return send(req, res, refusal(id, result))
+      changed(res, result, dryRun)
     })
   }
 
-  const remove = (req: Http.IncomingMessage, res: Http.ServerResponse, id: string, waits: boolean) => {
-    const refused = authorize(authorizationOf(req), "routes:write")
-    if (refused !== undefined) return send(req, res, refused, waits)
-    const result = store.remove(id, ifMatch(req.headers["if-match"]))
-    if (result === "NotFound") return send(req, res, prepare(routeNotFound(id)), waits)
-    if (result === "PreconditionFailed") return send(req, res, preconditionFailed(id), waits)
-    empty(res, 204, [])
+  const remove = (
+    req: Http.IncomingMessage,
+    res: Http.ServerResponse,
+    id: string,
+    waits: boolean,
+    query: string
+  ) => {
+    const who = authorize(authorizationOf(req), "routes:write")
+    if (!(who instanceof Principal)) return send(req, res, who, waits)
+    const dryRun = dryRunOf(query)
+    if (typeof dryRun !== "boolean") return send(req, res, dryRun, waits)
+    const result = store.remove(id, ifMatch(req.headers["if-match"]), who.id, dryRun)
+    if (typeof result !== "number") return send(req, res, refusal(id, result), waits)
+    empty(res, 204, dryRun ? [] : [REVISION_HEADER, String(result)])
+  }
+
+  // A page of the log, or of one route's (`routeId`).
+  const history = (
+    req: Http.IncomingMessage,
+    res: Http.ServerResponse,
+    query: string,
+    routeId: string | undefined
+  ) => {
+    const who = authorize(authorizationOf(req), "routes:read")
+    if (!(who instanceof Principal)) return send(req, res, who)
+    const parsed = parseHistoryQuery(query, routeId)
+    if (parsed._tag === "Left") return send(req, res, invalidQuery(parsed.left))
+    const page = store.history(parsed.right)
+    // A route's history is not found only when the log holds nothing of it.
+    if (routeId !== undefined && parsed.right.before === undefined && page.items.length === 0) {
+      return send(req, res, prepare(routeNotFound(routeId)))
+    }
+    const next = nextHistoryPage(
+      routeId === undefined ? HISTORY : `${ITEM_PREFIX}${routeId}/history`,
+      parsed.right,
+      page
+    )
+    let body = "{\"items\":["
+    for (let i = 0; i < page.items.length; i++) body += (i === 0 ? "" : ",") + entryJson(page.items[i]!, jsonOf)
+    body += `],"nextCursor":${next.cursor === null ? "null" : `"${next.cursor}"`}}`
+    const head = ["content-type", JSON_TYPE, "content-length", String(Buffer.byteLength(body))]
+    if (next.link !== undefined) head.push("link", next.link)
+    res.writeHead(200, head)
+    res.end(body)
+  }
+
+  const restore = (
+    req: Http.IncomingMessage,
+    res: Http.ServerResponse,
+    id: string,
+    waits: boolean,
+    query: string
+  ) => {
+    const who = authorize(authorizationOf(req), "routes:write")
+    if (!(who instanceof Principal)) return send(req, res, who, waits)
+    const dryRun = dryRunOf(query)
+    if (typeof dryRun !== "boolean") return send(req, res, dryRun, waits)
+    readJson(req, res, waits, false, (json) => {
+      const revision = parseRestore(json)
+      if (revision._tag === "Left") return send(req, res, invalidRestoreBody(revision.left))
+      const result = store.restore(id, revision.right, ifMatch(req.headers["if-match"]), who.id, dryRun)
+      if (typeof result === "string" || !("restored" in result || "invalidRestore" in result)) {
+        return send(req, res, refusal(id, result))
+      }
+      if ("invalidRestore" in result) return send(req, res, invalidRestore(id, revision.right, result))
+      const route = result.restored
+      if (!result.created) return changed(res, route, dryRun)
+      const head = ["location", ITEM_PREFIX + route.id, ...route.head]
+      if (!dryRun) head.push(REVISION_HEADER, String(route.revision))
+      res.writeHead(201, head)
+      res.end(route.json)
+    })
   }
 
   // The path first (outside /v1/routing: not found), then the method (405), then the operation's own checks.
@@ -788,17 +1226,35 @@ export const start = async (options: Options): Promise<Started> => {
       path = new URL(path, "http://localhost").pathname
     }
     const method = req.method ?? "GET"
+    const query = mark === -1 ? "" : target.slice(mark + 1)
     if (path === COLLECTION) {
-      if (method === "GET") return list(req, res, mark === -1 ? "" : target.slice(mark + 1))
-      if (method === "POST") return create(req, res, waits)
+      if (method === "GET") return list(req, res, query)
+      if (method === "POST") return create(req, res, waits, query)
       return send(req, res, prepare(methodNotAllowed(method, path, COLLECTION_ALLOW)), waits)
     }
-    if (path.startsWith(ITEM_PREFIX) && path.indexOf("/", ITEM_PREFIX.length) === -1) {
-      const id = path.slice(ITEM_PREFIX.length)
-      if (method === "GET") return get(req, res, id)
-      if (method === "PATCH") return update(req, res, id, waits)
-      if (method === "DELETE") return remove(req, res, id, waits)
-      return send(req, res, prepare(methodNotAllowed(method, path, ROUTE_ALLOW)), waits)
+    if (path.startsWith(ITEM_PREFIX)) {
+      const slash = path.indexOf("/", ITEM_PREFIX.length)
+      if (slash === -1) {
+        if (path === HISTORY) {
+          if (method === "GET") return history(req, res, query, undefined)
+          return send(req, res, prepare(methodNotAllowed(method, path, "GET")), waits)
+        }
+        const id = path.slice(ITEM_PREFIX.length)
+        if (method === "GET") return get(req, res, id)
+        if (method === "PATCH") return update(req, res, id, waits, query)
+        if (method === "DELETE") return remove(req, res, id, waits, query)
+        return send(req, res, prepare(methodNotAllowed(method, path, ROUTE_ALLOW)), waits)
+      }
+      const id = path.slice(ITEM_PREFIX.length, slash)
+      const rest = path.slice(slash + 1)
+      if (rest === ROUTE_HISTORY) {
+        if (method === "GET") return history(req, res, query, id)
+        return send(req, res, prepare(methodNotAllowed(method, path, "GET")), waits)
+      }
+      if (rest === RESTORE) {
+        if (method === "POST") return restore(req, res, id, waits, query)
+        return send(req, res, prepare(methodNotAllowed(method, path, "POST")), waits)
+      }
     }
     send(req, res, NOT_FOUND, waits)
   }

@@ -71,7 +71,7 @@ const insertMode = (pool: Pg.Pool, table: string) => async (write: Write): Promi
     const shape = Route.shapeOf(write.input.path)
     const inserted = await pool.query(
       `INSERT INTO "${table}" (id, method, path, path_shape, middleware, handler, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (method, path_shape) DO NOTHING RETURNING ${COLUMNS}`,
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (method, path_shape, when_key) DO NOTHING RETURNING ${COLUMNS}`,
       [r.id, r.method, r.path, shape, r.middleware, r.handler, r.createdAt]
     )
     if (inserted.rowCount !== 0) return stored(201, inserted.rows[0])
@@ -132,7 +132,7 @@ const fullMode = (pool: Pg.Pool, table: string) => {
            path_shape text, middleware text[], handler text, created_at timestamptz)),
          ins AS (INSERT INTO "${table}" (id, method, path, path_shape, middleware, handler, created_at, revision)
            SELECT id, method, path, path_shape, middleware, handler, created_at, $2::bigint + ord + 1 FROM input
-           ORDER BY ord ON CONFLICT (method, path_shape) DO NOTHING RETURNING ${COLUMNS}),
+           ORDER BY ord ON CONFLICT (method, path_shape, when_key) DO NOTHING RETURNING ${COLUMNS}),
          log AS (INSERT INTO ${history} (revision, at, actor, action, route_id, before, after)
            SELECT revision, created_at, 'bench', 'create', id, NULL, ${LOG_AFTER("ins")} FROM ins)
          SELECT * FROM ins`,

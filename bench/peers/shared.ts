@@ -19,6 +19,8 @@ import { type RouteSet, routeSetOf } from "../router.js"
 export interface Token {
   readonly token: string
   readonly scopes: ReadonlyArray<Scope>
+  /** Names the token's holder in the change log (its `actor`); none: `null`. */
+  readonly id?: string | undefined
 }
 
 /** A Postgres store: the pool to query and the table (created with the library's migration). */

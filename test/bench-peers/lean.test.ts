@@ -1,7 +1,7 @@
 /**
- * The benchmark's lean peers serve the whole contract as it stood before the change log, the search, prefix owners
- * and match (docs/performance.md says what that leaves out of the comparison), and pass all of that suite, and the
- * rows a 1 KiB body limit changes.
+ * The benchmark's lean peers serve the routes API whole — create, get, list with its search, update, delete,
+ * versions and the change log (history, restore, dry runs, `Registry-Revision`) — and pass all of that suite, and the
+ * rows a 1 KiB body limit changes (docs/performance.md says what a registry serves beyond it).
  */
 import { describe } from "@effect/vitest"
 import * as RouteRepository from "route-registry/RouteRepository"

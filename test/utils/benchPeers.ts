@@ -11,9 +11,9 @@ import { ADMIN, READER, WRITER } from "./httpContract.js"
 export type Start = (options: Options) => Promise<Started>
 
 export const tokens: Options["tokens"] = [
-  { token: ADMIN, scopes: ["routes:read", "routes:write"] },
-  { token: READER, scopes: ["routes:read"] },
-  { token: WRITER, scopes: ["routes:write"] }
+  { token: ADMIN, scopes: ["routes:read", "routes:write"], id: "admin" },
+  { token: READER, scopes: ["routes:read"], id: "reader" },
+  { token: WRITER, scopes: ["routes:write"], id: "writer" }
 ]
 
 export const asAdapter = (name: string, start: Start): Adapter => ({

@@ -87,20 +87,16 @@ export const serving = (adapter: Adapter, store: Store, options?: RoutingHandler
 }
 
 /**
- * The whole contract: what every adapter of the library passes on every store.
+ * The contract of the routes API itself — create, get, list, update, delete, versions and the change log — as the
+ * benchmark's hand-written peers serve it beside the library's adapters; `httpContract` adds what a registry serves
+ * beyond it (prefix owners, match, the fleet).
  */
-/**
- * Which rules a server under test implements: all of them (`v4`), or those before the change log, the search `q`,
- * prefix owners and match (`v3`), which the benchmark's hand-written peers implement.
- */
-export type Edition = "v3" | "v4"
-
-/** The contract as the benchmark's hand-written peers implement it (see `Edition`). */
 export const peerContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   createGetContract(adapter, store, options)
-  describe("list, update, delete, versions", () => changeContract(adapter, store, options, "v3"))
+  describe("list, update, delete, versions", () => changeContract(adapter, store, options))
 }
 
+/** The whole contract: what every adapter of the library passes on every store. */
 export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   createGetContract(adapter, store, options)
   describe("list, update, delete, versions", () => changeContract(adapter, store, options))
@@ -489,14 +485,9 @@ const createOn = async (send: Send, body: Record<string, unknown> = sample) => {
 const paths = (response: Received): Array<string> => response.json.errors.map((e: { path: string }) => e.path)
 
 /** Listing, update, delete and versions (docs/http-api.md: "Listing", "Updating", "Deleting"), and the rules they bring. */
-export const changeContract = (
-  adapter: Adapter,
-  store: Store,
-  options?: RoutingHandler.Options,
-  edition: Edition = "v4"
-) => {
+export const changeContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   const send = serving(adapter, store, options)
-  if (edition === "v4") logRows(send)
+  logRows(send)
   const create = (body: Record<string, unknown> = sample) => createOn(send, body)
 
   it("a huge invalid body: at most Route.MAX_ISSUES problems, and the detail says there may be more", async () => {
@@ -600,7 +591,7 @@ export const changeContract = (
         ["q=a+b", []],
         ["q=auth&method=POST", [1]],
         ["q=o&pathPrefix=/orders&middleware=audit", []]
-      ] as const).filter(([query]) => edition === "v4" || !query.startsWith("q="))
+      ] as const)
     ) {
       it(`filters combine with AND: ${query}`, async () => {
         const ids = await seed()
@@ -662,7 +653,7 @@ export const changeContract = (
         pathPrefix: prefix,
         handler: name,
         middleware: name,
-        ...(edition === "v4" ? { q } : {})
+        q
       })
       const first = await send(list(query.toString()))
       assert.deepStrictEqual(idsOf(first), [ids[0]])
