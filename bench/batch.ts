@@ -77,12 +77,12 @@ const program = Effect.gen(function*() {
   ], [
     { what: "(a) one create", median: ms(a), rounds: rounds.map((r) => ms(median(r.singles))).join(", ") },
     {
-      what: `(b) one change set of ${SIZE} creates`,
+      what: `(b) one change set of ${SIZE.toLocaleString("en-US")} creates`,
       median: ms(b),
       rounds: rounds.map((r) => ms(r.batched)).join(", ")
     },
     {
-      what: `(c) ${SIZE} creates one after another`,
+      what: `(c) ${SIZE.toLocaleString("en-US")} creates one after another`,
       median: ms(c),
       rounds: rounds.map((r) => ms(r.sequential)).join(", ")
     }

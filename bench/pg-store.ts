@@ -25,9 +25,11 @@ export const pgStore = (table: string, maxConnections = 10) =>
   })
 
 let counter = 0
-/** A create input on a path no earlier one took. */
+/** A create input on a path no earlier one took, each time it runs (so it can be repeated). */
 export const routeInput = (handler = "h") =>
-  Effect.orDie(Route.decodeCreate({ method: "GET", path: `/bench/${counter++}/:id`, handler, middleware: ["auth"] }))
+  Effect.suspend(() =>
+    Effect.orDie(Route.decodeCreate({ method: "GET", path: `/bench/${counter++}/:id`, handler, middleware: ["auth"] }))
+  )
 
 export const median = (values: ReadonlyArray<number>) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
