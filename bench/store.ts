@@ -8,11 +8,9 @@
  * operation once; the median of the rounds (default 3) is reported, in operations per second. What a write costs
  * comes from here: every write is a transaction of its own, committed only within the store's deadline.
  */
-import * as PgClient from "@effect/sql-pg/PgClient"
-import { Context, Effect, Layer, Redacted } from "effect"
-import * as PgRouteRepository from "route-registry/PgRouteRepository"
-import * as Route from "route-registry/Route"
-import * as RouteRepository from "route-registry/RouteRepository"
+import { Effect } from "effect"
+import type * as Route from "route-registry/Route"
+import { median, pgStore, routeInput as input, type Store } from "./pg-store.js"
 import { printTable } from "./print.js"
 
 const argv = process.argv.slice(2)
@@ -24,14 +22,7 @@ const option = (name: string, fallback: number) => {
 }
 const SECONDS = option("--seconds", 3)
 const ROUNDS = option("--rounds", 3)
-const URL = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
 const table = `rr_bench_store_${process.pid}`
-
-type Store = RouteRepository.RouteRepository["Type"]
-
-let counter = 0
-const input = (handler = "h") =>
-  Effect.orDie(Route.decodeCreate({ method: "GET", path: `/bench/${counter++}/:id`, handler, middleware: ["auth"] }))
 
 /** Calls `operation` from `callers` loops at once for SECONDS; the calls completed per second. */
 const rate = (callers: number, operation: () => Effect.Effect<unknown, unknown>) =>
@@ -88,16 +79,8 @@ const round = (store: Store) =>
     return results
   })
 
-const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
-
 const program = Effect.gen(function*() {
-  const context = yield* Layer.build(
-    PgRouteRepository.layer({ table }).pipe(
-      Layer.provideMerge(PgClient.layer({ url: Redacted.make(URL), maxConnections: 10 }))
-    )
-  )
-  const store = Context.get(context, RouteRepository.RouteRepository)
-  yield* Effect.addFinalizer(() => Effect.orDie(PgRouteRepository.uninstall({ table }).pipe(Effect.provide(context))))
+  const store = yield* pgStore(table)
   const rounds: Array<Record<string, number>> = []
   for (let i = 0; i < ROUNDS; i++) {
     console.error(`round ${i + 1} of ${ROUNDS}…`)
