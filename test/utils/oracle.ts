@@ -167,9 +167,19 @@ const NAME = /^[A-Za-z_$][A-Za-z0-9_$.:#/-]*$/
 
 export const methodOk = (u: unknown) => typeof u === "string" && u.length >= 1 && u.length <= 32 && METHOD.test(u)
 export const nameOk = (u: unknown) => typeof u === "string" && u.length >= 1 && u.length <= 128 && NAME.test(u)
+// A middleware entry: a name, or `{ "name", "config"? }` whose config is a plain JSON object (docs/router.md).
+const entryName = (u: unknown): unknown =>
+  typeof u === "object" && u !== null && !Array.isArray(u) &&
+    Object.keys(u).every((key) => key === "name" || key === "config") &&
+    ((u as { config?: unknown }).config === undefined || isPlainConfig((u as { config?: unknown }).config))
+    ? (u as { name?: unknown }).name
+    : u
+const isPlainConfig = (u: unknown) =>
+  typeof u === "object" && u !== null && !Array.isArray(u) &&
+  Object.values(u).every((v) => typeof v === "string" || typeof v === "boolean" || Number.isSafeInteger(v))
 export const middlewareOk = (u: unknown) =>
   u === undefined ||
-  (Array.isArray(u) && u.length <= 32 && u.every(nameOk) && new Set(u).size === u.length)
+  (Array.isArray(u) && u.length <= 32 && u.map(entryName).every(nameOk) && new Set(u.map(entryName)).size === u.length)
 export const pathOk = (u: unknown) => typeof u === "string" && oracle(u) !== undefined
 export const isRecord = (u: unknown): u is Record<string, unknown> =>
   typeof u === "object" && u !== null && !Array.isArray(u)
@@ -189,16 +199,21 @@ export const expectedGroups = (body: unknown): ReadonlyArray<string> => {
   return groups
 }
 
-/** The field an issue path belongs to: `middleware[3]` to `middleware` (unless the body has such a key). */
+/**
+ * The field an issue path belongs to: `middleware[3]` (and an entry's parts, `middleware[3].name`) to `middleware`
+ * (unless the body has such a key).
+ */
 export const groupOf = (body: Record<string, unknown>, path: string) =>
-  /^middleware\[\d+\]$/.test(path) && !Object.prototype.hasOwnProperty.call(body, path) ? "middleware" : path
+  /^middleware\[\d+\](?:[.[].*)?$/.test(path) && !Object.prototype.hasOwnProperty.call(body, path)
+    ? "middleware"
+    : path
 
 /** `true` for an issue path a body can have: a field, an item of its middleware list, or one of its keys. */
 export const knownPath = (body: unknown, path: string): boolean => {
   if (!isRecord(body)) return path === ""
   if (FIELDS.includes(path) || Object.prototype.hasOwnProperty.call(body, path)) return true
   // An entry `{ "name", "config" }` is reported at its parts (`middleware[0].name`, `middleware[1].config.max`).
-  const item = /^middleware\[(\d+)\](?:\.(?:name|config)\b.*)?$/.exec(path)
+  const item = /^middleware\[(\d+)\](?:[.[].*)?$/.exec(path)
   if (item !== null) return Array.isArray(body.middleware) && Number(item[1]) < body.middleware.length
   return false
 }
