@@ -23,7 +23,8 @@ import { type Core, fromEither, type Steps } from "./steps.js"
 /** The longest `description` a batch may carry. */
 export const MAX_DESCRIPTION_LENGTH = 1_024
 
-const MAX_OPERATIONS = 5_000
+/** The most operations one batch holds. */
+export const MAX_OPERATIONS = 5_000
 
 type Issue = Route.FieldIssue
 
