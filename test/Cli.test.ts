@@ -413,7 +413,7 @@ describe("route-registry sync", () => {
       return yield* Effect.either(Apply.apply(racing, plan, "whole.yaml"))
     }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
     assert.deepStrictEqual(result, Either.left(new SyncFailed({ failed: 3, total: 3 })))
-    assert.include(printed.join("\n"), "[1/3] whole.yaml:2:5: routes[0]: update GET /whole/:id: failed: 412")
+    assert.include(printed.join("\n"), "failed: 412 precondition_failed")
     assert.include(printed.join("\n"), "the batch was refused whole: the 3 changes left are not applied")
     // Neither create was applied: only the other operator's change is in the log.
     assert.deepStrictEqual(fields(await stored(target.origin, "/whole")), [
