@@ -34,6 +34,7 @@ import {
   messageOf,
   MissingToken,
   NoRoute,
+  PlanTooLarge,
   RequestFailed,
   SyncFailed,
   Unanswered
@@ -91,13 +92,20 @@ export {
    */
   NoRoute,
   /**
+   * `sync`: the plan is beyond one batch's limits and `--split-batches` was not given; nothing was changed.
+   *
+   * @since 0.5.0
+   */
+  PlanTooLarge,
+  /**
    * A call to the registry failed: its problem code and detail, or why it could not be reached.
    *
    * @since 0.3.0
    */
   RequestFailed,
   /**
-   * Some changes of a sync were not applied (each was reported); the others were.
+   * A sync was not applied: its batch was refused whole (each refused change was reported); with `--split-batches`,
+   * the batches before it were applied.
    *
    * @since 0.3.0
    */
@@ -224,8 +232,13 @@ const syncCommand = Command.make("sync", {
   pathPrefix,
   prune,
   dryRun: Options.boolean("dry-run").pipe(Options.withDescription(
-    "Print the plan and send each change as the registry's dry run (?dryRun=true): it answers as it would the " +
-      "change (conflicts, invalid routes, scopes, preconditions) and changes nothing. Exits 1 if any would fail."
+    "Print the plan and send it as the registry's dry run of the batch (?dryRun=true): it answers as it would the " +
+      "batch (conflicts, invalid routes, scopes, preconditions) and changes nothing. Exits 1 if it would fail."
+  )),
+  splitBatches: Options.boolean("split-batches").pipe(Options.withDescription(
+    "Apply a plan beyond one batch's limits (5,000 changes, 4 MiB) as several batches in plan order (deletes, " +
+      "updates, creates), each all or nothing; a refused batch stops the sync with the batches before it applied. " +
+      "Without it, such a plan is refused before anything is written."
   )),
   wait: Options.integer("wait").pipe(
     Options.withDescription(
@@ -243,7 +256,10 @@ const syncCommand = Command.make("sync", {
   Effect.gen(function*() {
     const { plan, registry } = yield* planFor(options)
     if (plan.changes.length === 0) return
-    const revision = yield* Apply.apply(registry, plan, options.file, options.dryRun)
+    const revision = yield* Apply.apply(registry, plan, options.file, {
+      dryRun: options.dryRun,
+      split: options.splitBatches
+    })
     const changes = `${plan.changes.length} change${plan.changes.length === 1 ? "" : "s"}`
     yield* print(
       options.dryRun ? `Dry run: the registry would apply ${changes}; nothing changed.\n` : `Applied ${changes}.\n`

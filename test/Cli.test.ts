@@ -300,8 +300,8 @@ describe("route-registry sync", () => {
       // The registry's own refusals, which the plan cannot know: a token without the write scope.
       const refused = await cli(["sync", "--dry-run", ...args], { ROUTING_TOKEN: READER })
       assert.strictEqual(refused.code, 1)
-      assert.include(refused.stderr, "[1/3] delete GET /dry/gone: would fail: 403 insufficient_scope")
-      assert.include(refused.stderr, `[3/3] ${routes}:6:5: routes[1]: create POST /dry/new: would fail: 403`)
+      assert.include(refused.stderr, "would fail: 403 insufficient_scope")
+      assert.include(refused.stderr, "the batch would be refused whole: the 3 changes left are not tried")
       assert.include(refused.stderr, "error: 3 of 3 changes would not be applied (see above)")
       assert.deepStrictEqual(await stored(target.origin, "/dry/"), before)
     },
@@ -385,11 +385,70 @@ describe("route-registry sync", () => {
     assert.strictEqual((await stored(target.origin, "/race/"))[0]!.handler, "theirs")
   })
 
+  it("applies the plan as one batch: a refused change leaves every other undone, and is named", async () => {
+    const route = await create(target.origin, { method: "GET", path: "/whole/:id", handler: "mine" })
+    const items = Either.getOrThrow(RoutesFile.parse(
+      "routes:\n  - method: GET\n    path: /whole/:id\n    handler: fromFile\n" +
+        "  - method: GET\n    path: /whole/a\n    handler: h\n  - method: POST\n    path: /whole\n    handler: h\n"
+    ))
+    const before = (await historyOf(target.origin)).length
+    // Another operator changes the route after the plan read its version: the batch's update is refused.
+    const theirs = () =>
+      fetch(`${target.origin}/v1/routing/${route.id}`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ handler: "theirs" })
+      })
+    const printed: Array<string> = []
+    const spy = vi.spyOn(console, "error").mockImplementation((...args) => void printed.push(args.join(" ")))
+    onTestFinished(() => spy.mockRestore())
+    const result = await Effect.gen(function*() {
+      const registry = yield* Registry.make(target.origin, Redacted.make(TOKEN))
+      const racing: Registry.Registry = {
+        ...registry,
+        get: (id) => registry.get(id).pipe(Effect.tap(() => Effect.promise(theirs)))
+      }
+      const plan = Plan.make(yield* registry.list(), items, { pathPrefix: "/whole", prune: false })
+      assert.deepStrictEqual(plan.changes.map((change) => change._tag), ["Update", "Create", "Create"])
+      return yield* Effect.either(Apply.apply(racing, plan, "whole.yaml"))
+    }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
+    assert.deepStrictEqual(result, Either.left(new SyncFailed({ failed: 3, total: 3 })))
+    assert.include(printed.join("\n"), "failed: 412 precondition_failed")
+    assert.include(printed.join("\n"), "the batch was refused whole: the 3 changes left are not applied")
+    // Neither create was applied: only the other operator's change is in the log.
+    assert.deepStrictEqual(fields(await stored(target.origin, "/whole")), [
+      { method: "GET", path: "/whole/:id", middleware: [], handler: "theirs" }
+    ])
+    assert.strictEqual((await historyOf(target.origin)).length, before + 1)
+  })
+
+  it("beyond one batch's limits stops before writing, unless --split-batches", async () => {
+    const many = Array.from({ length: 5_001 }, (_, i) => ({ method: "GET", path: `/many/r${i}`, handler: "h" }))
+    const routes = await file("many.json", JSON.stringify({ routes: many }))
+    // A host of its own, so that its 5,001 log entries are no other test's history.
+    const host = await start(SERVER, HOST_ENV)
+    onTestFinished(async () => {
+      await host.stop()
+    })
+    const args = ["--url", host.origin, "--path-prefix", "/many/", routes]
+    const refused = await cli(["sync", ...args])
+    assert.strictEqual(refused.code, 1)
+    assert.include(refused.stderr, "5001 changes")
+    assert.include(refused.stderr, "beyond one batch's limits (5,000 operations, 4 MiB)")
+    assert.include(refused.stderr, "--split-batches to apply it as 2 batches")
+    assert.lengthOf(await stored(host.origin, "/many/"), 0)
+
+    const split = await cli(["sync", "--split-batches", ...args])
+    assert.strictEqual(split.code, 0, split.stderr)
+    assert.include(split.stderr, "[5001/5001] batch 2/2: create GET /many/r")
+    assert.strictEqual((await cli(["diff", "--exit-code", ...args])).code, 0)
+  }, 240_000)
+
   it("exits 1 saying why when the registry refuses or cannot be reached", async () => {
     const routes = await file("one.yaml", "routes:\n  - method: GET\n    path: /refused\n    handler: h\n")
     const readOnly = await cli(["sync", "--url", target.origin, routes], { ROUTING_TOKEN: READER })
     assert.strictEqual(readOnly.code, 1)
-    assert.include(readOnly.stderr, `${routes}:2:5: routes[0]: create GET /refused: failed: 403 insufficient_scope`)
+    assert.include(readOnly.stderr, "failed: 403 insufficient_scope")
     assert.include(readOnly.stderr, "error: 1 of 1 changes not applied")
 
     const noToken = await cli(["list", "--url", target.origin], {})
@@ -464,7 +523,7 @@ describe("route-registry diff --exit-code", () => {
 })
 
 describe("route-registry when the server closes a kept-alive connection as a request goes out on it", () => {
-  it("sync sends each create, update and delete again on a new connection, and each is applied once", async () => {
+  it("sync sends its batch again on a new connection, and each change is applied once", async () => {
     await create(target.origin, { method: "GET", path: "/keepalive/old", handler: "echo" })
     const kept = await create(target.origin, { method: "GET", path: "/keepalive/:id", handler: "echo" })
     const routes = await file(
@@ -476,11 +535,8 @@ describe("route-registry when the server closes a kept-alive connection as a req
     const before = (await historyOf(target.origin)).length
     const result = await cli(["sync", "--url", proxy.origin, "--path-prefix", "/keepalive", "--prune", routes])
     assert.strictEqual(result.code, 0, result.stderr)
-    // Each write met a closed connection at least once (again, when the next kept-alive connection was closed too).
-    assert.deepStrictEqual(
-      new Set(proxy.closed.map((request) => request.split(" ")[0])),
-      new Set(["DELETE", "PATCH", "POST"])
-    )
+    // The one write, the batch, met a closed connection at least once.
+    assert.deepStrictEqual(new Set(proxy.closed.map((request) => request.split(" ")[0])), new Set(["POST"]))
     assert.deepStrictEqual(fields(await stored(target.origin, "/keepalive")).sort(byPathThenMethod), [
       { method: "POST", path: "/keepalive", middleware: [], handler: "echo" },
       { method: "GET", path: "/keepalive/:itemId", middleware: [], handler: "echo" }

@@ -286,6 +286,17 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
       ])
       const shape = await batch([{ op: "create", route: route(4) }, { op: "erase", id: a.id }])
       assertProblem(shape, "invalid_batch", ["errors"])
+      // An Idempotency-Key is refused, naming the header, never ignored: nothing is created.
+      const keyed = await server.send({
+        method: "POST",
+        path: "/v1/routing/batch",
+        headers: { ...admin, "idempotency-key": "\"k1\"" },
+        body: JSON.stringify({ operations: [{ op: "create", route: route(4) }] })
+      })
+      assertProblem(keyed, "invalid_idempotency_key", ["errors"])
+      assert.deepStrictEqual((keyed.json as { errors: Array<{ path: string }> }).errors.map((e) => e.path), [
+        "Idempotency-Key"
+      ])
       // A cursor inside the batch resumes with the rest of it, in one event.
       const inside = await open(`?since=${ready.id!.split(".")[0]}.${(answer.revision - 2).toString(36)}`)
       const rest = await inside.waitFor((event) => event.event === "ready")

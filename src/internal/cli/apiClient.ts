@@ -14,6 +14,7 @@ import { randomUUID } from "node:crypto"
 import type * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import * as RoutingApi from "../../RoutingApi.js"
+import { BATCH } from "../http/endpoints.js"
 import { COLLECTION } from "../http/exchange.js"
 import { MAX_HISTORY_PAGE, REVISION_HEADER } from "../http/history.js"
 import { HEADER as IDEMPOTENCY_KEY } from "../http/idempotency.js"
@@ -21,6 +22,9 @@ import * as Limits from "../limits.js"
 import * as Urls from "../urls.js"
 import { RequestFailed } from "./errors.js"
 import type * as Plan from "./plan.js"
+
+/** One operation of a change set, as the API takes it. */
+export type BatchOperation = typeof RoutingApi.BatchOperation.Type
 
 /** The filters of a listing. */
 export interface Filters {
@@ -66,9 +70,12 @@ const hint = (code: string) =>
 const failure = (origin: string) => (error: unknown): RequestFailed => {
   if (isProblem(error)) {
     const details = (error.errors ?? []).map((issue) => `\n  ${issue.path}: ${issue.message}`).join("")
+    const headline = `${error.status} ${error.code}: ${error.detail}${hint(error.code)}`
     return new RequestFailed({
-      message: `${error.status} ${error.code}: ${error.detail}${hint(error.code)}${details}`,
-      code: error.code
+      message: `${headline}${details}`,
+      code: error.code,
+      headline,
+      ...(error.errors === undefined ? {} : { errors: error.errors })
     })
   }
   if (HttpClientError.isHttpClientError(error) && error._tag === "RequestError") {
@@ -90,10 +97,13 @@ const ifMatch = (etag: string | undefined) => etag === undefined ? {} : { "if-ma
 // request goes out on it: the request fails before any answer (fetch says "fetch failed: other side closed"), and the
 // server never read it. fetch sends GET again by itself, and nothing else. Here every request that can be sent twice
 // without being applied twice is: reads, a create with its Idempotency-Key (the registry answers the second with the
-// first's answer), and an update or delete with If-Match (the second finds the route changed, and changes nothing).
+// first's answer), an update or delete with If-Match (the second finds the route changed, and changes nothing), and
+// a batch, whose every update and delete this client sends with its ifMatch: applied once, a batch sent again is
+// refused whole (a delete finds no route, an update a changed one, a create its own route's shape taken).
 const repeatable = (request: HttpClientRequest.HttpClientRequest): boolean =>
   request.method === "GET" || request.method === "HEAD" || request.headers[IDEMPOTENCY_KEY] !== undefined ||
-  ((request.method === "PATCH" || request.method === "DELETE") && request.headers["if-match"] !== undefined)
+  ((request.method === "PATCH" || request.method === "DELETE") && request.headers["if-match"] !== undefined) ||
+  (request.method === "POST" && request.url.endsWith(BATCH))
 
 const failedToReach = (error: unknown): boolean =>
   HttpClientError.isHttpClientError(error) && error._tag === "RequestError" && error.reason === "Transport"
@@ -135,6 +145,10 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
         ))
       )
     })
+    const http = (yield* HttpClient.HttpClient).pipe(
+      retrying,
+      HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
+    )
     // Its messages never show a password in the URL, the causes' own (fetch quotes the URL it refuses) included.
     const hide = Urls.hidingPassword(origin)
     const fail = (error: unknown) => {
@@ -191,6 +205,25 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
     const remove = (id: string, etag: string | undefined, dryRun = false) =>
       writer(dryRun).routing.delete({ path: { id }, headers: ifMatch(etag), withResponse: true }).pipe(
         Effect.map(revisionOf),
+        Effect.mapError(fail)
+      )
+
+    /**
+     * Applies `operations` as one change set, all or nothing (each update and delete must carry its `ifMatch`: see
+     * `repeatable`); its revision, `undefined` on a dry run.
+     */
+    const batch = (operations: ReadonlyArray<BatchOperation>, dryRun = false) =>
+      HttpClientRequest.post(`${origin}${BATCH}`).pipe(
+        HttpClientRequest.setUrlParams(dryRun ? { dryRun: "true" } : {}),
+        HttpClientRequest.bodyUnsafeJson({ operations }),
+        http.execute,
+        // Read by hand: a refusal's `errors` name the operation refused, which the API's problem schemas leave out.
+        Effect.flatMap((response) =>
+          response.status === 200
+            ? Effect.succeed(revisionOf([undefined, response]))
+            : Effect.flatMap(response.json, Effect.fail)
+        ),
+        Effect.scoped,
         Effect.mapError(fail)
       )
 
@@ -264,7 +297,7 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
         }
       }).pipe(Effect.mapError(fail))
 
-    return { origin, list, get, create, update, remove, match, history, restore, followers } as const
+    return { origin, list, get, create, update, remove, batch, match, history, restore, followers } as const
   })
 
 /** A client of a registry. */

@@ -11,10 +11,18 @@ export const messageOf = (error: unknown): string =>
 
 const Problem = Schema.Struct({ line: Schema.Number, column: Schema.Number, message: Schema.String })
 
-/** A call to the registry failed; `code` is the problem code when the registry answered with one. */
+/** One entry of a problem's `errors`: where in the request, and what is wrong there. */
+const Issue = Schema.Struct({ path: Schema.String, message: Schema.String })
+
+/**
+ * A call to the registry failed; `code` is the problem code when the registry answered with one, `headline` its
+ * status, code and detail, and `errors` its entries (a batch's name the operations by place).
+ */
 export class RequestFailed extends Schema.TaggedError<RequestFailed>()("RequestFailed", {
   message: Schema.String,
-  code: Schema.optional(Schema.String)
+  code: Schema.optional(Schema.String),
+  headline: Schema.optional(Schema.String),
+  errors: Schema.optional(Schema.Array(Issue))
 }) {}
 
 /** The routes file has problems: every one, with its line and column. Nothing was changed. */
@@ -31,7 +39,7 @@ export class InvalidFile extends Schema.TaggedError<InvalidFile>()("InvalidFile"
   }
 }
 
-/** Some changes of a sync were not applied (or, in a dry run, the server would refuse them); the others were. */
+/** Changes of a sync were not applied (or, in a dry run, the server would refuse them): `failed` of `total`. */
 export class SyncFailed extends Schema.TaggedError<SyncFailed>()("SyncFailed", {
   failed: Schema.Number,
   total: Schema.Number,
@@ -41,6 +49,19 @@ export class SyncFailed extends Schema.TaggedError<SyncFailed>()("SyncFailed", {
     return `${this.failed} of ${this.total} changes ${
       this.dryRun === true ? "would not be" : "not"
     } applied (see above)`
+  }
+}
+
+/** The plan is beyond one batch's limits and splitting was not asked for: nothing was changed. */
+export class PlanTooLarge extends Schema.TaggedError<PlanTooLarge>()("PlanTooLarge", {
+  changes: Schema.Number,
+  bytes: Schema.Number,
+  batches: Schema.Number
+}) {
+  override get message(): string {
+    return `the plan's ${this.changes} changes (a ${this.bytes}-byte batch) are beyond one batch's limits ` +
+      "(5,000 operations, 4 MiB), so it cannot be applied all or nothing: nothing changed. Run sync again with " +
+      `--split-batches to apply it as ${this.batches} batches in plan order, each all or nothing`
   }
 }
 

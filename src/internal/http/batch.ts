@@ -16,6 +16,7 @@ import * as Conditional from "./conditional.js"
 import * as Content from "./content.js"
 import type { Response } from "./exchange.js"
 import * as History from "./history.js"
+import * as Idempotency from "./idempotency.js"
 import { catalogIssues } from "./operations.js"
 import * as Ownership from "./ownership.js"
 import { type Core, fromEither, type Steps } from "./steps.js"
@@ -23,7 +24,8 @@ import { type Core, fromEither, type Steps } from "./steps.js"
 /** The longest `description` a batch may carry. */
 export const MAX_DESCRIPTION_LENGTH = 1_024
 
-const MAX_OPERATIONS = 5_000
+/** The most operations one batch holds. */
+export const MAX_OPERATIONS = 5_000
 
 type Issue = Route.FieldIssue
 
@@ -158,6 +160,16 @@ const invalidBatch = (errors: ReadonlyArray<Issue>) =>
     { errors }
   )
 
+// A batch remembers no key yet (docs/batches.md): refused rather than ignored, so that no client retries a batch
+// believing it safe to send twice.
+const NO_IDEMPOTENCY_KEY = Answers.problem(
+  "invalid_idempotency_key",
+  "A batch does not take the Idempotency-Key header: send the batch without it. Every update and delete of a batch " +
+    "may carry its ifMatch, which makes sending it again safe (a batch applied once is then refused whole).",
+  undefined,
+  { errors: [{ path: "Idempotency-Key", message: "not accepted on POST /v1/routing/batch" }] }
+)
+
 const NO_BATCHES = Answers.problem(
   "not_found",
   "This process's store does not apply change sets (a store of the host's own): send each change on its own."
@@ -183,6 +195,7 @@ const resultJson = (outcome: RouteRepository.BatchOutcome, dryRun: boolean): str
 export const batch: Steps = (core, request, principal) =>
   Effect.gen(function*() {
     const dryRun = yield* fromEither(History.dryRunOf(request.query))
+    if (request.header(Idempotency.HEADER) !== undefined) return yield* refuse(NO_IDEMPOTENCY_KEY)
     const body = yield* Content.readJson(request, Content.CREATE_TYPES, core.batchLimits)
     const issues = batchIssues(body)
     if (issues.length > 0) return yield* refuse(invalidBatch(issues))

@@ -117,6 +117,7 @@ export const ENDPOINTS = {
     problems: [
       "malformed_json",
       "invalid_batch",
+      "invalid_idempotency_key",
       "invalid_route",
       "invalid_query",
       "payload_too_large",
