@@ -711,7 +711,10 @@ describe.each(stores)("dashboard on the %s", (storeName, store) => {
     await create("GET", `${prefix}/left-alone`)
     const page = await signIn()
     const sent = writes(page)
+    // The filtered list replaces the whole one (and its selection) once its answer comes: select after it.
+    const filtered = page.waitForResponse((response) => response.url().includes("pathPrefix="))
     await page.getByRole("textbox", { name: "Filter by path prefix" }).fill(prefix)
+    await filtered
     await row(page, `${prefix}/left-alone`).waitFor()
     await page.getByRole("checkbox", { name: `Select GET ${prefix}/one` }).check()
     await page.getByRole("checkbox", { name: `Select GET ${prefix}/two` }).check()
