@@ -233,7 +233,7 @@ const CLEAR_HINT: Partial<Record<Field, string>> = {
 
 export const NOTHING_TO_CHANGE =
   "nothing to change: give at least one of method, path, middleware, handler, enabled, split, description, tags " +
-    "and when"
+  "and when"
 
 /**
  * Validates a parsed JSON body as a patch: at least one field, each with the rules of a create; `null` is refused
