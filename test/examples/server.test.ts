@@ -1,7 +1,7 @@
 /**
  * `npm start` (examples/server.ts) as a user runs it: a separate process, configured by its environment.
  */
-import { assert, describe, it, onTestFinished } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
 import { Layer } from "effect"
 import type * as Http from "node:http"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -14,7 +14,7 @@ import { closeServer, listen } from "../utils/adapters.js"
 import { ADMIN, tokens } from "../utils/httpContract.js"
 import { answersIn, converse, head } from "../utils/routerContract.js"
 import { createRoute } from "../utils/routerHost.js"
-import { run as runFile, start as startFile } from "../utils/spawned.js"
+import { run as runFile, type Running, start as startFile } from "../utils/spawned.js"
 import * as TestDatabase from "../utils/TestDatabase.js"
 
 const FILE = "examples/server.ts"
@@ -67,57 +67,61 @@ describe("examples/server.ts (npm start)", () => {
     assert.strictEqual((await create(server.origin, "", { method: "GET", path: "/d", handler: "h" })).status, 400)
   })
 
-  it("serves the OpenAPI document and a docs page; other paths are the host's 404", async () => {
-    const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
-    onTestFinished(async () => {
-      await server.stop()
+  // Tests that only read from a host, or write routes no other of them reads, share one: a start is a process that
+  // loads the package, seconds apiece on a loaded machine. The last of them stops it.
+  describe("one host", () => {
+    let server: Running
+    beforeAll(async () => {
+      server = await start({ ROUTING_ADMIN_TOKENS: "t" })
     })
-    assert.deepStrictEqual(await (await fetch(`${server.origin}/openapi.json`)).json(), RoutingApi.openApi)
-    const docs = await fetch(`${server.origin}/docs`)
-    assert.strictEqual(docs.headers.get("content-type"), "text/html; charset=utf-8")
-    const page = await docs.text()
-    assert.include(page, RoutingApi.openApi.info.title)
-    assert.include(page, "/v1/routing")
-    assert.strictEqual((await fetch(`${server.origin}/nowhere`)).status, 404)
-  })
+    afterAll(async () => {
+      if (server.child.exitCode === null && server.child.signalCode === null) await server.stop()
+    })
 
-  it("declares /docs, /openapi.json, /readyz and /healthz as its own: no route takes them, match says the host serves them", async () => {
-    const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
-    onTestFinished(async () => {
-      await server.stop()
+    it("serves the OpenAPI document and a docs page; other paths are the host's 404", async () => {
+      assert.deepStrictEqual(await (await fetch(`${server.origin}/openapi.json`)).json(), RoutingApi.openApi)
+      const docs = await fetch(`${server.origin}/docs`)
+      assert.strictEqual(docs.headers.get("content-type"), "text/html; charset=utf-8")
+      const page = await docs.text()
+      assert.include(page, RoutingApi.openApi.info.title)
+      assert.include(page, "/v1/routing")
+      assert.strictEqual((await fetch(`${server.origin}/nowhere`)).status, 404)
     })
-    const healthz = await fetch(`${server.origin}/healthz`)
-    assert.strictEqual(healthz.status, 200)
-    assert.deepStrictEqual(await healthz.json(), { live: true })
-    for (const path of ["/docs", "/openapi.json", "/readyz", "/healthz"]) {
-      const refused = await create(server.origin, "t", { method: "GET", path, handler: "echo" })
-      assert.strictEqual(refused.status, 400, path)
-      const body = await refused.json()
-      assert.strictEqual(body.code, "invalid_route")
-      assert.include(body.errors[0].message, `${JSON.stringify(path)} is a path this host serves itself`)
-      const query = new URLSearchParams({ method: "GET", path })
-      const match = await (await fetch(`${server.origin}/v1/routing/match?${query}`, { headers: bearer("t") })).json()
-      assert.strictEqual(match.servedByHost, path)
-      assert.strictEqual(match.outcome, "not_found")
-    }
-    assert.strictEqual(
-      (await create(server.origin, "t", { method: "GET", path: "/docs/:page", handler: "echo" })).status,
-      201
-    )
-  })
 
-  it("a method the stored routes do not serve on a path: 405 with Allow, not the host's 404", async () => {
-    const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
-    onTestFinished(async () => {
-      await server.stop()
+    it("declares /docs, /openapi.json, /readyz and /healthz as its own: no route takes them, match says the host serves them", async () => {
+      const healthz = await fetch(`${server.origin}/healthz`)
+      assert.strictEqual(healthz.status, 200)
+      assert.deepStrictEqual(await healthz.json(), { live: true })
+      for (const path of ["/docs", "/openapi.json", "/readyz", "/healthz"]) {
+        const refused = await create(server.origin, "t", { method: "GET", path, handler: "echo" })
+        assert.strictEqual(refused.status, 400, path)
+        const body = await refused.json()
+        assert.strictEqual(body.code, "invalid_route")
+        assert.include(body.errors[0].message, `${JSON.stringify(path)} is a path this host serves itself`)
+        const query = new URLSearchParams({ method: "GET", path })
+        const match = await (await fetch(`${server.origin}/v1/routing/match?${query}`, { headers: bearer("t") })).json()
+        assert.strictEqual(match.servedByHost, path)
+        assert.strictEqual(match.outcome, "not_found")
+      }
+      assert.strictEqual(
+        (await create(server.origin, "t", { method: "GET", path: "/docs/:page", handler: "echo" })).status,
+        201
+      )
     })
-    assert.strictEqual(
-      (await create(server.origin, "t", { method: "GET", path: "/things/:id", handler: "h" })).status,
-      201
-    )
-    const refused = await fetch(`${server.origin}/things/1`, { method: "POST" })
-    assert.strictEqual(refused.status, 405)
-    assert.strictEqual(refused.headers.get("allow"), "GET, HEAD")
+
+    it("a method the stored routes do not serve on a path: 405 with Allow, not the host's 404", async () => {
+      assert.strictEqual(
+        (await create(server.origin, "t", { method: "GET", path: "/things/:id", handler: "h" })).status,
+        201
+      )
+      const refused = await fetch(`${server.origin}/things/1`, { method: "POST" })
+      assert.strictEqual(refused.status, 405)
+      assert.strictEqual(refused.headers.get("allow"), "GET, HEAD")
+    })
+
+    it("SIGINT stops it too", async () => {
+      assert.strictEqual(await server.stop("SIGINT"), 0)
+    })
   })
 
   it("on SIGTERM finishes the request in flight, then exits 0", async () => {
@@ -162,11 +166,6 @@ describe("examples/server.ts (npm start)", () => {
     await reader.read().then((read) => assert.isTrue(read.done), () => undefined)
     assert.strictEqual(await stopped, 0)
     assert.isBelow(Date.now() - stopping, 5_000)
-  })
-
-  it("SIGINT stops it too", async () => {
-    const server = await start({ ROUTING_ADMIN_TOKENS: "t" })
-    assert.strictEqual(await server.stop("SIGINT"), 0)
   })
 
   it("refuses a malformed token or port with a message naming it", async () => {
