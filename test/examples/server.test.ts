@@ -335,70 +335,67 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
     }, "the registry listing both followers")
   })
 
-  it("with no token configured, a follower generates a read token and says its API is read-only; no line shows FOLLOW_URL's password", async () => {
-    const registry = await start({ ROUTING_READ_TOKENS: "reader" })
-    onTestFinished(async () => {
-      await registry.stop()
+  // The registry these followers follow, or are refused by: one for them all, as they only read from it.
+  describe("one registry", () => {
+    let registry: Running
+    beforeAll(async () => {
+      registry = await start({ ROUTING_ADMIN_TOKENS: "admin", ROUTING_READ_TOKENS: "reader" })
     })
-    const withPassword = registry.origin.replace("http://", "http://user:s3cret-pw@")
-    const follower = await start({ FOLLOW_URL: withPassword, FOLLOW_TOKEN: "reader" })
-    onTestFinished(async () => {
+    afterAll(() => registry?.stop())
+
+    it("with no token configured, a follower generates a read token and says its API is read-only; no line shows FOLLOW_URL's password", async () => {
+      const withPassword = registry.origin.replace("http://", "http://user:s3cret-pw@")
+      const follower = await start({ FOLLOW_URL: withPassword, FOLLOW_TOKEN: "reader" })
+      onTestFinished(async () => {
+        await follower.stop()
+      })
+      const output = follower.output()
+      assert.notInclude(output, "admin token")
+      assert.include(output, "read-only")
+      const token = /generated read token (\S+)/.exec(output)?.[1]
+      assert.isDefined(token, output)
+      assert.strictEqual((await fetch(`${follower.origin}/v1/routing`, { headers: bearer(token!) })).status, 200)
+      const write = await create(follower.origin, token!, { method: "GET", path: "/x", handler: "echo" })
+      assert.strictEqual(write.status, 405)
+      assert.include(output, `following the registry at ${registry.origin}`)
       await follower.stop()
+      assert.notInclude(follower.output(), "s3cret-pw")
     })
-    const output = follower.output()
-    assert.notInclude(output, "admin token")
-    assert.include(output, "read-only")
-    const token = /generated read token (\S+)/.exec(output)?.[1]
-    assert.isDefined(token, output)
-    assert.strictEqual((await fetch(`${follower.origin}/v1/routing`, { headers: bearer(token!) })).status, 200)
-    const write = await create(follower.origin, token!, { method: "GET", path: "/x", handler: "echo" })
-    assert.strictEqual(write.status, 405)
-    assert.include(output, `following the registry at ${registry.origin}`)
-    await follower.stop()
-    assert.notInclude(follower.output(), "s3cret-pw")
-  })
 
-  it("warns when FOLLOW_TOKEN would cross the network in clear text (plain http:// to another host), not for this machine", async () => {
-    const remote = runFile(FILE, { PORT: "0", FOLLOW_URL: "http://registry.invalid:3000", FOLLOW_TOKEN: "reader" })
-    onTestFinished(() => void remote.child.kill("SIGKILL"))
-    await waitFor(async () => remote.output().includes("plain http://"), "the warning")
-    assert.include(remote.output(), "http://registry.invalid:3000 is plain http:// to another host")
-    assert.notInclude(remote.output(), "reader")
-    const registry = await start({ ROUTING_READ_TOKENS: "reader" })
-    onTestFinished(async () => {
-      await registry.stop()
+    it("warns when FOLLOW_TOKEN would cross the network in clear text (plain http:// to another host), not for this machine", async () => {
+      const remote = runFile(FILE, { PORT: "0", FOLLOW_URL: "http://registry.invalid:3000", FOLLOW_TOKEN: "reader" })
+      onTestFinished(() => void remote.child.kill("SIGKILL"))
+      await waitFor(async () => remote.output().includes("plain http://"), "the warning")
+      assert.include(remote.output(), "http://registry.invalid:3000 is plain http:// to another host")
+      assert.notInclude(remote.output(), "reader")
+      const local = await start({ FOLLOW_URL: registry.origin, FOLLOW_TOKEN: "reader" })
+      onTestFinished(async () => {
+        await local.stop()
+      })
+      assert.notInclude(local.output(), "plain http://")
     })
-    const local = await start({ FOLLOW_URL: registry.origin, FOLLOW_TOKEN: "reader" })
-    onTestFinished(async () => {
-      await local.stop()
-    })
-    assert.notInclude(local.output(), "plain http://")
-  })
 
-  it("refused, says so without FOLLOW_URL's password", async () => {
-    const registry = await start({ ROUTING_ADMIN_TOKENS: "admin" })
-    onTestFinished(async () => {
-      await registry.stop()
+    it("refused, says so without FOLLOW_URL's password", async () => {
+      const withPassword = registry.origin.replace("http://", "http://user:s3cret-pw@")
+      const refused = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: withPassword, FOLLOW_TOKEN: "wrong" })
+      assert.strictEqual(refused.code, 1)
+      assert.include(refused.output, "401 invalid_token")
+      assert.notInclude(refused.output, "s3cret-pw")
     })
-    const withPassword = registry.origin.replace("http://", "http://user:s3cret-pw@")
-    const refused = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: withPassword, FOLLOW_TOKEN: "wrong" })
-    assert.strictEqual(refused.code, 1)
-    assert.include(refused.output, "401 invalid_token")
-    assert.notInclude(refused.output, "s3cret-pw")
-  })
 
-  it("exits 1 when the registry refuses FOLLOW_TOKEN, or FOLLOW_TOKEN is missing", async () => {
-    const registry = await start({ ROUTING_ADMIN_TOKENS: "admin" })
-    onTestFinished(async () => {
-      await registry.stop()
+    it("exits 1 when the registry refuses FOLLOW_TOKEN, or FOLLOW_TOKEN is missing", async () => {
+      const refused = await failsToStart({
+        ROUTING_READ_TOKENS: "r",
+        FOLLOW_URL: registry.origin,
+        FOLLOW_TOKEN: "wrong"
+      })
+      assert.strictEqual(refused.code, 1)
+      assert.include(refused.output, "401 invalid_token")
+      assert.notInclude(refused.output, "wrong")
+      const missing = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin })
+      assert.strictEqual(missing.code, 1)
+      assert.include(missing.output, "FOLLOW_TOKEN must be set with FOLLOW_URL")
     })
-    const refused = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin, FOLLOW_TOKEN: "wrong" })
-    assert.strictEqual(refused.code, 1)
-    assert.include(refused.output, "401 invalid_token")
-    assert.notInclude(refused.output, "wrong")
-    const missing = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin })
-    assert.strictEqual(missing.code, 1)
-    assert.include(missing.output, "FOLLOW_TOKEN must be set with FOLLOW_URL")
   })
 })
 
