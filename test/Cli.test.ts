@@ -455,8 +455,11 @@ describe("route-registry sync", () => {
     assert.strictEqual(noToken.code, 1)
     assert.include(noToken.stderr, "set ROUTING_TOKEN")
 
-    const stopped = await start(SERVER, HOST_ENV)
-    await stopped.stop()
+    // A port listened on, then closed: nothing answers there (a host started and stopped for it cost a process).
+    const closed = Http.createServer()
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve))
+    const stopped = { origin: `http://127.0.0.1:${(closed.address() as Net.AddressInfo).port}` }
+    await new Promise((resolve) => closed.close(resolve))
     const unreachable = await cli(["list", "--url", stopped.origin])
     assert.strictEqual(unreachable.code, 1)
     assert.include(unreachable.stderr, `error: cannot reach ${stopped.origin}`)
