@@ -61,8 +61,8 @@ const config = {
 }
 const DATABASE_URL = process.env.DATABASE_URL === "" ? undefined : process.env.DATABASE_URL
 // --baseline DIR: another checkout of the library, built (`npm run build` there), whose `npm start` and Node listener
-// run in the same rounds as this one's (`npm-start@base`, `ours-node@base`): an earlier commit measured against this
-// one on the same loaded machine, taking turns.
+// run in the same rounds as this one's (`npm-start@base`, `ours-node@base`, and its router on the GitHub routes,
+// `ours-router-github@base`): an earlier commit measured against this one on the same loaded machine, taking turns.
 const BASELINE = (() => {
   const i = argv.indexOf("--baseline")
   return i === -1 ? undefined : argv[i + 1]
@@ -176,7 +176,16 @@ const servers: ReadonlyArray<ServerSpec> = [
       seed: config.seed,
       root: BASELINE,
       env: { TELEMETRY: "1" }
-    }
+    },
+    {
+      name: "ours-router-github@base",
+      file: "bench/ours/router.ts",
+      seed: GITHUB,
+      router: true,
+      library: true,
+      routeSet: "github",
+      root: BASELINE
+    } satisfies ServerSpec
   ])
 ]
 
@@ -268,7 +277,8 @@ const allScenarios: ReadonlyArray<Scenario> = [
       "fastify-router-github",
       "fastify-integration-github",
       "express-integration-github",
-      "hono-integration-github"
+      "hono-integration-github",
+      ...(BASELINE === undefined ? [] : ["ours-router-github@base"])
     ],
     reference: "find-my-way-github"
   }

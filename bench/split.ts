@@ -3,8 +3,9 @@
  *
  * On the GitHub routes (1,223), each request is looked up in the route table and its split choice read as every router
  * form reads it (`internal/router/split.ts`: the key from a header, the override header, the bucket): with no split on
- * any route, and with a split on every route; the lookup alone is the baseline. Then a split of 10% / 5% / 85% over
- * 100,000 keys, each side's share against its weight.
+ * any route, and with a split on every route; the lookup alone is the baseline. Then the same, paired: 201 short runs
+ * of the lookup alone each beside one of the lookup and the choice (no split, a split by header), each pair's
+ * difference per request. Then a split of 10% / 5% / 85% over 100,000 keys, each side's share against its weight.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -65,10 +66,10 @@ const cpuNow = (): number => {
 }
 
 let sink = 0
-const run = (table: RouteTable.Table<Route.StoredRoute>, choose: boolean): number => {
+const run = (table: RouteTable.Table<Route.StoredRoute>, choose: boolean, rounds = 400): number => {
   const start = cpuNow()
   let n = 0
-  for (let round = 0; round < 400; round++) {
+  for (let round = 0; round < rounds; round++) {
     for (let i = 0; i < sent.length; i++) {
       const request = sent[i]!
       const found = RouteTable.lookup(table, request.method, request.path)
@@ -115,6 +116,21 @@ for (let i = 0; i < 9; i++) {
   samples.whole.push(bucketRun(false))
   samples.prepared.push(bucketRun(true))
 }
+// Paired: many short runs of the lookup alone and of the lookup with a header split's choice, back to back (their
+// order alternating), each pair's difference per request. A load that changes during the bench falls on both runs of
+// a pair alike, which the medians of separate runs above do not ensure.
+const PAIRS = 201
+const paired = { noSplit: [] as Array<number>, header: [] as Array<number> }
+for (let i = 0; i < PAIRS; i++) {
+  for (const [name, table] of [["noSplit", plain], ["header", splitting.header]] as const) {
+    const first = i % 2 === 0
+    const alone = first ? run(plain, false, 20) : 0
+    const choosing = run(table, true, 20)
+    paired[name].push(choosing - (first ? alone : run(plain, false, 20)))
+  }
+}
+const percentile = (xs: Array<number>, p: number) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * p)]!
+
 const lookup = median(samples.lookup)
 const more = (xs: Array<number>) => `${median(xs).toFixed(0).padStart(6)}  (+${(median(xs) - lookup).toFixed(0)})`
 console.log(
@@ -125,6 +141,16 @@ console.log(`  lookup + choice, no split            ${more(samples.noSplit)}`)
 console.log(`  lookup + choice, split by header     ${more(samples.header)}`)
 console.log(`  lookup + choice, split by cookie     ${more(samples.cookie)}`)
 console.log(`  lookup + choice, split by query      ${more(samples.query)}`)
+console.log(`Paired, ${PAIRS} pairs of ${sent.length} requests x 20 (CPU ns per request more than the lookup alone):`)
+for (const [name, label] of [["noSplit", "no split"], ["header", "split by header"]] as const) {
+  const xs = paired[name]
+  const under = xs.filter((x) => x < 1000).length
+  console.log(
+    `  ${label.padEnd(16)} median ${percentile(xs, 0.5).toFixed(0).padStart(5)}, 10th–90th percentile ${
+      percentile(xs, 0.1).toFixed(0)
+    } to ${percentile(xs, 0.9).toFixed(0)}; under 1 µs in ${under} of ${xs.length} pairs`
+  )
+}
 console.log("A bucket alone (36-character group, 6-11 character key), 10^6 calls, median of 9 (CPU ns):")
 console.log(`  <group>:<key> hashed whole           ${median(samples.whole).toFixed(0).padStart(6)}`)
 console.log(`  key after the route's prepared group ${median(samples.prepared).toFixed(0).padStart(6)}`)

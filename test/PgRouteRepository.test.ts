@@ -373,6 +373,56 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
     }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
   })
 
+  it.effect("change sets of two processes taking one shape at once: exactly one commits, whole and consecutive", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* PgRouteRepository.migrate({ table })
+      // Two stores, each on a pool of its own: two host processes.
+      const process = () =>
+        Effect.flatMap(
+          Layer.build(TestDatabase.layer()),
+          (context) => PgRouteRepository.make({ table }).pipe(Effect.provide(context))
+        )
+      const stores = [yield* process(), yield* process()]
+      const SIZE = 50
+      // Each batch creates routes of its own and, last, the one shape every batch takes.
+      const results = yield* Effect.all(
+        Array.from({ length: 6 }, (_, b) =>
+          Effect.gen(function*() {
+            const paths = [...Array.from({ length: SIZE - 1 }, (_, i) => `/race/${b}/${i}`), "/race/:id"]
+            const operations = yield* Effect.forEach(paths, (path) =>
+              Effect.map(body(path), (route) => ({ op: "create" as const, route })))
+            return yield* Effect.either(stores[b % 2]!.applyBatch!(operations))
+          })),
+        { concurrency: "unbounded" }
+      )
+      const won = results.filter(Either.isRight)
+      assert.strictEqual(won.length, 1)
+      for (const result of results) {
+        if (Either.isLeft(result)) {
+          assert.strictEqual(result.left._tag, "BatchRefused")
+          const refused = result.left as RouteRepository.BatchRefused
+          assert.deepStrictEqual([refused.index, refused.reason._tag], [SIZE - 1, "RouteConflict"])
+        }
+      }
+      const applied = won[0]!.right
+      const revisions = applied.results.map((result) => result.revision)
+      assert.deepStrictEqual(revisions, Array.from({ length: SIZE }, (_, i) => revisions[0]! + i))
+      const rows = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql(table)}`
+      assert.strictEqual(rows[0]!.n, String(SIZE))
+      const entries = yield* sql<{ batch: string; n: string; low: string; high: string }>`
+        SELECT batch::text, count(*)::text AS n, min(revision)::text AS low, max(revision)::text AS high
+        FROM ${sql(`${table}_history`)} GROUP BY batch`
+      assert.deepStrictEqual(entries, [{
+        batch: applied.batch,
+        n: String(SIZE),
+        low: String(revisions[0]),
+        high: String(applied.revision)
+      }])
+    }).pipe(Effect.scoped, Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
+  })
+
   it.effect("concurrent creates and gets share statements; a conflict in a batch fails only its own create", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {

@@ -5,8 +5,8 @@
  * Holding the counter, it locks the routes the batch names, reads the routes holding the methods and shapes its routes
  * end with, and decides the whole batch as the memory store does (`store/batch.ts`). Then it writes in a few
  * statements, whatever the number of operations: the deletes, the updates (those changing method or shape first set
- * aside under a shape no route can have, so that two routes may swap), the creates, and the log entries with the
- * counter advanced. Every reader sees all of it or none: the change feed reads by transaction, and the log by
+ * aside under a shape no route can have, so that two routes may swap), then one for the creates, the log entries and
+ * the counter advanced. Every reader sees all of it or none: the change feed reads by transaction, and the log by
  * revision up to a committed counter.
  *
  * @internal
@@ -30,7 +30,7 @@ const ROW_TYPES = `id uuid, method text, path text, path_shape text, middleware 
   when_key text, revision bigint`
 
 const rowsJson = (routes: ReadonlyArray<Route.StoredRoute>) =>
-  JSON.stringify(routes.map((route, ord) => ({ ...Row.encodeInsert(route, ord), revision: route.revision })))
+  JSON.stringify(routes.map((route, ord) => Object.assign(Row.encodeInsert(route, ord), { revision: route.revision })))
 
 // What the batch reads, holding the counter: its routes (locked) and the holders of the methods and shapes it takes.
 const known = (store: Store, operations: ReadonlyArray<BatchOperation>) =>
@@ -110,17 +110,17 @@ const write = (store: Store, plan: Batch.Plan, change: Log.Change, base: number)
         FROM json_to_recordset(${rowsJson(updated)}::json) AS x(${sql.literal(ROW_TYPES)})
         WHERE t.id = x.id`
     }
-    if (created.length > 0) {
-      yield* sql`INSERT INTO ${table}
+    // The creates are a CTE of the log's statement, run whether or not it is read (as every CTE that changes rows).
+    const inserted = created.length === 0 ? sql`` : sql`inserted AS (INSERT INTO ${table}
           (id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split, middleware_config,
           description, tags, when_key)
-        SELECT id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split, middleware_config,
-          description, tags, when_key
-        FROM json_to_recordset(${rowsJson(created)}::json) AS x(${sql.literal(ROW_TYPES)})`
-    }
+        SELECT id, method, path, path_shape, middleware, handler, created_at, revision, enabled, split,
+          middleware_config, description, tags, when_key
+        FROM json_to_recordset(${rowsJson(created)}::json) AS x(${sql.literal(ROW_TYPES)})),`
     const end = steps[steps.length - 1]!.revision
     yield* sql`
-      WITH changed AS (
+      WITH ${inserted}
+      changed AS (
         INSERT INTO ${sql(settings.history)} (revision, at, actor, action, route_id, before, after, batch, batch_end)
         SELECT revision, ${change.at}, ${change.actor}, action, route_id, before, after, ${plan.batch}::uuid, ${end}
         FROM json_to_recordset(${entriesJson(steps)}::json)
