@@ -2,7 +2,8 @@
  * Change sets (docs/batches.md): `POST /v1/routing/batch`, many creates, updates and deletes that take effect together
  * or not at all. The body is checked whole first (`invalid_batch`: its shape), then each operation with the rules of
  * the create or the patch it carries (`invalid_route`, every problem at `operations[<i>]…`), then the store decides the
- * batch on the state after it; a refused operation answers as it would alone, with its place in `errors`.
+ * batch on the state after it; the first refused operation answers as it would alone, every refused one's place in
+ * `errors`.
  *
  * @internal
  */
