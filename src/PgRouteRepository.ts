@@ -191,13 +191,24 @@ export const make = (
                 Store.remove(store, routeId, precondition, change)
               ))
         ).pipe(unlessDry(options, () => Effect.zipRight(feed.announce({ removed: id }), feed.prune))),
-      // Announced as "changed": every process reads the whole batch from the feed, in one step.
-      applyBatch: (operations, options) =>
-        changeOf(options, (change) => Errors.storeErrors(ChangeSet.apply(store, operations, options ?? {}, change)))
-          .pipe(
-            Effect.map(({ steps: _, ...applied }) => applied),
-            unlessDry(options, () => Effect.zipRight(feed.announceChanged, feed.prune))
-          ),
+      // Announced as "changed": every process reads the whole batch from the feed, in one step. A replay wrote nothing.
+      applyBatch: (operations, options = {}) =>
+        changeOf(options, (change) => {
+          const idempotency = options.dryRun === true ? undefined : options.idempotency
+          return Errors.storeErrors(
+            idempotency === undefined
+              ? ChangeSet.apply(store, operations, options, change)
+              : deadline.write(ChangeSet.witness(store, change))(
+                Keys.applyBatchIdempotent(store, operations, options, idempotency, change)
+              ).pipe(ChangeSet.methodLimit(store, operations))
+          )
+        }).pipe(
+          Effect.map(({ steps: _, ...applied }) => applied),
+          unlessDry(
+            options,
+            ({ replayed }) => replayed === true ? Effect.void : Effect.zipRight(feed.announceChanged, feed.prune)
+          )
+        ),
       history: (query) => [query.actor].some(holdsNul) ? Effect.succeed(EMPTY_HISTORY) : guard(Log.page(store, query)),
       logAfter: (revision, limit) => guard(Log.after(store, revision, limit)),
       restore: (id, revision, precondition, options) =>

@@ -100,7 +100,7 @@ const problems = {
   idempotency_key_in_use: {
     status: 409,
     description:
-      "A create with the same Idempotency-Key is still being answered; nothing was created. Retry with the key once it has finished."
+      "A create or batch with the same Idempotency-Key is still being answered; nothing was written. Retry with the key once it has finished."
   },
   too_many_methods: {
     status: 409,
@@ -126,7 +126,7 @@ const problems = {
   idempotency_key_reused: {
     status: 422,
     description:
-      "The Idempotency-Key was first used with a different body; nothing was created. Repeat the first body, or use a new key."
+      "The Idempotency-Key was first used with a different body; nothing was written. Repeat the first body, or use a new key."
   },
   too_many_idempotency_keys: {
     status: 429,
@@ -134,7 +134,7 @@ const problems = {
       Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL.toLocaleString("en-US")
     } keys or ${
       Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
-    } by default); nothing was created. Send the create without a key, or retry after \`Retry-After\` seconds, when its oldest key expires.`
+    } by default); nothing was written. Send the create or batch without a key, or retry after \`Retry-After\` seconds, when its oldest key expires.`
   },
   too_many_reports: {
     status: 429,

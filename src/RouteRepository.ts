@@ -217,6 +217,12 @@ export interface HistoryEntry {
    * @since 0.5.0
    */
   readonly batchEnd?: number | undefined
+  /**
+   * (0.5.0) With `batch`: the batch's `description`, when it was given one.
+   *
+   * @since 0.5.0
+   */
+  readonly batchDescription?: string | undefined
 }
 
 /**
@@ -348,7 +354,9 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
    * before and after, `ifMatch`), conflicts and the method bound on the state after the whole batch; the first refused
    * operation fails it with `BatchRefused`, and nothing changes. Every real change takes the next revision in the
    * order of the operations, and its log entry carries the batch's id; no reader of the store ever sees part of it.
-   * Each route id appears at most once (the routing API refuses a batch naming one twice).
+   * Each route id appears at most once (the routing API refuses a batch naming one twice). With
+   * `options.idempotency`, the key fails as `createIdempotent`'s does (`IdempotencyKeyReused`, `IdempotencyKeyInUse`,
+   * `TooManyIdempotencyKeys`, the answer it keeps counted in the principal's bytes), and nothing is written.
    *
    * @since 0.5.0
    */
@@ -356,7 +364,15 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     | ((
       operations: ReadonlyArray<BatchOperation>,
       options?: BatchOptions
-    ) => Effect.Effect<BatchApplied, BatchRefused | StoreUnavailable | ReadOnlyStore>)
+    ) => Effect.Effect<
+      BatchApplied,
+      | BatchRefused
+      | IdempotencyKeyReused
+      | IdempotencyKeyInUse
+      | TooManyIdempotencyKeys
+      | StoreUnavailable
+      | ReadOnlyStore
+    >)
     | undefined
   /**
    * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when

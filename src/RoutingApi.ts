@@ -165,6 +165,7 @@ export class RoutingGroup extends HttpApiGroup.make("routing")
           "after. Applies 1 to 5,000 creates, updates and deletes all or nothing, conflicts judged on the state " +
           "after the whole batch; a refused operation answers as it would alone, errors naming operations[<i>], and " +
           "nothing changes. 200 with one result per operation and Registry-Revision, the batch's last revision. " +
+          "With an Idempotency-Key, a retry gets the first answer again instead of applying twice. " +
           "The body limit is its own (4 MiB by default)."
       )
   )

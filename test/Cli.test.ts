@@ -413,13 +413,48 @@ describe("route-registry sync", () => {
       return yield* Effect.either(Apply.apply(racing, plan, "whole.yaml"))
     }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
     assert.deepStrictEqual(result, Either.left(new SyncFailed({ failed: 3, total: 3 })))
-    assert.include(printed.join("\n"), "failed: 412 precondition_failed")
+    // The refused change is named: its place in the plan, in the file, and what it is.
+    assert.match(
+      printed.join("\n"),
+      /\[1\/3\] whole\.yaml:\d+:\d+: routes\[0\]: update GET \/whole\/:id: failed: 412 precondition_failed: /
+    )
+    assert.notMatch(printed.join("\n"), /\[[23]\/3\].*failed/)
     assert.include(printed.join("\n"), "the batch was refused whole: the 3 changes left are not applied")
     // Neither create was applied: only the other operator's change is in the log.
     assert.deepStrictEqual(fields(await stored(target.origin, "/whole")), [
       { method: "GET", path: "/whole/:id", middleware: [], handler: "theirs" }
     ])
     assert.strictEqual((await historyOf(target.origin)).length, before + 1)
+  })
+
+  it("names the change a 409 refuses: a route another operator created meanwhile on its method and shape", async () => {
+    const route = await create(target.origin, { method: "GET", path: "/taken/:id", handler: "mine" })
+    const items = Either.getOrThrow(RoutesFile.parse(
+      "routes:\n  - method: GET\n    path: /taken/:id\n    handler: fromFile\n" +
+        "  - method: GET\n    path: /taken/b\n    handler: h\n"
+    ))
+    // Another operator creates the second route's method and shape after the plan was made.
+    const theirs = () => create(target.origin, { method: "GET", path: "/taken/b", handler: "theirs" })
+    const printed: Array<string> = []
+    const spy = vi.spyOn(console, "error").mockImplementation((...args) => void printed.push(args.join(" ")))
+    onTestFinished(() => spy.mockRestore())
+    const result = await Effect.gen(function*() {
+      const registry = yield* Registry.make(target.origin, Redacted.make(TOKEN))
+      const racing: Registry.Registry = {
+        ...registry,
+        get: (id) => registry.get(id).pipe(Effect.tap(() => Effect.promise(theirs)))
+      }
+      const plan = Plan.make(yield* registry.list(), items, { pathPrefix: "/taken/", prune: false })
+      assert.deepStrictEqual(plan.changes.map((change) => change._tag), ["Update", "Create"])
+      return yield* Effect.either(Apply.apply(racing, plan, "taken.yaml"))
+    }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
+    assert.deepStrictEqual(result, Either.left(new SyncFailed({ failed: 2, total: 2 })))
+    assert.match(
+      printed.join("\n"),
+      /\[2\/2\] taken\.yaml:\d+:\d+: routes\[1\]: create GET \/taken\/b: failed: 409 route_conflict: /
+    )
+    assert.notMatch(printed.join("\n"), /\[1\/2\].*failed/)
+    assert.strictEqual((await stored(target.origin, "/taken/")).find((r) => r.id === route.id)!.handler, "mine")
   })
 
   it("beyond one batch's limits stops before writing, unless --split-batches", async () => {

@@ -515,6 +515,42 @@ describe("Postgres store, several processes on one database", () => {
     assert.lengthOf(await routes(one.send), 1)
     assert.strictEqual((await one.send(get(created[0]!.json.id))).status, 200)
   })
+
+  it("concurrent batches with one key to two processes apply exactly once, and both replay it (docs/batches.md)", async () => {
+    const store = sharedStore()
+    const one = await nodeListener.start(Layer.merge(store, tokens))
+    const two = await nodeListener.start(Layer.merge(store, tokens))
+    onTestFinished(async () => {
+      await one.close()
+      await two.close()
+    })
+    const batch = (body: unknown): Sent => ({
+      method: "POST",
+      path: "/v1/routing/batch",
+      headers: headers(ADMIN, KEY),
+      body: JSON.stringify(body)
+    })
+    const body = { operations: [{ op: "create", route }, { op: "create", route: other }] }
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? one : two).send(batch(body))))
+    const applied = answers.filter((answer) => answer.status === 200)
+    for (const answer of answers) {
+      if (answer.status !== 200) assertProblem(answer, "idempotency_key_in_use")
+    }
+    assert.lengthOf(applied.filter((answer) => replayed(answer) === null), 1)
+    assert.lengthOf(new Set(applied.map((answer) => answer.text)), 1)
+    for (const process of [one, two]) {
+      const last = await process.send(batch(body))
+      assert.deepStrictEqual([replayed(last), last.text, last.headers.get("registry-revision")], [
+        "true",
+        applied[0]!.text,
+        applied[0]!.headers.get("registry-revision")
+      ])
+    }
+    assert.lengthOf(await routes(one.send), 2)
+    // The key of a batch is no create's: a create with it is refused, as is another batch.
+    assertProblem(await two.send(keyed(route)), "idempotency_key_reused")
+    assertProblem(await one.send(batch({ operations: [{ op: "create", route }] })), "idempotency_key_reused")
+  })
 })
 
 // A route table over the store (npm start, every host that routes) must see a keyed create as it sees a create.

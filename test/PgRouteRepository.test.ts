@@ -331,7 +331,8 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         "fingerprint",
         "route_id",
         "created_at",
-        "revision"
+        "revision",
+        "batch_answer" // migration 14: an applied batch's answer, for a batch's key
       ])
     }).pipe(Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
   })

@@ -286,21 +286,67 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
       ])
       const shape = await batch([{ op: "create", route: route(4) }, { op: "erase", id: a.id }])
       assertProblem(shape, "invalid_batch", ["errors"])
-      // An Idempotency-Key is refused, naming the header, never ignored: nothing is created.
-      const keyed = await server.send({
-        method: "POST",
-        path: "/v1/routing/batch",
-        headers: { ...admin, "idempotency-key": "\"k1\"" },
-        body: JSON.stringify({ operations: [{ op: "create", route: route(4) }] })
-      })
-      assertProblem(keyed, "invalid_idempotency_key", ["errors"])
-      assert.deepStrictEqual((keyed.json as { errors: Array<{ path: string }> }).errors.map((e) => e.path), [
-        "Idempotency-Key"
+      // Every refused operation is named, in order; the first gives the status and problem.
+      const stale = await batch([
+        { op: "delete", id: a.id, ifMatch: "\"1\"" },
+        { op: "create", route: route(6) },
+        { op: "update", id: b.id, patch: { handler: "x" }, ifMatch: "\"1\"" },
+        { op: "delete", id: "019a0000-0000-7000-8000-000000000001" }
       ])
-      // A cursor inside the batch resumes with the rest of it, in one event.
+      assertProblem(stale, "precondition_failed", ["errors"])
+      assert.deepStrictEqual((stale.json as { errors: Array<{ path: string }> }).errors.map((e) => e.path), [
+        "operations[0]",
+        "operations[2]",
+        "operations[3]"
+      ])
+      // With an Idempotency-Key, applied once: the same body again gets the first answer, marked, and writes nothing;
+      // another body with the key is refused. The description goes with the batch's event and log entries.
+      const keyed = (body: unknown, key = "\"k1\"") =>
+        server.send({
+          method: "POST",
+          path: "/v1/routing/batch",
+          headers: { ...admin, "idempotency-key": key },
+          body: JSON.stringify(body)
+        })
+      const described = { description: "add r4", operations: [{ op: "create", route: route(4) }] }
+      const first = await keyed(described)
+      assert.strictEqual(first.status, 200, first.text)
+      assert.isNull(first.headers.get("idempotency-replayed"))
+      const again = await keyed({ operations: [{ route: route(4), op: "create" }], description: "add r4" })
+      assert.deepStrictEqual(
+        [again.status, again.text, again.headers.get("registry-revision"), again.headers.get("idempotency-replayed")],
+        [200, first.text, first.headers.get("registry-revision"), "true"]
+      )
+      assertProblem(await keyed({ operations: [{ op: "create", route: route(5) }] }), "idempotency_key_reused")
+      assertProblem(await keyed(described, "\"\""), "invalid_idempotency_key")
+      const firstBatch = (first.json as { batch: string }).batch
+      const logged = await server.send({
+        method: "GET",
+        path: `/v1/routing/history?batch=${firstBatch}`,
+        headers: auth(ADMIN)
+      })
+      assert.deepStrictEqual(
+        (logged.json as { items: Array<{ batchDescription?: string }> }).items.map((e) => e.batchDescription),
+        ["add r4"]
+      )
+      const newest = await server.send({ method: "GET", path: "/v1/routing/history?limit=1", headers: auth(ADMIN) })
+      assert.strictEqual(
+        String((newest.json as { items: Array<{ revision: number }> }).items[0]!.revision),
+        first.headers.get("registry-revision")
+      )
+      // One event for the keyed batch, with its description; none for its replay. The swap's event has none.
+      const keyedEvent = (await stream.until(5))[4]!
+      assert.deepStrictEqual([keyedEvent.event, keyedEvent.data.batch, keyedEvent.data.description], [
+        "batch",
+        firstBatch,
+        "add r4"
+      ])
+      assert.isFalse("description" in event!.data)
+      // A cursor inside the batch resumes with the rest of it, in one event, then the keyed batch.
       const inside = await open(`?since=${ready.id!.split(".")[0]}.${(answer.revision - 2).toString(36)}`)
       const rest = await inside.waitFor((event) => event.event === "ready")
-      assert.deepStrictEqual(kinds(rest), ["batch", "ready"])
+      assert.deepStrictEqual(kinds(rest), ["batch", "batch", "ready"])
+      assert.deepStrictEqual([rest[1]!.data.batch, rest[1]!.data.description], [firstBatch, "add r4"])
       assert.deepStrictEqual(rest[0]!.data.events.map((e: { revision: number }) => e.revision), [
         answer.revision - 1,
         answer.revision

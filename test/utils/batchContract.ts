@@ -4,7 +4,7 @@
  * batch, and a read of the log that never cuts one. Every store runs it.
  */
 import { assert } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 
@@ -60,7 +60,7 @@ export const batchContract = (test: Test) => {
         { op: "create", route: input("POST", "/c") },
         { op: "update", id: a.id, patch: patch({ handler: "h2" }), ifMatch: [a.revision] },
         { op: "delete", id: b.id }
-      ], { actor: "alice" })
+      ], { actor: "alice", description: "move /b to /c" })
       assert.deepStrictEqual(applied.results.map((r) => [r.status, r.revision]), [
         [201, base + 1],
         [200, base + 2],
@@ -71,11 +71,17 @@ export const batchContract = (test: Test) => {
       assert.deepStrictEqual(yield* state, { [a.id]: "GET /a h2", [created.id]: "POST /c h" })
       assert.strictEqual((yield* Effect.flatMap(repository, (r) => r.findById(created.id))).revision, base + 1)
       const page = yield* Effect.flatMap(repository, (r) => r.history!({ limit: 10, batch: applied.batch }))
-      assert.deepStrictEqual(page.items.map((e) => [e.revision, e.action, e.actor, e.batch]), [
-        [base + 3, "delete", "alice", applied.batch],
-        [base + 2, "update", "alice", applied.batch],
-        [base + 1, "create", "alice", applied.batch]
+      assert.deepStrictEqual(page.items.map((e) => [e.revision, e.action, e.actor, e.batch, e.batchDescription]), [
+        [base + 3, "delete", "alice", applied.batch, "move /b to /c"],
+        [base + 2, "update", "alice", applied.batch, "move /b to /c"],
+        [base + 1, "create", "alice", applied.batch, "move /b to /c"]
       ])
+      const read = yield* Effect.flatMap(repository, (r) => r.logAfter!(base, 10))
+      assert.deepStrictEqual(read.entries.map((e) => e.batchDescription), Array(3).fill("move /b to /c"))
+      // Without a description, the entries hold none.
+      const plain = yield* apply([{ op: "create", route: input("PUT", "/d") }])
+      const [entry] = (yield* Effect.flatMap(repository, (r) => r.history!({ limit: 1, batch: plain.batch }))).items
+      assert.isFalse("batchDescription" in entry!)
       const other = yield* Effect.flatMap(repository, (r) => r.history!({ limit: 10, batch: Route.makeRouteId(1) }))
       assert.deepStrictEqual(other.items, [])
     }))
@@ -133,6 +139,80 @@ export const batchContract = (test: Test) => {
         { op: "delete", id: a.id, ifMatch: [a.revision + 1000] }
       ]))
       assert.deepStrictEqual([stale.index, stale.reason._tag], [1, "PreconditionFailed"])
+      // Every refused operation is named, in order, each with its own reason.
+      const many = yield* unchanged(apply([
+        { op: "update", id: a.id, patch: patch({ handler: "h4" }), ifMatch: [a.revision + 1000] },
+        { op: "create", route: input("GET", "/fine") },
+        { op: "delete", id: gone },
+        { op: "create", route: input("GET", "/b") }
+      ]))
+      assert.strictEqual(many.index, 0)
+      assert.deepStrictEqual(many.refusals?.map((r) => [r.index, r.reason._tag]), [
+        [0, "PreconditionFailed"],
+        [2, "RouteNotFound"],
+        [3, "RouteConflict"]
+      ])
+    }))
+
+  test("with an idempotency key: applied once, the first answer given again; another batch with the key is refused", () =>
+    Effect.gen(function*() {
+      const a = yield* create("GET", "/a")
+      const idempotency: RouteRepository.Idempotency = {
+        key: "k1",
+        principal: "alice",
+        expiresAfter: Duration.hours(1),
+        maxKeys: 10,
+        maxBytes: 1 << 20
+      }
+      const operations = [
+        { op: "create", route: input("GET", "/k") },
+        { op: "update", id: a.id, patch: patch({ handler: "h2" }) }
+      ] as const
+      // A dry run ignores the key: the key stays free.
+      yield* apply(operations, { idempotency, dryRun: true })
+      const first = yield* apply(operations, { idempotency, description: "d" })
+      assert.isNotTrue(first.replayed)
+      const revision = yield* newest
+      const before = yield* state
+      // The answer again, byte for byte in what it says, though the route changed since; nothing written.
+      yield* Effect.flatMap(repository, (r) => r.update(a.id, patch({ handler: "h3" })))
+      const again = yield* apply(operations, { idempotency, description: "d" })
+      assert.isTrue(again.replayed)
+      assert.deepStrictEqual(
+        [
+          again.batch,
+          again.revision,
+          again.results.map((r) => [r.status, r.revision, r.route && Route.toJson(r.route)])
+        ],
+        [
+          first.batch,
+          first.revision,
+          first.results.map((r) => [r.status, r.revision, r.route && Route.toJson(r.route)])
+        ]
+      )
+      assert.strictEqual(yield* newest, revision + 1)
+      assert.deepStrictEqual(Object.keys(yield* state), Object.keys(before))
+      // Another body with the key (another description counts), or a create with it: refused, nothing written.
+      for (const other of [apply(operations, { idempotency }), apply(operations.slice(0, 1), { idempotency })]) {
+        const error = yield* Effect.flip(other)
+        assert.strictEqual((error as { _tag: string })._tag, "IdempotencyKeyReused")
+      }
+      const reused = yield* Effect.flip(
+        Effect.flatMap(repository, (r) => r.createIdempotent!(input("GET", "/k2"), idempotency))
+      )
+      assert.strictEqual(reused._tag, "IdempotencyKeyReused")
+      assert.strictEqual(yield* newest, revision + 1)
+      // A refused batch keeps nothing: its key is free for the next.
+      const free = { ...idempotency, key: "k2" }
+      yield* Effect.flip(apply([{ op: "delete", id: Route.makeRouteId(1) }], { idempotency: free }))
+      const applied = yield* apply([{ op: "create", route: input("GET", "/k3") }], { idempotency: free })
+      assert.isNotTrue(applied.replayed)
+      // The answer counts in the principal's bytes: a key that fits alone (258 bytes) with an answer that does not is
+      // refused, and nothing is written.
+      const small = { ...idempotency, principal: "bob", key: "k3", maxBytes: 300 }
+      const tooMany = yield* Effect.flip(apply([{ op: "create", route: input("GET", "/k4") }], { idempotency: small }))
+      assert.strictEqual((tooMany as { _tag: string })._tag, "TooManyIdempotencyKeys")
+      assert.strictEqual(yield* newest, applied.revision)
     }))
 
   test("limits every route it touches, before and after, to the path prefixes", () =>

@@ -151,9 +151,15 @@ export const make = (origin: string, token: Redacted.Redacted<string>) =>
     )
     // Its messages never show a password in the URL, the causes' own (fetch quotes the URL it refuses) included.
     const hide = Urls.hidingPassword(origin)
+    // The problem's headline and entries are kept: a refused batch's name the operations `sync` reports by name.
     const fail = (error: unknown) => {
-      const failed = failure(origin)(error)
-      return new RequestFailed({ message: hide(failed.message), code: failed.code })
+      const { code, errors, headline, message } = failure(origin)(error)
+      return new RequestFailed({
+        message: hide(message),
+        code,
+        ...(headline === undefined ? {} : { headline: hide(headline) }),
+        ...(errors === undefined ? {} : { errors })
+      })
     }
 
     /** Every route matching `filters`, in id order, walking the pages to the end. */

@@ -217,7 +217,7 @@ export const batch = (state: State, data: string, eventId: string): string | und
   if (cursor === undefined) return notACursor("a batch", eventId)
   const parsed = Decode.parseBatch(data)
   if (typeof parsed === "string") return parsed
-  const mark = { id: parsed.batch, end: cursor.revision }
+  const mark = { id: parsed.batch, end: cursor.revision, description: parsed.description }
   for (const item of parsed.events) {
     const failure = item.event === "upsert"
       ? upsertAt(state, item.data, JSON.stringify(item.data), item.revision, item.revision, mark)

@@ -13,7 +13,7 @@ import * as Grammar from "../route/grammar.js"
 import * as Path from "../route/path.js"
 import * as Split from "../route/split.js"
 import * as When from "../route/when.js"
-import { MAX_BATCH_OPERATIONS } from "../store/batch.js"
+import { MAX_BATCH_DESCRIPTION_LENGTH, MAX_BATCH_OPERATIONS } from "../store/batch.js"
 
 /** A route decoded from an event, with its parsed path, before the follower gives it a revision. */
 export interface Decoded {
@@ -145,9 +145,10 @@ const optionalFields = (
   }
 }
 
-/** A batch event's data (docs/batches.md): the batch's id and its changes, each with its revision. */
+/** A batch event's data (docs/batches.md): the batch's id, its description, and its changes, each with its revision. */
 export interface BatchData {
   readonly batch: string
+  readonly description?: string | undefined
   readonly events: ReadonlyArray<
     { readonly event: "upsert" | "delete"; readonly revision: number; readonly data: unknown }
   >
@@ -161,11 +162,14 @@ export const parseBatch = (data: string): BatchData | string => {
   } catch {
     return `a batch event whose data is not JSON: ${data.slice(0, 200)}`
   }
-  const { batch, events } = (json ?? {}) as { batch?: unknown; events?: unknown }
+  const { batch, description, events } = (json ?? {}) as { batch?: unknown; description?: unknown; events?: unknown }
   const wellFormed = typeof batch === "string" && Array.isArray(events) && events.length <= MAX_BATCH_OPERATIONS &&
+    (description === undefined ||
+      typeof description === "string" && description.length <= MAX_BATCH_DESCRIPTION_LENGTH) &&
     events.every((item) =>
       typeof item === "object" && item !== null && (item.event === "upsert" || item.event === "delete") &&
       Number.isSafeInteger(item.revision) && item.revision > 0 && typeof item.data?.id === "string"
     )
-  return wellFormed ? { batch, events } : `a batch event that is not a batch: ${data.slice(0, 200)}`
+  if (!wellFormed) return `a batch event that is not a batch: ${data.slice(0, 200)}`
+  return description === undefined ? { batch, events } : { batch, description: description as string, events }
 }

@@ -180,7 +180,12 @@ const batchEntries = (data: string, end: number, at: Date): Array<RouteRepositor
   for (const item of batch.events) {
     const entry = entryOf(item.event, JSON.stringify(item.data), item.revision, at)
     if (typeof entry === "string") return entry
-    entries.push({ ...entry, batch: batch.batch, batchEnd: end })
+    entries.push({
+      ...entry,
+      batch: batch.batch,
+      batchEnd: end,
+      ...(batch.description === undefined ? {} : { batchDescription: batch.description })
+    })
   }
   return entries
 }

@@ -237,7 +237,10 @@ export const HistoryEntry = Schema.Struct({
   before: Schema.NullOr(Route.Route),
   after: Schema.NullOr(Route.Route),
   restoredFrom: Schema.optional(Schema.Int.annotations({ description: "The revision a restore went back to." })),
-  batch: Schema.optional(Schema.String.annotations({ description: "The change set the change was part of." }))
+  batch: Schema.optional(Schema.String.annotations({ description: "The change set the change was part of." })),
+  batchDescription: Schema.optional(
+    Schema.String.annotations({ description: "The description of the change set, when it was given one." })
+  )
 }).annotations({ identifier: "HistoryEntry" })
 
 /**

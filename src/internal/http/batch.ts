@@ -2,7 +2,8 @@
  * Change sets (docs/batches.md): `POST /v1/routing/batch`, many creates, updates and deletes that take effect together
  * or not at all. The body is checked whole first (`invalid_batch`: its shape), then each operation with the rules of
  * the create or the patch it carries (`invalid_route`, every problem at `operations[<i>]…`), then the store decides the
- * batch on the state after it; a refused operation answers as it would alone, with its place in `errors`.
+ * batch on the state after it; the first refused operation answers as it would alone, every refused one's place in
+ * `errors`.
  *
  * @internal
  */
@@ -10,6 +11,7 @@ import { Effect, Either } from "effect"
 import * as Route from "../../Route.js"
 import type * as RouteRepository from "../../RouteRepository.js"
 import { MAX_ISSUES } from "../route/validate.js"
+import { MAX_BATCH_DESCRIPTION_LENGTH } from "../store/batch.js"
 import * as Answers from "./answers.js"
 import { refuse } from "./answers.js"
 import * as Conditional from "./conditional.js"
@@ -20,9 +22,6 @@ import * as Idempotency from "./idempotency.js"
 import { catalogIssues } from "./operations.js"
 import * as Ownership from "./ownership.js"
 import { type Core, fromEither, type Steps } from "./steps.js"
-
-/** The longest `description` a batch may carry. */
-export const MAX_DESCRIPTION_LENGTH = 1_024
 
 /** The most operations one batch holds. */
 export const MAX_OPERATIONS = 5_000
@@ -87,8 +86,10 @@ export const batchIssues = (body: unknown): Array<Issue> => {
     key
   ) => ({ path: key, message: `unknown field ${JSON.stringify(key)}: a batch holds operations and description` }))
   const { description, operations } = body
-  if (description !== undefined && (typeof description !== "string" || description.length > MAX_DESCRIPTION_LENGTH)) {
-    issues.push({ path: "description", message: `must be text of at most ${MAX_DESCRIPTION_LENGTH} characters` })
+  if (
+    description !== undefined && (typeof description !== "string" || description.length > MAX_BATCH_DESCRIPTION_LENGTH)
+  ) {
+    issues.push({ path: "description", message: `must be text of at most ${MAX_BATCH_DESCRIPTION_LENGTH} characters` })
   }
   if (!Array.isArray(operations)) {
     issues.push({ path: "operations", message: "is required: a list of 1 to 5,000 operations" })
@@ -160,28 +161,21 @@ const invalidBatch = (errors: ReadonlyArray<Issue>) =>
     { errors }
   )
 
-// A batch remembers no key yet (docs/batches.md): refused rather than ignored, so that no client retries a batch
-// believing it safe to send twice.
-const NO_IDEMPOTENCY_KEY = Answers.problem(
-  "invalid_idempotency_key",
-  "A batch does not take the Idempotency-Key header: send the batch without it. Every update and delete of a batch " +
-    "may carry its ifMatch, which makes sending it again safe (a batch applied once is then refused whole).",
-  undefined,
-  { errors: [{ path: "Idempotency-Key", message: "not accepted on POST /v1/routing/batch" }] }
-)
-
 const NO_BATCHES = Answers.problem(
   "not_found",
   "This process's store does not apply change sets (a store of the host's own): send each change on its own."
 )
 
-// The answer the refused operation would get alone, with its place in the batch.
-const refused = (core: Core, { index, reason }: RouteRepository.BatchRefused) =>
+// The answer the first refused operation would get alone, with the place of every refused one in the batch.
+const refused = (core: Core, { index, reason, refusals = [{ index, reason }] }: RouteRepository.BatchRefused) =>
   Effect.flatMap(
     (core.failures[reason._tag] as (error: typeof reason) => Effect.Effect<Response>)(reason),
     (alone) => {
       const problem = JSON.parse(alone.body) as Record<string, unknown>
-      const errors = [{ path: `operations[${index}]`, message: reason.message }]
+      const errors = refusals.slice(0, MAX_ISSUES).map((found) => ({
+        path: `operations[${found.index}]`,
+        message: found.reason.message
+      }))
       return refuse({ ...alone, body: JSON.stringify({ ...problem, errors }) })
     }
   )
@@ -191,11 +185,14 @@ const resultJson = (outcome: RouteRepository.BatchOutcome, dryRun: boolean): str
   `"etag":${outcome.route === null ? "null" : JSON.stringify(Conditional.etagOf(outcome.route.revision))},` +
   `"revision":${dryRun ? "null" : outcome.revision}}`
 
-/** `POST /v1/routing/batch`. */
+/**
+ * `POST /v1/routing/batch`. With an `Idempotency-Key`, as a create's: checked before the body, and applied at most once
+ * per key and principal, the first answer given again; a dry run, or a refused batch, leaves the key untouched.
+ */
 export const batch: Steps = (core, request, principal) =>
   Effect.gen(function*() {
     const dryRun = yield* fromEither(History.dryRunOf(request.query))
-    if (request.header(Idempotency.HEADER) !== undefined) return yield* refuse(NO_IDEMPOTENCY_KEY)
+    const requestKey = yield* Idempotency.requestKey(request.header(Idempotency.HEADER), principal.id)
     const body = yield* Content.readJson(request, Content.CREATE_TYPES, core.batchLimits)
     const issues = batchIssues(body)
     if (issues.length > 0) return yield* refuse(invalidBatch(issues))
@@ -207,18 +204,35 @@ export const batch: Steps = (core, request, principal) =>
     )
     const applyBatch = core.repository.applyBatch
     if (applyBatch === undefined) return yield* refuse(NO_BATCHES)
-    const applied = yield* applyBatch(operations, {
-      actor: principal.id,
-      dryRun,
-      pathPrefixes: Ownership.guard(principal, undefined)?.pathPrefixes
-    }).pipe(Effect.catchTag("BatchRefused", (error) => refused(core, error)))
-    if (!dryRun) {
+    const keyed = dryRun ? undefined : requestKey
+    const apply = () =>
+      applyBatch(operations, {
+        actor: principal.id,
+        dryRun,
+        pathPrefixes: Ownership.guard(principal, undefined)?.pathPrefixes,
+        description: (body as { description?: string }).description,
+        idempotency: keyed && {
+          key: keyed.key,
+          principal: keyed.principal,
+          expiresAfter: core.keyExpiry,
+          maxKeys: core.maxKeys,
+          maxBytes: core.maxKeyBytes
+        }
+      })
+    const applied = yield* (keyed === undefined ? apply() : Idempotency.exclusive(core.keysInFlight, keyed, apply))
+      .pipe(Effect.catchTag("BatchRefused", (error) => refused(core, error)))
+    if (!dryRun && applied.replayed !== true) {
       for (const operation of operations) if (operation.op !== "create") core.answers?.delete(operation.id)
     }
-    return Answers.json(
-      200,
-      `{"batch":${dryRun ? "null" : JSON.stringify(applied.batch)},"revision":${dryRun ? "null" : applied.revision},` +
-        `"results":[${applied.results.map((outcome) => resultJson(outcome, dryRun)).join(",")}]}`,
-      History.revisionHeaders(applied.revision, dryRun)
+    return Idempotency.replay(
+      Answers.json(
+        200,
+        `{"batch":${dryRun ? "null" : JSON.stringify(applied.batch)},"revision":${
+          dryRun ? "null" : applied.revision
+        },` +
+          `"results":[${applied.results.map((outcome) => resultJson(outcome, dryRun)).join(",")}]}`,
+        History.revisionHeaders(applied.revision, dryRun)
+      ),
+      applied.replayed === true
     )
   })

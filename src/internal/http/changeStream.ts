@@ -99,7 +99,7 @@ interface BatchItem {
 
 // The event of a change set (docs/batches.md): its changes in one event, whose cursor is its last revision, so a
 // follower applies all of them in one step or none.
-const batchText = (store: string, batch: string, items: ReadonlyArray<BatchItem>): string => {
+const batchText = (store: string, batch: ReplayRing.BatchMark, items: ReadonlyArray<BatchItem>): string => {
   const revision = items[items.length - 1]!.revision
   const events = items.map((item) =>
     `{"event":"${item.upsert ? "upsert" : "delete"}","revision":${item.revision},"data":${item.text}}`
@@ -107,7 +107,9 @@ const batchText = (store: string, batch: string, items: ReadonlyArray<BatchItem>
   return event(
     "batch",
     ReplayRing.cursorOf(store, revision),
-    `{"batch":${JSON.stringify(batch)},"revision":${revision},"events":[${events.join(",")}]}`
+    `{"batch":${JSON.stringify(batch.id)},` +
+      (batch.description === undefined ? "" : `"description":${JSON.stringify(batch.description)},`) +
+      `"revision":${revision},"events":[${events.join(",")}]}`
   )
 }
 
@@ -127,7 +129,7 @@ const batchEvent = (changes: ReadonlyArray<ReplayRing.Change>, store: string): U
     revision: change.revision,
     text: change.text
   }))
-  const bytes = encoder.encode(batchText(store, first.batch!.id, items))
+  const bytes = encoder.encode(batchText(store, first.batch!, items))
   encodedBatches.set(last, { first, bytes })
   return bytes
 }
@@ -211,7 +213,7 @@ const logEvents = (store: string, entries: LogRead["entries"]): Array<string> =>
     else {
       events.push(batchText(
         store,
-        batch,
+        { id: batch, end: part[part.length - 1]!.revision, description: part[0]!.batchDescription },
         part.map((entry) => ({
           upsert: entry.after !== null,
           revision: entry.revision,

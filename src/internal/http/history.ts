@@ -132,7 +132,8 @@ export const entryJson = (entry: RouteRepository.HistoryEntry): string =>
   `"before":${entry.before === null ? "null" : Route.toJson(entry.before)},` +
   `"after":${entry.after === null ? "null" : Route.toJson(entry.after)}` +
   (entry.restoredFrom === undefined ? "" : `,"restoredFrom":${entry.restoredFrom}`) +
-  (entry.batch === undefined ? "}" : `,"batch":${JSON.stringify(entry.batch)}}`)
+  (entry.batch === undefined ? "" : `,"batch":${JSON.stringify(entry.batch)}`) +
+  (entry.batchDescription === undefined ? "}" : `,"batchDescription":${JSON.stringify(entry.batchDescription)}}`)
 
 const pageAnswer = (
   path: string,

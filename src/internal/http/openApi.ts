@@ -92,7 +92,16 @@ const successes: Record<string, Record<string, { description: string; headers?: 
     }
   },
   "routing.batch": {
-    "200": { description: "One result per operation, in order.", headers: revision }
+    "200": {
+      description: "One result per operation, in order.",
+      headers: {
+        ...revision,
+        [Idempotency.REPLAYED_HEADER]: {
+          description: "true when this is the first answer to the request's Idempotency-Key, given again.",
+          schema: { type: "string", enum: ["true"] }
+        }
+      }
+    }
   },
   "routing.history": { "200": { description: "A page of the change log, newest first.", headers: { Link: nextPage } } },
   "routing.routeHistory": {
@@ -117,18 +126,19 @@ const successes: Record<string, Record<string, { description: string; headers?: 
   "routing.delete": { "204": { description: "The route is deleted: no body.", headers: revision } }
 }
 
-// The request header of a create (the HttpApi model would make the typed client's callers pass it).
+// The request header of a create and of a batch (the HttpApi model would make the typed client's callers pass it).
 const idempotencyKey = {
   name: Idempotency.HEADER,
   in: "header",
   required: false,
-  description: "Makes the create safe to retry (draft-ietf-httpapi-idempotency-key-header): a key of 1 to " +
+  description:
+    "Makes the create or the batch safe to retry (draft-ietf-httpapi-idempotency-key-header): a key of 1 to " +
     `${Idempotency.MAX_KEY_LENGTH} printable ASCII characters as a Structured Field string, such as ` +
-    `${Idempotency.EXAMPLE} (a bare token is accepted too). The first answer, 201 or 409 route_conflict, is ` +
+    `${Idempotency.EXAMPLE} (a bare token is accepted too). The first answer (a create's 201 or 409 route_conflict, a batch's 200) is ` +
     `remembered for the principal for ${
       Limits.DEFAULT_IDEMPOTENCY_KEY_EXPIRY_SECONDS / 3600
     } hours by default: the same key ` +
-    "with the same route gets it again, marked Idempotency-Replayed: true; with another route the answer is 422 " +
+    "with the same body gets it again, marked Idempotency-Replayed: true; with another body the answer is 422 " +
     "idempotency_key_reused, and while the first request is running 409 idempotency_key_in_use. A client holds at " +
     `most ${Limits.DEFAULT_IDEMPOTENCY_KEYS_PER_PRINCIPAL.toLocaleString("en-US")} keys (${
       Limits.describeBytes(Limits.DEFAULT_IDEMPOTENCY_KEY_BYTES_PER_PRINCIPAL)
@@ -227,6 +237,7 @@ export const transform = (spec: Record<string, any>): Record<string, any> => {
         else problemResponse(response, status, allow)
       }
       if (operation.operationId === "routing.create") operation.parameters = [idempotencyKey, dryRun(spec)]
+      if (operation.operationId === "routing.batch") operation.parameters = [idempotencyKey, ...operation.parameters]
       if (operation.operationId === "routing.update" || operation.operationId === "routing.delete") {
         operation.parameters = [...(operation.parameters ?? []), dryRun(spec)]
       }

@@ -85,7 +85,7 @@ const entriesJson = (steps: ReadonlyArray<Batch.Step>) =>
   }]`
 
 // Writes the plan's steps, after `base`: a handful of statements whatever their number.
-const write = (store: Store, plan: Batch.Plan, change: Log.Change, base: number) =>
+const write = (store: Store, plan: Batch.Plan, change: Log.Change, base: number, description: string | undefined) =>
   Effect.gen(function*() {
     const { settings, sql } = store
     const table = sql(settings.qualified)
@@ -121,8 +121,10 @@ const write = (store: Store, plan: Batch.Plan, change: Log.Change, base: number)
     yield* sql`
       WITH ${inserted}
       changed AS (
-        INSERT INTO ${sql(settings.history)} (revision, at, actor, action, route_id, before, after, batch, batch_end)
-        SELECT revision, ${change.at}, ${change.actor}, action, route_id, before, after, ${plan.batch}::uuid, ${end}
+        INSERT INTO ${sql(settings.history)}
+          (revision, at, actor, action, route_id, before, after, batch, batch_end, batch_description)
+        SELECT revision, ${change.at}, ${change.actor}, action, route_id, before, after, ${plan.batch}::uuid, ${end},
+          ${description ?? null}::text
         FROM json_to_recordset(${entriesJson(steps)}::json)
           AS x(revision bigint, action text, route_id uuid, before jsonb, after jsonb)
         RETURNING revision
@@ -164,6 +166,47 @@ const tooManyMethods = (store: Store, operations: ReadonlyArray<BatchOperation>)
   )
 }
 
+/** Decides a change set and writes it, in the caller's transaction; `then` runs after the plan, before it is written. */
+export const decideAndWrite = <E = never>(
+  store: Store,
+  operations: ReadonlyArray<BatchOperation>,
+  options: BatchOptions,
+  change: Log.Change,
+  then: (plan: Batch.Plan) => Effect.Effect<void, E | SqlError> = () => Effect.void
+): Effect.Effect<Batch.Plan, BatchRefused | E | SqlError> =>
+  Effect.gen(function*() {
+    const base = yield* Log.lock(store)
+    const decided = Batch.plan(
+      store.ids,
+      operations,
+      yield* known(store, operations),
+      options,
+      change.at.getTime(),
+      base
+    )
+    if (Either.isLeft(decided)) return yield* decided.left
+    yield* then(decided.right)
+    yield* write(store, decided.right, change, base, options.description)
+    return decided.right
+  })
+
+/** The steps of a plan as the witness of a write checks them. */
+export const witness = (store: Store, change: Log.Change) => (plan: Batch.Plan) =>
+  Witness.logged(
+    store,
+    plan.steps.map(({ after, before, revision }) => ({ revision, routeId: (after ?? before)!.id, at: change.at }))
+  )
+
+/** The refusal of a batch the database's method bound stopped, as the plan would give it. */
+export const methodLimit =
+  (store: Store, operations: ReadonlyArray<BatchOperation>) =>
+  <A, E>(self: Effect.Effect<A, E>): Effect.Effect<A, E | BatchRefused | SqlError | StoreUnavailable> =>
+    Effect.catchIf(
+      self,
+      (error): error is E & SqlError => store.isMethodLimit(error),
+      () => tooManyMethods(store, operations)
+    )
+
 /** Applies a change set in one transaction of its own (or a savepoint of the host's). */
 export const apply = (
   store: Store,
@@ -173,24 +216,7 @@ export const apply = (
 ): Effect.Effect<Batch.Plan, BatchRefused | SqlError | StoreUnavailable> =>
   Log.write(
     store,
-    Effect.gen(function*() {
-      const base = yield* Log.lock(store)
-      const decided = Batch.plan(
-        store.ids,
-        operations,
-        yield* known(store, operations),
-        options,
-        change.at.getTime(),
-        base
-      )
-      if (Either.isLeft(decided)) return yield* decided.left
-      yield* write(store, decided.right, change, base)
-      return decided.right
-    }),
+    decideAndWrite(store, operations, options, change),
     change.dryRun,
-    (plan) =>
-      Witness.logged(
-        store,
-        plan.steps.map(({ after, before, revision }) => ({ revision, routeId: (after ?? before)!.id, at: change.at }))
-      )
-  ).pipe(Effect.catchIf(store.isMethodLimit, () => tooManyMethods(store, operations)))
+    witness(store, change)
+  ).pipe(methodLimit(store, operations))

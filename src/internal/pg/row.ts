@@ -7,7 +7,7 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Route from "../../Route.js"
-import type { Action, HistoryEntry } from "../../RouteRepository.js"
+import type { Action, BatchApplied, HistoryEntry } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
 import * as RouteFields from "../route/fields.js"
 import * as When from "../route/when.js"
@@ -108,11 +108,12 @@ export interface EntryRow {
   readonly batch: string | null
   /** A bigint, as `revision`. */
   readonly batch_end: string | number | bigint | null
+  readonly batch_description: string | null
 }
 
 /** The columns of an `EntryRow`, in every statement that reads the log. */
 export const entryColumns = (sql: SqlClient.SqlClient) =>
-  sql`revision, at, actor, action, route_id, before, after, restored_from, batch, batch_end`
+  sql`revision, at, actor, action, route_id, before, after, restored_from, batch, batch_end, batch_description`
 
 const decodeLogged = (json: LoggedRoute | null): Route.Route | null =>
   json === null
@@ -129,8 +130,32 @@ export const decodeEntry = (row: EntryRow): HistoryEntry => ({
   before: decodeLogged(row.before),
   after: decodeLogged(row.after),
   ...(row.restored_from === null ? {} : { restoredFrom: Number(row.restored_from) }),
-  ...(row.batch === null ? {} : { batch: row.batch, batchEnd: Number(row.batch_end) })
+  ...(row.batch === null ? {} : { batch: row.batch, batchEnd: Number(row.batch_end) }),
+  ...(row.batch_description === null ? {} : { batchDescription: row.batch_description })
 })
+
+/** An applied batch's answer again, from the JSON its key keeps (`batchAnswerJson`). */
+export const decodeBatchAnswer = (json: string): BatchApplied => {
+  const answer = JSON.parse(json) as {
+    batch: string
+    revision: number
+    results: Array<{ status: 201 | 200 | 204; route: LoggedRoute | null; revision: number }>
+  }
+  return {
+    batch: answer.batch,
+    revision: answer.revision,
+    results: answer.results.map(({ revision, route, status }) => ({
+      status,
+      revision,
+      route: route === null
+        ? null
+        : new Route.StoredRoute({
+          ...trusted(route as unknown as Parameters<typeof trusted>[0], route.createdAt),
+          revision
+        }, true)
+    }))
+  }
+}
 
 // The columns every route has, as JSON.
 const fields = (route: Route.Route) => ({

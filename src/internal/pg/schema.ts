@@ -293,6 +293,14 @@ export const migrations = (options: Options.Options = {}) => {
         sql`ALTER TABLE ${sql(history)} ADD COLUMN batch uuid, ADD COLUMN batch_end bigint`,
         sql`CREATE INDEX ${sql(`${table}_history_batch_idx`)} ON ${sql(history)} (batch, revision)
           WHERE batch IS NOT NULL`
+      ], { discard: true })),
+    // (v5) A batch's description, on each of its entries; and a key may keep an applied batch's answer (its JSON, as
+    // `batchAnswerJson` writes it, counted in the principal's bytes) instead of a create's.
+    "14_add_batch_description_and_keys": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.all([
+        sql`ALTER TABLE ${sql(history)} ADD COLUMN batch_description text`,
+        sql`ALTER TABLE ${sql(idempotencyKeys)} ALTER COLUMN route_id DROP NOT NULL, ADD COLUMN batch_answer text,
+          ADD CONSTRAINT ${sql(`${table}_idem_answer`)} CHECK ((route_id IS NULL) <> (batch_answer IS NULL))`
       ], { discard: true }))
   }
 }

@@ -11,7 +11,7 @@
 import type { Context } from "effect"
 import { Either } from "effect"
 import * as Route from "../../Route.js"
-import type { RouteIdGenerator, WriteOptions } from "../../RouteRepository.js"
+import type { Idempotency, RouteIdGenerator, WriteOptions } from "../../RouteRepository.js"
 import {
   BatchRefused,
   OutsidePrefixes,
@@ -46,6 +46,14 @@ export type BatchOperation =
  */
 export interface BatchOptions extends WriteOptions {
   readonly pathPrefixes?: ReadonlyArray<string> | undefined
+  /** What the batch is for, at most 1,024 characters: each of its log entries carries it. */
+  readonly description?: string | undefined
+  /**
+   * Applies the batch at most once per key and principal, as `createIdempotent` creates: the same operations and
+   * description with the key give the first answer again (`replayed`), others fail with `IdempotencyKeyReused`. Only an
+   * applied batch is remembered; a dry run ignores the key.
+   */
+  readonly idempotency?: Idempotency | undefined
 }
 
 /**
@@ -70,10 +78,15 @@ export interface BatchApplied {
   readonly batch: string
   readonly revision: number
   readonly results: ReadonlyArray<BatchOutcome>
+  /** `true` when this is the first answer to the options' idempotency key given again: nothing was written. */
+  readonly replayed?: boolean | undefined
 }
 
 /** The most operations one batch holds. */
 export const MAX_BATCH_OPERATIONS = 5_000
+
+/** The longest `description` a batch may carry. */
+export const MAX_BATCH_DESCRIPTION_LENGTH = 1_024
 
 /** What a store read of its state for a batch. */
 export interface Known {
@@ -215,8 +228,8 @@ export const plan = (
   const bound = refusals.size === 0 ? methodBound(decided, known) : undefined
   if (bound !== undefined) refusals.set(bound[0], bound[1])
   if (refusals.size > 0) {
-    const index = Math.min(...refusals.keys())
-    return Either.left(new BatchRefused({ index, reason: refusals.get(index)! }, true))
+    const found = [...refusals].sort(([a], [b]) => a - b).map(([index, reason]) => ({ index, reason }))
+    return Either.left(new BatchRefused({ ...found[0]!, refusals: found }, true))
   }
   const steps: Array<Step> = []
   const results = decided.map((d, index): BatchOutcome => {

@@ -176,12 +176,17 @@ export class InvalidRestore extends Schema.TaggedError<InvalidRestore>()("Invali
 /**
  * An operation of a change set (`RouteRepository.applyBatch`) was refused, so none of them took effect: `index` is
  * the first refused operation's place in the batch, `reason` what refused it, as it would refuse that change alone.
+ * `refusals` lists every refused operation the store found, so that a client fixes them all in one go.
  *
  * @since 0.5.0
  */
+const BatchRefusal = Schema.Union(RouteNotFound, OutsidePrefixes, PreconditionFailed, RouteConflict, TooManyMethods)
+
 export class BatchRefused extends Schema.TaggedError<BatchRefused>()("BatchRefused", {
   index: Schema.Number,
-  reason: Schema.Union(RouteNotFound, OutsidePrefixes, PreconditionFailed, RouteConflict, TooManyMethods)
+  reason: BatchRefusal,
+  /** Every operation found refused, in the batch's order, the first one included; absent, that one alone. */
+  refusals: Schema.optional(Schema.Array(Schema.Struct({ index: Schema.Number, reason: BatchRefusal })))
 }) {
   override get message(): string {
     return `operation ${this.index} of the batch was refused: ${this.reason.message}`

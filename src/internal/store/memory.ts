@@ -8,6 +8,7 @@ import { Duration, Effect, Either } from "effect"
 import { InvalidOption } from "../../InvalidOption.js"
 import * as Route from "../../Route.js"
 import type {
+  BatchApplied,
   FirstAnswer,
   Idempotency,
   MemoryOptions,
@@ -21,6 +22,7 @@ import type {
 import { withActor, withActorAndClock } from "./actor.js"
 import * as Batch from "./batch.js"
 import {
+  type BatchRefused,
   IdempotencyKeyReused,
   InvalidRestore,
   OutsidePrefixes,
@@ -44,8 +46,10 @@ interface Change {
 const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
 
 /** An idempotency key the memory store remembers: the first request's fingerprint, its answer, until `expiresAt`. */
-interface KeptKey extends FirstAnswer {
+interface KeptKey {
   readonly fingerprint: string
+  /** A create's first answer, or an applied batch's. */
+  readonly answer: FirstAnswer | BatchApplied
   readonly expiresAt: number
   /** What it counts against its principal's byte budget (`keySize`). */
   readonly size: number
@@ -200,7 +204,13 @@ export const make = (
   // Decided on the stored state and applied without yielding: no other change comes between, and no reader sees part
   // of it. Steps are applied in order, then every route the batch leaves takes its method and shape, which an earlier
   // step's removal of another route's may have cleared (a swap).
-  const applyBatch = (steps: ReadonlyArray<Batch.Step>, batch: string, millis: number, actor: string | null) => {
+  const applyBatch = (
+    steps: ReadonlyArray<Batch.Step>,
+    batch: string,
+    millis: number,
+    actor: string | null,
+    description: string | undefined
+  ) => {
     const batchEnd = steps[steps.length - 1]?.revision
     for (const { action, after, before, revision } of steps) {
       if (before === null) addRoute(memory, after!, Rules.conflictKey(after!.method, after!.path))
@@ -209,7 +219,8 @@ export const make = (
       Log.append(log, {
         ...Log.entry(revision, millis, actor, action, (after ?? before)!.id, before, after),
         batch,
-        batchEnd
+        batchEnd,
+        ...(description === undefined ? {} : { batchDescription: description })
       })
     }
     for (const { after } of steps) {
@@ -227,11 +238,35 @@ export const make = (
       }
     }
   }
-  // The key's first answer again, or the refusal of a key used with another input.
+  // The key's first answer again, or the refusal of a key used with another input (a batch's never matches a create).
   const again = (input: Route.CreateRoute, idempotency: Idempotency, kept: KeptKey) =>
     kept.fingerprint === Rules.fingerprint(input)
-      ? Effect.succeed<Remembered>({ outcome: Rules.answerAgain(input, kept), replayed: true })
+      ? Effect.succeed<Remembered>({ outcome: Rules.answerAgain(input, kept.answer as FirstAnswer), replayed: true })
       : Effect.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
+  // The live key of the principal, if it holds one.
+  const liveKey = ({ key, principal }: Idempotency, now: number) => {
+    const kept = principals.get(principal)?.keys.get(key)
+    return kept !== undefined && kept.expiresAt > now ? kept : undefined
+  }
+  // The principal's keys, for a key it holds no live answer to: expired keys forgotten first.
+  const heldKeys = ({ key, principal }: Idempotency, now: number): PrincipalKeys => {
+    forgetIdlePrincipals(principals, now)
+    const held = principals.get(principal) ?? { keys: new Map(), bytes: 0, latestExpiry: 0 }
+    forgetExpiredPrefix(held, now)
+    const expired = held.keys.get(key)
+    if (expired !== undefined) forgetKey(held, key, expired)
+    return held
+  }
+  // Keeps a new key's first answer, once `overLimit` let it.
+  const keep = (held: PrincipalKeys, idempotency: Idempotency, now: number, kept: Omit<KeptKey, "expiresAt">) => {
+    const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
+    held.keys.set(idempotency.key, { ...kept, expiresAt })
+    held.bytes += kept.size
+    held.latestExpiry = Math.max(held.latestExpiry, expiresAt)
+    // Stored again, so the principal moves to the end: the order of their last keys.
+    principals.delete(idempotency.principal)
+    principals.set(idempotency.principal, held)
+  }
   return {
     create: (input, options) =>
       withActorAndClock(
@@ -251,31 +286,16 @@ export const make = (
           clock
         ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
           const now = clock.unsafeCurrentTimeMillis()
-          const { key, principal } = idempotency
-          const kept = principals.get(principal)?.keys.get(key)
-          if (kept !== undefined && kept.expiresAt > now) return again(input, idempotency, kept)
-          forgetIdlePrincipals(principals, now)
-          const held = principals.get(principal) ?? { keys: new Map(), bytes: 0, latestExpiry: 0 }
-          forgetExpiredPrefix(held, now)
-          const expired = held.keys.get(key)
-          if (expired !== undefined) forgetKey(held, key, expired)
-          const size = Rules.keySize(key)
+          const kept = liveKey(idempotency, now)
+          if (kept !== undefined) return again(input, idempotency, kept)
+          const held = heldKeys(idempotency, now)
+          const size = Rules.keySize(idempotency.key)
           const refused = overLimit(held, idempotency, size, now)
           if (refused !== undefined) return Effect.fail(refused)
           const decided = insert(input, now, { actor })
           if (Either.isLeft(decided)) return Effect.fail(decided.left)
-          const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
-          held.keys.set(key, {
-            fingerprint: Rules.fingerprint(input),
-            ...Rules.firstAnswerOf(decided.right),
-            expiresAt,
-            size
-          })
-          held.bytes += size
-          held.latestExpiry = Math.max(held.latestExpiry, expiresAt)
-          // Stored again, so the principal moves to the end: the order of their last keys.
-          principals.delete(principal)
-          principals.set(principal, held)
+          const answer = Rules.firstAnswerOf(decided.right)
+          keep(held, idempotency, now, { fingerprint: Rules.fingerprint(input), answer, size })
           return Effect.succeed({ outcome: decided.right, replayed: false })
         })),
     unsafeFindById: (id) => memory.byId.get(id),
@@ -313,15 +333,34 @@ export const make = (
             return Effect.succeed(revision)
           })
       ),
+    // With a key, as `createIdempotent`: its answer is kept in the same step as the batch is applied.
     applyBatch: (operations, options = {}) =>
-      withActorAndClock(options, (actor, clock) => {
-        const millis = clock.unsafeCurrentTimeMillis()
-        const decided = Batch.plan(ids, operations, known, options, millis, memory.revision)
-        if (Either.isLeft(decided)) return Effect.fail(decided.left)
-        const { steps, ...applied } = decided.right
-        if (options.dryRun !== true) applyBatch(steps, applied.batch, millis, actor)
-        return Effect.succeed(applied)
-      }),
+      withActorAndClock(
+        options,
+        (actor, clock): Effect.Effect<BatchApplied, BatchRefused | IdempotencyKeyReused | TooManyIdempotencyKeys> => {
+          const millis = clock.unsafeCurrentTimeMillis()
+          const idempotency = options.dryRun === true ? undefined : options.idempotency
+          const fingerprint = idempotency && Rules.batchFingerprint(operations, options.description)
+          const kept = idempotency && liveKey(idempotency, millis)
+          if (kept !== undefined) {
+            return kept.fingerprint === fingerprint
+              ? Effect.succeed({ ...kept.answer as BatchApplied, replayed: true })
+              : Effect.fail(new IdempotencyKeyReused({ key: idempotency!.key }, true))
+          }
+          const decided = Batch.plan(ids, operations, known, options, millis, memory.revision)
+          if (Either.isLeft(decided)) return Effect.fail(decided.left)
+          const { steps, ...applied } = decided.right
+          if (idempotency !== undefined) {
+            const held = heldKeys(idempotency, millis)
+            const size = Rules.keySize(idempotency.key) + Rules.answerSize(Rules.batchAnswerJson(applied))
+            const refused = overLimit(held, idempotency, size, millis)
+            if (refused !== undefined) return Effect.fail(refused)
+            keep(held, idempotency, millis, { fingerprint: fingerprint!, answer: applied, size })
+          }
+          if (options.dryRun !== true) applyBatch(steps, applied.batch, millis, actor, options.description)
+          return Effect.succeed(applied)
+        }
+      ),
     history: (query) => Effect.sync(() => Log.page(log, query)),
     logAfter: (revision, limit) =>
       Effect.sync(() => ({ store, revision: memory.revision, ...Log.after(log, revision, limit, memory.revision) })),

@@ -9,7 +9,14 @@ import type { Context } from "effect"
 import { Either } from "effect"
 import { createHash } from "node:crypto"
 import * as Route from "../../Route.js"
-import type { FirstAnswer, Precondition, Remembered, RouteIdGenerator } from "../../RouteRepository.js"
+import type {
+  BatchApplied,
+  BatchOperation,
+  FirstAnswer,
+  Precondition,
+  Remembered,
+  RouteIdGenerator
+} from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
 import * as RouteFields from "../route/fields.js"
 import { equal as sameSplit } from "../route/split.js"
@@ -110,6 +117,46 @@ const utf8 = new TextEncoder()
  * @since 0.3.0
  */
 export const keySize = (key: string): number => utf8.encode(key).byteLength + IDEMPOTENCY_KEY_OVERHEAD_BYTES
+
+// Every object's keys sorted, undefined fields left out, at every depth: one text for equal values.
+const canonical = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(canonical)
+    : typeof value === "object" && value !== null
+    ? Object.fromEntries(
+      Object.keys(value).sort().flatMap((key) => {
+        const field = (value as Record<string, unknown>)[key]
+        return field === undefined ? [] : [[key, canonical(field)]]
+      })
+    )
+    : value
+
+/**
+ * `fingerprint` of a change set (`BatchOptions.idempotency`): its operations, as validated, and its description. Never
+ * equal to a create's, so one key cannot stand for both.
+ *
+ * @since 0.5.0
+ */
+export const batchFingerprint = (operations: ReadonlyArray<BatchOperation>, description: string | undefined): string =>
+  createHash("sha256").update(JSON.stringify(["batch", description ?? null, canonical(operations)]), "utf8")
+    .digest("base64url")
+
+/**
+ * What a store keeps of an applied batch under its key: its answer as JSON, each route as the API answers it (with its
+ * revision, the result's). Its length in UTF-8 counts against the principal's byte budget with `keySize`.
+ *
+ * @since 0.5.0
+ */
+export const batchAnswerJson = ({ batch, results, revision }: BatchApplied): string =>
+  `{"batch":${JSON.stringify(batch)},"revision":${revision},"results":[${
+    results.map((outcome) =>
+      `{"status":${outcome.status},"route":${outcome.route === null ? "null" : Route.toJson(outcome.route)},` +
+      `"revision":${outcome.revision}}`
+    ).join(",")
+  }]}`
+
+/** `batchAnswerJson`'s bytes in UTF-8. */
+export const answerSize = (json: string): number => utf8.encode(json).byteLength
 
 /**
  * What a store keeps of `outcome`.

@@ -206,12 +206,14 @@ const liveStore = (state: State): Store => {
   const applyBatch = store.applyBatch
   return RouteRepository.RouteRepository.of({
     ...store,
-    // A batch enters the table in one step: no lookup between its changes sees part of it.
+    // A batch enters the table in one step: no lookup between its changes sees part of it. A replay (an idempotency
+    // key's first answer again) changed nothing, and its routes may have changed since.
     ...(applyBatch === undefined ? {} : {
       applyBatch: (operations, options) =>
         options?.dryRun === true ? applyBatch(operations, options) : Effect.tap(
           applyBatch(operations, options),
-          ({ results }) => {
+          ({ replayed, results }) => {
+            if (replayed === true) return Effect.void
             const refused: Array<string> = []
             results.forEach(({ route }, i) => {
               const operation = operations[i]!

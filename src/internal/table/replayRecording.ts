@@ -48,7 +48,9 @@ export const storedAt = (after: Route.Route, revision: number): Route.StoredRout
 
 const recordEntry = (ring: ReplayRing.ReplayRing, entry: RouteRepository.HistoryEntry): void => {
   const after = entry.after
-  const batch = entry.batch === undefined ? undefined : { id: entry.batch, end: entry.batchEnd ?? entry.revision }
+  const batch = entry.batch === undefined
+    ? undefined
+    : { id: entry.batch, end: entry.batchEnd ?? entry.revision, description: entry.batchDescription }
   if (after === null) return ring.deleted(entry.routeId, entry.revision, batch)
   ring.upserted(storedAt(after, entry.revision), entry.revision, undefined, batch)
 }

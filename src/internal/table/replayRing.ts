@@ -31,6 +31,7 @@ import { positiveInteger } from "../optionChecks.js"
 export interface BatchMark {
   readonly id: string
   readonly end: number
+  readonly description?: string | undefined
 }
 
 /** One change, at its revision. `text` is its JSON, made at most once however many streams send it. */
