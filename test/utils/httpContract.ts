@@ -370,7 +370,7 @@ export const createGetContract = (adapter: Adapter, store: Store, options?: Rout
       assert.strictEqual(second.json.conflictingRouteId, first.json.id)
     })
 
-    it("same method, shape and conditions written differently: 409 naming the conditions, that they compare as a set, and the fix", async () => {
+    it("same method, shape and conditions written differently: 409 route_conflict naming them, that they compare as a set, and the fix", async () => {
       const when = { headers: [{ name: "X-Version", value: "2" }, { name: "accept" }] }
       const first = await send(post({ ...sample, when }))
       assert.strictEqual(first.status, 201, first.text)
