@@ -80,8 +80,7 @@ const trusted = (
 })
 
 /** The conditions the `when_key` column keeps: their canonical JSON, `""` for none. */
-export const whenOfKey = (key: string): When.When | undefined =>
-  key === "" ? undefined : JSON.parse(key) as When.When
+export const whenOfKey = (key: string): When.When | undefined => key === "" ? undefined : JSON.parse(key) as When.When
 
 // The conditions of a row (its column's text) or of JSON the log holds (jsonb, whose keys come back reordered).
 const whenOf = (fields: Pick<RouteRow, "when_key" | "when">): When.When | undefined =>

@@ -151,7 +151,9 @@ export const check = (value: unknown): ReadonlyArray<Issue> => {
     return issues
   }
   for (const key of Object.keys(value)) {
-    if (!FIELDS.has(key)) add(Grammar.memberPath("when", key), `unknown field "${key}": conditions are only host, headers and query`)
+    if (!FIELDS.has(key)) {
+      add(Grammar.memberPath("when", key), `unknown field "${key}": conditions are only host, headers and query`)
+    }
   }
   if (value.host !== undefined) checkHost(value.host, add)
   if (value.headers !== undefined) checkConditions(value.headers, "headers", add)
