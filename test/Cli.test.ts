@@ -533,7 +533,10 @@ describe("route-registry diff and sync with descriptions, tags, middleware confi
       const plain = routes.find((route) => route.path === "/fields/users/:id")!
       const conditioned = routes.find((route) => route.path === "/fields/users/:userId")!
       assert.strictEqual(JSON.stringify(plain.middleware), `["auth",{"name":"rateLimit","config":${CONFIG}}]`)
-      assert.deepInclude(plain as object, { description: "One user, as its owner sees it", tags: ["team:accounts", "public"] })
+      assert.deepInclude(plain as object, {
+        description: "One user, as its owner sees it",
+        tags: ["team:accounts", "public"]
+      })
       assert.strictEqual(JSON.stringify((conditioned as Stored & { when: unknown }).when), WHEN)
 
       const same = await cli(["diff", "--exit-code", ...scope, first])
@@ -556,7 +559,10 @@ describe("route-registry diff and sync with descriptions, tags, middleware confi
       const diff = await cli(["diff", "--exit-code", "--prune", ...scope, changed])
       assert.strictEqual(diff.code, 1, diff.stderr)
       assert.include(diff.stdout, `~ update GET /fields/users/:id  (id ${plain.id})`)
-      assert.include(diff.stdout, `    middleware  [auth, rateLimit ${CONFIG}] -> [auth, rateLimit ${CONFIG.replace("100", "50")}]`)
+      assert.include(
+        diff.stdout,
+        `    middleware  [auth, rateLimit ${CONFIG}] -> [auth, rateLimit ${CONFIG.replace("100", "50")}]`
+      )
       assert.include(diff.stdout, `- delete GET /fields/users/:userId when ${WHEN}  (id ${conditioned.id})`)
       assert.include(diff.stdout, `+ create GET /fields/users/:userId when ${WHEN.replace(`"2"`, `"3"`)}`)
       const resynced = await cli(["sync", "--prune", ...scope, changed])

@@ -53,9 +53,11 @@ const startHost = async (form: string, framework: boolean) => {
   })
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
-  const started = await nextMessage<{ origin: string; id: string; conditioned: string }>(child).catch((error: Error) => {
-    throw new Error(`${error.message}:\n${output}`)
-  })
+  const started = await nextMessage<{ origin: string; id: string; conditioned: string }>(child).catch(
+    (error: Error) => {
+      throw new Error(`${error.message}:\n${output}`)
+    }
+  )
   const host = child
   return {
     ...started,
@@ -139,7 +141,10 @@ describe("OpenTelemetry names the requests stored routes serve", () => {
       assert.strictEqual(conditioned.length, perRequest, JSON.stringify(recorded.spans))
       for (const span of conditioned) {
         assert.strictEqual(span.name, "GET /users/:id")
-        assert.strictEqual(span.attributes["route_registry.route.when"], `{"headers":[{"name":"x-version","value":"2"}]}`)
+        assert.strictEqual(
+          span.attributes["route_registry.route.when"],
+          `{"headers":[{"name":"x-version","value":"2"}]}`
+        )
         assert.deepStrictEqual(span.attributes["route_registry.route.tags"], ["team:accounts", "public"])
       }
 

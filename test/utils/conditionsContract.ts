@@ -104,7 +104,9 @@ export const conditionsContract = (test: Test) => {
       const b = yield* create({ method: "GET", path: "/p", handler: "h" })
       const onto = yield* Effect.either(update(b.id, { when: { host: "a.example.com" } }))
       assert.isTrue(Either.isLeft(onto) && onto.left._tag === "RouteConflict")
-      if (Either.isLeft(onto)) assert.deepStrictEqual((onto.left as RouteRepository.RouteConflict).when, { host: "a.example.com" })
+      if (Either.isLeft(onto)) {
+        assert.deepStrictEqual((onto.left as RouteRepository.RouteConflict).when, { host: "a.example.com" })
+      }
       const moved = yield* update(b.id, { when: { host: "b.example.com" } })
       assert.deepStrictEqual(moved.when, { host: "b.example.com" })
       const same = yield* update(b.id, { when: { host: "b.example.com" } })
