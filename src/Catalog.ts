@@ -8,7 +8,7 @@
  */
 import { Context, Either, Layer, ParseResult, Schema } from "effect"
 import { distance } from "fastest-levenshtein"
-import * as Fields from "./internal/route/fields.js"
+import * as Grammar from "./internal/route/grammar.js"
 import type * as Route from "./Route.js"
 
 /**
@@ -159,7 +159,7 @@ export const decodeConfig = (
     (error) =>
       ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => ({
         path: issue.path.reduce<string>(
-          (path, key) => typeof key === "number" ? `${path}[${key}]` : Fields.memberPath(path, String(key)),
+          (path, key) => typeof key === "number" ? `${path}[${key}]` : Grammar.memberPath(path, String(key)),
           at
         ),
         message: issue.message

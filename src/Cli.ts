@@ -22,9 +22,8 @@ import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as FileSystem from "@effect/platform/FileSystem"
-import { Config, Console, Effect, Either, Exit, Option, Schema } from "effect"
+import { Console, Effect, Either, Exit, Option, Schema } from "effect"
 import { createRequire } from "node:module"
-import * as Registry from "./internal/cli/apiClient.js"
 import * as Apply from "./internal/cli/apply.js"
 import * as Table from "./internal/cli/display.js"
 import {
@@ -40,6 +39,7 @@ import {
   Unanswered
 } from "./internal/cli/errors.js"
 import * as Fleet from "./internal/cli/fleet.js"
+import { historyCommand, restoreCommand } from "./internal/cli/historyCommands.js"
 import {
   file,
   json,
@@ -53,10 +53,9 @@ import {
 import * as CliOptions from "./internal/cli/options.js"
 import * as Plan from "./internal/cli/plan.js"
 import * as RoutesFile from "./internal/cli/routesFile.js"
+import { connect, print } from "./internal/cli/steps.js"
 import * as Usage from "./internal/cli/usage.js"
-import * as History from "./internal/http/history.js"
 import { MAX_SEARCH_LENGTH } from "./internal/limits.js"
-import * as Urls from "./internal/urls.js"
 import * as Route from "./Route.js"
 import * as RoutingApi from "./RoutingApi.js"
 
@@ -126,26 +125,9 @@ export {
  */
 export const DEFAULT_URL: string = CliOptions.DEFAULT_URL
 
-// The most entries `history` prints: a bound on the pages one command walks.
-const MAX_HISTORY_ENTRIES = 100_000
-
 // ---------------------------------------------------------------------------------------------------------------
 // Shared steps
 // ---------------------------------------------------------------------------------------------------------------
-
-// The command's own output on stdout: `text` ends with its newline, which console.log would double.
-const print = (text: string) => Console.log(text.endsWith("\n") ? text.slice(0, -1) : text)
-
-// Warned on stderr, before the token is first sent: stdout is the command's output.
-const connect = (origin: string) =>
-  Config.redacted("ROUTING_TOKEN").pipe(
-    Effect.mapError(() => new MissingToken()),
-    Effect.tap(() => {
-      const cleartext = Urls.cleartextWarning(origin, "the registry's URL")
-      return cleartext === undefined ? Effect.void : Console.error(`warning: ${cleartext}`)
-    }),
-    Effect.flatMap((token) => Registry.make(origin, token))
-  )
 
 // The routes of a file that lie inside the selection, or every problem of the file.
 const load = (path: string, prefix: string) =>
@@ -349,56 +331,6 @@ const matchCommand = Command.make("match", {
       return yield* new NoRoute({ outcome: answer.outcome })
     }
   }).pipe(Usage.answering(NoRoute))).pipe(Command.withDescription(Usage.PURPOSES.match))
-
-const historyCommand = Command.make("history", {
-  url,
-  json,
-  limit: Options.integer("limit").pipe(
-    Options.withSchema(Schema.Int.pipe(Schema.between(1, MAX_HISTORY_ENTRIES))),
-    Options.withDescription(`The most entries to print, newest first (1 to ${MAX_HISTORY_ENTRIES}).`),
-    Options.withDefault(History.DEFAULT_HISTORY_PAGE)
-  ),
-  actor: optionalFilter(
-    "actor",
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(History.MAX_ACTOR_LENGTH)),
-    "Only changes this principal made."
-  ),
-  action: Options.choice("action", ["create", "update", "delete", "restore"]).pipe(
-    Options.withDescription("Only changes of this kind."),
-    Options.optional,
-    Options.map(Option.getOrUndefined)
-  ),
-  id: Args.text({ name: "id" }).pipe(
-    Args.withDescription("A route's id: only its changes (a deleted route's too)."),
-    Args.optional
-  )
-}, ({ id, json, url, ...query }) =>
-  Effect.gen(function*() {
-    const registry = yield* connect(url)
-    const entries = yield* registry.history(query, Option.getOrUndefined(id))
-    yield* print(json ? Table.historyJson(entries) : Table.history(entries))
-  })).pipe(Command.withDescription(Usage.PURPOSES.history))
-
-const restoreCommand = Command.make("restore", {
-  url,
-  json,
-  dryRun: Options.boolean("dry-run").pipe(Options.withDescription(
-    "Ask the registry's dry run (?dryRun=true): its answer to the restore, with nothing changed."
-  )),
-  id: Args.text({ name: "id" }).pipe(Args.withDescription("The route's id (a deleted route's too).")),
-  revision: Args.integer({ name: "revision" }).pipe(
-    Args.withSchema(Schema.Int.pipe(Schema.positive())),
-    Args.withDescription("The revision of the route's log to go back to (see history).")
-  )
-}, (options) =>
-  Effect.gen(function*() {
-    const registry = yield* connect(options.url)
-    const { created, revision, route } = yield* registry.restore(options.id, options.revision, options.dryRun)
-    if (options.json) return yield* print(Table.json(route))
-    const what = created ? `route ${options.id} as new route ${route.id}` : `route ${route.id}`
-    const outcome = options.dryRun ? "dry run, nothing changed" : `revision ${revision}`
-    yield* print(`restored ${what} to revision ${options.revision} (${outcome})\n${Table.route(route, undefined)}`)
-  })).pipe(Command.withDescription(Usage.PURPOSES.restore))
 
 /**
  * The `route-registry` command and its subcommands, for a host that embeds it in a CLI of its own. Its handlers need

@@ -90,7 +90,7 @@ const problems = {
   },
   route_conflict: {
     status: 409,
-    description: "A stored route has the same method and shape; `conflictingRouteId` names it."
+    description: "A stored route has the same method, shape and conditions; `conflictingRouteId` names it."
   },
   follower_name_taken: {
     status: 409,

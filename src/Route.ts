@@ -9,11 +9,11 @@
  * @since 0.1.0
  */
 import { Effect, Either, Schema } from "effect"
-import * as Uuid from "uuid"
 import * as Fields from "./internal/route/fields.js"
 import * as Grammar from "./internal/route/grammar.js"
+import * as Id from "./internal/route/id.js"
 import * as Path from "./internal/route/path.js"
-import * as PathPattern from "./internal/route/pathPattern.js"
+import * as Schemas from "./internal/route/schemas.js"
 import * as Validate from "./internal/route/validate.js"
 import * as Split from "./Split.js"
 import * as When from "./When.js"
@@ -47,49 +47,22 @@ export class InvalidRoute extends Schema.TaggedError<InvalidRoute>()("InvalidRou
 // Route id
 // ---------------------------------------------------------------------------------------------------------------
 
-// What `uuid`'s validate, its version 7 and lowercase say together, read character by character: it runs on every
-// route a store answers with, and the regular expression and `toLowerCase` cost a create about 1% (bench/core.ts).
-// It names no `RouteId`: when the schema's filter called `isRouteId`, whose type names the schema's, the schema's type
-// depended on itself, and a program that met it from outside typed a route's `id` as `unknown`.
-const isUuidV7 = (s: string): boolean => {
-  if (s.length !== 36) return false
-  for (let i = 0; i < 36; i++) {
-    const c = s.charCodeAt(i)
-    if (i === 8 || i === 13 || i === 18 || i === 23 ? c !== 45 : !((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) {
-      return false
-    }
-  }
-  const variant = s.charCodeAt(19)
-  return s.charCodeAt(14) === 55 && (variant === 56 || variant === 57 || variant === 97 || variant === 98)
-}
-
 /**
  * `true` for a UUID version 7 in lowercase canonical form, the only form the service assigns.
  *
  * @since 0.1.0
  */
-export const isRouteId = (u: unknown): u is RouteId => typeof u === "string" && isUuidV7(u)
+export const isRouteId: (u: unknown) => u is RouteId = Id.isRouteId
 
 /**
  * @since 0.1.0
  */
-export const RouteId = Schema.String.pipe(
-  Schema.filter((s) => isUuidV7(s) || "a route id is a lowercase UUID version 7", {
-    identifier: "RouteId",
-    jsonSchema: { format: "uuid" },
-    examples: ["01936f1e-5f1a-7cc3-9a2b-3f4e5d6c7b8a" as never]
-  }),
-  Schema.brand("RouteId")
-)
+export const RouteId = Id.RouteId
 
 /**
  * @since 0.1.0
  */
 export type RouteId = typeof RouteId.Type
-
-// The last id's time and counter (RFC 9562 §6.2, method 1): `uuid` keeps ids of one millisecond in order only when it
-// reads the clock itself, and here the time comes from Effect's Clock.
-const idState = { millis: Number.NaN, seq: 0 }
 
 /**
  * A new UUID version 7 stamped with `millis` (taken from Effect's `Clock` by the stores). Ids made in the same
@@ -97,16 +70,7 @@ const idState = { millis: Number.NaN, seq: 0 }
  *
  * @since 0.1.0
  */
-export const makeRouteId = (millis: number): RouteId => {
-  if (millis === idState.millis) {
-    idState.seq++
-  } else {
-    idState.millis = millis
-    // A random start leaves 2^30 ids of room in one millisecond.
-    idState.seq = Math.floor(Math.random() * 2 ** 30)
-  }
-  return Uuid.v7({ msecs: millis, seq: idState.seq }) as RouteId
-}
+export const makeRouteId: (millis: number) => RouteId = Id.makeRouteId
 
 // ---------------------------------------------------------------------------------------------------------------
 // Grammar
@@ -216,22 +180,12 @@ export const shapeOf: (path: RoutePath) => string = Path.shapeOf
 // Schemas
 // ---------------------------------------------------------------------------------------------------------------
 
-const pathMessage = (issues: ReadonlyArray<Path.PathIssue>) => issues.map((issue) => issue.message).join("; ")
-
 /**
  * An HTTP method token: 1–32 uppercase letters with single hyphens between words (`GET`, `M-SEARCH`).
  *
  * @since 0.1.0
  */
-export const HttpMethod = Schema.String.pipe(
-  Schema.filter((s) => Grammar.checkMethod(s) ?? true, {
-    identifier: "HttpMethod",
-    description: "HTTP method, case-sensitive: 1–32 uppercase letters, words joined by single hyphens",
-    jsonSchema: { pattern: Grammar.METHOD_PATTERN.source, minLength: 1, maxLength: Grammar.MAX_METHOD_LENGTH },
-    examples: ["GET" as never, "M-SEARCH" as never]
-  }),
-  Schema.brand("HttpMethod")
-)
+export const HttpMethod = Schemas.HttpMethod
 /**
  * @since 0.1.0
  */
@@ -242,37 +196,16 @@ export type HttpMethod = Grammar.HttpMethod
  *
  * @since 0.1.0
  */
-export const RoutePath = Schema.String.pipe(
-  Schema.filter((s) => Either.match(Path.parsePath(s), { onLeft: pathMessage, onRight: () => true }), {
-    identifier: "RoutePath",
-    description: "Path pattern: \"/\" or 1–64 \"/segment\"; a segment is static, a parameter \":name\", static " +
-      "text and parameters (\":file.:ext\"), or, as the last one, a wildcard \"*name\" for the rest of the path. " +
-      "A name ends at the first character outside [A-Za-z0-9_]. Beyond the pattern, a parameter name (the " +
-      "wildcard's included) may be used only once in a path.",
-    jsonSchema: { pattern: PathPattern.PATH_PATTERN, minLength: 1, maxLength: Grammar.MAX_PATH_LENGTH },
-    examples: ["/users/:id" as never]
-  }),
-  Schema.brand("RoutePath")
-)
+export const RoutePath = Schemas.RoutePath
 /**
  * @since 0.1.0
  */
 export type RoutePath = Grammar.RoutePath
 
-const nameSchema = <B extends string>(brand: B, description: string) =>
-  Schema.String.pipe(
-    Schema.filter((s) => Grammar.checkName(s) ?? true, {
-      identifier: brand,
-      description,
-      jsonSchema: { pattern: Grammar.NAME_PATTERN.source, minLength: 1, maxLength: Grammar.MAX_NAME_LENGTH }
-    }),
-    Schema.brand(brand)
-  )
-
 /**
  * @since 0.1.0
  */
-export const MiddlewareName = nameSchema("MiddlewareName", "Name of a middleware function")
+export const MiddlewareName = Schemas.MiddlewareName
 /**
  * @since 0.1.0
  */
@@ -281,7 +214,7 @@ export type MiddlewareName = Grammar.MiddlewareName
 /**
  * @since 0.1.0
  */
-export const HandlerName = nameSchema("HandlerName", "Name of the handler function")
+export const HandlerName = Schemas.HandlerName
 /**
  * @since 0.1.0
  */
@@ -293,32 +226,21 @@ export type HandlerName = Grammar.HandlerName
  *
  * @since 0.5.0
  */
-export const MiddlewareConfig = Schema.Record({ key: Schema.String, value: Schema.Unknown }).pipe(
-  Schema.filter((config) => {
-    const issues = Fields.checkConfig(config, "config")
-    return issues.length === 0 || issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ")
-  }, {
-    identifier: "MiddlewareConfig",
-    description: `A JSON object, at most ${Fields.MAX_CONFIG_BYTES} bytes as JSON and ${Fields.MAX_CONFIG_DEPTH} ` +
-      "levels deep; its keys are kept in one canonical order (shorter first, then byte order)"
-  })
-)
+export const MiddlewareConfig = Schemas.MiddlewareConfig
 
 /**
  * A middleware named with its config (`{ "name": "x" }` without one is kept as `"x"`).
  *
  * @since 0.5.0
  */
-export const ConfiguredMiddleware = Schema.Struct({ name: MiddlewareName, config: MiddlewareConfig }).annotations({
-  identifier: "ConfiguredMiddleware"
-})
+export const ConfiguredMiddleware = Schemas.ConfiguredMiddleware
 
 /**
  * One entry of a route's middleware list: a name, or `{ name, config }`.
  *
  * @since 0.5.0
  */
-export const MiddlewareEntry = Schema.Union(MiddlewareName, ConfiguredMiddleware)
+export const MiddlewareEntry = Schemas.MiddlewareEntry
 /**
  * @since 0.5.0
  */
@@ -344,19 +266,7 @@ export const middlewareConfig: (entry: MiddlewareEntry) => { readonly [key: stri
  *
  * @since 0.1.0
  */
-export const Middleware = Schema.Array(MiddlewareEntry).pipe(
-  Schema.filter((entries) => {
-    const tooMany = Grammar.checkMiddlewareList(entries)
-    if (tooMany !== undefined) return tooMany
-    const names = entries.map(Fields.nameOf)
-    const seen = new Set<string>()
-    for (let i = 0; i < names.length; i++) {
-      if (seen.has(names[i]!)) return Grammar.duplicateMessage(names, i)
-      seen.add(names[i]!)
-    }
-    return true
-  }, { identifier: "Middleware", jsonSchema: { maxItems: Grammar.MAX_MIDDLEWARE } })
-)
+export const Middleware = Schemas.Middleware
 
 /**
  * Most characters of a route's description.
@@ -377,31 +287,21 @@ export const MAX_TAGS: number = Fields.MAX_TAGS
  *
  * @since 0.5.0
  */
-export const Description = Schema.String.pipe(
-  Schema.filter((s) => Fields.checkDescription(s) ?? true, {
-    identifier: "Description",
-    jsonSchema: { maxLength: Fields.MAX_DESCRIPTION_LENGTH }
-  })
-)
+export const Description = Schemas.Description
 
 /**
  * One tag: 1–64 of lowercase letters, digits and `. _ : / -`, starting with a letter or digit.
  *
  * @since 0.5.0
  */
-export const Tag = Schema.String.pipe(Schema.pattern(Fields.TAG_PATTERN), Schema.annotations({ identifier: "Tag" }))
+export const Tag = Schemas.Tag
 
 /**
  * A route's tags: at most 16, none twice, kept in the order given.
  *
  * @since 0.5.0
  */
-export const Tags = Schema.Array(Tag).pipe(
-  Schema.filter((tags) => {
-    const issues = Fields.checkTags(tags)
-    return issues.length === 0 || issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ")
-  }, { identifier: "Tags", jsonSchema: { maxItems: Fields.MAX_TAGS, uniqueItems: true } })
-)
+export const Tags = Schemas.Tags
 
 /**
  * A stored route: the six fields of the contract, and (0.5.0) `enabled`, `split`, `description`, `tags` and `when`,
@@ -459,25 +359,12 @@ export const toJson = (route: Route): string =>
     route.tags === undefined ? "" : `,"tags":${JSON.stringify(route.tags)}`
   }${route.when === undefined ? "" : `,"when":${When.canonicalJson(route.when)}`}}`
 
-// A body's unknown fields are refused, as the HTTP API refuses them, and every problem is reported.
-const STRICT = { onExcessProperty: "error", errors: "all" } as const
-
 /**
  * The create input. `middleware` may be omitted and then means `[]`.
  *
  * @since 0.1.0
  */
-export const CreateRoute = Schema.Struct({
-  method: HttpMethod,
-  path: RoutePath,
-  middleware: Schema.optionalWith(Middleware, { exact: true, default: () => [] }),
-  handler: HandlerName,
-  enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  split: Schema.optionalWith(Split.Split, { exact: true }),
-  description: Schema.optionalWith(Description, { exact: true }),
-  tags: Schema.optionalWith(Tags, { exact: true }),
-  when: Schema.optionalWith(When.When, { exact: true })
-}).annotations({ identifier: "CreateRoute", parseOptions: STRICT })
+export const CreateRoute = Schemas.CreateRoute
 
 /**
  * @since 0.1.0
@@ -496,22 +383,7 @@ export type RoutePatch = Validate.RoutePatch
  *
  * @since 0.2.0
  */
-export const PatchRoute = Schema.Struct({
-  method: Schema.optionalWith(HttpMethod, { exact: true }),
-  path: Schema.optionalWith(RoutePath, { exact: true }),
-  middleware: Schema.optionalWith(Middleware, { exact: true }),
-  handler: Schema.optionalWith(HandlerName, { exact: true }),
-  enabled: Schema.optionalWith(Schema.Boolean, { exact: true }),
-  split: Schema.optionalWith(Schema.NullOr(Split.Split), { exact: true }),
-  description: Schema.optionalWith(Description, { exact: true }),
-  tags: Schema.optionalWith(Tags, { exact: true }),
-  when: Schema.optionalWith(Schema.NullOr(When.When), { exact: true })
-}).pipe(
-  Schema.filter((patch) => Object.keys(patch).length > 0 || Validate.NOTHING_TO_CHANGE, {
-    jsonSchema: { minProperties: 1 }
-  }),
-  (schema) => schema.annotations({ identifier: "PatchRoute", parseOptions: STRICT })
-)
+export const PatchRoute = Schemas.PatchRoute
 
 // ---------------------------------------------------------------------------------------------------------------
 // Body validation

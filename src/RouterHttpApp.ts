@@ -119,9 +119,7 @@ const nameSpans = (method: string, route: Route.StoredRoute, handler: string | u
     Otel.nameServerSpan(method, route, handler)
     const span = parent._tag === "Some" ? parent.value : undefined
     if (span?._tag !== "Span" || span.kind !== "server") return
-    span.attribute("http.route", route.path)
-    span.attribute("route_registry.route.id", route.id)
-    if (handler !== undefined) span.attribute("route_registry.route.handler", handler)
+    Otel.setRouteAttributes({ setAttribute: (key, value) => span.attribute(key, value) }, route, handler)
     const otel = Otel.activeSpan(span.spanId)
     if (otel !== undefined) Otel.annotate(otel, method, route, handler)
   })

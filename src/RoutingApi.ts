@@ -19,10 +19,6 @@ import {
   ChangeEvents,
   ChangesParams,
   DryRunParams,
-  Fleet,
-  FollowerName,
-  FollowerReport,
-  FollowersParams,
   HistoryPage,
   HistoryParams,
   IfMatch,
@@ -36,12 +32,14 @@ import {
   RouteHistoryParams,
   RoutePage
 } from "./internal/http/apiSchemas.js"
+import { Fleet, FollowerName, FollowerReport, FollowersParams } from "./internal/http/fleetSchemas.js"
 import { transform } from "./internal/http/openApi.js"
 import { FLEET_FOLLOWERS_PER_PRINCIPAL, FLEET_FOLLOWERS_PER_PROCESS } from "./internal/limits.js"
 import * as Route from "./Route.js"
 
 export * from "./internal/http/apiProblems.js"
 export * from "./internal/http/apiSchemas.js"
+export * from "./internal/http/fleetSchemas.js"
 
 const RouteIdParam = Schema.Struct({
   id: Schema.String.annotations({

@@ -529,6 +529,90 @@ const closingKeptAlive = async (origin: string) => {
   return { origin: `http://127.0.0.1:${(server.address() as Net.AddressInfo).port}`, closed }
 }
 
+describe("route-registry diff and sync with descriptions, tags, middleware configs and conditions", () => {
+  const CONFIG = `{"":{"nested":[1,2]},"max":100,"per":"minute"}`
+  const WHEN = `{"host":"api.example.com","headers":[{"name":"x-version","value":"2"}],"query":[{"name":"beta"}]}`
+  // Written as a person would: keys in any order, a header name in capitals. The two routes differ only in `when`.
+  const routesFile = (max: number, version: string) =>
+    `routes:
+  - method: GET
+    path: /fields/users/:id
+    middleware: [auth, { name: rateLimit, config: { per: minute, max: ${max}, "": { nested: [1, 2] } } }]
+    handler: showUser
+    description: One user, as its owner sees it
+    tags: [team:accounts, public]
+  - method: GET
+    path: /fields/users/:userId
+    handler: showUserV2
+    when: { query: [{ name: beta }], headers: [{ name: X-Version, value: "${version}" }], host: api.example.com }
+`
+
+  it("a file with them creates, then matches, then updates in place, on the memory store and on Postgres", async () => {
+    const database = await TestDatabase.freshDatabase()
+    const postgres = await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url })
+    onTestFinished(async () => {
+      await postgres.stop()
+      await database.drop()
+    })
+    const first = await file("fields.yaml", routesFile(100, "2"))
+    const changed = await file("fields-changed.yaml", routesFile(50, "3"))
+    for (const host of [target, postgres]) {
+      const scope = ["--url", host.origin, "--path-prefix", "/fields/"]
+      const planned = await cli(["diff", "--exit-code", ...scope, first])
+      assert.strictEqual(planned.code, 1, planned.stderr)
+      assert.include(planned.stdout, `+ create GET /fields/users/:id  middleware [auth, rateLimit ${CONFIG}]`)
+      assert.include(planned.stdout, `+ create GET /fields/users/:userId when ${WHEN}  middleware []`)
+      const synced = await cli(["sync", ...scope, first])
+      assert.strictEqual(synced.code, 0, synced.stderr)
+      assert.include(synced.stdout, "Plan: 2 to create, 0 to update, 0 to delete, 0 unchanged.")
+
+      // Stored as the API keeps them, in canonical form.
+      const routes = await stored(host.origin, "/fields/")
+      const plain = routes.find((route) => route.path === "/fields/users/:id")!
+      const conditioned = routes.find((route) => route.path === "/fields/users/:userId")!
+      assert.strictEqual(JSON.stringify(plain.middleware), `["auth",{"name":"rateLimit","config":${CONFIG}}]`)
+      assert.deepInclude(plain as object, {
+        description: "One user, as its owner sees it",
+        tags: ["team:accounts", "public"]
+      })
+      assert.strictEqual(JSON.stringify((conditioned as Stored & { when: unknown }).when), WHEN)
+
+      const same = await cli(["diff", "--exit-code", ...scope, first])
+      assert.strictEqual(same.code, 0, same.stdout + same.stderr)
+      assert.include(same.stdout, "No changes: the registry matches the file (2 routes).")
+      const exported = await cli(["export", ...scope, "--format", "json"])
+      assert.deepStrictEqual(JSON.parse(exported.stdout).routes, [
+        {
+          method: "GET",
+          path: "/fields/users/:id",
+          middleware: ["auth", { name: "rateLimit", config: JSON.parse(CONFIG) }],
+          handler: "showUser",
+          description: "One user, as its owner sees it",
+          tags: ["team:accounts", "public"]
+        },
+        { method: "GET", path: "/fields/users/:userId", middleware: [], handler: "showUserV2", when: JSON.parse(WHEN) }
+      ])
+
+      // Another config updates the route in place; other conditions are another route, the old one pruned.
+      const diff = await cli(["diff", "--exit-code", "--prune", ...scope, changed])
+      assert.strictEqual(diff.code, 1, diff.stderr)
+      assert.include(diff.stdout, `~ update GET /fields/users/:id  (id ${plain.id})`)
+      assert.include(
+        diff.stdout,
+        `    middleware  [auth, rateLimit ${CONFIG}] -> [auth, rateLimit ${CONFIG.replace("100", "50")}]`
+      )
+      assert.include(diff.stdout, `- delete GET /fields/users/:userId when ${WHEN}  (id ${conditioned.id})`)
+      assert.include(diff.stdout, `+ create GET /fields/users/:userId when ${WHEN.replace(`"2"`, `"3"`)}`)
+      const resynced = await cli(["sync", "--prune", ...scope, changed])
+      assert.strictEqual(resynced.code, 0, resynced.stderr)
+      assert.include(resynced.stdout, "Plan: 1 to create, 1 to update, 1 to delete, 0 unchanged.")
+      const after = await stored(host.origin, "/fields/")
+      assert.strictEqual(after.find((route) => route.path === "/fields/users/:id")!.id, plain.id)
+      assert.strictEqual((await cli(["diff", "--exit-code", "--prune", ...scope, changed])).code, 0)
+    }
+  })
+})
+
 describe("route-registry diff --exit-code", () => {
   it("exits 0 when the registry matches the file, 1 when it differs (as git diff --exit-code), 2 when it cannot compare", async () => {
     const exported = join(dir, "exit-code.yaml")

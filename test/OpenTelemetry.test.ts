@@ -53,9 +53,11 @@ const startHost = async (form: string, framework: boolean) => {
   })
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
-  const started = await nextMessage<{ origin: string; id: string }>(child).catch((error: Error) => {
-    throw new Error(`${error.message}:\n${output}`)
-  })
+  const started = await nextMessage<{ origin: string; id: string; conditioned: string }>(child).catch(
+    (error: Error) => {
+      throw new Error(`${error.message}:\n${output}`)
+    }
+  )
   const host = child
   return {
     ...started,
@@ -105,23 +107,45 @@ describe("OpenTelemetry names the requests stored routes serve", () => {
       assert.strictEqual((await host.send("HEAD", "/users/42")).status, 200)
       assert.strictEqual((await host.send("GET", "/nothing")).status, 404)
       assert.strictEqual((await host.send("GET", "/native/7")).status, 200)
-      const recorded = await host.recorded(4)
+      const versioned = await host.send("GET", "/users/42", { headers: { "x-version": "2" } })
+      assert.strictEqual(versioned.status, 200)
+      const recorded = await host.recorded(5)
+      const spansOf = (method: string, id: string) =>
+        serverSpans(recorded, method, 200).filter((span) =>
+          span.attributes["url.path"] === "/users/42" && span.attributes["route_registry.route.id"] === id
+        )
+      // The HTTP instrumentation's span, and in the Effect form Effect's own server span too.
+      const perRequest = form === "effect" ? 2 : 1
 
       for (const method of ["GET", "HEAD"]) {
-        const spans = serverSpans(recorded, method, 200).filter((span) => span.attributes["url.path"] !== "/native/7")
-        // The HTTP instrumentation's span, and in the Effect form Effect's own server span too.
-        assert.strictEqual(spans.length, form === "effect" ? 2 : 1, JSON.stringify(spans))
+        const spans = spansOf(method, host.id)
+        assert.strictEqual(spans.length, perRequest, JSON.stringify(recorded.spans))
         for (const span of spans) {
           assert.strictEqual(span.name, `${method} /users/:id`)
           assert.strictEqual(span.attributes["http.route"], "/users/:id")
-          assert.strictEqual(span.attributes["route_registry.route.id"], host.id)
+          // A route without conditions or tags adds no attribute for them.
+          assert.strictEqual(span.attributes["route_registry.route.when"], undefined)
+          assert.strictEqual(span.attributes["route_registry.route.tags"], undefined)
         }
         const routes = recorded.points.filter((point) =>
           point["http.request.method"] === method && point["http.response.status_code"] === 200
         ).map((point) => point["http.route"])
-        // GET's other point is the native route's: named by the framework's instrumentation, or not at all.
+        // GET's other point is the native route's: named by the framework's instrumentation, or not at all. (The
+        // conditioned route's requests share the point of their pattern.)
         const native = method === "HEAD" ? [] : [framework ? "/native/:id" : undefined]
         assert.sameMembers(routes, ["/users/:id", ...native])
+      }
+
+      // The request with `x-version: 2` names the route whose conditions it met, its conditions and its tags.
+      const conditioned = spansOf("GET", host.conditioned)
+      assert.strictEqual(conditioned.length, perRequest, JSON.stringify(recorded.spans))
+      for (const span of conditioned) {
+        assert.strictEqual(span.name, "GET /users/:id")
+        assert.strictEqual(
+          span.attributes["route_registry.route.when"],
+          `{"headers":[{"name":"x-version","value":"2"}]}`
+        )
+        assert.deepStrictEqual(span.attributes["route_registry.route.tags"], ["team:accounts", "public"])
       }
 
       // What no stored route served carries no stored pattern and no route id; the framework's own route keeps its name.

@@ -337,6 +337,69 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
     }).pipe(Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
   })
 
+  it.effect("migration 11 (descriptions, tags, middleware configs) keeps the routes stored before it byte for byte", () => {
+    const table = TestDatabase.freshTable()
+    return Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const all = PgRouteRepository.migrations({ table })
+      // A populated table of the release before: migrations 1 to 10, routes inserted as its store inserted them.
+      yield* Migrator.make({})({
+        loader: Migrator.fromRecord(Object.fromEntries(
+          Object.entries(all).filter(([name]) => Number(name.split("_")[0]) <= 10)
+        )),
+        table: `${table}_migrations`
+      })
+      const createdAt = "2026-01-02T03:04:05.678Z"
+      const old = [
+        { id: Route.makeRouteId(1000), method: "GET", path: "/users/:id", middleware: ["auth", "log"], enabled: true },
+        { id: Route.makeRouteId(2000), method: "POST", path: "/users", middleware: [], enabled: true },
+        { id: Route.makeRouteId(3000), method: "DELETE", path: "/users/:id", middleware: ["auth"], enabled: false }
+      ]
+      for (const route of old) {
+        yield* sql`INSERT INTO ${sql(table)} (id, method, path, path_shape, middleware, handler, created_at, enabled)
+          VALUES (${route.id}, ${route.method}, ${route.path}, ${Route.shapeOf(route.path as Route.RoutePath)},
+                  ${route.middleware}, ${"old"}, ${new Date(createdAt)}, ${route.enabled})`
+      }
+      const json = (route: typeof old[number]) =>
+        `{"id":"${route.id}","method":"${route.method}","path":"${route.path}","middleware":${
+          JSON.stringify(route.middleware)
+        },"handler":"old","createdAt":"${createdAt}"${route.enabled ? "" : `,"enabled":false`}}`
+
+      yield* PgRouteRepository.migrate({ table })
+      const repo = yield* PgRouteRepository.make({ table })
+      for (const route of old) assert.strictEqual(Route.toJson(yield* repo.findById(route.id)), json(route))
+      const listed = yield* repo.list({ limit: 10 })
+      assert.deepStrictEqual(listed.items.map(Route.toJson), old.map(json))
+      // The new filters and fields work on the old rows: no tags yet, and the search still reads their paths.
+      assert.lengthOf((yield* repo.list({ limit: 10, tag: "team:accounts" })).items, 0)
+      assert.deepStrictEqual((yield* repo.list({ limit: 10, q: "/users/:id" })).items.map((r) => r.id), [
+        old[0]!.id,
+        old[2]!.id
+      ])
+      const configured = yield* repo.update(
+        old[0]!.id,
+        yield* Route.decodePatch({
+          middleware: ["auth", { name: "rateLimit", config: { max: 100 } }],
+          tags: ["team:accounts"]
+        })
+      )
+      assert.strictEqual(
+        Route.toJson(yield* repo.findById(old[0]!.id)),
+        json({ ...old[0]!, middleware: [] }).replace(
+          `"middleware":[]`,
+          `"middleware":["auth",{"name":"rateLimit","config":{"max":100}}]`
+        ).replace(/}$/, `,"tags":["team:accounts"]}`)
+      )
+      assert.strictEqual(Route.toJson(configured), Route.toJson(yield* repo.findById(old[0]!.id)))
+      assert.deepStrictEqual((yield* repo.list({ limit: 10, tag: "team:accounts" })).items.map((r) => r.id), [
+        old[0]!.id
+      ])
+      // The old row, as the log kept it before the change, reads as it did before the migration.
+      const [entry] = (yield* repo.history!({ limit: 1, routeId: old[0]!.id })).items
+      assert.strictEqual(Route.toJson(entry!.before!), json(old[0]!))
+    }).pipe(Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
+  })
+
   it.effect("the method bound holds for two processes adding methods at once, and for any writer's SQL", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {

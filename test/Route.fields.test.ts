@@ -61,6 +61,36 @@ describe("descriptions, tags and middleware configs: validation", () => {
     )
   })
 
+  it("a key that is not an identifier, the empty one included, has a path of its own: [\"\"], [\"a b\"]", () => {
+    assert.deepStrictEqual(
+      paths({
+        ...base,
+        middleware: [
+          { name: "a", config: { "": { "a b": "nul\u0000", ok: ["nul\u0000"] } } },
+          { name: "b", "": 1, "a b": 2 }
+        ],
+        when: { headers: [{ name: "x-v", "": 1 }], "": 2 },
+        split: { by: "header:x", targets: [{ handler: "t", weight: 1, "": 3 }], "": 4 }
+      }),
+      [
+        `middleware[0].config[""]["a b"]`,
+        `middleware[0].config[""].ok[0]`,
+        `middleware[1][""]`,
+        `middleware[1]["a b"]`,
+        `split[""]`,
+        `split.targets[0][""]`,
+        `when[""]`,
+        `when.headers[0][""]`
+      ]
+    )
+    const catalog = Catalog.namesOf({
+      handlers: { h: 0 },
+      middleware: { a: Catalog.configured(Schema.Struct({ "": Schema.Number }), 0) }
+    })
+    const found = Catalog.check(catalog, { handler: "h", middleware: [{ name: "a", config: { "": "x", "a b": 1 } }] })
+    assert.sameMembers(found.map((issue) => issue.path), [`middleware[0].config[""]`, `middleware[0].config["a b"]`])
+  })
+
   it("bounds: 1,024 characters of description, 16 tags, a config of 4 KiB and 8 levels", () => {
     assert.deepStrictEqual(paths({ ...base, description: "é".repeat(1024) }), [])
     assert.deepStrictEqual(paths({ ...base, description: "é".repeat(1025) }), ["description"])

@@ -51,7 +51,14 @@ export const conditionsContract = (test: Test) => {
       assert.isTrue(Either.isLeft(twin))
       if (Either.isLeft(twin)) {
         assert.strictEqual(twin.left._tag, "RouteConflict")
-        assert.strictEqual((twin.left as RouteRepository.RouteConflict).conflictingRouteId, first.id)
+        const conflict = twin.left as RouteRepository.RouteConflict
+        assert.strictEqual(conflict.conflictingRouteId, first.id)
+        // The error names the conditions both have, canonical whichever way the refused route wrote them.
+        assert.strictEqual(JSON.stringify(conflict.when), CANONICAL)
+        assert.strictEqual(
+          conflict.message,
+          `GET /users/:userId with the conditions ${CANONICAL} has the same method, shape and conditions as route ${first.id}`
+        )
       }
       // Without conditions, with fewer, or with another value: a route of its own.
       yield* create({ method: "GET", path: "/users/:id", handler: "h" })
@@ -97,6 +104,9 @@ export const conditionsContract = (test: Test) => {
       const b = yield* create({ method: "GET", path: "/p", handler: "h" })
       const onto = yield* Effect.either(update(b.id, { when: { host: "a.example.com" } }))
       assert.isTrue(Either.isLeft(onto) && onto.left._tag === "RouteConflict")
+      if (Either.isLeft(onto)) {
+        assert.deepStrictEqual((onto.left as RouteRepository.RouteConflict).when, { host: "a.example.com" })
+      }
       const moved = yield* update(b.id, { when: { host: "b.example.com" } })
       assert.deepStrictEqual(moved.when, { host: "b.example.com" })
       const same = yield* update(b.id, { when: { host: "b.example.com" } })
@@ -110,6 +120,11 @@ export const conditionsContract = (test: Test) => {
       // A route without conditions may not take the shape of another without any.
       const clash = yield* Effect.either(update(a.id, { when: null }))
       assert.isTrue(Either.isLeft(clash) && clash.left._tag === "RouteConflict")
+      // Neither has conditions: the error and its message are as before conditions existed.
+      if (Either.isLeft(clash)) {
+        assert.isFalse("when" in clash.left)
+        assert.strictEqual(clash.left.message, `GET /p has the same method and shape as route ${b.id}`)
+      }
     }))
 
   test("the log records conditions in before and after; a restore brings them back, and conflicts as a create", () =>
@@ -129,5 +144,8 @@ export const conditionsContract = (test: Test) => {
       yield* create({ method: "GET", path: "/r", handler: "other", when: GIVEN })
       const refused = yield* Effect.either(repo.restore!(created.id, created.revision))
       assert.isTrue(Either.isLeft(refused) && refused.left._tag === "RouteConflict")
+      if (Either.isLeft(refused)) {
+        assert.strictEqual(JSON.stringify((refused.left as RouteRepository.RouteConflict).when), CANONICAL)
+      }
     }))
 }

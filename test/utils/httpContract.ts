@@ -370,6 +370,29 @@ export const createGetContract = (adapter: Adapter, store: Store, options?: Rout
       assert.strictEqual(second.json.conflictingRouteId, first.json.id)
     })
 
+    it("same method, shape and conditions written differently: 409 route_conflict naming them, that they compare as a set, and the fix", async () => {
+      const when = { headers: [{ name: "X-Version", value: "2" }, { name: "accept" }] }
+      const first = await send(post({ ...sample, when }))
+      assert.strictEqual(first.status, 201, first.text)
+      const reordered = { headers: [{ name: "Accept" }, { name: "x-version", value: "2" }] }
+      const second = await send(post({ ...sample, path: "/users/:userId", when: reordered }))
+      assertProblem(second, "route_conflict", ["conflictingRouteId"])
+      assert.strictEqual(second.json.conflictingRouteId, first.json.id)
+      assert.strictEqual(
+        second.json.detail,
+        `GET /users/:userId with the conditions {"headers":[{"name":"accept"},{"name":"x-version","value":"2"}]} ` +
+          `has the same method, shape and conditions as route ${first.json.id}: a router could not tell them apart. ` +
+          "Conditions compare as a set (header names in any case, the lists in any order), so a when written " +
+          `differently may still be the same: change this route's when, method or path, or update route ` +
+          `${first.json.id} instead.`
+      )
+      const moved = await send(post({ ...sample, path: "/users/:userId", when: { headers: [{ name: "accept" }] } }))
+      assert.strictEqual(moved.status, 201, moved.text)
+      const patched = await send(patch(moved.json.id, { when: reordered }))
+      assertProblem(patched, "route_conflict", ["conflictingRouteId"])
+      assert.include(patched.json.detail, `GET /users/:userId with the conditions {"headers":[{"name":"accept"},`)
+    })
+
     it("a static segment beside a parameter, and another method, do not conflict", async () => {
       assert.strictEqual((await send(post(sample))).status, 201)
       assert.strictEqual((await send(post({ ...sample, path: "/users/me" }))).status, 201)
@@ -717,6 +740,24 @@ export const changeContract = (adapter: Adapter, store: Store, options?: Routing
         for (const error of response.json.errors) assert.deepStrictEqual(Object.keys(error), ["path", "message"])
       })
     }
+
+    it("tag and enabled out of their forms: 400 invalid_query naming the parameter, its value and the fix", async () => {
+      const badTag = await send(list("tag=Team%3AAccounts"))
+      assertProblem(badTag, "invalid_query", ["errors"])
+      assert.deepStrictEqual(badTag.json.errors, [{
+        path: "tag",
+        message: `is not a tag (got "Team:Accounts"): 1–64 of lowercase letters, digits and . _ : / -, ` +
+          "starting with a letter or digit"
+      }])
+      const maybe = await send(list("enabled=maybe&tag=ok"))
+      assertProblem(maybe, "invalid_query", ["errors"])
+      assert.deepStrictEqual(maybe.json.errors, [{
+        path: "enabled",
+        message: `must be true or false (got "maybe"): enabled=false lists the disabled routes`
+      }])
+      const both = await send(list("enabled=TRUE&tag=-x"))
+      assert.sameMembers(paths(both), ["enabled", "tag"])
+    })
 
     it("a cursor of another form, or naming no route id, is invalid_query", async () => {
       const notAnId = Buffer.from("not-a-route-id").toString("base64url")

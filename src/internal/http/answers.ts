@@ -9,6 +9,7 @@ import type { FieldIssue } from "../../Route.js"
 import type { TooManyIdempotencyKeys } from "../../RouteRepository.js"
 import { neededScope } from "../auth/scopes.js"
 import { MAX_ISSUES } from "../route/validate.js"
+import * as When from "../route/when.js"
 import { IDEMPOTENCY_KEY_OVERHEAD_BYTES } from "../store/rules.js"
 import { CHANGES, MATCH } from "./endpoints.js"
 import { COLLECTION, type Response } from "./exchange.js"
@@ -244,10 +245,19 @@ export const invalidMatchQuery = (errors: ReadonlyArray<FieldIssue>) =>
 
 export const routeNotFound = (id: string) => problem("route_not_found", `No route has the id ${JSON.stringify(id)}.`)
 
-export const conflict = (method: string, path: string, conflictingRouteId: string) =>
+/**
+ * `409 route_conflict`. With conditions, the detail names them and says that they compare as a set, since two
+ * routes whose `when` is written differently (header names' case, the lists' order) may still have the same.
+ */
+export const conflict = (method: string, path: string, conflictingRouteId: string, when?: When.When) =>
   problem(
     "route_conflict",
-    `${method} ${path} has the same method and shape as route ${conflictingRouteId}: a router could not tell them apart.`,
+    when === undefined
+      ? `${method} ${path} has the same method and shape as route ${conflictingRouteId}: a router could not tell them apart.`
+      : `${method} ${path} with the conditions ${When.keyOf(when)} has the same method, shape and conditions ` +
+        `as route ${conflictingRouteId}: a router could not tell them apart. Conditions compare as a set (header ` +
+        `names in any case, the lists in any order), so a when written differently may still be the same: change ` +
+        `this route's when, method or path, or update route ${conflictingRouteId} instead.`,
     undefined,
     { conflictingRouteId }
   )

@@ -92,7 +92,12 @@ const createOnce = (
       }, options))
     const response = Either.isRight(outcome)
       ? yield* created(core, outcome.right, base)
-      : Answers.conflict(outcome.left.method, outcome.left.path, outcome.left.conflictingRouteId)
+      : Answers.conflict(
+        outcome.left.method,
+        outcome.left.path,
+        outcome.left.conflictingRouteId,
+        outcome.left.when
+      )
     return Idempotency.replay(response, replayed)
   })
 

@@ -52,7 +52,7 @@ export const table: Table = {
   PreconditionFailed: { code: "precondition_failed", answer: (error) => Answers.preconditionFailed(error.id) },
   RouteConflict: {
     code: "route_conflict",
-    answer: (error) => Answers.conflict(error.method, error.path, error.conflictingRouteId)
+    answer: (error) => Answers.conflict(error.method, error.path, error.conflictingRouteId, error.when)
   },
   StoreUnavailable: { code: "store_unavailable", answer: (_, unavailable) => unavailable },
   IdempotencyKeyReused: { code: "idempotency_key_reused", answer: (error) => Idempotency.keyReused(error.key) },

@@ -83,9 +83,7 @@ const nameSpans = (request: FastifyRequest, route: Route.StoredRoute, handler: s
   const span = (request as OtelRequest).opentelemetry?.().span
   if (span == null) return
   if (server === undefined) return Otel.annotate(span, request.method, route, handler)
-  span.setAttribute("http.route", route.path)
-  span.setAttribute("route_registry.route.id", route.id)
-  if (handler !== undefined) span.setAttribute("route_registry.route.handler", handler)
+  Otel.setRouteAttributes(span, route, handler)
 }
 
 const log = (fastify: FastifyInstance): Registry.Log => (level, message) => fastify.log[level](message)

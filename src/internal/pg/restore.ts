@@ -12,7 +12,8 @@ import {
   InvalidRestore,
   OutsidePrefixes,
   PreconditionFailed,
-  RouteConflict,
+  type RouteConflict,
+  routeConflict,
   RouteNotFound,
   TooManyMethods
 } from "../store/errors.js"
@@ -80,7 +81,7 @@ export const restoreStep = (
     if (current !== undefined && !patchChanges(current, fields)) return { route: current, created: false }
     const held = yield* holder(store, id, fields)
     if (held !== undefined) {
-      return yield* new RouteConflict({ method: fields.method, path: fields.path, conflictingRouteId: held })
+      return yield* routeConflict(fields.method, fields.path, held, fields.when)
     }
     if (current !== undefined) {
       const rows = yield* Store.updateStatement(store, { id, patch: fields, precondition: undefined, change })

@@ -79,13 +79,16 @@ const trusted = (
   ...optionalOf({ ...fields, when: whenOf(fields) })
 })
 
+/** The conditions the `when_key` column keeps: their canonical JSON, `""` for none. */
+export const whenOfKey = (key: string): When.When | undefined => key === "" ? undefined : JSON.parse(key) as When.When
+
 // The conditions of a row (its column's text) or of JSON the log holds (jsonb, whose keys come back reordered).
 const whenOf = (fields: Pick<RouteRow, "when_key" | "when">): When.When | undefined =>
   fields.when !== undefined
     ? When.canonical(fields.when as unknown as Record<string, unknown>)
-    : fields.when_key === undefined || fields.when_key === ""
+    : fields.when_key === undefined
     ? undefined
-    : JSON.parse(fields.when_key) as When.When
+    : whenOfKey(fields.when_key)
 
 /** The route a row holds. */
 export const decode = (row: RouteRow): Route.StoredRoute =>

@@ -16,7 +16,8 @@ import * as When from "../route/when.js"
 import {
   type OutsidePrefixes,
   type PreconditionFailed,
-  RouteConflict,
+  type RouteConflict,
+  routeConflict,
   RouteNotFound,
   type StoreUnavailable,
   TooManyMethods
@@ -54,6 +55,8 @@ export interface Holder {
   readonly id: string
   readonly method: string
   readonly path: string
+  /** The conditions both routes have, as the `when_key` column keeps them (`""` for none). */
+  readonly when_key: string
 }
 
 export const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }))
@@ -69,7 +72,7 @@ export const conflictOr = <A, E>(
   holders.length === 0
     ? retry()
     : Effect.fail(
-      new RouteConflict({ method: holders[0]!.method, path: holders[0]!.path, conflictingRouteId: holders[0]!.id })
+      routeConflict(holders[0]!.method, holders[0]!.path, holders[0]!.id, Row.whenOfKey(holders[0]!.when_key))
     )
 
 /** A route id is a UUID: any other string is not found without asking the database (which would refuse it). */
@@ -161,7 +164,7 @@ export const insert = (
             WHERE method = ${route.method} AND path_shape = ${shape} AND when_key = ${whenKey}`,
           (holders) =>
             conflictOr(
-              holders.map(({ id }) => ({ id, method: route.method, path: route.path })),
+              holders.map(({ id }) => ({ id, method: route.method, path: route.path, when_key: whenKey })),
               () => insert(store, route, change)
             )
         )
@@ -240,7 +243,7 @@ export const holderOf = (
   const whenKey = patch.when === undefined ? undefined : When.keyOf(patch.when ?? undefined)
   return sql<Holder>`${readMark}
     SELECT other.id AS id, COALESCE(${patch.method ?? null}, self.method) AS method,
-           COALESCE(${patch.path ?? null}, self.path) AS path
+           COALESCE(${patch.path ?? null}, self.path) AS path, other.when_key AS when_key
     FROM ${table} AS self JOIN ${table} AS other
       ON other.method = COALESCE(${patch.method ?? null}, self.method)
       AND other.path_shape = COALESCE(${shape ?? null}, self.path_shape)

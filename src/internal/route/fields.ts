@@ -153,15 +153,9 @@ const checkValue = (value: unknown, at: string, depth: number, issues: Array<Iss
     if (key.includes("\u0000") || loneSurrogate(key) !== -1) {
       issues.push({ path: at, message: `the key ${JSON.stringify(key)} is not text a store keeps` })
     }
-    checkValue((value as Record<string, unknown>)[key], memberPath(at, key), depth + 1, issues)
+    checkValue((value as Record<string, unknown>)[key], Grammar.memberPath(at, key), depth + 1, issues)
   }
 }
-
-const PLAIN_KEY = /^[A-Za-z_$][A-Za-z0-9_$]*$/
-
-/** The path of a member of an object at `at`: `.max`, or `["a b"]` for a key that is not an identifier. */
-export const memberPath = (at: string, key: string): string =>
-  PLAIN_KEY.test(key) ? `${at}.${key}` : `${at}[${JSON.stringify(key)}]`
 
 /** Every problem of a config at `at` (`middleware[1].config`). */
 export const checkConfig = (value: unknown, at: string): ReadonlyArray<Issue> => {
@@ -186,7 +180,7 @@ export const checkEntryObject = (entry: Record<string, unknown>, at: string): Re
   for (const key of Object.keys(entry)) {
     if (key !== "name" && key !== "config") {
       issues.push({
-        path: `${at}.${key}`,
+        path: Grammar.memberPath(at, key),
         message: `unknown field "${key}": a middleware entry has only "name" and "config"`
       })
     }

@@ -117,3 +117,12 @@ export const checkMiddlewareList = (names: ReadonlyArray<unknown>): string | und
  */
 export const duplicateMessage = (names: ReadonlyArray<unknown>, i: number) =>
   `${JSON.stringify(names[i])} is already listed at middleware[${names.indexOf(names[i])}]: list each name once`
+
+const PLAIN_KEY = /^[A-Za-z_$][A-Za-z0-9_$]*$/
+
+/**
+ * The path of a member of an object at `at`: `.max`, or `["a b"]` (`[""]`) for a key that is not an identifier, so
+ * that every key, the empty one included, has a path of its own.
+ */
+export const memberPath = (at: string, key: string): string =>
+  PLAIN_KEY.test(key) ? `${at}.${key}` : `${at}[${JSON.stringify(key)}]`

@@ -90,7 +90,9 @@ const checkTargets = (
     const at = `split.targets[${i}]`
     if (!isRecord(target)) return add(at, `must be an object ${example.slice(8, -1)} (got ${describe(target)})`)
     for (const key of Object.keys(target)) {
-      if (!TARGET_FIELDS.has(key)) add(`${at}.${key}`, `unknown field "${key}": a target has only handler and weight`)
+      if (!TARGET_FIELDS.has(key)) {
+        add(Grammar.memberPath(at, key), `unknown field "${key}": a target has only handler and weight`)
+      }
     }
     const name = target.handler
     if (typeof name !== "string") add(`${at}.handler`, `is required: a handler name (got ${describe(name)})`)
@@ -129,7 +131,7 @@ export const check = (value: unknown, handler: string | undefined): ReadonlyArra
   }
   for (const key of Object.keys(value)) {
     if (!FIELDS.has(key)) {
-      add(`split.${key}`, `unknown field "${key}": a split has only by, group, targets and override`)
+      add(Grammar.memberPath("split", key), `unknown field "${key}": a split has only by, group, targets and override`)
     }
   }
   if (value.by === undefined) add("split.by", "is required: where the key is read, such as \"header:x-user-id\"")

@@ -6,6 +6,7 @@
  *
  * @internal
  */
+import * as Grammar from "./grammar.js"
 
 /** One header or query condition: a name and, optionally, the exact value required (without it, presence). */
 export interface Condition {
@@ -106,7 +107,7 @@ const checkConditions = (
     if (!isRecord(condition)) return add(here, `must be an object ${example.slice(9, -1)} (got ${describe(condition)})`)
     for (const key of Object.keys(condition)) {
       if (!CONDITION_FIELDS.has(key)) {
-        add(`${here}.${key}`, `unknown field "${key}": a condition has only name and value`)
+        add(Grammar.memberPath(here, key), `unknown field "${key}": a condition has only name and value`)
       }
     }
     const name = condition.name
@@ -150,7 +151,9 @@ export const check = (value: unknown): ReadonlyArray<Issue> => {
     return issues
   }
   for (const key of Object.keys(value)) {
-    if (!FIELDS.has(key)) add(`when.${key}`, `unknown field "${key}": conditions are only host, headers and query`)
+    if (!FIELDS.has(key)) {
+      add(Grammar.memberPath("when", key), `unknown field "${key}": conditions are only host, headers and query`)
+    }
   }
   if (value.host !== undefined) checkHost(value.host, add)
   if (value.headers !== undefined) checkConditions(value.headers, "headers", add)

@@ -9,11 +9,16 @@
  * @internal
  */
 import type * as Route from "../../Route.js"
+import * as When from "../route/when.js"
+
+/** Where the route's attributes are written: an OpenTelemetry span, or an adapter over an Effect span. */
+export interface Attributes {
+  readonly setAttribute: (key: string, value: string | ReadonlyArray<string>) => unknown
+}
 
 /** The part of an OpenTelemetry span the routers write. */
-export interface Span {
+export interface Span extends Attributes {
   readonly updateName: (name: string) => unknown
-  readonly setAttribute: (key: string, value: string) => unknown
   readonly spanContext: () => { readonly spanId: string }
 }
 
@@ -53,15 +58,34 @@ export const load = (): Promise<void> =>
 /** `@opentelemetry/api` as loaded (`undefined` before `load` settled, or without it), for the tracer over it. */
 export const loadedApi = (): unknown => api
 
+// A stored route's `when` is never changed in place (a new version is a new object): its canonical JSON is computed
+// once per version, not per request.
+const whenJson = new WeakMap<When.When, string>()
+
+const canonicalWhen = (when: When.When): string => {
+  let json = whenJson.get(when)
+  if (json === undefined) whenJson.set(when, json = When.keyOf(when))
+  return json
+}
+
 /**
- * Gives `span` the name and attributes of a request `route` served; `handler`, the handler a split chose, is recorded
- * as `route_registry.route.handler` (only for a route with a split).
+ * Writes the attributes of a request `route` served: `http.route` and `route_registry.route.id`; the handler a split
+ * chose as `route_registry.route.handler`; the route's conditions, all of which the request met, as
+ * `route_registry.route.when` (their canonical JSON), and its tags as `route_registry.route.tags`. Each only when the
+ * route has it, so a route without them costs nothing more.
  */
-export const annotate = (span: Span, method: string, route: Route.StoredRoute, handler?: string): void => {
-  span.updateName(`${method} ${route.path}`)
+export const setRouteAttributes = (span: Attributes, route: Route.StoredRoute, handler: string | undefined): void => {
   span.setAttribute("http.route", route.path)
   span.setAttribute("route_registry.route.id", route.id)
   if (handler !== undefined) span.setAttribute("route_registry.route.handler", handler)
+  if (route.when !== undefined) span.setAttribute("route_registry.route.when", canonicalWhen(route.when))
+  if (route.tags !== undefined) span.setAttribute("route_registry.route.tags", route.tags)
+}
+
+/** Gives `span` the name and attributes of a request `route` served (`setRouteAttributes`). */
+export const annotate = (span: Span, method: string, route: Route.StoredRoute, handler?: string): void => {
+  span.updateName(`${method} ${route.path}`)
+  setRouteAttributes(span, route, handler)
 }
 
 /**

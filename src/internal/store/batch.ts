@@ -16,7 +16,7 @@ import {
   BatchRefused,
   OutsidePrefixes,
   PreconditionFailed,
-  RouteConflict,
+  routeConflict,
   RouteNotFound,
   TooManyMethods
 } from "./errors.js"
@@ -175,7 +175,7 @@ const conflicts = (decided: ReadonlyArray<Decided>, known: Known): Map<number, R
     if (holder !== undefined && holder !== d.after.id) {
       refused.set(
         index,
-        new RouteConflict({ method: d.after.method, path: d.after.path, conflictingRouteId: holder }, true)
+        routeConflict(d.after.method, d.after.path, holder, d.after.when)
       )
     } else {
       claimed.set(key, d.after.id)

@@ -5,21 +5,39 @@
  * @internal
  */
 import { Schema } from "effect"
+import * as When from "../../When.js"
 
 /**
- * A stored route already has the same method and shape; `conflictingRouteId` names it.
+ * A stored route already has the same method, shape and conditions; `conflictingRouteId` names it, and `when` (0.5.0)
+ * the conditions both have, in canonical form (absent when neither has any).
  *
  * @since 0.1.0
  */
 export class RouteConflict extends Schema.TaggedError<RouteConflict>()("RouteConflict", {
   method: Schema.String,
   path: Schema.String,
-  conflictingRouteId: Schema.String
+  conflictingRouteId: Schema.String,
+  when: Schema.optionalWith(When.When, { exact: true })
 }) {
   override get message(): string {
-    return `${this.method} ${this.path} has the same method and shape as route ${this.conflictingRouteId}`
+    return this.when === undefined
+      ? `${this.method} ${this.path} has the same method and shape as route ${this.conflictingRouteId}`
+      : `${this.method} ${this.path} with the conditions ${When.canonicalJson(this.when)} has the same method, shape ` +
+        `and conditions as route ${this.conflictingRouteId}`
   }
 }
+
+/** A `RouteConflict` of a route with conditions `when`, or none; made by the stores, which have checked its fields. */
+export const routeConflict = (
+  method: string,
+  path: string,
+  conflictingRouteId: string,
+  when: When.When | null | undefined
+): RouteConflict =>
+  new RouteConflict(
+    when == null ? { method, path, conflictingRouteId } : { method, path, conflictingRouteId, when },
+    true
+  )
 
 /**
  * No route has the id (including ids that could never exist).

@@ -27,7 +27,8 @@ import {
   InvalidRestore,
   OutsidePrefixes,
   PreconditionFailed,
-  RouteConflict,
+  type RouteConflict,
+  routeConflict,
   RouteNotFound,
   TooManyIdempotencyKeys,
   TooManyMethods
@@ -137,8 +138,6 @@ export const make = (
   // Another instance (another run) has another identity: a change stream's cursor of one is not resumed by another.
   const store = Rules.newStoreId()
   const principals = new Map<string, PrincipalKeys>()
-  const conflict = (method: string, path: string, conflictingRouteId: string) =>
-    Effect.fail(new RouteConflict({ method, path, conflictingRouteId }, true))
   // A method no stored route has, while MAX_METHODS are stored, is one too many; `leaving` is a route that gives up
   // its method in the same change (an update), which frees the method when it was that method's only route.
   const tooManyMethods = (method: string, leaving?: Route.StoredRoute): TooManyMethods | undefined => {
@@ -159,7 +158,7 @@ export const make = (
     const existing = memory.idByKey.get(key)
     if (existing !== undefined) {
       return Either.right(Either.left(
-        new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: existing }, true)
+        routeConflict(input.method, input.path, existing, input.when)
       ))
     }
     const refused = tooManyMethods(input.method)
@@ -187,7 +186,7 @@ export const make = (
     const path = patch.path ?? current.path
     const when = patch.when === undefined ? current.when : patch.when ?? undefined
     const holder = memory.idByKey.get(Rules.conflictKey(method, path, when))
-    if (holder !== undefined && holder !== current.id) return conflict(method, path, holder)
+    if (holder !== undefined && holder !== current.id) return Effect.fail(routeConflict(method, path, holder, when))
     const refused = method === current.method ? undefined : tooManyMethods(method, current)
     if (refused !== undefined) return Effect.fail(refused)
     const updated = Rules.patchedRoute(current, patch, memory.revision + 1)

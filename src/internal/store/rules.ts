@@ -21,7 +21,7 @@ import type * as Split from "../../Split.js"
 import * as RouteFields from "../route/fields.js"
 import { equal as sameSplit } from "../route/split.js"
 import * as When from "../route/when.js"
-import { OutsidePrefixes, PreconditionFailed, RouteConflict } from "./errors.js"
+import { OutsidePrefixes, PreconditionFailed, routeConflict } from "./errors.js"
 
 /**
  * The most distinct methods a store holds: a create or update that would add one more fails with `TooManyMethods`.
@@ -178,7 +178,7 @@ export const firstAnswerOf = (outcome: Remembered["outcome"]): FirstAnswer =>
 export const answerAgain = (input: Route.CreateRoute, first: FirstAnswer): Remembered["outcome"] =>
   first.createdAt === undefined || first.revision === undefined
     ? Either.left(
-      new RouteConflict({ method: input.method, path: input.path, conflictingRouteId: first.routeId }, true)
+      routeConflict(input.method, input.path, first.routeId, input.when)
     )
     : Either.right(
       new Route.StoredRoute({
