@@ -67,13 +67,11 @@ export interface Deadline {
   /**
    * Runs `work`'s statements as one transaction (or savepoint, in a host's transaction) under the deadline, settled by
    * `witness` if its `COMMIT` goes unanswered. The deadline runs from `since` (the `Clock`'s milliseconds) when given:
-   * a group of changes (internal/pg/group.ts) keeps its first member's. `first`, a statement without parameters, runs
-   * in the round trip that begins the transaction, before `work`.
+   * a group of changes (internal/pg/group.ts) keeps its first member's.
    */
   readonly write: <A>(
     witness: Witness<A>,
-    since?: number,
-    first?: string
+    since?: number
   ) => <B extends A, E>(
     work: Effect.Effect<B, E | SqlError>
   ) => Effect.Effect<B, E | SqlError | RouteRepository.StoreUnavailable>
@@ -110,8 +108,6 @@ interface State {
   readOnly: boolean
   /** Whether the last attempt's connection was lost before its transaction began: nothing of it reached the server. */
   unbegun: boolean
-  /** The statements sent with the transaction's beginning, each ended by `;`, or "". */
-  readonly first: string
 }
 
 // How long past the deadline a write waits for a connection that does not answer at all before it stops waiting.
@@ -286,7 +282,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
       const value = yield* Effect.gen(function*() {
         const begun = yield* connection.executeUnprepared(
           `BEGIN; SET LOCAL statement_timeout = ${remaining()}; SET LOCAL idle_in_transaction_session_timeout = ${millis}; ` +
-            `${state.first} SELECT pg_current_xact_id()::xid::text AS xid`,
+            "SELECT pg_current_xact_id()::xid::text AS xid",
           [],
           undefined
         ).pipe(Effect.tapError((error) => Effect.sync(() => state.unbegun = !sessionGoesOn(error))))
@@ -340,7 +336,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
       const name = `route_registry_${++savepoints}`
       const begun = yield* connection.executeUnprepared(
         `SAVEPOINT ${name}; SELECT current_setting('statement_timeout') AS previous; ` +
-          `SET LOCAL statement_timeout = ${remaining()}; ${state.first}`,
+          `SET LOCAL statement_timeout = ${remaining()}`,
         [],
         undefined
       )
@@ -365,8 +361,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
 
   // The deadline and its backstop are Node timers, as `read`'s is; the time left for the statements is read from the
   // `Clock`.
-  const write = <A>(witness: Witness<A>, since?: number, first?: string) =>
-  <B extends A, E>(work: Effect.Effect<B, E | SqlError>) =>
+  const write = <A>(witness: Witness<A>, since?: number) => <B extends A, E>(work: Effect.Effect<B, E | SqlError>) =>
     Effect.flatMap(
       Effect.zip(Effect.runtime<never>(), Effect.clock),
       ([runtime, clock]) =>
@@ -382,8 +377,7 @@ export const make = ({ connect, interrupted, millis, readOnly, sql, table, timed
             witness: undefined,
             settling: undefined,
             readOnly: false,
-            unbegun: false,
-            first: first === undefined ? "" : `${first};`
+            unbegun: false
           }
           const run = Runtime.runFork(runtime)
           let answered = false

@@ -4,12 +4,12 @@
  *
  * Changes made outside a host's transaction join a queue. While no group of the store's is committing, a change
  * queued starts one: a transaction under the store's deadline (`Deadline.write`, counted from the oldest change
- * waiting) that takes the counter first (`Log.lock`, in the round trip that begins it), and only then takes the
- * changes waiting (at most `MAX_GROUP_CHANGES`) as its members: those that arrive while it waits for the counter,
- * which another process's group holds, join it rather than wait for the next. Those that arrive later wait for it and
- * form the next, which starts as soon as it is answered. A group runs its creates as one statement, then each other
- * change in arrival order, and commits once. Each change takes the revision after the one before it, writes its log
- * entry in its own statement, and is judged against the state the changes before it left: a change refused (not found, a
+ * waiting) that takes the counter first (`Log.lock`), and only then takes the changes waiting (at most
+ * `MAX_GROUP_CHANGES`) as its members: those that arrive while it waits for the counter, which another process's group
+ * holds, join it rather than wait for the next. Those that arrive later wait for it and form the next, which starts
+ * as soon as it is answered. A group runs its creates as one statement, then each other change in arrival order, and
+ * commits once. Each change takes the revision after the one before it, writes its log entry in
+ * its own statement, and is judged against the state the changes before it left: a change refused (not found, a
  * failed precondition, a conflict, the method bound) writes nothing and leaves the others. Refusals the statements
  * decide (not found, preconditions, a shape another route holds, for a create) need nothing undone; the unique index
  * and the method bound refuse with an error of the database, which aborts the transaction: the group is then run
@@ -147,7 +147,6 @@ const insertMany = (store: Store.Store, creating: ReadonlyArray<Creating>) => {
  * and an answer per member, in order.
  */
 const work = (store: Store.Store, take: () => ReadonlyArray<AnyMember>, careful: boolean) => {
-  // The transaction took the counter as it began (`commit`).
   const { sql } = store
   // One change: its answer, under a savepoint when the run is careful and the database may refuse it. The work fails
   // only when the whole group does.
@@ -176,6 +175,7 @@ const work = (store: Store.Store, take: () => ReadonlyArray<AnyMember>, careful:
     })
   }
   return Effect.gen(function*() {
+    yield* Log.lock(store)
     const members = take()
     const answers: Array<Answer> = new Array(members.length)
     const creates = careful ? [] : members.flatMap((member, i) => member.creating === undefined ? [] : [i])
@@ -213,12 +213,8 @@ const commit = (store: Store.Store, take: () => ReadonlyArray<AnyMember>, since:
       store,
       answers.flatMap((answer, i) => Exit.isSuccess(answer) ? members[i]!.entries(answer.value) : [])
     )
-  // The counter is taken in the round trip that begins the transaction, so holding it before taking the members costs
-  // no round trip of its own.
   const attempt = (careful: boolean) =>
-    store.deadline.write(witness, since, Log.lockText(store))(
-      work(store, take, careful) as Effect.Effect<Done, SqlError | Refused>
-    )
+    store.deadline.write(witness, since)(work(store, take, careful) as Effect.Effect<Done, SqlError | Refused>)
   return Effect.catchTag(attempt(false), "Refused", () => attempt(true))
 }
 

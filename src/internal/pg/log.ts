@@ -48,14 +48,14 @@ export const locked = ({ settings, sql }: Store): Statement.Fragment =>
     locked AS MATERIALIZED (
       SELECT GREATEST(revision, (SELECT last_value FROM ${sql(settings.sequence)})) AS revision FROM held)`
 
-const lockStatement = (store: Store) => store.sql<{ revision: string }>`WITH ${locked(store)} SELECT revision FROM locked`
-
 /** `locked` as a statement of its own, giving the last revision. */
-export const lock = (store: Store): Effect.Effect<number, SqlError> =>
-  Effect.map(lockStatement(store), (rows) => Number(rows[0]!.revision))
-
-/** `lock`'s statement as text (it has no parameters), to be sent with others in one round trip. */
-export const lockText = (store: Store): string => lockStatement(store).compile()[0]
+export const lock = (store: Store): Effect.Effect<number, SqlError> => {
+  const { sql } = store
+  return Effect.map(
+    sql<{ revision: string }>`WITH ${locked(store)} SELECT revision FROM locked`,
+    (rows) => Number(rows[0]!.revision)
+  )
+}
 
 /** A route row as the API answers it, as JSON built by the database from the row `alias`. */
 export const routeJson = (sql: SqlClient.SqlClient, alias: string): Statement.Fragment => {
