@@ -501,7 +501,7 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
       const watcher = yield* connect
       const query = (text: string, values: ReadonlyArray<unknown> = []) =>
         Effect.promise(() => other.query(text, [...values]))
-      // Another writer holds the counter, so the batch's group waits for it.
+      // Another writer holds the counter, so the batch's statement (its snapshot taken) waits for it.
       yield* query(`BEGIN; SELECT revision FROM ${table}_revision FOR UPDATE`)
       const batch = yield* Effect.fork(Effect.all(
         ["/a", "/taken/:x", "/b"].map((path) => Effect.either(Effect.flatMap(body(path), repo.create))),
@@ -512,7 +512,7 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         for (;;) {
           const waiting = await watcher.query(
             `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-              AND query LIKE '%FOR UPDATE%'`
+              AND query LIKE '%json_to_recordset%'`
           )
           if (waiting.rows.length > 0) return
           await new Promise((resolve) => setTimeout(resolve, 10))

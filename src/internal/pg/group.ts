@@ -2,13 +2,12 @@
  * Group commit: the changes a process makes at the same time share one transaction, and so one lock of the counter
  * and one flush of the log to disk (docs/performance.md, "Group commit").
  *
- * Changes made outside a host's transaction join a queue. While no group of the store's is committing, a change
- * queued starts one: a transaction under the store's deadline (`Deadline.write`, counted from the oldest change
- * waiting) that takes the counter first (`Log.lock`), and only then takes the changes waiting (at most
- * `MAX_GROUP_CHANGES`) as its members: those that arrive while it waits for the counter, which another process's group
- * holds, join it rather than wait for the next. Those that arrive later wait for it and form the next, which starts
- * as soon as it is answered. A group runs its creates as one statement, then each other change in arrival order, and
- * commits once. Each change takes the revision after the one before it, writes its log entry in
+ * Changes made outside a host's transaction join a queue. While no group of the store's is committing, the changes
+ * queued in a turn of the event loop start one (at most `MAX_GROUP_CHANGES`); those that arrive meanwhile wait for it
+ * and form the next, which starts as soon as it is answered. A group is one transaction under the store's deadline
+ * (`Deadline.write`, counted from its oldest member's arrival): it takes the counter first (`Log.lock`, or the first
+ * statement, which takes it before it reads anything), runs its creates as one statement, then each other change in
+ * arrival order, and commits once. Each change takes the revision after the one before it, writes its log entry in
  * its own statement, and is judged against the state the changes before it left: a change refused (not found, a
  * failed precondition, a conflict, the method bound) writes nothing and leaves the others. Refusals the statements
  * decide (not found, preconditions, a shape another route holds, for a create) need nothing undone; the unique index
@@ -54,6 +53,8 @@ interface Creating {
 interface Member<A, E> {
   /** Its statements, run in the group's transaction after the changes before it. */
   readonly run: Effect.Effect<A, E | SqlError>
+  /** Whether its first statement takes the counter before it reads anything, so that a group may open with it. */
+  readonly locksFirst: boolean
   /** Whether the database may refuse it with an error (the unique index, the method bound). */
   readonly refusable: boolean
   /**
@@ -85,8 +86,8 @@ interface Waiting {
   timer: ReturnType<typeof setTimeout> | undefined
 }
 
-// The creates of a group in one statement (creates made alone take `Store.insert`). It reads the counter through
-// `Log.locked`, whose lock the group holds already. A route of a method and shape stored, or given earlier in the group, is
+// The creates of a group in one statement (creates made alone take `Store.insert`). It locks the counter first of all
+// (`Log.locked`), so it may open the group. A route of a method and shape stored, or given earlier in the group, is
 // left out of the insert and takes `Store.insert`, which names the holder; the others take the revisions after the
 // counter's in their order, and their log entries, in the same statement. A shape another writer committed while the
 // statement waited for the lock is not in its snapshot: the unique index, which sees it, leaves that row out (`ON
@@ -142,11 +143,8 @@ const insertMany = (store: Store.Store, creating: ReadonlyArray<Creating>) => {
   )
 }
 
-/**
- * The group's transaction's work: once it holds the counter, the group's members (`take`, the same on a careful run)
- * and an answer per member, in order.
- */
-const work = (store: Store.Store, take: () => ReadonlyArray<AnyMember>, careful: boolean) => {
+/** The group of `members` as one transaction's work: an answer per member, in order. */
+const work = (store: Store.Store, members: ReadonlyArray<AnyMember>, careful: boolean) => {
   const { sql } = store
   // One change: its answer, under a savepoint when the run is careful and the database may refuse it. The work fails
   // only when the whole group does.
@@ -175,8 +173,6 @@ const work = (store: Store.Store, take: () => ReadonlyArray<AnyMember>, careful:
     })
   }
   return Effect.gen(function*() {
-    yield* Log.lock(store)
-    const members = take()
     const answers: Array<Answer> = new Array(members.length)
     const creates = careful ? [] : members.flatMap((member, i) => member.creating === undefined ? [] : [i])
     const batched = creates.length > 1 ? new Set(creates) : new Set<number>()
@@ -192,29 +188,25 @@ const work = (store: Store.Store, take: () => ReadonlyArray<AnyMember>, careful:
         // Left out: its shape is held, which `Store.insert` names.
         answers[i] = created !== undefined ? Exit.succeed(created) : yield* step(members[i]!)
       }
+    } else if (careful || !members[others[0]!]!.locksFirst) {
+      yield* Log.lock(store)
     }
     for (const i of others) answers[i] = yield* step(members[i]!)
-    return { members, answers }
+    return answers
   })
 }
 
-interface Done {
-  readonly members: ReadonlyArray<AnyMember>
-  readonly answers: ReadonlyArray<Answer>
-}
-
-/**
- * The changes of a group in one transaction under the deadline from `since`, run again carefully when refused: those
- * `take` gives once the transaction holds the counter.
- */
-const commit = (store: Store.Store, take: () => ReadonlyArray<AnyMember>, since: number) => {
-  const witness = ({ answers, members }: Done) =>
+/** The changes of a group in one transaction under the deadline from `since`, run again carefully when refused. */
+const commit = (store: Store.Store, members: ReadonlyArray<AnyMember>, since: number) => {
+  const witness = (answers: ReadonlyArray<Answer>) =>
     Witness.logged(
       store,
       answers.flatMap((answer, i) => Exit.isSuccess(answer) ? members[i]!.entries(answer.value) : [])
     )
   const attempt = (careful: boolean) =>
-    store.deadline.write(witness, since)(work(store, take, careful) as Effect.Effect<Done, SqlError | Refused>)
+    store.deadline.write(witness, since)(
+      work(store, members, careful) as Effect.Effect<Array<Answer>, SqlError | Refused>
+    )
   return Effect.catchTag(attempt(false), "Refused", () => attempt(true))
 }
 
@@ -236,25 +228,14 @@ export const make = (store: Store.Store) => {
   const next = () => {
     if (running || queue.length === 0) return
     running = true
-    // The oldest waiting now; those that join later have later deadlines.
-    const since = queue.reduce((oldest, waiting) => Math.min(oldest, waiting.since), Infinity)
-    let group: Array<Waiting> | undefined
-    // The changes waiting once the transaction holds the counter: while another process's group holds it, the
-    // changes arriving here join this group rather than wait for the next (docs/performance.md, "Group commit"). A
-    // group that fails before (no connection, the deadline) takes those waiting then, and fails them: nothing of theirs
-    // was sent, and its fiber, if it goes on, finds them taken and can commit nothing.
-    const taken = () => {
-      if (group === undefined) {
-        group = queue.splice(0, MAX_GROUP_CHANGES)
-        for (const waiting of group) clearTimeout(waiting.timer)
-      }
-      return group
-    }
-    const take = () => taken().map((waiting) => waiting.member)
-    Runtime.runFork(queue[0]!.runtime)(commit(store, take, since)).addObserver((exit) => {
+    const group = queue.splice(0, MAX_GROUP_CHANGES)
+    for (const waiting of group) clearTimeout(waiting.timer)
+    const since = group.reduce((oldest, waiting) => Math.min(oldest, waiting.since), Infinity)
+    const members = group.map((waiting) => waiting.member)
+    Runtime.runFork(group[0]!.runtime)(commit(store, members, since)).addObserver((exit) => {
       running = false
-      if (Exit.isSuccess(exit)) taken().forEach((waiting, i) => waiting.resume(exit.value.answers[i]!))
-      else for (const waiting of taken()) waiting.resume(Exit.failCause(exit.cause))
+      if (Exit.isSuccess(exit)) group.forEach((waiting, i) => waiting.resume(exit.value[i]!))
+      else for (const waiting of group) waiting.resume(Exit.failCause(exit.cause))
       next()
     })
   }
@@ -295,6 +276,7 @@ export const make = (store: Store.Store) => {
     create: (route: Route.Route, change: Log.Change) =>
       join<Route.StoredRoute, RouteConflict | Store.CreateError>({
         run: Store.insert(store, route, change),
+        locksFirst: true,
         refusable: true,
         refused: (error) => store.isMethodLimit(error) ? Store.tooManyMethods(route.method) : undefined,
         entries: entry(change.at),
@@ -303,6 +285,7 @@ export const make = (store: Store.Store) => {
     update: (one: Store.Updating) =>
       join<Route.StoredRoute, Store.UpdateError | Store.CreateError>({
         run: Store.updateStep(store, one),
+        locksFirst: false,
         refusable: one.patch.method !== undefined || one.patch.path !== undefined || one.patch.when !== undefined,
         refused: (error, again) => Store.refusedUpdate(store, one, error, inTransaction, again),
         entries: entry(one.change.at)
@@ -310,6 +293,7 @@ export const make = (store: Store.Store) => {
     remove: (id: Route.RouteId, precondition: Precondition | undefined, change: Log.Change) =>
       join<number, Store.UpdateError>({
         run: Store.removeStep(store, id, precondition, change),
+        locksFirst: true,
         refusable: false,
         refused: () => undefined,
         entries: Store.removed(id, change)
@@ -317,6 +301,7 @@ export const make = (store: Store.Store) => {
     restore: (restoring: Restore.Restoring) =>
       join<Restored, Store.UpdateError | InvalidRestore | Store.CreateError>({
         run: Restore.restoreStep(store, restoring),
+        locksFirst: false,
         refusable: true,
         refused: (error) => Restore.tooManyMethods(store, restoring, error),
         entries: Restore.restored(restoring)
