@@ -365,13 +365,22 @@ const payloads = (origin: string, changes: ReadonlyArray<Announcement>): Array<s
 
 /**
  * Sends the changes this process committed, at most one `NOTIFY` in flight: what is announced meanwhile goes in the
- * next. A change made inside a host's transaction is not committed yet: it is announced as "changed" through that
- * transaction, which Postgres delivers when it commits and drops if it rolls back.
+ * next, all its payloads in one statement. A change made inside a host's transaction is not committed yet: it is
+ * announced as "changed" through that transaction, which Postgres delivers when it commits and drops if it rolls back.
+ *
+ * A `NOTIFY` is a transaction with an id of its own, whose commit would wait for a flush of the log to disk, holding
+ * the server's one lock on the notification queue meanwhile: a second flush for every group of changes, which the
+ * changes of every writing process waited behind (docs/performance.md, "Group commit"). What it announces is already
+ * committed and it is a hint only, so it commits without waiting for the flush (`synchronous_commit` off, for its
+ * own transaction alone): a crash can lose a hint, never a change.
  */
 const announcer = (sql: SqlClient.SqlClient, settings: Settings, origin: string) => {
   let pending: Array<Announcement> = []
   let sending = false
   const notify = (payload: string) => Effect.ignore(sql`SELECT pg_notify(${settings.channel}, ${payload})`)
+  const notifyAll = (all: ReadonlyArray<string>) =>
+    Effect.ignore(sql`SELECT set_config('synchronous_commit', 'off', true), pg_notify(${settings.channel}, payload)
+      FROM json_array_elements_text(${JSON.stringify(all)}::json) AS payload`)
   const send: Effect.Effect<void> = Effect.suspend(() => {
     if (pending.length === 0) {
       sending = false
@@ -379,7 +388,7 @@ const announcer = (sql: SqlClient.SqlClient, settings: Settings, origin: string)
     }
     const batch = pending
     pending = []
-    return Effect.zipRight(Effect.forEach(payloads(origin, batch), notify, { discard: true }), send)
+    return Effect.zipRight(notifyAll(payloads(origin, batch)), send)
   })
   return (change: Announcement): Effect.Effect<void> => {
     if (!settings.notifications) return Effect.void
