@@ -28,6 +28,7 @@ import type { Pipeable } from "effect/Pipeable"
 import type * as When from "./internal/route/when.js"
 import * as Explain from "./internal/table/explain.js"
 import * as Ring from "./internal/table/replayRing.js"
+import type { CapacityOptions as LayerOptions } from "./internal/table/replayRing.js"
 import * as Tree from "./internal/table/routeTree.js"
 import type * as LiveStatus from "./internal/table/status.js"
 import * as Start from "./internal/table/storeStart.js"
@@ -313,9 +314,8 @@ export const ChangeHistory = ReplayRing
 export type ChangeHistory = ReplayRing
 
 /**
- * How current the process's table is, for a readiness check: what it follows (`following`), where its routes came from
- * (`source`), whether the last read of its store or registry succeeded (`reachable`, `error`), and when it was last
- * confirmed current (`confirmedAt`, `stalenessMillis`), each field documented on it. docs/resilience.md.
+ * How current the process's table is, for a readiness check: what it follows, where its routes came from, whether
+ * its last read succeeded, and when it was last confirmed current; each field documented on it. docs/resilience.md.
  *
  * @since 0.2.0
  * @category models
@@ -342,7 +342,7 @@ export class TableStatus extends Context.Tag("route-registry/RouteTable/TableSta
  */
 export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(TableStatus, (service) => service.get)
 
-export type { CapacityOptions as LayerOptions } from "./internal/table/replayRing.js"
+export type { LayerOptions }
 
 /**
  * The number of changes `layer` keeps for the change stream: 10,000.
