@@ -27,9 +27,10 @@ import type { Inspectable } from "effect/Inspectable"
 import type { Pipeable } from "effect/Pipeable"
 import type * as When from "./internal/route/when.js"
 import * as Explain from "./internal/table/explain.js"
-import type * as LiveTable from "./internal/table/liveTable.js"
 import * as Ring from "./internal/table/replayRing.js"
+import type { CapacityOptions as LayerOptions } from "./internal/table/replayRing.js"
 import * as Tree from "./internal/table/routeTree.js"
+import type * as LiveStatus from "./internal/table/status.js"
 import * as Start from "./internal/table/storeStart.js"
 import * as Impl from "./internal/table/table.js"
 import { InvalidOption } from "./InvalidOption.js"
@@ -313,28 +314,13 @@ export const ChangeHistory = ReplayRing
 export type ChangeHistory = ReplayRing
 
 /**
- * How current the process's table is, for a readiness check.
- *
- * - `following`: `"local"` for a store only this process changes (the table is always current), `"notifications"`
- *   when other processes' changes wake the table (and it also polls), `"polling"` when it polls alone, `"stream"`
- *   for a follower of another registry's change stream (`RouteFollower.layer`).
- * - `reachable`: whether the last read of the store's changes succeeded (for a follower: whether its stream is live,
- *   not silent past `idleTimeout`, and the process it follows says it is current). While it fails, the table keeps
- *   routing with what it has, and catches up by itself once the store answers again.
- * - `confirmedAt`, `stalenessMillis`: when the table was last confirmed equal to the store, and how long ago that is.
- *   While the store is reachable it stays under the poll interval (plus one read); in an outage it grows. A follower
- *   that is `reachable` is current (staleness 0, between heartbeats too); otherwise its staleness is the time since it
- *   last was, a relay's as its heartbeats say (docs/scaling-out.md, "Readiness and staleness").
- * - `error`: why the last read failed, while it fails.
- * - `source` (since 0.5.0): where the table's routes came from: `"database"` (the process's own store), `"registry"`
- *   (a follower's registry), `"snapshot"` (a last-known-good snapshot, until the registry or database answers) or
- *   `"bootstrap"` (a bootstrap file, until the registry answers: `confirmedAt` is then `null` and `stalenessMillis`
- *   `Infinity`, past any bound). docs/resilience.md.
+ * How current the process's table is, for a readiness check: what it follows, where its routes came from, whether
+ * its last read succeeded, and when it was last confirmed current; each field documented on it. docs/resilience.md.
  *
  * @since 0.2.0
  * @category models
  */
-export type Status = LiveTable.Status
+export type Status = LiveStatus.Status
 
 /**
  * The status of the process's table, provided by `layer`: `get` in an Effect, `unsafeGet` from plain code (a
@@ -356,33 +342,7 @@ export class TableStatus extends Context.Tag("route-registry/RouteTable/TableSta
  */
 export const status: Effect.Effect<Status, never, TableStatus> = Effect.flatMap(TableStatus, (service) => service.get)
 
-/**
- * The options of `layerWith`.
- *
- * @since 0.4.0
- * @category models
- */
-export interface LayerOptions {
-  /**
-   * How many of the last changes the process keeps in memory, its replay ring, for the change stream
-   * (`GET /v1/routing/changes`) to resume a client from. A client further behind (or coming from another process on
-   * the store, or from before a restart) is sent the changes from the store's change log (`RouteRepository.logAfter`),
-   * and a `reset` with the whole table only when the log no longer holds them, or the store keeps no log (a
-   * follower's store reads the registry's: `RouteFollower`). A whole number from 1; default
-   * `DEFAULT_REPLAY_CAPACITY`. Each change kept holds the route and its JSON, a few hundred bytes for an ordinary
-   * route. Not the log's retention, which is the store's own `historyCapacity`.
-   *
-   * @since 0.5.0
-   */
-  readonly replayCapacity?: number | undefined
-  /**
-   * `replayCapacity` under its name before 0.5.0. Given with `replayCapacity`, the two must be equal, else the layer
-   * fails with `InvalidOption`.
-   *
-   * @deprecated since 0.5.0, removed in 0.6.0: use `replayCapacity`
-   */
-  readonly historyCapacity?: number | undefined
-}
+export type { LayerOptions }
 
 /**
  * The number of changes `layer` keeps for the change stream: 10,000.

@@ -44,6 +44,11 @@ export interface Outcome {
   readonly revisions: number
   /** The distinct revisions the snapshots checked were of. */
   readonly snapshotRevisions: number
+  /**
+   * Snapshots refused, by reason (the phrase before its first `:`), whether by the check after a kill or by a restart's
+   * warning; a restart before the lane's first snapshot was written counts under `missing`.
+   */
+  readonly refused: Readonly<Record<string, number>>
   /** Every problem found (empty when the promise holds). */
   readonly problems: ReadonlyArray<string>
 }
@@ -105,12 +110,19 @@ export const run = async (options: Options): Promise<Outcome> => {
   let checked = 0
   let fromSnapshot = 0
   const revisionsSeen = new Set<number>()
+  const refused: Record<string, number> = {}
+  const refusal = (reason: string) => {
+    const kind = reason.split(":")[0]!
+    refused[kind] = (refused[kind] ?? 0) + 1
+  }
   const lanes = options.lanes ?? 1
   const lane = async (index: number) => {
     const snapshotFile = lanes === 1 ? options.snapshotFile : `${options.snapshotFile}.${index}`
     let snapshotThere = false
     for (let kill = index; kill < options.kills; kill += lanes) {
       const follower = await options.startFollower(snapshotFile)
+      const warned = /is not routed from \((.*)\); starting without it/.exec(follower.output())
+      if (warned !== null) refusal(warned[1]!)
       if (snapshotThere) {
         if (/routing from the snapshot/.test(follower.output())) fromSnapshot++
         else problems.push(`restart ${kill} did not route from the snapshot:\n${follower.output().slice(-2_000)}`)
@@ -120,6 +132,7 @@ export const run = async (options: Options): Promise<Outcome> => {
       if (!Fs.existsSync(snapshotFile)) continue
       const decoded = SnapshotFile.decode(Fs.readFileSync(snapshotFile), "follower")
       if (decoded._tag === "Left") {
+        refusal(decoded.left)
         problems.push(`after kill ${kill}: the snapshot is refused (${decoded.left})`)
         continue
       }
@@ -150,6 +163,7 @@ export const run = async (options: Options): Promise<Outcome> => {
     fromSnapshot,
     revisions: tables.size,
     snapshotRevisions: revisionsSeen.size,
+    refused,
     problems
   }
 }

@@ -12,21 +12,11 @@ import * as RouteRepository from "../../RouteRepository.js"
 import * as Recording from "./replayRecording.js"
 import type * as ReplayRing from "./replayRing.js"
 import * as RouteTree from "./routeTree.js"
+import type { Status } from "./status.js"
+
+export type { Source, Status } from "./status.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
-
-/** How current a live table is, for a readiness check: `RouteTable.Status` documents each field. */
-export interface Status {
-  readonly following: "local" | "notifications" | "polling" | "stream"
-  readonly source: Source
-  readonly reachable: boolean
-  readonly confirmedAt: Date | null
-  readonly stalenessMillis: number
-  readonly error: string | undefined
-}
-
-/** Where the table's routes came from: `RouteTable.Status` documents each. */
-export type Source = "registry" | "database" | "snapshot" | "bootstrap"
 
 /** When the table was last confirmed equal to the store, and whether the last try to confirm it failed. */
 interface Confirmed {

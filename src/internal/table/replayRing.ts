@@ -71,9 +71,31 @@ export type Since =
 /** The default number of changes a ring keeps. */
 export const DEFAULT_CAPACITY = 10_000
 
-/** How a host sizes a ring: `replayCapacity`, or `historyCapacity`, its name before 0.5.0. */
+/**
+ * How a host sizes a ring: the options of `RouteTable.layerWith`, which re-exports them as `LayerOptions`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
 export interface CapacityOptions {
+  /**
+   * How many of the last changes the process keeps in memory, its replay ring, for the change stream
+   * (`GET /v1/routing/changes`) to resume a client from. A client further behind (or coming from another process on
+   * the store, or from before a restart) is sent the changes from the store's change log (`RouteRepository.logAfter`),
+   * and a `reset` with the whole table only when the log no longer holds them, or the store keeps no log (a
+   * follower's store reads the registry's: `RouteFollower`). A whole number from 1; default
+   * `DEFAULT_REPLAY_CAPACITY`. Each change kept holds the route and its JSON, a few hundred bytes for an ordinary
+   * route. Not the log's retention, which is the store's own `historyCapacity`.
+   *
+   * @since 0.5.0
+   */
   readonly replayCapacity?: number | undefined
+  /**
+   * `replayCapacity` under its name before 0.5.0. Given with `replayCapacity`, the two must be equal, else the layer
+   * fails with `InvalidOption`.
+   *
+   * @deprecated since 0.5.0, removed in 0.6.0: use `replayCapacity`
+   */
   readonly historyCapacity?: number | undefined
 }
 
