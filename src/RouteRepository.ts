@@ -5,7 +5,6 @@
  */
 import type { Duration, Either } from "effect"
 import { Context, Effect, Layer } from "effect"
-import type { ChangeFeed } from "./internal/store/changeFeed.js"
 import * as Memory from "./internal/store/memory.js"
 import * as Route from "./Route.js"
 
@@ -30,6 +29,8 @@ import type {
 export * from "./internal/store/errors.js"
 
 export { Actor } from "./internal/store/actor.js"
+
+export { Feed, ReadOnly } from "./internal/store/capabilities.js"
 
 export type { BatchApplied, BatchOperation, BatchOptions, BatchOutcome } from "./internal/store/batch.js"
 export { MAX_BATCH_OPERATIONS } from "./internal/store/batch.js"
@@ -365,11 +366,6 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
    */
   readonly unsafeFindById?: (id: string) => Route.StoredRoute | undefined
   /**
-   * Offered by a store that other processes can change (the Postgres store): how to follow their changes. A store
-   * only this process changes has none.
-   */
-  readonly changes?: ChangeFeed | undefined
-  /**
    * Offered by a store that remembers idempotency keys (both stores of the library): `create` at most once per key.
    * The first call with a key creates (or is refused with a conflict) and remembers that outcome together with the
    * write, atomically; a later call with the key and an equal input (`fingerprint`) gives it again (`replayed`), one
@@ -391,11 +387,6 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     | StoreUnavailable
     | ReadOnlyStore
   >
-  /**
-   * `true` for a store that serves reads only (a follower's, `RouteFollower.layer`): its writes fail with
-   * `ReadOnlyStore`, and the routing API answers them `405 method_not_allowed` at once, before authenticating them.
-   */
-  readonly readOnly?: boolean | undefined
 }>() {}
 
 /**

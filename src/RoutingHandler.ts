@@ -297,9 +297,21 @@ const readLog = (
     : LogPages.shared((revision, limit) => Runtime.runPromise(runtime, logAfter(revision, limit)))
 }
 
+/** The store and what it offers beyond the contract (`RouteRepository`'s capabilities), as the core takes them. */
+interface Store {
+  readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
+  readonly readOnly: boolean
+}
+
+// The store in context and the capabilities provided beside it.
+const storeInContext: Effect.Effect<Store, never, RouteRepository.RouteRepository> = Effect.map(
+  Effect.all([RouteRepository.RouteRepository, Effect.serviceOption(RouteRepository.ReadOnly)]),
+  ([repository, readOnly]) => ({ repository, readOnly: Option.isSome(readOnly) })
+)
+
 const makeCore = (
   runtime: Runtime.Runtime<never>,
-  repository: Context.Tag.Service<RouteRepository.RouteRepository>,
+  { readOnly, repository }: Store,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   config: Options_.Config,
   catalog: Catalog.Names | undefined,
@@ -309,6 +321,7 @@ const makeCore = (
 ): RoutingHandler => {
   const core: Steps.Core = {
     repository,
+    readOnly,
     authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
     batchLimits: Content.bodyLimits(config.maxBatchBodyBytes, config.bodyTimeoutMillis),
@@ -375,7 +388,7 @@ export const make = (
     onRight: (config) =>
       Effect.map(
         Effect.all([
-          RouteRepository.RouteRepository,
+          storeInContext,
           Authenticator.Authenticator,
           Catalog.Catalog,
           HostPaths.HostPaths,
@@ -383,12 +396,12 @@ export const make = (
           changesInContext,
           Effect.runtime<never>()
         ]),
-        ([repository, authenticator, catalog, hostPaths, telemetry, changes, runtime]) =>
+        ([store, authenticator, catalog, hostPaths, telemetry, changes, runtime]) =>
           telemetry === undefined
-            ? makeCore(runtime, repository, authenticator, config, catalog, hostPaths, changes)
+            ? makeCore(runtime, store, authenticator, config, catalog, hostPaths, changes)
             : makeCore(
               runtime,
-              Telemetry.instrumentRepository(repository),
+              { ...store, repository: Telemetry.instrumentRepository(store.repository) },
               authenticator,
               config,
               catalog,
@@ -416,7 +429,15 @@ export const makeWith = (
       throw invalid
     },
     onRight: (config) =>
-      makeCore(Runtime.defaultRuntime, repository, authenticator, config, catalog, HostPaths.none, undefined)
+      makeCore(
+        Runtime.defaultRuntime,
+        { repository, readOnly: false },
+        authenticator,
+        config,
+        catalog,
+        HostPaths.none,
+        undefined
+      )
   })
 
 /**

@@ -156,7 +156,6 @@ const readOnly = (operation: string) => Effect.fail(new RouteRepository.ReadOnly
 export const store = (state: State, log: Log.Target): Store => {
   const upstream: Log.Upstream = { history: log, changes: { ...state.settings.target, name: undefined } }
   return RouteRepository.RouteRepository.of({
-    readOnly: true,
     history: (query) => Log.history(log, query),
     logAfter: (revision, limit) => Log.after(upstream, state.ring.store(), revision, limit),
     create: () => readOnly("create"),

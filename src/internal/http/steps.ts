@@ -32,6 +32,8 @@ import * as ServiceErrors from "./serviceErrors.js"
 export interface Core {
   readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
   readonly authenticator: Context.Tag.Service<Authenticator.Authenticator>
+  /** The store serves reads only (`RouteRepository.ReadOnly`): writes are answered at once, unauthenticated. */
+  readonly readOnly: boolean
   readonly limits: Content.BodyLimits
   /** The limits a change set's body is read under. */
   readonly batchLimits: Content.BodyLimits

@@ -71,6 +71,8 @@ interface State {
   /** The clock of the fiber that made the table: what tombstones and the status are timed by. */
   readonly clock: Clock.Clock
   readonly store: Store
+  /** The store's change feed, when other processes change it too. */
+  readonly feed: RouteRepository.ChangeFeed | undefined
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   /** Told of each route new to the table that came from the change feed (telemetry's propagation lag). */
   readonly arrived: ((route: Route.StoredRoute) => void) | undefined
@@ -259,7 +261,7 @@ const liveStore = (state: State): Store => {
 }
 
 const statusOf = (state: State): Status => {
-  const feed = state.store.changes
+  const feed = state.feed
   if (feed === undefined) {
     const now = new Date(state.clock.unsafeCurrentTimeMillis())
     return {
@@ -290,6 +292,7 @@ const statusOf = (state: State): Status => {
  */
 export const make = (
   store: Store,
+  feed: RouteRepository.ChangeFeed | undefined,
   tree: RouteTree.Tree<Route.StoredRoute>,
   ring: ReplayRing.ReplayRing,
   arrived?: (route: Route.StoredRoute) => void
@@ -299,8 +302,7 @@ export const make = (
     // The newest revision before the load: the table as loaded holds every change up to it, and some after it, which
     // the ring then reads again from the log.
     const first = log === undefined ? undefined : yield* Effect.either(log(0, 0))
-    const state = stateOf(yield* Effect.clock, store, tree, arrived)
-    const feed = store.changes
+    const state = stateOf(yield* Effect.clock, store, feed, tree, arrived)
     if (feed === undefined) {
       yield* load(state, undefined)
     } else {
@@ -316,7 +318,7 @@ export const make = (
           ring.begin(first.right.store, first.right.revision, Array.from(tree.byId.values(), (entry) => entry.route))
           yield* Effect.ignore(Recording.catchUp(store, log, ring))
         }
-        return yield* Recording.logRecording(store, log, ring)
+        return yield* Recording.logRecording(store, log, ring, feed !== undefined)
       })
     return liveOf(state, recording)
   })
@@ -329,6 +331,7 @@ export const make = (
  */
 export const resume = (
   store: Store,
+  feed: RouteRepository.ChangeFeed | undefined,
   tree: RouteTree.Tree<Route.StoredRoute>,
   ring: ReplayRing.ReplayRing,
   arrived?: (route: Route.StoredRoute) => void
@@ -337,8 +340,7 @@ export const resume = (
     const log = store.logAfter
     const from = ring.store()
     if (log === undefined || from === undefined) return undefined
-    const state = stateOf(yield* Effect.clock, store, tree, arrived)
-    const feed = store.changes
+    const state = stateOf(yield* Effect.clock, store, feed, tree, arrived)
     // Taken first: what the log's reads do not see yet, the feed gives from this cursor on.
     if (feed !== undefined) state.cursor = yield* feed.cursor
     const refused: Array<string> = []
@@ -355,17 +357,19 @@ export const resume = (
     if (refused.length > 0) yield* skipped(refused)
     if (!reached) return undefined
     yield* Effect.ignore(Recording.catchUp(store, log, ring))
-    return liveOf(state, yield* Recording.logRecording(store, log, ring))
+    return liveOf(state, yield* Recording.logRecording(store, log, ring, feed !== undefined))
   })
 
 const stateOf = (
   clock: Clock.Clock,
   store: Store,
+  feed: RouteRepository.ChangeFeed | undefined,
   tree: RouteTree.Tree<Route.StoredRoute>,
   arrived: ((route: Route.StoredRoute) => void) | undefined
 ): State => ({
   clock,
   store,
+  feed,
   tree,
   arrived,
   recorder: undefined,
@@ -378,7 +382,7 @@ const stateOf = (
 // The table from here on: every change it takes is told to `recording`.
 const liveOf = (state: State, recording: Recording.Recording): Live => {
   state.recorder = recording.recorder
-  const feed = state.store.changes
+  const feed = state.feed
   return {
     store: liveStore(state),
     status: () => statusOf(state),

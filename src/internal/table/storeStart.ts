@@ -80,6 +80,7 @@ const started = (table: Impl.TableImpl<Route.StoredRoute>, ring: ReplayRing.Repl
   Effect.gen(function*() {
     const live = yield* start(
       yield* RouteRepository.RouteRepository,
+      Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.Feed)),
       table.tree,
       ring,
       yield* Telemetry.arrivals

@@ -1,0 +1,25 @@
+/**
+ * What a store may offer beyond the contract every store meets (`RouteRepository`), each a service of its own that
+ * the store's layer provides when it has it: a consumer reads it with `Effect.serviceOption`, and a wrapper of the
+ * store replaces only the services it changes.
+ *
+ * @internal
+ */
+import { Context } from "effect"
+import type { ChangeFeed } from "./changeFeed.js"
+
+/**
+ * Provided beside a store that serves reads only (a follower's, `RouteFollower.layer`): its writes fail with
+ * `ReadOnlyStore`, and the routing API answers them `405 method_not_allowed` at once, before authenticating them.
+ *
+ * @since 0.5.0
+ */
+export class ReadOnly extends Context.Tag("route-registry/RouteRepository/ReadOnly")<ReadOnly, true>() {}
+
+/**
+ * Provided beside a store that other processes can change (the Postgres store's layer): how to follow their changes.
+ * A store only this process changes has none.
+ *
+ * @since 0.5.0
+ */
+export class Feed extends Context.Tag("route-registry/RouteRepository/Feed")<Feed, ChangeFeed>() {}
