@@ -203,6 +203,7 @@ export const layer = (
   | RouteTable.RouteTable
   | RouteRepository.RouteRepository
   | RouteRepository.ReadOnly
+  | RouteRepository.MemoryRead
   | RouteTable.TableStatus
   | RouteTable.ReplayRing,
   FollowFailed | InvalidOption
@@ -240,6 +241,7 @@ export const layer = (
     return Context.make(RouteTable.RouteTable, table).pipe(
       Context.add(RouteRepository.RouteRepository, Follower.store(state, settings.log)),
       Context.add(RouteRepository.ReadOnly, true),
+      Context.add(RouteRepository.MemoryRead, Follower.memoryRead(state)),
       Context.add(RouteTable.TableStatus, { get: Effect.sync(status), unsafeGet: status }),
       Context.add(RouteTable.ReplayRing, ring)
     )
@@ -258,6 +260,7 @@ export const layerConfig = (
   | RouteTable.RouteTable
   | RouteRepository.RouteRepository
   | RouteRepository.ReadOnly
+  | RouteRepository.MemoryRead
   | RouteTable.TableStatus
   | RouteTable.ReplayRing,
   FollowFailed | InvalidOption | ConfigError.ConfigError

@@ -300,18 +300,27 @@ const readLog = (
 /** The store and what it offers beyond the contract (`RouteRepository`'s capabilities), as the core takes them. */
 interface Store {
   readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
+  readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
   readonly readOnly: boolean
 }
 
 // The store in context and the capabilities provided beside it.
 const storeInContext: Effect.Effect<Store, never, RouteRepository.RouteRepository> = Effect.map(
-  Effect.all([RouteRepository.RouteRepository, Effect.serviceOption(RouteRepository.ReadOnly)]),
-  ([repository, readOnly]) => ({ repository, readOnly: Option.isSome(readOnly) })
+  Effect.all([
+    RouteRepository.RouteRepository,
+    Effect.serviceOption(RouteRepository.MemoryRead),
+    Effect.serviceOption(RouteRepository.ReadOnly)
+  ]),
+  ([repository, memoryRead, readOnly]) => ({
+    repository,
+    memoryRead: Option.getOrUndefined(memoryRead),
+    readOnly: Option.isSome(readOnly)
+  })
 )
 
 const makeCore = (
   runtime: Runtime.Runtime<never>,
-  { readOnly, repository }: Store,
+  { memoryRead, readOnly, repository }: Store,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   config: Options_.Config,
   catalog: Catalog.Names | undefined,
@@ -321,6 +330,7 @@ const makeCore = (
 ): RoutingHandler => {
   const core: Steps.Core = {
     repository,
+    memoryRead,
     readOnly,
     authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
@@ -332,7 +342,7 @@ const makeCore = (
     maxKeys: config.idempotencyKeysPerPrincipal,
     maxKeyBytes: config.idempotencyKeyBytesPerPrincipal,
     keysInFlight: new Set(),
-    answers: repository.unsafeFindById === undefined ? undefined : new Map(),
+    answers: memoryRead === undefined ? undefined : new Map(),
     instrument,
     dashboard: config.dashboard,
     changes: changes === undefined ? undefined : {
@@ -431,7 +441,7 @@ export const makeWith = (
     onRight: (config) =>
       makeCore(
         Runtime.defaultRuntime,
-        { repository, readOnly: false },
+        { repository, memoryRead: undefined, readOnly: false },
         authenticator,
         config,
         catalog,

@@ -71,10 +71,7 @@ const exchange = (handler: AdminWebHandler.Handler) =>
 
 describe("Telemetry", () => {
   // A store read through its Effect (as the Postgres store is): its reads have spans of their own.
-  const withoutMemoryReads = Layer.effect(
-    RouteRepository.RouteRepository,
-    Effect.map(RouteRepository.makeMemory, ({ unsafeFindById: _, ...store }) => store)
-  )
+  const withoutMemoryReads = Layer.effect(RouteRepository.RouteRepository, RouteRepository.makeMemory)
 
   it.effect("a span per request, with the store's span inside it, and its metrics", () => {
     const { layer, spans } = recording()

@@ -31,7 +31,7 @@ export const suspendingMemory: Named = [
   "memory store answering later, as Postgres does",
   Layer.effect(
     RouteRepository.RouteRepository,
-    Effect.map(RouteRepository.makeMemory, ({ unsafeFindById: _, ...memory }) => ({
+    Effect.map(RouteRepository.makeMemory, (memory) => ({
       ...memory,
       create: (input, options) => later(() => memory.create(input, options)),
       findById: (id) => later(() => memory.findById(id)),

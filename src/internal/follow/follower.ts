@@ -162,7 +162,6 @@ export const store = (state: State, log: Log.Target): Store => {
     createIdempotent: () => readOnly("create"),
     update: () => readOnly("update"),
     remove: () => readOnly("remove"),
-    unsafeFindById: (id) => state.memory.byId.get(id),
     findById: (id) =>
       Effect.suspend(() => {
         const route = state.memory.byId.get(id)
@@ -173,6 +172,11 @@ export const store = (state: State, log: Log.Target): Store => {
     list: (query) => Effect.sync(() => Memory.listMemory(state.memory, query))
   })
 }
+
+/** The follower's store read at once, from its memory index. */
+export const memoryRead = (state: State): Context.Tag.Service<RouteRepository.MemoryRead> => ({
+  unsafeFindById: (id) => state.memory.byId.get(id)
+})
 
 // --- following -----------------------------------------------------------------------------------------------------
 

@@ -56,9 +56,8 @@ const dryRunOf = (request: Request): Effect.Effect<boolean, Failure> => fromEith
 // A store that keeps its routes in memory is read at once, its answer an `Exit` (`runner.ts`); any other store
 // through its Effect.
 const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, Failure> => {
-  const unsafeFindById = core.repository.unsafeFindById
-  if (unsafeFindById === undefined) return core.repository.findById(id)
-  const route = unsafeFindById(id)
+  if (core.memoryRead === undefined) return core.repository.findById(id)
+  const route = core.memoryRead.unsafeFindById(id)
   return route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id }, true)) : Exit.succeed(route)
 }
 

@@ -6,6 +6,7 @@
  * @internal
  */
 import { Context } from "effect"
+import type * as Route from "../../Route.js"
 import type { ChangeFeed } from "./changeFeed.js"
 
 /**
@@ -23,3 +24,14 @@ export class ReadOnly extends Context.Tag("route-registry/RouteRepository/ReadOn
  * @since 0.5.0
  */
 export class Feed extends Context.Tag("route-registry/RouteRepository/Feed")<Feed, ChangeFeed>() {}
+
+/**
+ * Provided beside a store that keeps its routes in memory (the memory store's layer, a follower's): the route with
+ * that id, read at once (`undefined` when there is none). The routing API uses it to answer a lookup and to keep
+ * each route's answer per revision; `findById` stays the way to read in an Effect.
+ *
+ * @since 0.5.0
+ */
+export class MemoryRead extends Context.Tag("route-registry/RouteRepository/MemoryRead")<MemoryRead, {
+  readonly unsafeFindById: (id: string) => Route.StoredRoute | undefined
+}>() {}

@@ -20,6 +20,7 @@ import type {
 } from "../../RouteRepository.js"
 import { withActor, withActorAndClock } from "./actor.js"
 import * as Batch from "./batch.js"
+import type { MemoryRead } from "./capabilities.js"
 import {
   IdempotencyKeyReused,
   InvalidRestore,
@@ -114,6 +115,12 @@ const overLimit = (
   }, true)
 }
 
+/** The memory store, and its read at once. */
+export interface Memory {
+  readonly repository: Context.Tag.Service<RouteRepository>
+  readonly read: Context.Tag.Service<MemoryRead>
+}
+
 /**
  * The in-memory store: O(1) get and conflict check; a page is a binary search to the cursor, then a walk along the
  * shortest of the sorted id lists its filters select (all ids, or those of one method, handler or middleware name).
@@ -124,7 +131,7 @@ const overLimit = (
 export const make = (
   ids: Context.Tag.Service<RouteIdGenerator>,
   options: MemoryOptions = {}
-): Context.Tag.Service<RouteRepository> => {
+): Memory => {
   const capacity = options.historyCapacity ?? Rules.DEFAULT_MEMORY_HISTORY_CAPACITY
   const invalid = Rules.checkHistoryCapacity(capacity)
   if (invalid !== undefined) throw new InvalidOption({ option: "historyCapacity", message: invalid })
@@ -232,7 +239,7 @@ export const make = (
     kept.fingerprint === Rules.fingerprint(input)
       ? Effect.succeed<Remembered>({ outcome: Rules.answerAgain(input, kept), replayed: true })
       : Effect.fail(new IdempotencyKeyReused({ key: idempotency.key }, true))
-  return {
+  const repository: Context.Tag.Service<RouteRepository> = {
     create: (input, options) =>
       withActorAndClock(
         options,
@@ -278,7 +285,6 @@ export const make = (
           principals.set(principal, held)
           return Effect.succeed({ outcome: decided.right, replayed: false })
         })),
-    unsafeFindById: (id) => memory.byId.get(id),
     findById: (id) =>
       Effect.suspend(() => {
         const route = memory.byId.get(id)
@@ -360,4 +366,5 @@ export const make = (
             : Effect.fail(decided.right.left)
         }))
   }
+  return { repository, read: { unsafeFindById: (id) => memory.byId.get(id) } }
 }

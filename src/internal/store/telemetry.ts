@@ -51,9 +51,9 @@ const storeOperation = <A, E>(operation: StoreOperation, call: () => Effect.Effe
   )
 
 /**
- * `store` with a span and a duration per operation. A store's read from memory (`unsafeFindById`) is kept as it is: a
- * map's lookup with nothing to wait for or fail, seen in the request's span and metrics; through `findById` it would
- * cost a GET its kept answer and a fiber.
+ * `store` with a span and a duration per operation. A store's read from memory (`MemoryRead`, a service of its own) is
+ * left as it is: a map's lookup with nothing to wait for or fail, seen in the request's span and metrics; through
+ * `findById` it would cost a GET its kept answer and a fiber.
  */
 export const instrumentStore = (store: Store): Store => {
   const { applyBatch, createIdempotent, history, restore, ...rest } = store

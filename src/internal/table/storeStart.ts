@@ -40,6 +40,8 @@ export interface Parts {
   readonly table: Impl.TableImpl<Route.StoredRoute>
   readonly ring: ReplayRing.ReplayRing
   readonly store: Store
+  /** The store's read at once, when it offers one: provided beside the table's store as it is. */
+  readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
   readonly status: () => LiveTable.Status
 }
 
@@ -102,7 +104,8 @@ export const plain = (capacity: number) =>
     const table = new Impl.TableImpl<Route.StoredRoute>()
     const ring = ReplayRing.make(capacity)
     const live = yield* liveOn(table, ring)
-    return { table, ring, store: live.store, status: live.status } satisfies Parts
+    const memoryRead = Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.MemoryRead))
+    return { table, ring, store: live.store, memoryRead, status: live.status } satisfies Parts
   })
 
 const reasonOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
@@ -289,7 +292,13 @@ export const fromFiles = <E, R>(
     const table = new Impl.TableImpl<Route.StoredRoute>(placed(fallback, ring))
     let store = standIn(() => lastError)
     let status = () => fallbackStatus(fallback, clock.unsafeCurrentTimeMillis(), lastError)
-    const parts: Parts = { table, ring, store: forwarding(() => store), status: () => status() }
+    const parts: Parts = {
+      table,
+      ring,
+      store: forwarding(() => store),
+      memoryRead: undefined,
+      status: () => status()
+    }
     yield* Effect.logWarning(
       `route table: the store cannot be built (${lastError}); ` +
         (fallback.source === "snapshot"
