@@ -82,14 +82,18 @@ const EMPTY_HISTORY: RouteRepository.HistoryPage = { items: [], hasMore: false }
 
 /**
  * `make` with what the store offers beside it: its change feed (`RouteRepository.Feed`), through which a route table
- * hears what other processes change. `Layer.effectContext(PgRouteRepository.makeContext(options))` is `layer` without
+ * hears what other processes change, and its creates once per idempotency key (`RouteRepository.Idempotent`). `Layer.effectContext(PgRouteRepository.makeContext(options))` is `layer` without
  * its migrations.
  *
  * @since 0.5.0
  */
 export const makeContext = (
   options: Options = {}
-): Effect.Effect<Context.Context<RouteRepository.RouteRepository | RouteRepository.Feed>, never, SqlClient.SqlClient> =>
+): Effect.Effect<
+  Context.Context<RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent>,
+  never,
+  SqlClient.SqlClient
+> =>
   Effect.gen(function*() {
     const settings = yield* Effect.orDie(PgOptions.resolve(options))
     const { qualified, queryTimeout, table: tableName } = settings
@@ -210,8 +214,10 @@ export const makeContext = (
               const restoring: Restore.Restoring = { id: routeId, revision, precondition, change }
               return grouped(change, () => group.restore(restoring), Restore.restore(store, restoring))
             })
-        ).pipe(unlessDry(options, ({ route }) => feed.announce({ upserted: route }))),
-      // Announced only when this call created a route.
+        ).pipe(unlessDry(options, ({ route }) => feed.announce({ upserted: route })))
+    })
+    // Announced only when this call created a route.
+    const idempotent = RouteRepository.Idempotent.of({
       createIdempotent: (input, idempotency, options) =>
         Effect.tap(
           changeOf(options, (change) =>
@@ -227,13 +233,14 @@ export const makeContext = (
         )
     })
     return Context.make(RouteRepository.RouteRepository, repository).pipe(
-      Context.add(RouteRepository.Feed, feed.changes)
+      Context.add(RouteRepository.Feed, feed.changes),
+      Context.add(RouteRepository.Idempotent, idempotent)
     )
   })
 
 /**
- * Builds the store over the `SqlClient` in context. It does not migrate: use `layer`, or call `migrate` first. Its
- * change feed comes with `makeContext` and `layer`.
+ * Builds the store over the `SqlClient` in context. It does not migrate: use `layer`, or call `migrate` first. What
+ * it offers beside it (its change feed, its idempotent creates) comes with `makeContext` and `layer`.
  *
  * @since 0.1.0
  */
@@ -250,7 +257,7 @@ export const make = (
 export const layer = (
   options: Options = {}
 ): Layer.Layer<
-  RouteRepository.RouteRepository | RouteRepository.Feed,
+  RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent,
   RouteRepository.StoreUnavailable | Migrator.MigrationError,
   SqlClient.SqlClient
 > => {
@@ -266,7 +273,7 @@ export const layer = (
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
 ): Layer.Layer<
-  RouteRepository.RouteRepository | RouteRepository.Feed,
+  RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent,
   RouteRepository.StoreUnavailable | Migrator.MigrationError | ConfigError.ConfigError,
   SqlClient.SqlClient
 > => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

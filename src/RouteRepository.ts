@@ -5,15 +5,13 @@
  */
 import type { Duration, Either } from "effect"
 import { Context, Effect, Layer } from "effect"
-import { MemoryRead } from "./internal/store/capabilities.js"
+import { Idempotent, MemoryRead } from "./internal/store/capabilities.js"
 import * as Memory from "./internal/store/memory.js"
 import * as Route from "./Route.js"
 
 import type { BatchApplied, BatchOperation, BatchOptions } from "./internal/store/batch.js"
 import type {
   BatchRefused,
-  IdempotencyKeyInUse,
-  IdempotencyKeyReused,
   InvalidRestore,
   OutsidePrefixes,
   PreconditionFailed,
@@ -21,7 +19,6 @@ import type {
   RouteConflict,
   RouteNotFound,
   StoreUnavailable,
-  TooManyIdempotencyKeys,
   TooManyMethods
 } from "./internal/store/errors.js"
 
@@ -31,7 +28,7 @@ export * from "./internal/store/errors.js"
 
 export { Actor } from "./internal/store/actor.js"
 
-export { Feed, MemoryRead, ReadOnly } from "./internal/store/capabilities.js"
+export { Feed, Idempotent, MemoryRead, ReadOnly } from "./internal/store/capabilities.js"
 
 export type { BatchApplied, BatchOperation, BatchOptions, BatchOutcome } from "./internal/store/batch.js"
 export { MAX_BATCH_OPERATIONS } from "./internal/store/batch.js"
@@ -360,28 +357,6 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
       options?: BatchOptions
     ) => Effect.Effect<BatchApplied, BatchRefused | StoreUnavailable | ReadOnlyStore>)
     | undefined
-  /**
-   * Offered by a store that remembers idempotency keys (both stores of the library): `create` at most once per key.
-   * The first call with a key creates (or is refused with a conflict) and remembers that outcome together with the
-   * write, atomically; a later call with the key and an equal input (`fingerprint`) gives it again (`replayed`), one
-   * with another input fails with `IdempotencyKeyReused`, one while the first is running with `IdempotencyKeyInUse`.
-   * A new key that would take its principal past `maxKeys` or `maxBytes` fails with `TooManyIdempotencyKeys`. A
-   * failure (`TooManyIdempotencyKeys`, `TooManyMethods`, `StoreUnavailable`) remembers nothing, so a retry runs anew.
-   * A store keeps what `firstAnswerOf` gives, no more, and answers again with `answerAgain`.
-   */
-  readonly createIdempotent?: (
-    input: Route.CreateRoute,
-    idempotency: Idempotency,
-    options?: WriteOptions
-  ) => Effect.Effect<
-    Remembered,
-    | IdempotencyKeyReused
-    | IdempotencyKeyInUse
-    | TooManyIdempotencyKeys
-    | TooManyMethods
-    | StoreUnavailable
-    | ReadOnlyStore
-  >
 }>() {}
 
 /**
@@ -427,8 +402,11 @@ export const makeMemoryWith = (options: MemoryOptions): Effect.Effect<Context.Ta
 // The memory store with its read at once beside it, as its layers provide them.
 const memoryContext = (options: MemoryOptions) =>
   Effect.map(RouteIdGenerator, (ids) => {
-    const { read, repository } = Memory.make(ids, options)
-    return Context.make(RouteRepository, repository).pipe(Context.add(MemoryRead, read))
+    const { idempotent, read, repository } = Memory.make(ids, options)
+    return Context.make(RouteRepository, repository).pipe(
+      Context.add(MemoryRead, read),
+      Context.add(Idempotent, idempotent)
+    )
   })
 
 /**
@@ -436,7 +414,7 @@ const memoryContext = (options: MemoryOptions) =>
  *
  * @since 0.4.0
  */
-export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteRepository | MemoryRead> =>
+export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteRepository | MemoryRead | Idempotent> =>
   Layer.effectContext(memoryContext(options))
 
 /**
@@ -444,4 +422,6 @@ export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteReposi
  *
  * @since 0.1.0
  */
-export const layerMemory: Layer.Layer<RouteRepository | MemoryRead> = Layer.effectContext(memoryContext({}))
+export const layerMemory: Layer.Layer<RouteRepository | MemoryRead | Idempotent> = Layer.effectContext(
+  memoryContext({})
+)

@@ -29,6 +29,7 @@ import type * as Steps from "./internal/http/steps.js"
 import * as RequestTelemetry from "./internal/http/telemetry.js"
 import * as Limits from "./internal/limits.js"
 import * as Options_ from "./internal/options.js"
+import * as StoreTelemetry from "./internal/store/telemetry.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -301,6 +302,7 @@ const readLog = (
 interface Store {
   readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
   readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
+  readonly idempotent: Context.Tag.Service<RouteRepository.Idempotent> | undefined
   readonly readOnly: boolean
 }
 
@@ -309,18 +311,27 @@ const storeInContext: Effect.Effect<Store, never, RouteRepository.RouteRepositor
   Effect.all([
     RouteRepository.RouteRepository,
     Effect.serviceOption(RouteRepository.MemoryRead),
+    Effect.serviceOption(RouteRepository.Idempotent),
     Effect.serviceOption(RouteRepository.ReadOnly)
   ]),
-  ([repository, memoryRead, readOnly]) => ({
+  ([repository, memoryRead, idempotent, readOnly]) => ({
     repository,
     memoryRead: Option.getOrUndefined(memoryRead),
+    idempotent: Option.getOrUndefined(idempotent),
     readOnly: Option.isSome(readOnly)
   })
 )
 
+// The store as telemetry sees it: a span and a duration per operation (its read at once left as it is).
+const instrumented = (store: Store): Store => ({
+  ...store,
+  repository: Telemetry.instrumentRepository(store.repository),
+  idempotent: store.idempotent === undefined ? undefined : StoreTelemetry.instrumentIdempotent(store.idempotent)
+})
+
 const makeCore = (
   runtime: Runtime.Runtime<never>,
-  { memoryRead, readOnly, repository }: Store,
+  { idempotent, memoryRead, readOnly, repository }: Store,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   config: Options_.Config,
   catalog: Catalog.Names | undefined,
@@ -331,6 +342,7 @@ const makeCore = (
   const core: Steps.Core = {
     repository,
     memoryRead,
+    idempotent,
     readOnly,
     authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
@@ -411,7 +423,7 @@ export const make = (
             ? makeCore(runtime, store, authenticator, config, catalog, hostPaths, changes)
             : makeCore(
               runtime,
-              { ...store, repository: Telemetry.instrumentRepository(store.repository) },
+              instrumented(store),
               authenticator,
               config,
               catalog,
@@ -441,7 +453,7 @@ export const makeWith = (
     onRight: (config) =>
       makeCore(
         Runtime.defaultRuntime,
-        { repository, memoryRead: undefined, readOnly: false },
+        { repository, memoryRead: undefined, idempotent: undefined, readOnly: false },
         authenticator,
         config,
         catalog,

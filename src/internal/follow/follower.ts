@@ -159,7 +159,6 @@ export const store = (state: State, log: Log.Target): Store => {
     history: (query) => Log.history(log, query),
     logAfter: (revision, limit) => Log.after(upstream, state.ring.store(), revision, limit),
     create: () => readOnly("create"),
-    createIdempotent: () => readOnly("create"),
     update: () => readOnly("update"),
     remove: () => readOnly("remove"),
     findById: (id) =>

@@ -34,6 +34,8 @@ export interface Core {
   readonly authenticator: Context.Tag.Service<Authenticator.Authenticator>
   /** The store read at once, when it keeps its routes in memory (`RouteRepository.MemoryRead`). */
   readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
+  /** The store's creates once per idempotency key, when it offers them (`RouteRepository.Idempotent`). */
+  readonly idempotent: Context.Tag.Service<RouteRepository.Idempotent> | undefined
   /** The store serves reads only (`RouteRepository.ReadOnly`): writes are answered at once, unauthenticated. */
   readonly readOnly: boolean
   readonly limits: Content.BodyLimits

@@ -6,8 +6,18 @@
  * @internal
  */
 import { Context } from "effect"
+import type { Effect } from "effect"
 import type * as Route from "../../Route.js"
+import type { Idempotency, Remembered, WriteOptions } from "../../RouteRepository.js"
 import type { ChangeFeed } from "./changeFeed.js"
+import type {
+  IdempotencyKeyInUse,
+  IdempotencyKeyReused,
+  ReadOnlyStore,
+  StoreUnavailable,
+  TooManyIdempotencyKeys,
+  TooManyMethods
+} from "./errors.js"
 
 /**
  * Provided beside a store that serves reads only (a follower's, `RouteFollower.layer`): its writes fail with
@@ -34,4 +44,31 @@ export class Feed extends Context.Tag("route-registry/RouteRepository/Feed")<Fee
  */
 export class MemoryRead extends Context.Tag("route-registry/RouteRepository/MemoryRead")<MemoryRead, {
   readonly unsafeFindById: (id: string) => Route.StoredRoute | undefined
+}>() {}
+
+/**
+ * Provided beside a store that remembers idempotency keys (both stores of the library): `create` at most once per key.
+ * The first call with a key creates (or is refused with a conflict) and remembers that outcome together with the
+ * write, atomically; a later call with the key and an equal input (`fingerprint`) gives it again (`replayed`), one
+ * with another input fails with `IdempotencyKeyReused`, one while the first is running with `IdempotencyKeyInUse`.
+ * A new key that would take its principal past `maxKeys` or `maxBytes` fails with `TooManyIdempotencyKeys`. A
+ * failure (`TooManyIdempotencyKeys`, `TooManyMethods`, `StoreUnavailable`) remembers nothing, so a retry runs anew.
+ * A store keeps what `firstAnswerOf` gives, no more, and answers again with `answerAgain`.
+ *
+ * @since 0.5.0
+ */
+export class Idempotent extends Context.Tag("route-registry/RouteRepository/Idempotent")<Idempotent, {
+  readonly createIdempotent: (
+    input: Route.CreateRoute,
+    idempotency: Idempotency,
+    options?: WriteOptions
+  ) => Effect.Effect<
+    Remembered,
+    | IdempotencyKeyReused
+    | IdempotencyKeyInUse
+    | TooManyIdempotencyKeys
+    | TooManyMethods
+    | StoreUnavailable
+    | ReadOnlyStore
+  >
 }>() {}

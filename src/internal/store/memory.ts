@@ -20,7 +20,7 @@ import type {
 } from "../../RouteRepository.js"
 import { withActor, withActorAndClock } from "./actor.js"
 import * as Batch from "./batch.js"
-import type { MemoryRead } from "./capabilities.js"
+import type { Idempotent, MemoryRead } from "./capabilities.js"
 import {
   IdempotencyKeyReused,
   InvalidRestore,
@@ -115,10 +115,11 @@ const overLimit = (
   }, true)
 }
 
-/** The memory store, and its read at once. */
+/** The memory store, its read at once, and its creates once per idempotency key. */
 export interface Memory {
   readonly repository: Context.Tag.Service<RouteRepository>
   readonly read: Context.Tag.Service<MemoryRead>
+  readonly idempotent: Context.Tag.Service<Idempotent>
 }
 
 /**
@@ -250,41 +251,6 @@ export const make = (
           return Either.isRight(outcome) ? Effect.succeed(outcome.right) : Effect.fail(outcome.left)
         }
       ),
-    // Read, decided and written without yielding: no other create with the key can start in between, so none is
-    // ever in flight here, and the principal's bounds hold exactly.
-    createIdempotent: (input, idempotency, options) =>
-      withActor(options, (actor) =>
-        Effect.clockWith((
-          clock
-        ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
-          const now = clock.unsafeCurrentTimeMillis()
-          const { key, principal } = idempotency
-          const kept = principals.get(principal)?.keys.get(key)
-          if (kept !== undefined && kept.expiresAt > now) return again(input, idempotency, kept)
-          forgetIdlePrincipals(principals, now)
-          const held = principals.get(principal) ?? { keys: new Map(), bytes: 0, latestExpiry: 0 }
-          forgetExpiredPrefix(held, now)
-          const expired = held.keys.get(key)
-          if (expired !== undefined) forgetKey(held, key, expired)
-          const size = Rules.keySize(key)
-          const refused = overLimit(held, idempotency, size, now)
-          if (refused !== undefined) return Effect.fail(refused)
-          const decided = insert(input, now, { actor })
-          if (Either.isLeft(decided)) return Effect.fail(decided.left)
-          const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
-          held.keys.set(key, {
-            fingerprint: Rules.fingerprint(input),
-            ...Rules.firstAnswerOf(decided.right),
-            expiresAt,
-            size
-          })
-          held.bytes += size
-          held.latestExpiry = Math.max(held.latestExpiry, expiresAt)
-          // Stored again, so the principal moves to the end: the order of their last keys.
-          principals.delete(principal)
-          principals.set(principal, held)
-          return Effect.succeed({ outcome: decided.right, replayed: false })
-        })),
     findById: (id) =>
       Effect.suspend(() => {
         const route = memory.byId.get(id)
@@ -366,5 +332,42 @@ export const make = (
             : Effect.fail(decided.right.left)
         }))
   }
-  return { repository, read: { unsafeFindById: (id) => memory.byId.get(id) } }
+  // Read, decided and written without yielding: no other create with the key can start in between, so none is
+  // ever in flight here, and the principal's bounds hold exactly.
+  const idempotent: Context.Tag.Service<Idempotent> = {
+    createIdempotent: (input, idempotency, options) =>
+      withActor(options, (actor) =>
+        Effect.clockWith((
+          clock
+        ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
+          const now = clock.unsafeCurrentTimeMillis()
+          const { key, principal } = idempotency
+          const kept = principals.get(principal)?.keys.get(key)
+          if (kept !== undefined && kept.expiresAt > now) return again(input, idempotency, kept)
+          forgetIdlePrincipals(principals, now)
+          const held = principals.get(principal) ?? { keys: new Map(), bytes: 0, latestExpiry: 0 }
+          forgetExpiredPrefix(held, now)
+          const expired = held.keys.get(key)
+          if (expired !== undefined) forgetKey(held, key, expired)
+          const size = Rules.keySize(key)
+          const refused = overLimit(held, idempotency, size, now)
+          if (refused !== undefined) return Effect.fail(refused)
+          const decided = insert(input, now, { actor })
+          if (Either.isLeft(decided)) return Effect.fail(decided.left)
+          const expiresAt = now + Duration.toMillis(idempotency.expiresAfter)
+          held.keys.set(key, {
+            fingerprint: Rules.fingerprint(input),
+            ...Rules.firstAnswerOf(decided.right),
+            expiresAt,
+            size
+          })
+          held.bytes += size
+          held.latestExpiry = Math.max(held.latestExpiry, expiresAt)
+          // Stored again, so the principal moves to the end: the order of their last keys.
+          principals.delete(principal)
+          principals.set(principal, held)
+          return Effect.succeed({ outcome: decided.right, replayed: false })
+        }))
+  }
+  return { repository, idempotent, read: { unsafeFindById: (id) => memory.byId.get(id) } }
 }
