@@ -22,7 +22,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { type Context, Duration, Effect, Layer, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
@@ -100,11 +100,18 @@ const idempotency = (kind: Input, i: number): RouteRepository.Idempotency => ({
 })
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
+type Idempotent = Context.Tag.Service<RouteRepository.Idempotent>
 
 /** Makes the keyed creates of one scenario through `store`. */
-const fill = (store: Store, kind: Input, outcome: Outcome, from: number, count: number) =>
+const fill = (
+  store: Store,
+  { createIdempotent }: Idempotent,
+  kind: Input,
+  outcome: Outcome,
+  from: number,
+  count: number
+) =>
   Effect.gen(function*() {
-    const createIdempotent = store.createIdempotent!
     for (let i = from; i < from + count; i++) {
       const value = input(kind, outcome, i)
       const { outcome: first } = yield* createIdempotent(value, idempotency(kind, i))
@@ -133,12 +140,14 @@ const memoryScenario = (kind: Input, outcome: Outcome): Result => {
     for (let i = 0; i < 3; i++) gc()
     return process.memoryUsage().heapUsed
   }
-  const store = Effect.runSync(RouteRepository.makeMemory)
+  const memory = Effect.runSync(Effect.scoped(Layer.build(RouteRepository.layerMemory)))
+  const store = Context.get(memory, RouteRepository.RouteRepository)
+  const idempotent = Context.get(memory, RouteRepository.Idempotent)
   Effect.runSync(holder(store, kind))
   // Warm the code paths (and their one-time allocations) with keys of their own before the baseline reading.
-  Effect.runSync(fill(store, kind, outcome, COUNT, 200))
+  Effect.runSync(fill(store, idempotent, kind, outcome, COUNT, 200))
   const before = settle()
-  Effect.runSync(fill(store, kind, outcome, 0, COUNT))
+  Effect.runSync(fill(store, idempotent, kind, outcome, 0, COUNT))
   const after = settle()
   return {
     store: "memory",
@@ -176,11 +185,12 @@ const runPostgres = (kind: Input, outcome: Outcome) =>
     const table = `rr_bench_idem_${process.pid}_${kind}_${outcome}`
     const options = { table }
     yield* PgRouteRepository.migrate(options)
-    const store = yield* PgRouteRepository.make(options)
+    const built = yield* PgRouteRepository.makeContext(options)
     return yield* Effect.ensuring(
       Effect.gen(function*() {
+        const store = Context.get(built, RouteRepository.RouteRepository)
         yield* holder(store, kind)
-        yield* fill(store, kind, outcome, 0, COUNT)
+        yield* fill(store, Context.get(built, RouteRepository.Idempotent), kind, outcome, 0, COUNT)
         const [row] = yield* sql<{ bytes: string }>`
           SELECT pg_total_relation_size(${`${table}_idempotency`}) AS bytes`
         const result: Result = {

@@ -81,13 +81,19 @@ const EMPTY_PAGE: RouteRepository.Page = { items: [], hasMore: false }
 const EMPTY_HISTORY: RouteRepository.HistoryPage = { items: [], hasMore: false }
 
 /**
- * Builds the store over the `SqlClient` in context. It does not migrate: use `layer`, or call `migrate` first.
+ * `make` with what the store offers beside it: its change feed (`RouteRepository.Feed`), through which a route table
+ * hears what other processes change, and its creates once per idempotency key (`RouteRepository.Idempotent`). `Layer.effectContext(PgRouteRepository.makeContext(options))` is `layer` without
+ * its migrations.
  *
- * @since 0.1.0
+ * @since 0.5.0
  */
-export const make = (
+export const makeContext = (
   options: Options = {}
-): Effect.Effect<Context.Tag.Service<RouteRepository.RouteRepository>, never, SqlClient.SqlClient> =>
+): Effect.Effect<
+  Context.Context<RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent>,
+  never,
+  SqlClient.SqlClient
+> =>
   Effect.gen(function*() {
     const settings = yield* Effect.orDie(PgOptions.resolve(options))
     const { qualified, queryTimeout, table: tableName } = settings
@@ -144,7 +150,7 @@ export const make = (
       <A, E, R>(options: RouteRepository.WriteOptions | undefined, tell: (a: A) => Effect.Effect<void>) =>
       (effect: Effect.Effect<A, E, R>) => options?.dryRun === true ? effect : Effect.tap(effect, tell)
 
-    return RouteRepository.RouteRepository.of({
+    const repository = RouteRepository.RouteRepository.of({
       create: (input, options) =>
         changeOf(options, (change) => {
           const route = RouteRepository.makeRoute(store.ids, input, change.at.getTime())
@@ -219,9 +225,10 @@ export const make = (
               const restoring: Restore.Restoring = { id: routeId, revision, precondition, change }
               return grouped(change, () => group.restore(restoring), Restore.restore(store, restoring))
             })
-        ).pipe(unlessDry(options, ({ route }) => feed.announce({ upserted: route }))),
-      changes: feed.changes,
-      // Announced only when this call created a route.
+        ).pipe(unlessDry(options, ({ route }) => feed.announce({ upserted: route })))
+    })
+    // Announced only when this call created a route.
+    const idempotent = RouteRepository.Idempotent.of({
       createIdempotent: (input, idempotency, options) =>
         Effect.tap(
           changeOf(options, (change) =>
@@ -236,7 +243,22 @@ export const make = (
             replayed || Either.isLeft(outcome) ? Effect.void : feed.announce({ upserted: outcome.right })
         )
     })
+    return Context.make(RouteRepository.RouteRepository, repository).pipe(
+      Context.add(RouteRepository.Feed, feed.changes),
+      Context.add(RouteRepository.Idempotent, idempotent)
+    )
   })
+
+/**
+ * Builds the store over the `SqlClient` in context. It does not migrate: use `layer`, or call `migrate` first. What
+ * it offers beside it (its change feed, its idempotent creates) comes with `makeContext` and `layer`.
+ *
+ * @since 0.1.0
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<Context.Tag.Service<RouteRepository.RouteRepository>, never, SqlClient.SqlClient> =>
+  Effect.map(makeContext(options), Context.get(RouteRepository.RouteRepository))
 
 /**
  * The Postgres store as a layer: applies the migrations, then serves from the `SqlClient` in context.
@@ -246,12 +268,12 @@ export const make = (
 export const layer = (
   options: Options = {}
 ): Layer.Layer<
-  RouteRepository.RouteRepository,
+  RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent,
   RouteRepository.StoreUnavailable | Migrator.MigrationError,
   SqlClient.SqlClient
 > => {
   PgOptions.resolveOrThrow(options) // refuse a bad table or schema name when the layer is made, not on first use
-  return Layer.effect(RouteRepository.RouteRepository, Effect.zipRight(migrate(options), make(options)))
+  return Layer.effectContext(Effect.zipRight(migrate(options), makeContext(options)))
 }
 
 /**
@@ -262,7 +284,7 @@ export const layer = (
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
 ): Layer.Layer<
-  RouteRepository.RouteRepository,
+  RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent,
   RouteRepository.StoreUnavailable | Migrator.MigrationError | ConfigError.ConfigError,
   SqlClient.SqlClient
 > => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -200,7 +200,12 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
 export const layer = (
   options: Options
 ): Layer.Layer<
-  RouteTable.RouteTable | RouteRepository.RouteRepository | RouteTable.TableStatus | RouteTable.ReplayRing,
+  | RouteTable.RouteTable
+  | RouteRepository.RouteRepository
+  | RouteRepository.ReadOnly
+  | RouteRepository.MemoryRead
+  | RouteTable.TableStatus
+  | RouteTable.ReplayRing,
   FollowFailed | InvalidOption
 > =>
   Layer.scopedContext(Effect.gen(function*() {
@@ -235,6 +240,8 @@ export const layer = (
     const status = () => Health.status(state)
     return Context.make(RouteTable.RouteTable, table).pipe(
       Context.add(RouteRepository.RouteRepository, Follower.store(state, settings.log)),
+      Context.add(RouteRepository.ReadOnly, true),
+      Context.add(RouteRepository.MemoryRead, Follower.memoryRead(state)),
       Context.add(RouteTable.TableStatus, { get: Effect.sync(status), unsafeGet: status }),
       Context.add(RouteTable.ReplayRing, ring)
     )
@@ -250,6 +257,11 @@ export const layer = (
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
 ): Layer.Layer<
-  RouteTable.RouteTable | RouteRepository.RouteRepository | RouteTable.TableStatus | RouteTable.ReplayRing,
+  | RouteTable.RouteTable
+  | RouteRepository.RouteRepository
+  | RouteRepository.ReadOnly
+  | RouteRepository.MemoryRead
+  | RouteTable.TableStatus
+  | RouteTable.ReplayRing,
   FollowFailed | InvalidOption | ConfigError.ConfigError
 > => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -5,7 +5,7 @@
  */
 import type { Duration, Either } from "effect"
 import { Context, Effect, Layer } from "effect"
-import type { ChangeFeed } from "./internal/store/changeFeed.js"
+import { Idempotent, MemoryRead } from "./internal/store/capabilities.js"
 import * as Memory from "./internal/store/memory.js"
 import * as Route from "./Route.js"
 
@@ -30,6 +30,8 @@ import type {
 export * from "./internal/store/errors.js"
 
 export { Actor } from "./internal/store/actor.js"
+
+export { Feed, Idempotent, MemoryRead, ReadOnly } from "./internal/store/capabilities.js"
 
 export type { BatchApplied, BatchOperation, BatchOptions, BatchOutcome } from "./internal/store/batch.js"
 export { MAX_BATCH_OPERATIONS } from "./internal/store/batch.js"
@@ -374,44 +376,6 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
       | ReadOnlyStore
     >)
     | undefined
-  /**
-   * Offered by a store that keeps its routes in memory: the route with that id, read at once (`undefined` when
-   * there is none). The HTTP core uses it to answer a lookup and to keep each route's answer per revision;
-   * `findById` stays the way to read in an Effect.
-   */
-  readonly unsafeFindById?: (id: string) => Route.StoredRoute | undefined
-  /**
-   * Offered by a store that other processes can change (the Postgres store): how to follow their changes. A store
-   * only this process changes has none.
-   */
-  readonly changes?: ChangeFeed | undefined
-  /**
-   * Offered by a store that remembers idempotency keys (both stores of the library): `create` at most once per key.
-   * The first call with a key creates (or is refused with a conflict) and remembers that outcome together with the
-   * write, atomically; a later call with the key and an equal input (`fingerprint`) gives it again (`replayed`), one
-   * with another input fails with `IdempotencyKeyReused`, one while the first is running with `IdempotencyKeyInUse`.
-   * A new key that would take its principal past `maxKeys` or `maxBytes` fails with `TooManyIdempotencyKeys`. A
-   * failure (`TooManyIdempotencyKeys`, `TooManyMethods`, `StoreUnavailable`) remembers nothing, so a retry runs anew.
-   * A store keeps what `firstAnswerOf` gives, no more, and answers again with `answerAgain`.
-   */
-  readonly createIdempotent?: (
-    input: Route.CreateRoute,
-    idempotency: Idempotency,
-    options?: WriteOptions
-  ) => Effect.Effect<
-    Remembered,
-    | IdempotencyKeyReused
-    | IdempotencyKeyInUse
-    | TooManyIdempotencyKeys
-    | TooManyMethods
-    | StoreUnavailable
-    | ReadOnlyStore
-  >
-  /**
-   * `true` for a store that serves reads only (a follower's, `RouteFollower.layer`): its writes fail with
-   * `ReadOnlyStore`, and the routing API answers them `405 method_not_allowed` at once, before authenticating them.
-   */
-  readonly readOnly?: boolean | undefined
 }>() {}
 
 /**
@@ -433,7 +397,7 @@ export class RouteIdGenerator extends Context.Reference<RouteIdGenerator>()("rou
  */
 export const makeMemory: Effect.Effect<Context.Tag.Service<RouteRepository>> = Effect.map(
   RouteIdGenerator,
-  (ids) => Memory.make(ids)
+  (ids) => Memory.make(ids).repository
 )
 
 /**
@@ -452,19 +416,31 @@ export interface MemoryOptions {
  * @since 0.4.0
  */
 export const makeMemoryWith = (options: MemoryOptions): Effect.Effect<Context.Tag.Service<RouteRepository>> =>
-  Effect.map(RouteIdGenerator, (ids) => Memory.make(ids, options))
+  Effect.map(RouteIdGenerator, (ids) => Memory.make(ids, options).repository)
+
+// The memory store with its read at once beside it, as its layers provide them.
+const memoryContext = (options: MemoryOptions) =>
+  Effect.map(RouteIdGenerator, (ids) => {
+    const { idempotent, read, repository } = Memory.make(ids, options)
+    return Context.make(RouteRepository, repository).pipe(
+      Context.add(MemoryRead, read),
+      Context.add(Idempotent, idempotent)
+    )
+  })
 
 /**
  * `layerMemory` with options.
  *
  * @since 0.4.0
  */
-export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteRepository> =>
-  Layer.effect(RouteRepository, makeMemoryWith(options))
+export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteRepository | MemoryRead | Idempotent> =>
+  Layer.effectContext(memoryContext(options))
 
 /**
  * The in-memory store as a layer: the embedded default, and the store to swap in for tests.
  *
  * @since 0.1.0
  */
-export const layerMemory: Layer.Layer<RouteRepository> = Layer.effect(RouteRepository, makeMemory)
+export const layerMemory: Layer.Layer<RouteRepository | MemoryRead | Idempotent> = Layer.effectContext(
+  memoryContext({})
+)

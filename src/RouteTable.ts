@@ -357,12 +357,19 @@ export const DEFAULT_REPLAY_CAPACITY: number = Ring.DEFAULT_CAPACITY
  */
 export const DEFAULT_HISTORY_CAPACITY: number = DEFAULT_REPLAY_CAPACITY
 
-const contextOf = (parts: Start.Parts) =>
-  Context.make(RouteTable, parts.table as Table<Route.StoredRoute>).pipe(
+// What the store offers beside it is provided on: its read at once as it is, its idempotent creates as the table
+// changes them.
+const contextOf = (parts: Start.Parts) => {
+  const context = Context.make(RouteTable, parts.table as Table<Route.StoredRoute>).pipe(
     Context.add(RouteRepository.RouteRepository, parts.store),
     Context.add(TableStatus, { get: Effect.sync(parts.status), unsafeGet: parts.status }),
     Context.add(ReplayRing, parts.ring)
   )
+  const read = parts.memoryRead === undefined
+    ? context
+    : Context.add(context, RouteRepository.MemoryRead, parts.memoryRead)
+  return parts.idempotent === undefined ? read : Context.add(read, RouteRepository.Idempotent, parts.idempotent)
+}
 
 const live = (capacity: number) => Effect.map(Start.plain(capacity), contextOf)
 

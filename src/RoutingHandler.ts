@@ -29,6 +29,7 @@ import type * as Steps from "./internal/http/steps.js"
 import * as RequestTelemetry from "./internal/http/telemetry.js"
 import * as Limits from "./internal/limits.js"
 import * as Options_ from "./internal/options.js"
+import * as StoreTelemetry from "./internal/store/telemetry.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -297,9 +298,40 @@ const readLog = (
     : LogPages.shared((revision, limit) => Runtime.runPromise(runtime, logAfter(revision, limit)))
 }
 
+/** The store and what it offers beyond the contract (`RouteRepository`'s capabilities), as the core takes them. */
+interface Store {
+  readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
+  readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
+  readonly idempotent: Context.Tag.Service<RouteRepository.Idempotent> | undefined
+  readonly readOnly: boolean
+}
+
+// The store in context and the capabilities provided beside it.
+const storeInContext: Effect.Effect<Store, never, RouteRepository.RouteRepository> = Effect.map(
+  Effect.all([
+    RouteRepository.RouteRepository,
+    Effect.serviceOption(RouteRepository.MemoryRead),
+    Effect.serviceOption(RouteRepository.Idempotent),
+    Effect.serviceOption(RouteRepository.ReadOnly)
+  ]),
+  ([repository, memoryRead, idempotent, readOnly]) => ({
+    repository,
+    memoryRead: Option.getOrUndefined(memoryRead),
+    idempotent: Option.getOrUndefined(idempotent),
+    readOnly: Option.isSome(readOnly)
+  })
+)
+
+// The store as telemetry sees it: a span and a duration per operation (its read at once left as it is).
+const instrumented = (store: Store): Store => ({
+  ...store,
+  repository: Telemetry.instrumentRepository(store.repository),
+  idempotent: store.idempotent === undefined ? undefined : StoreTelemetry.instrumentIdempotent(store.idempotent)
+})
+
 const makeCore = (
   runtime: Runtime.Runtime<never>,
-  repository: Context.Tag.Service<RouteRepository.RouteRepository>,
+  { idempotent, memoryRead, readOnly, repository }: Store,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   config: Options_.Config,
   catalog: Catalog.Names | undefined,
@@ -309,6 +341,9 @@ const makeCore = (
 ): RoutingHandler => {
   const core: Steps.Core = {
     repository,
+    memoryRead,
+    idempotent,
+    readOnly,
     authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
     batchLimits: Content.bodyLimits(config.maxBatchBodyBytes, config.bodyTimeoutMillis),
@@ -319,7 +354,7 @@ const makeCore = (
     maxKeys: config.idempotencyKeysPerPrincipal,
     maxKeyBytes: config.idempotencyKeyBytesPerPrincipal,
     keysInFlight: new Set(),
-    answers: repository.unsafeFindById === undefined ? undefined : new Map(),
+    answers: memoryRead === undefined ? undefined : new Map(),
     instrument,
     dashboard: config.dashboard,
     changes: changes === undefined ? undefined : {
@@ -375,7 +410,7 @@ export const make = (
     onRight: (config) =>
       Effect.map(
         Effect.all([
-          RouteRepository.RouteRepository,
+          storeInContext,
           Authenticator.Authenticator,
           Catalog.Catalog,
           HostPaths.HostPaths,
@@ -383,12 +418,12 @@ export const make = (
           changesInContext,
           Effect.runtime<never>()
         ]),
-        ([repository, authenticator, catalog, hostPaths, telemetry, changes, runtime]) =>
+        ([store, authenticator, catalog, hostPaths, telemetry, changes, runtime]) =>
           telemetry === undefined
-            ? makeCore(runtime, repository, authenticator, config, catalog, hostPaths, changes)
+            ? makeCore(runtime, store, authenticator, config, catalog, hostPaths, changes)
             : makeCore(
               runtime,
-              Telemetry.instrumentRepository(repository),
+              instrumented(store),
               authenticator,
               config,
               catalog,
@@ -416,7 +451,15 @@ export const makeWith = (
       throw invalid
     },
     onRight: (config) =>
-      makeCore(Runtime.defaultRuntime, repository, authenticator, config, catalog, HostPaths.none, undefined)
+      makeCore(
+        Runtime.defaultRuntime,
+        { repository, memoryRead: undefined, idempotent: undefined, readOnly: false },
+        authenticator,
+        config,
+        catalog,
+        HostPaths.none,
+        undefined
+      )
   })
 
 /**

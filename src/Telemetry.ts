@@ -117,8 +117,8 @@ export const propagationLag = Table.propagationLag
 
 /**
  * `store` with a span and a duration (`storeOperationDuration`) per operation; what the routing API does to its store
- * when telemetry is on. A store's read from memory (`unsafeFindById`) is kept as it is, a map's lookup: the request's
- * span and metrics see it.
+ * when telemetry is on. A store's read from memory (`RouteRepository.MemoryRead`), a map's lookup, is a service of its
+ * own, left as it is: the request's span and metrics see it.
  *
  * @since 0.3.0
  * @category instrumentation

@@ -274,7 +274,7 @@ describe("Authenticator.jwt: what a sub may hold, iat, and actorPrefix", () => {
   const json = { "content-type": "application/json" }
   const options = { secret: Redacted.make(SECRET), issuer: ISSUER, audience: AUDIENCE }
   const stores = [
-    ["memory", () => RouteRepository.layerMemory],
+    ["memory", (): Layer.Layer<RouteRepository.RouteRepository, unknown> => RouteRepository.layerMemory],
     [
       "Postgres",
       () => TestDatabase.storeLayer({ table: TestDatabase.freshTable() }).pipe(Layer.provide(TestDatabase.layer()))

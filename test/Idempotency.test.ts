@@ -5,7 +5,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
-import { Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer, Schedule } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Either, Fiber, Layer, Option, Schedule } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
@@ -16,7 +16,7 @@ import { ADMIN, assertProblem, get, post, type Store, tokens, WRITER } from "./u
 import { stores } from "./utils/stores.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
-type Service = Context.Tag.Service<RouteRepository.RouteRepository>
+type Service = Context.Tag.Service<RouteRepository.Idempotent>
 
 const KEY = "\"8e03978e-40d5-43e8-bc93-6894a57f9324\""
 const route = { method: "GET", path: "/users/:id", middleware: [], handler: "show" }
@@ -33,15 +33,19 @@ const keyed = (body: unknown, key = KEY, token = ADMIN): Sent => post(body, head
 const replayed = (response: Received) => response.headers.get(Idempotency.REPLAYED_HEADER)
 
 /** The store in `store`, changed by `wrap`. */
+// The store with its idempotent creates (`RouteRepository.Idempotent`) wrapped.
 const wrapped = (store: Store, wrap: (service: Service) => Service): Store =>
-  Layer.effect(RouteRepository.RouteRepository, Effect.map(RouteRepository.RouteRepository, wrap)).pipe(
-    Layer.provide(store)
+  Layer.map(
+    store,
+    (context) =>
+      Context.add(context, RouteRepository.Idempotent, wrap(Context.unsafeGet(context, RouteRepository.Idempotent)))
   )
 
-const remembering = (service: Service) => {
-  const createIdempotent = service.createIdempotent
-  assert.isDefined(createIdempotent, "the store remembers idempotency keys")
-  return createIdempotent!
+// The idempotent creates of the store a layer built.
+const remembering = <S>(context: Context.Context<S>) => {
+  const idempotent = Context.getOption(context, RouteRepository.Idempotent)
+  assert.isTrue(Option.isSome(idempotent), "the store remembers idempotency keys")
+  return Option.getOrThrow(idempotent).createIdempotent
 }
 
 /** A clock `offset.millis` ahead of the real one. */
@@ -205,7 +209,7 @@ for (const adapter of adapters) {
           createIdempotent: (input, idempotency) =>
             failures-- > 0
               ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "test" }))
-              : remembering(service)(input, idempotency)
+              : service.createIdempotent(input, idempotency)
         }))
         await serve(flaky, async (send) => {
           assertProblem(await send(keyed(route)), "store_unavailable")
@@ -223,11 +227,11 @@ for (const adapter of adapters) {
         const slow = wrapped(store, (service) => ({
           ...service,
           createIdempotent: (input, idempotency) => {
-            if (!first) return remembering(service)(input, idempotency)
+            if (!first) return service.createIdempotent(input, idempotency)
             first = false
             return Deferred.succeed(entered, undefined).pipe(
               Effect.zipRight(Deferred.await(release)),
-              Effect.zipRight(remembering(service)(input, idempotency))
+              Effect.zipRight(service.createIdempotent(input, idempotency))
             )
           }
         }))
@@ -253,7 +257,7 @@ for (const adapter of adapters) {
         const clocked = wrapped(store, (service) => ({
           ...service,
           createIdempotent: (input, idempotency) =>
-            Effect.withClock(remembering(service)(input, idempotency), shiftedClock(offset))
+            Effect.withClock(service.createIdempotent(input, idempotency), shiftedClock(offset))
         }))
         await serve(clocked, async (send) => {
           const first = await send(keyed(route, "\"one\""))
@@ -306,7 +310,7 @@ for (const adapter of adapters) {
           ...service,
           createIdempotent: (input, idempotency) => {
             lifetimes.push(Duration.toMillis(idempotency.expiresAfter))
-            return Effect.withClock(remembering(service)(input, idempotency), shiftedClock(offset))
+            return Effect.withClock(service.createIdempotent(input, idempotency), shiftedClock(offset))
           }
         }))
         await serve(clocked, async (send) => {
@@ -354,7 +358,7 @@ for (
 // ---------------------------------------------------------------------------------------------------------------
 
 const input = { method: "GET", path: "/users/:id", middleware: [], handler: "show" } as unknown as Parameters<
-  Service["create"]
+  Service["createIdempotent"]
 >[0]
 
 const otherInput = { ...input, handler: "another" } as typeof input
@@ -372,10 +376,7 @@ const twoStores = (options: PgRouteRepository.Options = {}) =>
   Effect.gen(function*() {
     const table = TestDatabase.freshTable()
     const store = () =>
-      Effect.map(
-        Layer.build(TestDatabase.storeLayer({ ...options, table }).pipe(Layer.provide(TestDatabase.layer()))),
-        (context) => Context.get(context, RouteRepository.RouteRepository)
-      )
+      Layer.build(TestDatabase.storeLayer({ ...options, table }).pipe(Layer.provide(TestDatabase.layer())))
     const a = yield* store()
     const b = yield* store()
     const sql = yield* Effect.map(
@@ -561,7 +562,7 @@ describe("with a route table over the store", () => {
         const context = yield* Layer.build(RouteTable.layer.pipe(Layer.provide(store)))
         const repository = Context.get(context, RouteRepository.RouteRepository)
         const table = Context.get(context, RouteTable.RouteTable)
-        const create = remembering(repository)
+        const create = remembering(context)
         const first = yield* create(input, idempotency)
         assert.isTrue(Either.isRight(first.outcome))
         const id = Either.getOrThrow(first.outcome).id

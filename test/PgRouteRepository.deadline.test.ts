@@ -77,6 +77,7 @@ const createChecked = (what: string, path: string, exit: Exit.Exit<Route.StoredR
  */
 const writeAll = (repo: RouteRepository.RouteRepository["Type"], round: string) =>
   Effect.gen(function*() {
+    const { createIdempotent } = yield* RouteRepository.Idempotent
     const patched = yield* Effect.forEach(
       [0, 1, 2],
       (i) => Effect.flatMap(input(`/${round}/patched/${i}`), repo.create)
@@ -100,7 +101,7 @@ const writeAll = (repo: RouteRepository.RouteRepository["Type"], round: string) 
         createAlone,
         Effect.forEach(keyed, (path, i) =>
           Effect.exit(Effect.flatMap(input(path), (route) =>
-            repo.createIdempotent!(route, {
+            createIdempotent(route, {
               key: `${round}-key-${i}`,
               principal: "deadline-test",
               expiresAfter: Duration.hours(1),
@@ -109,19 +110,15 @@ const writeAll = (repo: RouteRepository.RouteRepository["Type"], round: string) 
             }))), { concurrency: "unbounded" }),
         Effect.forEach(
           patched,
-          (route) =>
-            Effect.exit(repo.update(route.id, { handler: "patched" as Route.HandlerName })),
+          (route) => Effect.exit(repo.update(route.id, { handler: "patched" as Route.HandlerName })),
           {
             concurrency: "unbounded"
           }
         ),
-        Effect.forEach(removed, (route) =>
-          Effect.exit(repo.remove(route.id)), { concurrency: "unbounded" })
+        Effect.forEach(removed, (route) => Effect.exit(repo.remove(route.id)), { concurrency: "unbounded" })
       ], { concurrency: "unbounded" })
       const checked: Array<Checked> = [
-        ...batched.map((path, i) =>
-          createChecked(`batched create ${path}`, path, batchedExits[i]!)
-        ),
+        ...batched.map((path, i) => createChecked(`batched create ${path}`, path, batchedExits[i]!)),
         createChecked(`create alone ${alone}`, alone, aloneExit),
         ...keyed.map((path, i) =>
           createChecked(

@@ -116,9 +116,7 @@ describe("PgRouteRepository on a server that crashed", () => {
     const server = await EmbeddedServer.make()
     const writer = await host(server.url)
     try {
-      const changes = await writer.runtime.runPromise(
-        Effect.map(RouteRepository.RouteRepository, (repo) => repo.changes!)
-      )
+      const changes = await writer.runtime.runPromise(RouteRepository.Feed)
       const before = await writer.runtime.runPromise(changes.cursor)
       assert.isTrue((await writer.runtime.runPromise(changes.since(before))).complete)
       const statsReset = () =>

@@ -30,11 +30,6 @@ const processTable = (table: string, options: PgRouteRepository.Options = {}) =>
 
 const build = <A, E>(layer: Layer.Layer<A, E>) => Effect.orDie(Layer.build(layer))
 
-const feedOf = (store: Store) => {
-  assert.isDefined(store.changes, "the Postgres store offers a change feed")
-  return store.changes!
-}
-
 /** The table's routes as `id@revision`, sorted, to compare with the store's rows. */
 const contents = (table: RouteTable.Table<Route.StoredRoute>) =>
   Array.from(table, (route) => `${route.id}@${route.revision}`).sort()
@@ -67,7 +62,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("the Postgres store's
     return Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const store = yield* RouteRepository.RouteRepository
-      const feed = feedOf(store)
+      const feed = yield* RouteRepository.Feed
       // The method is stored before the writers start: two writers both adding a method new to the registry are
       // decided one after the other (the method bound), and writer 2 would wait for writer 1 to commit.
       yield* Effect.flatMap(input("/stored"), store.create)
@@ -115,7 +110,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("the Postgres store's
   // (test/PgRouteRepository.failover.test.ts). A cursor of another server, or of an earlier release, reads nothing.
   it.effect("a cursor taken on another server, or before a restart, or by an earlier release, is lost", () =>
     Effect.gen(function*() {
-      const feed = feedOf(yield* RouteRepository.RouteRepository)
+      const feed = yield* RouteRepository.Feed
       const cursor = yield* feed.cursor
       const [server, snapshot] = cursor.split("@") as [string, string]
       assert.isTrue((yield* feed.since(cursor)).complete)
@@ -131,7 +126,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("the Postgres store's
     return Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const store = yield* RouteRepository.RouteRepository
-      const feed = feedOf(store)
+      const feed = yield* RouteRepository.Feed
       const kept = yield* Effect.flatMap(input("/kept"), store.create)
       const gone = yield* Effect.flatMap(input("/gone"), store.create)
       const start = yield* feed.cursor
@@ -158,7 +153,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("the Postgres store's
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {
       const store = yield* RouteRepository.RouteRepository
-      const feed = feedOf(store)
+      const feed = yield* RouteRepository.Feed
       const start = yield* feed.cursor
       const route = yield* Effect.flatMap(input("/pruned"), store.create)
       // With no retention, the removal's own prune (run after it, in the background) forgets it at once.
@@ -299,24 +294,21 @@ layer(TestDatabase.layer(), { excludeTestServices: true })(
         let away = false
         // Process B's store fails every read of the feed while `away`: its database is out of reach.
         const cutOff = Layer.effect(
-          RouteRepository.RouteRepository,
-          Effect.map(RouteRepository.RouteRepository, (store): Store => ({
-            ...store,
-            changes: {
-              ...feedOf(store),
-              since: (cursor) =>
-                away
-                  ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "cut off by the test" }))
-                  : feedOf(store).since(cursor),
-              // What is announced while away is lost, as it is when the connection is down.
-              listen: (listener) =>
-                feedOf(store).listen!({
-                  apply: (upserted, removed) => away ? undefined : listener.apply(upserted, removed),
-                  wake: listener.wake
-                })
-            }
+          RouteRepository.Feed,
+          Effect.map(RouteRepository.Feed, (feed): RouteRepository.ChangeFeed => ({
+            ...feed,
+            since: (cursor) =>
+              away
+                ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "cut off by the test" }))
+                : feed.since(cursor),
+            // What is announced while away is lost, as it is when the connection is down.
+            listen: (listener) =>
+              feed.listen!({
+                apply: (upserted, removed) => away ? undefined : listener.apply(upserted, removed),
+                wake: listener.wake
+              })
           }))
-        ).pipe(Layer.provide(processStore(table, { pollInterval: "20 millis", changeRetention: "0 millis" })))
+        ).pipe(Layer.provideMerge(processStore(table, { pollInterval: "20 millis", changeRetention: "0 millis" })))
         const a = yield* build(processStore(table, { changeRetention: "0 millis" }))
         const storeA = Context.get(a, RouteRepository.RouteRepository)
         const before = yield* Effect.flatMap(input("/before"), storeA.create)

@@ -5,6 +5,7 @@ import * as Statement from "@effect/sql/Statement"
 import { assert, describe, it, layer } from "@effect/vitest"
 import {
   Cause,
+  Context,
   Deferred,
   Duration,
   Effect,
@@ -303,7 +304,10 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         ('admin', 'conflicted', ${canonical(conflicted)},
          ${JSON.stringify({ conflict: { ...conflicted, conflictingRouteId: holder } })}::jsonb, ${expires})`
       yield* PgRouteRepository.migrate({ table })
-      const repo = yield* PgRouteRepository.make({ table })
+      const { createIdempotent } = Context.get(
+        yield* PgRouteRepository.makeContext({ table }),
+        RouteRepository.Idempotent
+      )
       const idempotency = (key: string): RouteRepository.Idempotency => ({
         key,
         principal: "admin",
@@ -311,14 +315,14 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         maxKeys: 100,
         maxBytes: 1 << 20
       })
-      const again = yield* repo.createIdempotent!(yield* Route.decodeCreate(created), idempotency("created"))
+      const again = yield* createIdempotent(yield* Route.decodeCreate(created), idempotency("created"))
       assert.isTrue(again.replayed)
       assert.deepStrictEqual(JSON.parse(JSON.stringify(Either.getOrThrow(again.outcome))), first)
-      const refused = yield* repo.createIdempotent!(yield* Route.decodeCreate(conflicted), idempotency("conflicted"))
+      const refused = yield* createIdempotent(yield* Route.decodeCreate(conflicted), idempotency("conflicted"))
       assert.isTrue(refused.replayed)
       assert.strictEqual(Either.getOrThrow(Either.flip(refused.outcome)).conflictingRouteId, holder)
       const reused = yield* Effect.flip(
-        repo.createIdempotent!(yield* Route.decodeCreate(conflicted), idempotency("created"))
+        createIdempotent(yield* Route.decodeCreate(conflicted), idempotency("created"))
       )
       assert.strictEqual(reused._tag, "IdempotencyKeyReused")
       const columns = yield* sql<{ column_name: string }>`

@@ -5,7 +5,7 @@
  * hits frequent.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Clock, Effect, Either, Layer, ManagedRuntime } from "effect"
+import { Clock, Effect, Either, Layer, ManagedRuntime, Option } from "effect"
 import * as fc from "fast-check"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -135,6 +135,7 @@ const agree = (operations: ReadonlyArray<Operation>) => {
   const time = { now: START }
   return Effect.gen(function*() {
     const repo = yield* RouteRepository.RouteRepository
+    const memoryRead = Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.MemoryRead))
     const model = new Model()
     const steps: Array<string> = []
     const check = (actual: unknown, expected: unknown) =>
@@ -188,8 +189,8 @@ const agree = (operations: ReadonlyArray<Operation>) => {
             Either.map(Either.mapLeft(result, plainError), plain),
             expected === undefined ? Either.left({ _tag: "RouteNotFound", id }) : Either.right(expected)
           )
-          if (repo.unsafeFindById !== undefined) {
-            const found = repo.unsafeFindById(id)
+          if (memoryRead !== undefined) {
+            const found = memoryRead.unsafeFindById(id)
             check(found === undefined ? undefined : plain(found), expected)
           }
           break

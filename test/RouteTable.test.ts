@@ -508,22 +508,29 @@ describe("RouteTable.layer reloading", () => {
               memory.list(query),
               () => Effect.zipRight(Deferred.succeed(listing, undefined), Deferred.await(release))
             )
-            : memory.list(query),
-        changes: {
-          cursor: Effect.succeed("cursor"),
-          since: () =>
-            Effect.sync((): RouteRepository.Changes => {
-              if (!lost) return { cursor: "cursor", upserted: [], removed: [], complete: true }
-              lost = false
-              reloading = true
-              return { cursor: "cursor", upserted: [], removed: [], complete: false }
-            }),
-          pollInterval: Duration.millis(10)
-        }
+            : memory.list(query)
+      }
+      const feed: RouteRepository.ChangeFeed = {
+        cursor: Effect.succeed("cursor"),
+        since: () =>
+          Effect.sync((): RouteRepository.Changes => {
+            if (!lost) return { cursor: "cursor", upserted: [], removed: [], complete: true }
+            lost = false
+            reloading = true
+            return { cursor: "cursor", upserted: [], removed: [], complete: false }
+          }),
+        pollInterval: Duration.millis(10)
       }
       const input = (path: string) => Effect.orDie(Route.decodeCreate({ method: "GET", path, handler: "h" }))
       const context = yield* Layer.build(
-        RouteTable.layer.pipe(Layer.provide(Layer.succeed(RouteRepository.RouteRepository, store)))
+        RouteTable.layer.pipe(
+          Layer.provide(
+            Layer.merge(
+              Layer.succeed(RouteRepository.RouteRepository, store),
+              Layer.succeed(RouteRepository.Feed, feed)
+            )
+          )
+        )
       )
       const live = Context.get(context, RouteRepository.RouteRepository)
       const table = Context.get(context, RouteTable.RouteTable)

@@ -176,14 +176,12 @@ const failingStore = (failure: "unavailable" | "defect") => {
     failure === "unavailable"
       ? Effect.fail(new RouteRepository.StoreUnavailable({ reason: "test" }))
       : Effect.die(new Error("boom"))
-  return Layer.succeed(
-    RouteRepository.RouteRepository,
-    RouteRepository.RouteRepository.of({
-      create: fail,
-      findById: fail,
-      list: fail,
-      update: fail,
-      remove: fail,
+  return Layer.merge(
+    Layer.succeed(
+      RouteRepository.RouteRepository,
+      RouteRepository.RouteRepository.of({ create: fail, findById: fail, list: fail, update: fail, remove: fail })
+    ),
+    Layer.succeed(RouteRepository.Idempotent, {
       // A create with the same key still running elsewhere.
       createIdempotent: (_, { key }) =>
         failure === "unavailable" ? Effect.fail(new RouteRepository.IdempotencyKeyInUse({ key })) : fail()

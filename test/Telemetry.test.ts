@@ -71,10 +71,7 @@ const exchange = (handler: AdminWebHandler.Handler) =>
 
 describe("Telemetry", () => {
   // A store read through its Effect (as the Postgres store is): its reads have spans of their own.
-  const withoutMemoryReads = Layer.effect(
-    RouteRepository.RouteRepository,
-    Effect.map(RouteRepository.makeMemory, ({ unsafeFindById: _, ...store }) => store)
-  )
+  const withoutMemoryReads = Layer.effect(RouteRepository.RouteRepository, RouteRepository.makeMemory)
 
   it.effect("a span per request, with the store's span inside it, and its metrics", () => {
     const { layer, spans } = recording()
@@ -234,21 +231,24 @@ describe("Telemetry", () => {
       const memory = yield* RouteRepository.makeMemory
       // A store shared with another process: its change feed calls back with what that process wrote.
       let listener: RouteRepository.ChangeListener | undefined
-      const shared: RouteRepository.RouteRepository["Type"] = {
-        ...memory,
-        changes: {
-          cursor: Effect.succeed("0"),
-          since: (cursor) => Effect.succeed({ cursor, upserted: [], removed: [], complete: true }),
-          pollInterval: Duration.hours(1),
-          listen: (heard) =>
-            Effect.suspend(() => {
-              listener = heard
-              return Effect.never
-            })
-        }
+      const feed: RouteRepository.ChangeFeed = {
+        cursor: Effect.succeed("0"),
+        since: (cursor) => Effect.succeed({ cursor, upserted: [], removed: [], complete: true }),
+        pollInterval: Duration.hours(1),
+        listen: (heard) =>
+          Effect.suspend(() => {
+            listener = heard
+            return Effect.never
+          })
       }
       const table = RouteTable.layer.pipe(
-        Layer.provide(Layer.merge(Layer.succeed(RouteRepository.RouteRepository, shared), Telemetry.layer()))
+        Layer.provide(
+          Layer.mergeAll(
+            Layer.succeed(RouteRepository.RouteRepository, memory),
+            Layer.succeed(RouteRepository.Feed, feed),
+            Telemetry.layer()
+          )
+        )
       )
       yield* Effect.gen(function*() {
         const store = yield* RouteRepository.RouteRepository

@@ -25,7 +25,7 @@ export const layer = (options: Options): Layer.Layer<Services, unknown> => {
     }))
   )
   const database = options.database
-  const store = database === undefined
+  const store: Layer.Layer<RouteRepository.RouteRepository, unknown> = database === undefined
     ? RouteRepository.layerMemory
     : PgRouteRepository.layer({ table: database.table }).pipe(
       Layer.provide(PgClient.layerFromPool({ acquire: Effect.succeed(database.pool) }))

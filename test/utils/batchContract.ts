@@ -4,7 +4,7 @@
  * batch, and a read of the log that never cuts one. Every store runs it.
  */
 import { assert } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Option } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 
@@ -198,7 +198,10 @@ export const batchContract = (test: Test) => {
         assert.strictEqual((error as { _tag: string })._tag, "IdempotencyKeyReused")
       }
       const reused = yield* Effect.flip(
-        Effect.flatMap(repository, (r) => r.createIdempotent!(input("GET", "/k2"), idempotency))
+        Effect.flatMap(
+          Effect.serviceOption(RouteRepository.Idempotent),
+          (idempotent) => Option.getOrThrow(idempotent).createIdempotent(input("GET", "/k2"), idempotency)
+        )
       )
       assert.strictEqual(reused._tag, "IdempotencyKeyReused")
       assert.strictEqual(yield* newest, revision + 1)

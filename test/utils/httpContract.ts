@@ -1164,14 +1164,13 @@ export const failureContract = (adapter: Adapter) => {
   })
 
   it("a memory store whose unsafeFindById throws: 500 internal_error, logged", async () => {
-    const store = Layer.effect(
-      RouteRepository.RouteRepository,
-      Effect.map(RouteRepository.makeMemory, (memory) => ({
-        ...memory,
+    const store = Layer.merge(
+      Layer.effect(RouteRepository.RouteRepository, RouteRepository.makeMemory),
+      Layer.succeed(RouteRepository.MemoryRead, {
         unsafeFindById: () => {
           throw new Error("boom: unsafeFindById")
         }
-      }))
+      })
     )
     const server = await adapter.start(Layer.mergeAll(store, tokens, quiet))
     onTestFinished(() => server.close())

@@ -4,7 +4,7 @@
  */
 import type { Vitest } from "@effect/vitest"
 import { assert, describe } from "@effect/vitest"
-import { Duration, Effect, Either, Fiber, Layer, TestClock } from "effect"
+import { Duration, Effect, Either, Fiber, Layer, Option, TestClock } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import { accepted, refused } from "../fixtures/samples.js"
@@ -971,9 +971,9 @@ const keyed = (
   options: Partial<RouteRepository.Idempotency> = {}
 ) =>
   Effect.gen(function*() {
-    const repo = yield* RouteRepository.RouteRepository
-    assert.isDefined(repo.createIdempotent, "the store remembers idempotency keys")
-    return yield* repo.createIdempotent!(yield* input(body), {
+    const idempotent = yield* Effect.serviceOption(RouteRepository.Idempotent)
+    assert.isTrue(Option.isSome(idempotent), "the store remembers idempotency keys")
+    return yield* Option.getOrThrow(idempotent).createIdempotent(yield* input(body), {
       key,
       principal: "admin",
       expiresAfter: Duration.millis(LIFETIME),

@@ -2,7 +2,7 @@
  * The stores the suites run over, each fresh whenever a server is started over it. Which suite runs over which, and
  * why the other combinations cannot differ: docs/development.md#what-runs-over-what.
  */
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import * as RouteRepository from "route-registry/RouteRepository"
 import type { Store } from "./httpContract.js"
 import * as TestDatabase from "./TestDatabase.js"
@@ -29,26 +29,28 @@ const later = <A, E>(call: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
  */
 export const suspendingMemory: Named = [
   "memory store answering later, as Postgres does",
-  Layer.effect(
-    RouteRepository.RouteRepository,
-    Effect.map(RouteRepository.makeMemory, ({ unsafeFindById: _, ...memory }) => ({
+  // Its read at once (`RouteRepository.MemoryRead`) is left out.
+  Layer.map(RouteRepository.layerMemory, (context) => {
+    const memory = Context.get(context, RouteRepository.RouteRepository)
+    const { createIdempotent } = Context.get(context, RouteRepository.Idempotent)
+    return Context.make(RouteRepository.RouteRepository, {
       ...memory,
       create: (input, options) => later(() => memory.create(input, options)),
       findById: (id) => later(() => memory.findById(id)),
       list: (query) => later(() => memory.list(query)),
       update: (id, patch, precondition, options) => later(() => memory.update(id, patch, precondition, options)),
       remove: (id, precondition, options) => later(() => memory.remove(id, precondition, options)),
-      ...(memory.createIdempotent === undefined ? {} : {
-        createIdempotent: (input, idempotency, options) =>
-          later(() => memory.createIdempotent!(input, idempotency, options))
-      }),
       ...(memory.history === undefined ? {} : { history: (query) => later(() => memory.history!(query)) }),
       ...(memory.restore === undefined ? {} : {
         restore: (id, revision, precondition, options) =>
           later(() => memory.restore!(id, revision, precondition, options))
       })
-    }))
-  )
+    }).pipe(
+      Context.add(RouteRepository.Idempotent, {
+        createIdempotent: (input, idempotency, options) => later(() => createIdempotent(input, idempotency, options))
+      })
+    )
+  })
 ]
 
 /** Both stores: for suites of the store itself, and of what sits on it whatever serves it. */

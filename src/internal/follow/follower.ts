@@ -156,14 +156,11 @@ const readOnly = (operation: string) => Effect.fail(new RouteRepository.ReadOnly
 export const store = (state: State, log: Log.Target): Store => {
   const upstream: Log.Upstream = { history: log, changes: { ...state.settings.target, name: undefined } }
   return RouteRepository.RouteRepository.of({
-    readOnly: true,
     history: (query) => Log.history(log, query),
     logAfter: (revision, limit) => Log.after(upstream, state.ring.store(), revision, limit),
     create: () => readOnly("create"),
-    createIdempotent: () => readOnly("create"),
     update: () => readOnly("update"),
     remove: () => readOnly("remove"),
-    unsafeFindById: (id) => state.memory.byId.get(id),
     findById: (id) =>
       Effect.suspend(() => {
         const route = state.memory.byId.get(id)
@@ -174,6 +171,11 @@ export const store = (state: State, log: Log.Target): Store => {
     list: (query) => Effect.sync(() => Memory.listMemory(state.memory, query))
   })
 }
+
+/** The follower's store read at once, from its memory index. */
+export const memoryRead = (state: State): Context.Tag.Service<RouteRepository.MemoryRead> => ({
+  unsafeFindById: (id) => state.memory.byId.get(id)
+})
 
 // --- following -----------------------------------------------------------------------------------------------------
 

@@ -75,7 +75,7 @@ const dispatch = (core: Core, request: Request): Effect.Effect<Response> | undef
   if (found === undefined) return undefined
   const { id, resource } = found
   const name = resource.endpoints.get(request.method)
-  if (core.repository.readOnly === true && refusedAsWrite(resource, name)) return readOnly(core, request, resource)
+  if (core.readOnly && refusedAsWrite(resource, name)) return readOnly(core, request, resource)
   return name === undefined ? notAllowed(core, request, resource) : answer(core, request, name, id)
 }
 

@@ -56,9 +56,8 @@ const dryRunOf = (request: Request): Effect.Effect<boolean, Failure> => fromEith
 // A store that keeps its routes in memory is read at once, its answer an `Exit` (`runner.ts`); any other store
 // through its Effect.
 const find = (core: Core, id: string): Effect.Effect<Route.StoredRoute, Failure> => {
-  const unsafeFindById = core.repository.unsafeFindById
-  if (unsafeFindById === undefined) return core.repository.findById(id)
-  const route = unsafeFindById(id)
+  if (core.memoryRead === undefined) return core.repository.findById(id)
+  const route = core.memoryRead.unsafeFindById(id)
   return route === undefined ? Exit.fail(new RouteRepository.RouteNotFound({ id }, true)) : Exit.succeed(route)
 }
 
@@ -75,7 +74,7 @@ const created = (core: Core, route: Route.StoredRoute, base: string, dryRun = fa
 // With an Idempotency-Key: created at most once per key and principal, the first answer (201 or 409) given again.
 const createOnce = (
   core: Core,
-  createIdempotent: NonNullable<Core["repository"]["createIdempotent"]>,
+  { createIdempotent }: NonNullable<Core["idempotent"]>,
   input: Route.CreateRoute,
   requestKey: Idempotency.RequestKey,
   base: string,
@@ -110,7 +109,7 @@ export const create: Steps = (core, request, principal) =>
     const body = yield* Content.readJson(request, Content.CREATE_TYPES, core.limits)
     const input = yield* cataloged(core, yield* validated(Route.validateCreate(body), Answers.invalidRoute))
     yield* Ownership.mayWrite(principal, input)
-    const { base = "" } = request, options = { actor: principal.id, dryRun }, once = core.repository.createIdempotent
+    const { base = "" } = request, options = { actor: principal.id, dryRun }, once = core.idempotent
     // A dry run (it stores nothing) and a store that remembers no keys create as if the key was absent.
     if (requestKey === undefined || once === undefined || dryRun) {
       return yield* created(core, yield* core.repository.create(input, options), base, dryRun)

@@ -65,7 +65,7 @@ export const table: Table = {
     code: "too_many_methods",
     answer: (error) => Answers.tooManyMethods(error.method, error.limit)
   },
-  // A read-only store the dispatch did not know of (a wrapper that dropped `readOnly`): the same 405.
+  // A read-only store the dispatch did not know of (no `RouteRepository.ReadOnly` beside it): the same 405.
   ReadOnlyStore: { code: "method_not_allowed", answer: () => Answers.READ_ONLY }
 }
 

@@ -32,6 +32,12 @@ import * as ServiceErrors from "./serviceErrors.js"
 export interface Core {
   readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
   readonly authenticator: Context.Tag.Service<Authenticator.Authenticator>
+  /** The store read at once, when it keeps its routes in memory (`RouteRepository.MemoryRead`). */
+  readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
+  /** The store's creates once per idempotency key, when it offers them (`RouteRepository.Idempotent`). */
+  readonly idempotent: Context.Tag.Service<RouteRepository.Idempotent> | undefined
+  /** The store serves reads only (`RouteRepository.ReadOnly`): writes are answered at once, unauthenticated. */
+  readonly readOnly: boolean
   readonly limits: Content.BodyLimits
   /** The limits a change set's body is read under. */
   readonly batchLimits: Content.BodyLimits
@@ -50,7 +56,7 @@ export interface Core {
   readonly keysInFlight: Set<string>
   /**
    * Routes' 200s by id, each built once per revision (for the route object it was built for), when the store keeps
-   * its routes in memory (it offers `unsafeFindById` and hands out one object per revision), as a hand-written server
+   * its routes in memory (`memoryRead`, which hands out one object per revision), as a hand-written server
    * keeps them; for `RouteAnswers.KEPT_ANSWERS` ids at most.
    */
   readonly answers: RouteAnswers.Kept | undefined

@@ -21,6 +21,7 @@ import type {
 } from "../../RouteRepository.js"
 import { withActor, withActorAndClock } from "./actor.js"
 import * as Batch from "./batch.js"
+import type { Idempotent, MemoryRead } from "./capabilities.js"
 import {
   type BatchRefused,
   IdempotencyKeyReused,
@@ -119,6 +120,13 @@ const overLimit = (
   }, true)
 }
 
+/** The memory store, its read at once, and its creates once per idempotency key. */
+export interface Memory {
+  readonly repository: Context.Tag.Service<RouteRepository>
+  readonly read: Context.Tag.Service<MemoryRead>
+  readonly idempotent: Context.Tag.Service<Idempotent>
+}
+
 /**
  * The in-memory store: O(1) get and conflict check; a page is a binary search to the cursor, then a walk along the
  * shortest of the sorted id lists its filters select (all ids, or those of one method, handler or middleware name).
@@ -129,7 +137,7 @@ const overLimit = (
 export const make = (
   ids: Context.Tag.Service<RouteIdGenerator>,
   options: MemoryOptions = {}
-): Context.Tag.Service<RouteRepository> => {
+): Memory => {
   const capacity = options.historyCapacity ?? Rules.DEFAULT_MEMORY_HISTORY_CAPACITY
   const invalid = Rules.checkHistoryCapacity(capacity)
   if (invalid !== undefined) throw new InvalidOption({ option: "historyCapacity", message: invalid })
@@ -266,7 +274,7 @@ export const make = (
     principals.delete(idempotency.principal)
     principals.set(idempotency.principal, held)
   }
-  return {
+  const repository: Context.Tag.Service<RouteRepository> = {
     create: (input, options) =>
       withActorAndClock(
         options,
@@ -277,27 +285,6 @@ export const make = (
           return Either.isRight(outcome) ? Effect.succeed(outcome.right) : Effect.fail(outcome.left)
         }
       ),
-    // Read, decided and written without yielding: no other create with the key can start in between, so none is
-    // ever in flight here, and the principal's bounds hold exactly.
-    createIdempotent: (input, idempotency, options) =>
-      withActor(options, (actor) =>
-        Effect.clockWith((
-          clock
-        ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
-          const now = clock.unsafeCurrentTimeMillis()
-          const kept = liveKey(idempotency, now)
-          if (kept !== undefined) return again(input, idempotency, kept)
-          const held = heldKeys(idempotency, now)
-          const size = Rules.keySize(idempotency.key)
-          const refused = overLimit(held, idempotency, size, now)
-          if (refused !== undefined) return Effect.fail(refused)
-          const decided = insert(input, now, { actor })
-          if (Either.isLeft(decided)) return Effect.fail(decided.left)
-          const answer = Rules.firstAnswerOf(decided.right)
-          keep(held, idempotency, now, { fingerprint: Rules.fingerprint(input), answer, size })
-          return Effect.succeed({ outcome: decided.right, replayed: false })
-        })),
-    unsafeFindById: (id) => memory.byId.get(id),
     findById: (id) =>
       Effect.suspend(() => {
         const route = memory.byId.get(id)
@@ -398,4 +385,27 @@ export const make = (
             : Effect.fail(decided.right.left)
         }))
   }
+  // Read, decided and written without yielding: no other create with the key can start in between, so none is
+  // ever in flight here, and the principal's bounds hold exactly.
+  const idempotent: Context.Tag.Service<Idempotent> = {
+    createIdempotent: (input, idempotency, options) =>
+      withActor(options, (actor) =>
+        Effect.clockWith((
+          clock
+        ): Effect.Effect<Remembered, IdempotencyKeyReused | TooManyIdempotencyKeys | TooManyMethods> => {
+          const now = clock.unsafeCurrentTimeMillis()
+          const kept = liveKey(idempotency, now)
+          if (kept !== undefined) return again(input, idempotency, kept)
+          const held = heldKeys(idempotency, now)
+          const size = Rules.keySize(idempotency.key)
+          const refused = overLimit(held, idempotency, size, now)
+          if (refused !== undefined) return Effect.fail(refused)
+          const decided = insert(input, now, { actor })
+          if (Either.isLeft(decided)) return Effect.fail(decided.left)
+          const answer = Rules.firstAnswerOf(decided.right)
+          keep(held, idempotency, now, { fingerprint: Rules.fingerprint(input), answer, size })
+          return Effect.succeed({ outcome: decided.right, replayed: false })
+        }))
+  }
+  return { repository, idempotent, read: { unsafeFindById: (id) => memory.byId.get(id) } }
 }

@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import type { Exit } from "effect"
+import type { Context, Exit } from "effect"
 import { Cause, Effect, Metric, Option } from "effect"
 import type * as RouteRepository from "../../RouteRepository.js"
 import { labels, LATENCY_MILLIS, NO_STACK, timed } from "../telemetry.js"
@@ -51,12 +51,12 @@ const storeOperation = <A, E>(operation: StoreOperation, call: () => Effect.Effe
   )
 
 /**
- * `store` with a span and a duration per operation. A store's read from memory (`unsafeFindById`) is kept as it is: a
- * map's lookup with nothing to wait for or fail, seen in the request's span and metrics; through `findById` it would
- * cost a GET its kept answer and a fiber.
+ * `store` with a span and a duration per operation. A store's read from memory (`MemoryRead`, a service of its own) is
+ * left as it is: a map's lookup with nothing to wait for or fail, seen in the request's span and metrics; through
+ * `findById` it would cost a GET its kept answer and a fiber.
  */
 export const instrumentStore = (store: Store): Store => {
-  const { applyBatch, createIdempotent, history, restore, ...rest } = store
+  const { applyBatch, history, restore, ...rest } = store
   return {
     ...rest,
     create: (input, options) => storeOperation("create", () => store.create(input, options)),
@@ -65,10 +65,6 @@ export const instrumentStore = (store: Store): Store => {
     update: (id, patch, precondition, options) =>
       storeOperation("update", () => store.update(id, patch, precondition, options)),
     remove: (id, precondition, options) => storeOperation("remove", () => store.remove(id, precondition, options)),
-    ...(createIdempotent === undefined ? {} : {
-      createIdempotent: (input, idempotency, options) =>
-        storeOperation("createIdempotent", () => createIdempotent(input, idempotency, options))
-    }),
     ...(history === undefined ? {} : { history: (query) => storeOperation("history", () => history(query)) }),
     ...(restore === undefined ? {} : {
       restore: (id, revision, precondition, options) =>
@@ -79,3 +75,11 @@ export const instrumentStore = (store: Store): Store => {
     })
   }
 }
+
+/** The store's creates once per idempotency key, with a span and a duration each, as `instrumentStore`'s. */
+export const instrumentIdempotent = (
+  idempotent: Context.Tag.Service<RouteRepository.Idempotent>
+): Context.Tag.Service<RouteRepository.Idempotent> => ({
+  createIdempotent: (input, idempotency, options) =>
+    storeOperation("createIdempotent", () => idempotent.createIdempotent(input, idempotency, options))
+})

@@ -17,6 +17,7 @@ import type { Status } from "./status.js"
 export type { Source, Status } from "./status.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
+type Idempotent = Context.Tag.Service<RouteRepository.Idempotent>
 
 /** When the table was last confirmed equal to the store, and whether the last try to confirm it failed. */
 interface Confirmed {
@@ -28,6 +29,8 @@ interface Confirmed {
 export interface Live {
   /** The store, with each change also applied to the table. */
   readonly store: Store
+  /** The store's idempotent creates, when it offers them, each new route also applied to the table. */
+  readonly idempotent: Idempotent | undefined
   readonly status: () => Status
   /** Follows the other processes' changes until interrupted; `undefined` for a store no other process changes. */
   readonly follow: Effect.Effect<never> | undefined
@@ -61,6 +64,10 @@ interface State {
   /** The clock of the fiber that made the table: what tombstones and the status are timed by. */
   readonly clock: Clock.Clock
   readonly store: Store
+  /** The store's change feed, when other processes change it too. */
+  readonly feed: RouteRepository.ChangeFeed | undefined
+  /** The store's creates once per idempotency key, when it offers them. */
+  readonly idempotent: Idempotent | undefined
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   /** Told of each route new to the table that came from the change feed (telemetry's propagation lag). */
   readonly arrived: ((route: Route.StoredRoute) => void) | undefined
@@ -191,7 +198,6 @@ const settled = (state: State): Effect.Effect<void> => state.recorder?.settled ?
 // The store, with each change also applied to the table before the change's Effect completes.
 const liveStore = (state: State): Store => {
   const store = state.store
-  const createIdempotent = store.createIdempotent
   const restore = store.restore
   const applyBatch = store.applyBatch
   return RouteRepository.RouteRepository.of({
@@ -218,17 +224,6 @@ const liveStore = (state: State): Store => {
     // Dry runs change nothing, so the table takes only real changes.
     create: (input, options) =>
       options?.dryRun === true ? store.create(input, options) : applied(state, store.create(input, options)),
-    // A replay gives the first answer again, which may name a route since changed or removed: only a new route goes
-    // into the table.
-    ...(createIdempotent === undefined ? {} : {
-      createIdempotent: (input, idempotency, options) =>
-        Effect.tap(createIdempotent(input, idempotency, options), (remembered) => {
-          const created = !remembered.replayed && Either.isRight(remembered.outcome)
-          const refused = created ? upsert(state, remembered.outcome.right) : undefined
-          const told = created ? settled(state) : Effect.void
-          return Effect.zipRight(refused === undefined ? Effect.void : skipped([refused]), told)
-        })
-    }),
     update: (id, patch, precondition, options) =>
       options?.dryRun === true
         ? store.update(id, patch, precondition, options)
@@ -250,8 +245,20 @@ const liveStore = (state: State): Store => {
   })
 }
 
+// The store's idempotent creates, each new route also applied to the table. A replay gives the first answer again,
+// which may name a route since changed or removed: only a new route goes into the table.
+const liveIdempotent = (state: State, idempotent: Idempotent): Idempotent => ({
+  createIdempotent: (input, idempotency, options) =>
+    Effect.tap(idempotent.createIdempotent(input, idempotency, options), (remembered) => {
+      const created = !remembered.replayed && Either.isRight(remembered.outcome)
+      const refused = created ? upsert(state, remembered.outcome.right) : undefined
+      const told = created ? settled(state) : Effect.void
+      return Effect.zipRight(refused === undefined ? Effect.void : skipped([refused]), told)
+    })
+})
+
 const statusOf = (state: State): Status => {
-  const feed = state.store.changes
+  const feed = state.feed
   if (feed === undefined) {
     const now = new Date(state.clock.unsafeCurrentTimeMillis())
     return {
@@ -282,6 +289,8 @@ const statusOf = (state: State): Status => {
  */
 export const make = (
   store: Store,
+  feed: RouteRepository.ChangeFeed | undefined,
+  idempotent: Idempotent | undefined,
   tree: RouteTree.Tree<Route.StoredRoute>,
   ring: ReplayRing.ReplayRing,
   arrived?: (route: Route.StoredRoute) => void
@@ -291,8 +300,7 @@ export const make = (
     // The newest revision before the load: the table as loaded holds every change up to it, and some after it, which
     // the ring then reads again from the log.
     const first = log === undefined ? undefined : yield* Effect.either(log(0, 0))
-    const state = stateOf(yield* Effect.clock, store, tree, arrived)
-    const feed = store.changes
+    const state = stateOf(yield* Effect.clock, store, feed, idempotent, tree, arrived)
     if (feed === undefined) {
       yield* load(state, undefined)
     } else {
@@ -308,7 +316,7 @@ export const make = (
           ring.begin(first.right.store, first.right.revision, Array.from(tree.byId.values(), (entry) => entry.route))
           yield* Effect.ignore(Recording.catchUp(store, log, ring))
         }
-        return yield* Recording.logRecording(store, log, ring)
+        return yield* Recording.logRecording(store, log, ring, feed !== undefined)
       })
     return liveOf(state, recording)
   })
@@ -321,6 +329,8 @@ export const make = (
  */
 export const resume = (
   store: Store,
+  feed: RouteRepository.ChangeFeed | undefined,
+  idempotent: Idempotent | undefined,
   tree: RouteTree.Tree<Route.StoredRoute>,
   ring: ReplayRing.ReplayRing,
   arrived?: (route: Route.StoredRoute) => void
@@ -329,8 +339,7 @@ export const resume = (
     const log = store.logAfter
     const from = ring.store()
     if (log === undefined || from === undefined) return undefined
-    const state = stateOf(yield* Effect.clock, store, tree, arrived)
-    const feed = store.changes
+    const state = stateOf(yield* Effect.clock, store, feed, idempotent, tree, arrived)
     // Taken first: what the log's reads do not see yet, the feed gives from this cursor on.
     if (feed !== undefined) state.cursor = yield* feed.cursor
     const refused: Array<string> = []
@@ -347,17 +356,21 @@ export const resume = (
     if (refused.length > 0) yield* skipped(refused)
     if (!reached) return undefined
     yield* Effect.ignore(Recording.catchUp(store, log, ring))
-    return liveOf(state, yield* Recording.logRecording(store, log, ring))
+    return liveOf(state, yield* Recording.logRecording(store, log, ring, feed !== undefined))
   })
 
 const stateOf = (
   clock: Clock.Clock,
   store: Store,
+  feed: RouteRepository.ChangeFeed | undefined,
+  idempotent: Idempotent | undefined,
   tree: RouteTree.Tree<Route.StoredRoute>,
   arrived: ((route: Route.StoredRoute) => void) | undefined
 ): State => ({
   clock,
   store,
+  feed,
+  idempotent,
   tree,
   arrived,
   recorder: undefined,
@@ -370,9 +383,10 @@ const stateOf = (
 // The table from here on: every change it takes is told to `recording`.
 const liveOf = (state: State, recording: Recording.Recording): Live => {
   state.recorder = recording.recorder
-  const feed = state.store.changes
+  const feed = state.feed
   return {
     store: liveStore(state),
+    idempotent: state.idempotent === undefined ? undefined : liveIdempotent(state, state.idempotent),
     status: () => statusOf(state),
     follow: feed === undefined ? undefined : follow(state, feed),
     record: recording.run

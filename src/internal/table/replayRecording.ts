@@ -134,11 +134,12 @@ export interface Recording {
 export const logRecording = (
   store: Store,
   log: LogAfter,
-  ring: ReplayRing.ReplayRing
+  ring: ReplayRing.ReplayRing,
+  shared: boolean
 ): Effect.Effect<Recording> =>
   Effect.map(Queue.sliding<void>(1), (woken) => {
     const read = catchUp(store, log, ring)
-    if (store.changes === undefined) {
+    if (!shared) {
       return { recorder: { upserted: () => {}, deleted: () => {}, settled: Effect.ignore(read) }, run: undefined }
     }
     const wake = () => {

@@ -34,12 +34,17 @@ import * as Impl from "./table.js"
 import * as Telemetry from "./telemetry.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
+type Idempotent = Context.Tag.Service<RouteRepository.Idempotent>
 
 /** What the table's layer provides. */
 export interface Parts {
   readonly table: Impl.TableImpl<Route.StoredRoute>
   readonly ring: ReplayRing.ReplayRing
   readonly store: Store
+  /** The store's read at once, when it offers one: provided beside the table's store as it is. */
+  readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
+  /** The store's idempotent creates, when it offers them, as the table changes them. */
+  readonly idempotent: Idempotent | undefined
   readonly status: () => LiveTable.Status
 }
 
@@ -80,6 +85,8 @@ const started = (table: Impl.TableImpl<Route.StoredRoute>, ring: ReplayRing.Repl
   Effect.gen(function*() {
     const live = yield* start(
       yield* RouteRepository.RouteRepository,
+      Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.Feed)),
+      Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.Idempotent)),
       table.tree,
       ring,
       yield* Telemetry.arrivals
@@ -101,7 +108,15 @@ export const plain = (capacity: number) =>
     const table = new Impl.TableImpl<Route.StoredRoute>()
     const ring = ReplayRing.make(capacity)
     const live = yield* liveOn(table, ring)
-    return { table, ring, store: live.store, status: live.status } satisfies Parts
+    const memoryRead = Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.MemoryRead))
+    return {
+      table,
+      ring,
+      store: live.store,
+      memoryRead,
+      idempotent: live.idempotent,
+      status: live.status
+    } satisfies Parts
   })
 
 const reasonOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
@@ -120,8 +135,7 @@ const standIn = (reason: () => string): Store => {
     history: fail,
     logAfter: fail,
     restore: fail,
-    applyBatch: fail,
-    createIdempotent: fail
+    applyBatch: fail
   })
 }
 
@@ -137,10 +151,14 @@ const forwarding = (current: () => Store): Store => {
     history: (query) => current().history?.(query) ?? absent("history"),
     logAfter: (revision, limit) => current().logAfter?.(revision, limit) ?? absent("logAfter"),
     restore: (...args) => current().restore?.(...args) ?? absent("restore"),
-    applyBatch: (...args) => current().applyBatch?.(...args) ?? absent("applyBatch"),
-    createIdempotent: (...args) => current().createIdempotent?.(...args) ?? absent("createIdempotent")
+    applyBatch: (...args) => current().applyBatch?.(...args) ?? absent("applyBatch")
   })
 }
+
+// Idempotent creates that forward to `current()`'s, failing as `reason()` says while there are none.
+const forwardingIdempotent = (current: () => Idempotent | undefined, reason: () => string): Idempotent => ({
+  createIdempotent: (...args) => current()?.createIdempotent(...args) ?? Effect.fail(unavailable(reason()))
+})
 
 /** What the table routes from until its store is built: a snapshot, a bootstrap file, or neither (the start waits). */
 type Fallback =
@@ -287,8 +305,17 @@ export const fromFiles = <E, R>(
     const ring = ReplayRing.make(capacity)
     const table = new Impl.TableImpl<Route.StoredRoute>(placed(fallback, ring))
     let store = standIn(() => lastError)
+    let idempotent: Idempotent | undefined = undefined
+    let noIdempotent = () => lastError
     let status = () => fallbackStatus(fallback, clock.unsafeCurrentTimeMillis(), lastError)
-    const parts: Parts = { table, ring, store: forwarding(() => store), status: () => status() }
+    const parts: Parts = {
+      table,
+      ring,
+      store: forwarding(() => store),
+      memoryRead: undefined,
+      idempotent: forwardingIdempotent(() => idempotent, () => noIdempotent()),
+      status: () => status()
+    }
     yield* Effect.logWarning(
       `route table: the store cannot be built (${lastError}); ` +
         (fallback.source === "snapshot"
@@ -350,6 +377,8 @@ export const fromFiles = <E, R>(
         return live
       }))
       store = live.store
+      idempotent = live.idempotent
+      noIdempotent = () => "the store does not offer createIdempotent"
       status = live.status
       cue()
     })
