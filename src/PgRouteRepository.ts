@@ -204,9 +204,9 @@ export const makeContext = (
           return Errors.storeErrors(
             idempotency === undefined
               ? ChangeSet.apply(store, operations, options, change)
-              : deadline.write(ChangeSet.witness(store, change))(
+              : deadline.write(Either.match({ onLeft: () => undefined, onRight: ChangeSet.witness(store, change) }))(
                 Keys.applyBatchIdempotent(store, operations, options, idempotency, change)
-              ).pipe(ChangeSet.methodLimit(store, operations))
+              ).pipe(Effect.flatten, ChangeSet.methodLimit(store, operations))
           )
         }).pipe(
           Effect.map(({ steps: _, ...applied }) => applied),

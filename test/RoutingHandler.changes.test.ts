@@ -351,6 +351,19 @@ describe.each(subjects)("GET /v1/routing/changes through $name", (subject) => {
         answer.revision - 1,
         answer.revision
       ])
+      // A refusal the store decided is kept as a create's 409 is: replayed byte for byte, marked. A 400 decided before
+      // the store leaves the key free.
+      const invalid = await keyed({ operations: [{ op: "create", route: { ...route(7), path: "nope" } }] }, "\"k2\"")
+      assertProblem(invalid, "invalid_route", ["errors"])
+      const conflicting = { operations: [{ op: "create", route: route(7, "/r3/:y") }] }
+      const conflict = await keyed(conflicting, "\"k2\"")
+      assertProblem(conflict, "route_conflict", ["conflictingRouteId", "errors"])
+      assert.isNull(conflict.headers.get("idempotency-replayed"))
+      const replayed = await keyed(conflicting, "\"k2\"")
+      assert.deepStrictEqual(
+        [replayed.status, replayed.text, replayed.headers.get("idempotency-replayed")],
+        [409, conflict.text, "true"]
+      )
     })
 
     it("resumes by since and by Last-Event-ID with exactly the missed changes, Last-Event-ID winning", async () => {

@@ -205,9 +205,12 @@ export const batchContract = (test: Test) => {
       )
       assert.strictEqual(reused._tag, "IdempotencyKeyReused")
       assert.strictEqual(yield* newest, revision + 1)
-      // A refused batch keeps nothing: its key is free for the next.
+      // A batch refused for the writer's path prefixes keeps nothing: its key is free for the next.
       const free = { ...idempotency, key: "k2" }
-      yield* Effect.flip(apply([{ op: "delete", id: Route.makeRouteId(1) }], { idempotency: free }))
+      const outside = yield* Effect.flip(
+        apply([{ op: "create", route: input("GET", "/k3") }], { idempotency: free, pathPrefixes: ["/p"] })
+      )
+      assert.strictEqual(refusal(outside).reason._tag, "OutsidePrefixes")
       const applied = yield* apply([{ op: "create", route: input("GET", "/k3") }], { idempotency: free })
       assert.isNotTrue(applied.replayed)
       // The answer counts in the principal's bytes: a key that fits alone (258 bytes) with an answer that does not is
@@ -216,6 +219,51 @@ export const batchContract = (test: Test) => {
       const tooMany = yield* Effect.flip(apply([{ op: "create", route: input("GET", "/k4") }], { idempotency: small }))
       assert.strictEqual((tooMany as { _tag: string })._tag, "TooManyIdempotencyKeys")
       assert.strictEqual(yield* newest, applied.revision)
+    }))
+
+  test("with an idempotency key: a refusal decided on the stored routes is kept and given again, nothing written", () =>
+    Effect.gen(function*() {
+      const a = yield* create("GET", "/a")
+      const key = (name: string, maxBytes = 1 << 20): RouteRepository.Idempotency => ({
+        key: name,
+        principal: "alice",
+        expiresAfter: Duration.hours(1),
+        maxKeys: 10,
+        maxBytes
+      })
+      // A conflict is given again as it was, even once the conflicting route is gone; the counter never moves.
+      const conflicting = [
+        { op: "create", route: input("POST", "/new") },
+        { op: "create", route: input("GET", "/a") }
+      ] as const
+      const first = yield* unchanged(apply(conflicting, { idempotency: key("c") }))
+      assert.isNotTrue(first.replayed)
+      assert.deepStrictEqual([first.index, first.reason._tag], [1, "RouteConflict"])
+      yield* Effect.flatMap(repository, (r) => r.remove(a.id))
+      const revision = yield* newest
+      const again = yield* unchanged(apply(conflicting, { idempotency: key("c") }))
+      assert.isTrue(again.replayed)
+      assert.deepStrictEqual([again.index, again.reason, again.refusals], [first.index, first.reason, first.refusals])
+      assert.strictEqual((again.reason as RouteRepository.RouteConflict).conflictingRouteId, a.id)
+      assert.strictEqual(yield* newest, revision)
+      // Another batch with the key is refused as for an applied one.
+      const reused = yield* Effect.flip(apply(conflicting.slice(0, 1), { idempotency: key("c") }))
+      assert.strictEqual((reused as { _tag: string })._tag, "IdempotencyKeyReused")
+      // A failed precondition, and a route not found, likewise.
+      const b = yield* create("GET", "/b")
+      const stale = [
+        { op: "update", id: b.id, patch: patch({ handler: "h2" }), ifMatch: [b.revision + 1000] },
+        { op: "delete", id: Route.makeRouteId(1) }
+      ] as const
+      const failed = yield* unchanged(apply(stale, { idempotency: key("p") }))
+      assert.deepStrictEqual(failed.refusals?.map((r) => r.reason._tag), ["PreconditionFailed", "RouteNotFound"])
+      const replayed = yield* unchanged(apply(stale, { idempotency: key("p") }))
+      assert.deepStrictEqual([replayed.replayed, replayed.index, replayed.reason], [true, 0, failed.reason])
+      // The refusal counts in the principal's bytes: one that does not fit is refused, and nothing is kept.
+      const tooMany = yield* Effect.flip(apply(stale, { idempotency: { ...key("q", 300), principal: "bob" } }))
+      assert.strictEqual((tooMany as { _tag: string })._tag, "TooManyIdempotencyKeys")
+      const fits = yield* unchanged(apply(stale, { idempotency: { ...key("q"), principal: "bob" } }))
+      assert.isNotTrue(fits.replayed)
     }))
 
   test("limits every route it touches, before and after, to the path prefixes", () =>

@@ -166,8 +166,12 @@ const NO_BATCHES = Answers.problem(
   "This process's store does not apply change sets (a store of the host's own): send each change on its own."
 )
 
-// The answer the first refused operation would get alone, with the place of every refused one in the batch.
-const refused = (core: Core, { index, reason, refusals = [{ index, reason }] }: RouteRepository.BatchRefused) =>
+// The answer the first refused operation would get alone, with the place of every refused one in the batch; a refusal
+// an idempotency key kept is marked as replayed.
+const refused = (
+  core: Core,
+  { index, reason, refusals = [{ index, reason }], replayed }: RouteRepository.BatchRefused
+) =>
   Effect.flatMap(
     (core.failures[reason._tag] as (error: typeof reason) => Effect.Effect<Response>)(reason),
     (alone) => {
@@ -176,7 +180,7 @@ const refused = (core: Core, { index, reason, refusals = [{ index, reason }] }: 
         path: `operations[${found.index}]`,
         message: found.reason.message
       }))
-      return refuse({ ...alone, body: JSON.stringify({ ...problem, errors }) })
+      return refuse(Idempotency.replay({ ...alone, body: JSON.stringify({ ...problem, errors }) }, replayed === true))
     }
   )
 
@@ -187,7 +191,8 @@ const resultJson = (outcome: RouteRepository.BatchOutcome, dryRun: boolean): str
 
 /**
  * `POST /v1/routing/batch`. With an `Idempotency-Key`, as a create's: checked before the body, and applied at most once
- * per key and principal, the first answer given again; a dry run, or a refused batch, leaves the key untouched.
+ * per key and principal, the first answer given again, a refusal decided on the stored routes too; a dry run leaves
+ * the key untouched.
  */
 export const batch: Steps = (core, request, principal) =>
   Effect.gen(function*() {

@@ -20,9 +20,12 @@ import {
   answerSize,
   batchAnswerJson,
   batchFingerprint,
+  batchRefusalJson,
   fingerprint,
   firstAnswerOf,
   IDEMPOTENCY_KEY_OVERHEAD_BYTES,
+  keepsRefusal,
+  keptRefusal,
   keySize,
   makeRoute
 } from "../store/rules.js"
@@ -173,8 +176,10 @@ export const createIdempotent = (
 
 /**
  * A change set with a key, in one transaction as `createIdempotent`: the key is read first, and an applied batch's
- * answer is written with it, the principal's bounds counting the answer's bytes. A refused batch keeps nothing. A
- * replay has no steps: nothing was written.
+ * answer is written with it, the principal's bounds counting the answer's bytes. A refusal the key keeps
+ * (`keepsRefusal`) is decided before the batch writes anything, so the transaction then writes the key alone and
+ * commits, the refusal its value (`Left`): nothing of the batch, and the counter left where it was. Any other refusal
+ * fails the transaction, and the key stays free. A replay has no steps: nothing was written.
  */
 export const applyBatchIdempotent = (
   store: Store,
@@ -183,7 +188,7 @@ export const applyBatchIdempotent = (
   idempotency: Idempotency,
   change: Log.Change
 ): Effect.Effect<
-  Batch.Plan,
+  Either.Either<Batch.Plan, BatchRefused>,
   BatchRefused | IdempotencyKeyReused | IdempotencyKeyInUse | TooManyIdempotencyKeys | SqlError
 > =>
   Effect.gen(function*() {
@@ -192,13 +197,29 @@ export const applyBatchIdempotent = (
     const kept = yield* lockKey(store, idempotency, digest, at)
     if (kept !== undefined) {
       if (!kept.same || kept.batch_answer === null) return yield* new IdempotencyKeyReused({ key: idempotency.key })
-      return { ...Row.decodeBatchAnswer(kept.batch_answer), replayed: true, steps: [] }
+      const refused = keptRefusal(kept.batch_answer)
+      if (refused !== undefined) return yield* refused
+      return Either.right({ ...Row.decodeBatchAnswer(kept.batch_answer), replayed: true, steps: [] })
     }
-    return yield* ChangeSet.decideAndWrite(store, operations, options, change, ({ steps: _, ...applied }) =>
+    const remember = (batchAnswer: string) =>
       Effect.gen(function*() {
-        const batchAnswer = batchAnswerJson(applied)
         yield* checkHeld(store, idempotency, keySize(idempotency.key) + answerSize(batchAnswer), at)
         yield* forgetExpired(store, at)
         yield* keep(store, idempotency, digest, at, { first: undefined, batchAnswer })
-      }))
+      })
+    return yield* ChangeSet.decideAndWrite(
+      store,
+      operations,
+      options,
+      change,
+      ({ steps: _, ...applied }) => remember(batchAnswerJson(applied))
+    ).pipe(
+      Effect.map((plan) => Either.right(plan)),
+      Effect.catchTag("BatchRefused", (
+        refused
+      ): Effect.Effect<Either.Either<Batch.Plan, BatchRefused>, BatchRefused | TooManyIdempotencyKeys | SqlError> =>
+        keepsRefusal(refused)
+          ? Effect.as(remember(batchRefusalJson(refused)), Either.left(refused))
+          : Effect.fail(refused))
+    )
   })

@@ -50,8 +50,9 @@ export interface BatchOptions extends WriteOptions {
   readonly description?: string | undefined
   /**
    * Applies the batch at most once per key and principal, as `createIdempotent` creates: the same operations and
-   * description with the key give the first answer again (`replayed`), others fail with `IdempotencyKeyReused`. Only an
-   * applied batch is remembered; a dry run ignores the key.
+   * description with the key give the first answer again (`replayed`), others fail with `IdempotencyKeyReused`. An
+   * applied batch is remembered, and so is a refusal decided on the stored routes alone (`Rules.keepsRefusal`), failed
+   * again as `BatchRefused` with `replayed`; a dry run ignores the key.
    */
   readonly idempotency?: Idempotency | undefined
 }

@@ -194,7 +194,8 @@ export class InvalidRestore extends Schema.TaggedError<InvalidRestore>()("Invali
 /**
  * An operation of a change set (`RouteRepository.applyBatch`) was refused, so none of them took effect: `index` is
  * the first refused operation's place in the batch, `reason` what refused it, as it would refuse that change alone.
- * `refusals` lists every refused operation the store found, so that a client fixes them all in one go.
+ * `refusals` lists every refused operation the store found, so that a client fixes them all in one go. `replayed`:
+ * this is the refusal an idempotency key kept, given again (nothing was decided anew).
  *
  * @since 0.5.0
  */
@@ -204,7 +205,8 @@ export class BatchRefused extends Schema.TaggedError<BatchRefused>()("BatchRefus
   index: Schema.Number,
   reason: BatchRefusal,
   /** Every operation found refused, in the batch's order, the first one included; absent, that one alone. */
-  refusals: Schema.optional(Schema.Array(Schema.Struct({ index: Schema.Number, reason: BatchRefusal })))
+  refusals: Schema.optional(Schema.Array(Schema.Struct({ index: Schema.Number, reason: BatchRefusal }))),
+  replayed: Schema.optional(Schema.Boolean)
 }) {
   override get message(): string {
     return `operation ${this.index} of the batch was refused: ${this.reason.message}`

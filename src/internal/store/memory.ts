@@ -50,8 +50,8 @@ const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
 /** An idempotency key the memory store remembers: the first request's fingerprint, its answer, until `expiresAt`. */
 interface KeptKey {
   readonly fingerprint: string
-  /** A create's first answer, or an applied batch's. */
-  readonly answer: FirstAnswer | BatchApplied
+  /** A create's first answer, an applied batch's, or a refused batch's as `Rules.batchRefusalJson` gives it. */
+  readonly answer: FirstAnswer | BatchApplied | string
   readonly expiresAt: number
   /** What it counts against its principal's byte budget (`keySize`). */
   readonly size: number
@@ -319,7 +319,7 @@ export const make = (
             return Effect.succeed(revision)
           })
       ),
-    // With a key, as `createIdempotent`: its answer is kept in the same step as the batch is applied.
+    // With a key, as `createIdempotent`: its answer (or its refusal, when kept) is kept in the same step as it is decided.
     applyBatch: (operations, options = {}) =>
       withActorAndClock(
         options,
@@ -329,19 +329,31 @@ export const make = (
           const fingerprint = idempotency && Rules.batchFingerprint(operations, options.description)
           const kept = idempotency && liveKey(idempotency, millis)
           if (kept !== undefined) {
-            return kept.fingerprint === fingerprint
-              ? Effect.succeed({ ...kept.answer as BatchApplied, replayed: true })
-              : Effect.fail(new IdempotencyKeyReused({ key: idempotency!.key }, true))
+            if (kept.fingerprint !== fingerprint) {
+              return Effect.fail(new IdempotencyKeyReused({ key: idempotency!.key }, true))
+            }
+            return typeof kept.answer === "string"
+              ? Effect.fail(Rules.keptRefusal(kept.answer)!)
+              : Effect.succeed({ ...kept.answer as BatchApplied, replayed: true })
+          }
+          // Keeps the key's answer, `json` its bytes, unless the principal's bounds refuse it.
+          const remember = (answer: BatchApplied | string, json: string) => {
+            const held = heldKeys(idempotency!, millis)
+            const size = Rules.keySize(idempotency!.key) + Rules.answerSize(json)
+            const refused = overLimit(held, idempotency!, size, millis)
+            if (refused === undefined) keep(held, idempotency!, millis, { fingerprint: fingerprint!, answer, size })
+            return refused
           }
           const decided = Batch.plan(ids, operations, known, options, millis, memory.revision)
-          if (Either.isLeft(decided)) return Effect.fail(decided.left)
+          if (Either.isLeft(decided)) {
+            if (idempotency === undefined || !Rules.keepsRefusal(decided.left)) return Effect.fail(decided.left)
+            const json = Rules.batchRefusalJson(decided.left)
+            return Effect.fail(remember(json, json) ?? decided.left)
+          }
           const { steps, ...applied } = decided.right
           if (idempotency !== undefined) {
-            const held = heldKeys(idempotency, millis)
-            const size = Rules.keySize(idempotency.key) + Rules.answerSize(Rules.batchAnswerJson(applied))
-            const refused = overLimit(held, idempotency, size, millis)
+            const refused = remember(applied, Rules.batchAnswerJson(applied))
             if (refused !== undefined) return Effect.fail(refused)
-            keep(held, idempotency, millis, { fingerprint: fingerprint!, answer: applied, size })
           }
           if (options.dryRun !== true) applyBatch(steps, applied.batch, millis, actor, options.description)
           return Effect.succeed(applied)

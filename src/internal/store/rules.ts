@@ -6,7 +6,7 @@
  * @internal
  */
 import type { Context } from "effect"
-import { Either } from "effect"
+import { Either, Schema } from "effect"
 import { createHash } from "node:crypto"
 import * as Route from "../../Route.js"
 import type {
@@ -21,7 +21,7 @@ import type * as Split from "../../Split.js"
 import * as RouteFields from "../route/fields.js"
 import { equal as sameSplit } from "../route/split.js"
 import * as When from "../route/when.js"
-import { OutsidePrefixes, PreconditionFailed, routeConflict } from "./errors.js"
+import { BatchRefused, OutsidePrefixes, PreconditionFailed, routeConflict } from "./errors.js"
 
 /**
  * The most distinct methods a store holds: a create or update that would add one more fails with `TooManyMethods`.
@@ -157,6 +157,33 @@ export const batchAnswerJson = ({ batch, results, revision }: BatchApplied): str
 
 /** `batchAnswerJson`'s bytes in UTF-8. */
 export const answerSize = (json: string): number => utf8.encode(json).byteLength
+
+const KEPT_REASONS: ReadonlySet<string> = new Set(["RouteNotFound", "RouteConflict", "PreconditionFailed"])
+
+/**
+ * Whether a batch's refusal is kept under its key, as a create's `RouteConflict` is: one decided on the stored routes
+ * alone (not found, a conflict, `ifMatch`) for every operation it names. One naming an operation outside the writer's
+ * path prefixes, or the method bound, leaves the key free: the writer's prefixes and the methods stored may change,
+ * and a retry with the key then runs anew.
+ */
+export const keepsRefusal = ({ index, reason, refusals = [{ index, reason }] }: BatchRefused): boolean =>
+  refusals.every((refusal) => KEPT_REASONS.has(refusal.reason._tag))
+
+const encodeRefusal = Schema.encodeSync(BatchRefused)
+const decodeRefusal = Schema.decodeUnknownSync(BatchRefused)
+
+/**
+ * What a store keeps of a batch's refusal under its key, beside `batchAnswerJson`'s answers of applied batches, and
+ * counted as they are (`answerSize`).
+ */
+export const batchRefusalJson = (refused: BatchRefused): string =>
+  `{"refused":${JSON.stringify(encodeRefusal(refused))}}`
+
+/** The refusal a key kept (`batchRefusalJson`) given again, marked `replayed`; `undefined` for an applied batch's. */
+export const keptRefusal = (json: string): BatchRefused | undefined =>
+  json.startsWith(`{"refused":`)
+    ? decodeRefusal({ ...(JSON.parse(json) as { refused: object }).refused, replayed: true })
+    : undefined
 
 /**
  * What a store keeps of `outcome`.
