@@ -4,11 +4,12 @@
  * integration: a request a stored route serves (and a HEAD served by its GET) ends with its server span named
  * `<METHOD> <pattern>`, `http.route` and the route's id, and its duration point carrying `http.route`; a request no
  * stored route served, and a native route of the framework (the control), keep what the instrumentations gave them.
- * Each host runs in a process of its own (`test/fixtures/otelHost.ts`), its instrumentations registered before the
- * modules they patch are loaded.
+ * Each host runs in a process of its own (`test/fixtures/otelHost.ts`, as the run compiled it), its instrumentations
+ * registered before the modules they patch are loaded.
  */
-import { afterEach, assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, describe, it, onTestFinished } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
+import { nodeArguments } from "./utils/spawned.js"
 
 interface SpanView {
   readonly name: string
@@ -28,21 +29,17 @@ const INTERNAL = 0
 const SERVER = 1
 const HTTP_SCOPE = "@opentelemetry/instrumentation-http"
 
-let child: ChildProcess | undefined
-afterEach(() => {
-  child?.kill("SIGKILL")
-  child = undefined
-})
-
 const nextMessage = <A>(process: ChildProcess): Promise<A> =>
   new Promise((resolve, reject) => {
     process.once("message", (message) => resolve(message as A))
     process.once("exit", (code) => reject(new Error(`the host exited (${code})`)))
   })
 
+type Host = Awaited<ReturnType<typeof startHost>>
+
 const startHost = async (form: string, framework: boolean) => {
   let output = ""
-  child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/otelHost.ts"], {
+  const child = spawn(process.execPath, nodeArguments("test/fixtures/otelHost.ts"), {
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? "",
@@ -55,21 +52,28 @@ const startHost = async (form: string, framework: boolean) => {
   child.stderr!.on("data", (chunk) => (output += chunk))
   const started = await nextMessage<{ origin: string; id: string; conditioned: string }>(child).catch(
     (error: Error) => {
+      child.kill("SIGKILL")
       throw new Error(`${error.message}:\n${output}`)
     }
   )
-  const host = child
   return {
     ...started,
+    child,
     send: async (method: string, path: string, init: RequestInit = {}) => {
       const response = await fetch(started.origin + path, { ...init, method })
       return { status: response.status, text: await response.text() }
     },
+    /** Drops the spans recorded so far, so that what a test reads is its own requests'. */
+    forget: async (): Promise<void> => {
+      const done = nextMessage(child)
+      child.send("forget")
+      await done
+    },
     // Spans end when their response has closed, just after the client has read it: asked until they are all there.
     recorded: async (spans: number): Promise<Recorded> => {
       for (;;) {
-        const reply = nextMessage<Recorded>(host)
-        host.send("collect")
+        const reply = nextMessage<Recorded>(child)
+        child.send("collect")
         const recorded = await reply
         if (recorded.spans.filter((span) => span.scope === HTTP_SCOPE).length >= spans) return recorded
         await new Promise((resolve) => setTimeout(resolve, 50))
@@ -77,6 +81,27 @@ const startHost = async (form: string, framework: boolean) => {
     }
   }
 }
+
+// One host process per form, started by its first test and stopped after its last: the integrations' serve both
+// describes' tests (a process start, loading the SDK, the framework and the library, is most of a test's cost).
+const hosts = new Map<string, Promise<Host>>()
+const hostOf = (form: string, framework: boolean): Promise<Host> => {
+  const key = `${form}:${framework}`
+  const host = hosts.get(key) ?? startHost(form, framework)
+  hosts.set(key, host)
+  return host
+}
+const stopHost = async (form: string, framework: boolean) => {
+  const key = `${form}:${framework}`
+  const host = hosts.get(key)
+  hosts.delete(key)
+  await host?.then((host) => host.child.kill("SIGKILL"), () => {})
+}
+afterAll(async () => {
+  await Promise.all([...hosts.values()].map((host) => host.then((host) => host.child.kill("SIGKILL"), () => {})))
+})
+
+const integration = (form: string) => form === "fastify" || form === "express" || form === "hono"
 
 const forms: ReadonlyArray<readonly [form: string, framework: boolean, label: string]> = [
   ["node", false, "RouterListener on node:http"],
@@ -96,8 +121,9 @@ const serverSpans = (recorded: Recorded, method: string, status: number) =>
 
 describe("OpenTelemetry names the requests stored routes serve", () => {
   for (const [form, framework, label] of forms) {
-    it(label, { timeout: 60_000 }, async () => {
-      const host = await startHost(form, framework)
+    it(label, async () => {
+      if (!integration(form)) onTestFinished(() => stopHost(form, framework))
+      const host = await hostOf(form, framework)
       const served = await host.send("GET", "/users/42")
       assert.deepStrictEqual(
         served,
@@ -173,10 +199,12 @@ describe("OpenTelemetry names the requests stored routes serve", () => {
 })
 
 describe("telemetry: true in the integrations: the routing API's spans reach the host's OpenTelemetry SDK", () => {
-  const integrations = forms.filter(([form]) => form === "fastify" || form === "express" || form === "hono")
+  const integrations = forms.filter(([form]) => integration(form))
   for (const [form, framework, label] of integrations) {
-    it(label, { timeout: 60_000 }, async () => {
-      const host = await startHost(form, framework)
+    it(label, async () => {
+      onTestFinished(() => stopHost(form, framework))
+      const host = await hostOf(form, framework)
+      await host.forget()
       const created = await host.send("POST", "/v1/routing", {
         headers: { authorization: "Bearer admin-token", "content-type": "application/json" },
         body: JSON.stringify({ method: "GET", path: "/traced/:id", handler: "show" })

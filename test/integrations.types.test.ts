@@ -31,14 +31,22 @@ const config = ts.parseJsonConfigFileContent(
   ROOT
 )
 
+const options = { ...config.options, strict: true, noEmit: true }
+
+// The package's sources and the declarations they load, parsed (and bound, by the first program that checks them) once
+// for every snippet instead of once for each: the programs differ only in the snippet, and all use `options`.
+const sourceFiles = new Map<string, ts.SourceFile | undefined>()
+
 /** The diagnostics of `code` compiled as a module of its own, beside the package's sources. */
 const diagnosticsOf = (code: string, name: string): Array<string> => {
   const file = join(ROOT, `${name}.ts`)
-  const options = { ...config.options, strict: true, noEmit: true }
   const host = ts.createCompilerHost(options)
   const getSourceFile = host.getSourceFile
-  host.getSourceFile = (path, version, ...rest) =>
-    path === file ? ts.createSourceFile(path, code, version) : getSourceFile(path, version, ...rest)
+  host.getSourceFile = (path, version, ...rest) => {
+    if (path === file) return ts.createSourceFile(path, code, version)
+    if (!sourceFiles.has(path)) sourceFiles.set(path, getSourceFile(path, version, ...rest))
+    return sourceFiles.get(path)
+  }
   host.fileExists = ((exists) => (path: string) => path === file || exists(path))(host.fileExists)
   const program = ts.createProgram([file], options, host)
   return ts.getPreEmitDiagnostics(program, program.getSourceFile(file)).map((d) =>

@@ -1,9 +1,10 @@
 /**
  * An example run as a user runs it: `node <file>` in a process of its own, configured by its environment alone (only
- * PATH and HOME are inherited, so no DATABASE_URL or token leaks in from the test run). A file of src/ or examples/ runs
- * as the run compiled it (compiled.ts), any other through tsx.
+ * PATH and HOME are inherited, so no DATABASE_URL or token leaks in from the test run). A file the run compiled (src/,
+ * examples/ and the fixtures compiled.ts names) runs as compiled, any other through tsx.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync } from "node:fs"
 import { isAbsolute, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { inject } from "vitest"
@@ -18,9 +19,8 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 export const nodeArguments = (file: string): Array<string> => {
   const path = relative(ROOT, isAbsolute(file) ? file : join(ROOT, file))
   const compiled = inject("compiled")
-  return compiled !== undefined && /^(src|examples)\/.*\.ts$/.test(path)
-    ? [join(compiled, path.replace(/\.ts$/, ".js"))]
-    : ["--import", "tsx", file]
+  const javascript = compiled === undefined ? undefined : join(compiled, path.replace(/\.ts$/, ".js"))
+  return javascript !== undefined && existsSync(javascript) ? [javascript] : ["--import", "tsx", file]
 }
 
 export interface Run {
