@@ -15,6 +15,7 @@ import * as Id from "./internal/route/id.js"
 import * as Path from "./internal/route/path.js"
 import * as Schemas from "./internal/route/schemas.js"
 import * as Validate from "./internal/route/validate.js"
+import * as Conditions from "./internal/route/when.js"
 import * as Split from "./Split.js"
 import * as When from "./When.js"
 
@@ -357,7 +358,7 @@ export const toJson = (route: Route): string =>
     route.split === undefined ? "" : `,"split":${JSON.stringify(route.split)}`
   }${route.description === undefined ? "" : `,"description":${JSON.stringify(route.description)}`}${
     route.tags === undefined ? "" : `,"tags":${JSON.stringify(route.tags)}`
-  }${route.when === undefined ? "" : `,"when":${When.canonicalJson(route.when)}`}}`
+  }${route.when === undefined ? "" : `,"when":${Conditions.keyOf(route.when)}`}}`
 
 /**
  * The create input. `middleware` may be omitted and then means `[]`.

@@ -28,7 +28,8 @@ export const MAX_CONDITIONS: number = Internal.MAX_HEADERS
  *
  * @since 0.5.0
  */
-export const canonicalJson: (when: When | undefined) => string = Internal.keyOf
+export const canonicalJson = (when: When | undefined): string =>
+  when === undefined ? "" : Internal.keyOf(Internal.canonical({ ...when }))
 
 /**
  * Negative when conditions `a` take precedence over `b` among routes of one method and shape (docs/router.md:

@@ -79,6 +79,16 @@ describe("validation", () => {
     const patch = Either.getOrThrow(Route.validatePatch({ when: {} }))
     assert.strictEqual(patch.when, null)
   })
+
+  it("canonicalJson gives conditions written in any order and case their canonical JSON", () => {
+    const written = { query: [{ name: "b" }, { name: "a", value: "2" }], headers: [{ name: "X-B", value: "1" }] }
+    assert.strictEqual(
+      When.canonicalJson(written),
+      `{"headers":[{"name":"x-b","value":"1"}],"query":[{"name":"a","value":"2"},{"name":"b"}]}`
+    )
+    assert.strictEqual(When.canonicalJson({ headers: [] }), "")
+    assert.strictEqual(When.canonicalJson(undefined), "")
+  })
 })
 
 describe("serving", () => {

@@ -93,7 +93,7 @@ export const start = async (options: Options): Promise<Started> => {
           return Effect.fail(
             Problem.make(
               "route_conflict",
-              conflictDetail(payload.method, payload.path, result.conflictingRouteId),
+              conflictDetail(payload.method, payload.path, result.conflictingRouteId, payload.when),
               { conflictingRouteId: result.conflictingRouteId }
             ) as typeof RoutingApi.RouteConflictProblem.Type
           )

@@ -7,6 +7,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
+import * as When from "route-registry/When"
 import * as Fastify from "./fastify.js"
 import type { Database, Options, RouteRecord, Started } from "./shared.js"
 import { INTERNAL_ERROR, newRecord, runMain, seedInput, STORE_UNAVAILABLE } from "./shared.js"
@@ -21,14 +22,16 @@ interface Row {
 }
 
 export const pgStore = ({ pool, table }: Database): Fastify.Store => {
-  const insert = `INSERT INTO "${table}" (id, method, path, path_shape, middleware, handler, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (method, path_shape, when_key) DO NOTHING RETURNING id`
-  const conflicting = `SELECT id FROM "${table}" WHERE method = $1 AND path_shape = $2 AND when_key = ''`
+  const insert = `INSERT INTO "${table}" (id, method, path, path_shape, middleware, handler, created_at, when_key)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (method, path_shape, when_key) DO NOTHING RETURNING id`
+  const conflicting = `SELECT id FROM "${table}" WHERE method = $1 AND path_shape = $2 AND when_key = $3`
   const byId = `SELECT id, method, path, middleware, handler, created_at FROM "${table}" WHERE id = $1`
   return {
     create: async (input) => {
       const route = newRecord(input)
       const shape = Route.shapeOf(input.path)
+      // The conditions' canonical JSON, as the library keeps them ("" for none): conflicts are judged on them too.
+      const whenKey = When.canonicalJson(input.when)
       const inserted = await pool.query(insert, [
         route.id,
         route.method,
@@ -36,10 +39,11 @@ export const pgStore = ({ pool, table }: Database): Fastify.Store => {
         shape,
         route.middleware,
         route.handler,
-        route.createdAt
+        route.createdAt,
+        whenKey
       ])
       if (inserted.rowCount !== 0) return { created: route }
-      const existing = await pool.query<{ id: string }>(conflicting, [route.method, shape])
+      const existing = await pool.query<{ id: string }>(conflicting, [route.method, shape, whenKey])
       return { conflictingRouteId: existing.rows[0]?.id ?? "unknown" }
     },
     // Only a route id can be stored; anything else is not looked up (the uuid column would refuse it).

@@ -285,7 +285,10 @@ export const start = async (options: Options): Promise<Started> => {
     const result = store.create(input.right, request.principal!.id, request.dryRun)
     if ("tooManyMethods" in result) return send(reply, tooManyMethods())
     if (!("created" in result)) {
-      return send(reply, routeConflict(input.right.method, input.right.path, result.conflictingRouteId))
+      return send(
+        reply,
+        routeConflict(input.right.method, input.right.path, result.conflictingRouteId, input.right.when)
+      )
     }
     const route = result.created
     return reply.code(201).headers({

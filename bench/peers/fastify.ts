@@ -158,7 +158,10 @@ export const serve = async (
     if (input._tag === "Left") return send(reply, invalidRoute(input.left))
     const result = await store.create(input.right)
     if (!("created" in result)) {
-      return send(reply, routeConflict(input.right.method, input.right.path, result.conflictingRouteId))
+      return send(
+        reply,
+        routeConflict(input.right.method, input.right.path, result.conflictingRouteId, input.right.when)
+      )
     }
     return reply.code(201).header("location", ITEM_PREFIX + result.created.id).type(JSON_TYPE).send(result.created)
   })

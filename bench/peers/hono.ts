@@ -87,7 +87,10 @@ export const start = async (options: Options): Promise<Started> => {
       if (input._tag === "Left") return respond(c, invalidRoute(input.left))
       const result = store.create(input.right)
       if (!("created" in result)) {
-        return respond(c, routeConflict(input.right.method, input.right.path, result.conflictingRouteId))
+        return respond(
+          c,
+          routeConflict(input.right.method, input.right.path, result.conflictingRouteId, input.right.when)
+        )
       }
       return c.body(JSON.stringify(result.created), 201, {
         "content-type": JSON_TYPE,

@@ -1070,7 +1070,11 @@ export const start = async (options: Options): Promise<Started> => {
       const result = store.create(input.right, who.id, dryRun)
       if ("tooManyMethods" in result) return send(req, res, tooManyMethods())
       if (!("created" in result)) {
-        return send(req, res, prepare(routeConflict(input.right.method, input.right.path, result.conflictingRouteId)))
+        return send(
+          req,
+          res,
+          prepare(routeConflict(input.right.method, input.right.path, result.conflictingRouteId, input.right.when))
+        )
       }
       const route = result.created
       const head = [

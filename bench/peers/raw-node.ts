@@ -74,7 +74,10 @@ export const start = async (options: Options): Promise<Started> => {
       if (input._tag === "Left") return send(res, invalidRoute(input.left))
       const result = store.create(input.right)
       if (!("created" in result)) {
-        return send(res, routeConflict(input.right.method, input.right.path, result.conflictingRouteId))
+        return send(
+          res,
+          routeConflict(input.right.method, input.right.path, result.conflictingRouteId, input.right.when)
+        )
       }
       const location = ITEM_PREFIX + result.created.id
       write(res, 201, { "content-type": JSON_TYPE, location }, JSON.stringify(result.created))

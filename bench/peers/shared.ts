@@ -14,6 +14,7 @@ import type { Scope } from "route-registry/Authenticator"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RoutingHandler from "route-registry/RoutingHandler"
+import * as When from "route-registry/When"
 import { type RouteSet, routeSetOf } from "../router.js"
 
 export interface Token {
@@ -171,13 +172,20 @@ export const invalidRoute = (errors: ReadonlyArray<Route.FieldIssue>): Answer =>
 
 /** The sentences of the store's answers, for servers that build the problem document themselves. */
 export const notFoundDetail = (id: string) => `No route has the id ${JSON.stringify(id)}.`
-export const conflictDetail = (method: string, path: string, conflictingRouteId: string) =>
-  `${method} ${path} has the same method and shape as route ${conflictingRouteId}: a router could not tell them apart.`
+export const conflictDetail = (method: string, path: string, conflictingRouteId: string, when?: When.When) =>
+  when === undefined
+    ? `${method} ${path} has the same method and shape as route ${conflictingRouteId}: a router could not tell them apart.`
+    : `${method} ${path} with the conditions ${
+      When.canonicalJson(when)
+    } has the same method, shape and conditions as ` +
+      `route ${conflictingRouteId}: a router could not tell them apart. Conditions compare as a set (header names in ` +
+      `any case, the lists in any order), so a when written differently may still be the same: change this route's ` +
+      `when, method or path, or update route ${conflictingRouteId} instead.`
 
 export const routeNotFound = (id: string): Answer => problem("route_not_found", notFoundDetail(id))
 
-export const routeConflict = (method: string, path: string, conflictingRouteId: string): Answer =>
-  problem("route_conflict", conflictDetail(method, path, conflictingRouteId), undefined, { conflictingRouteId })
+export const routeConflict = (method: string, path: string, conflictingRouteId: string, when?: When.When): Answer =>
+  problem("route_conflict", conflictDetail(method, path, conflictingRouteId, when), undefined, { conflictingRouteId })
 
 // ---------------------------------------------------------------------------------------------------------------
 // Requests
