@@ -9,6 +9,14 @@ import type * as Route from "../../Route.js"
 import type { BatchOperation, BatchOptions, FirstAnswer, Idempotency, Remembered } from "../../RouteRepository.js"
 import type * as Batch from "../store/batch.js"
 import {
+  answerSize,
+  batchAnswerJson,
+  batchFingerprint,
+  batchRefusalJson,
+  keepsRefusal,
+  keptRefusal
+} from "../store/batchKeys.js"
+import {
   type BatchRefused,
   IdempotencyKeyInUse,
   IdempotencyKeyReused,
@@ -17,15 +25,9 @@ import {
 } from "../store/errors.js"
 import {
   answerAgain,
-  answerSize,
-  batchAnswerJson,
-  batchFingerprint,
-  batchRefusalJson,
   fingerprint,
   firstAnswerOf,
   IDEMPOTENCY_KEY_OVERHEAD_BYTES,
-  keepsRefusal,
-  keptRefusal,
   keySize,
   makeRoute
 } from "../store/rules.js"

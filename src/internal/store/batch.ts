@@ -51,7 +51,7 @@ export interface BatchOptions extends WriteOptions {
   /**
    * Applies the batch at most once per key and principal, as `createIdempotent` creates: the same operations and
    * description with the key give the first answer again (`replayed`), others fail with `IdempotencyKeyReused`. An
-   * applied batch is remembered, and so is a refusal decided on the stored routes alone (`Rules.keepsRefusal`), failed
+   * applied batch is remembered, and so is a refusal decided on the stored routes alone (`BatchKeys.keepsRefusal`), failed
    * again as `BatchRefused` with `replayed`; a dry run ignores the key.
    */
   readonly idempotency?: Idempotency | undefined

@@ -21,6 +21,7 @@ import type {
 } from "../../RouteRepository.js"
 import { withActor, withActorAndClock } from "./actor.js"
 import * as Batch from "./batch.js"
+import * as BatchKeys from "./batchKeys.js"
 import type { Idempotent, MemoryRead } from "./capabilities.js"
 import {
   type BatchRefused,
@@ -50,7 +51,7 @@ const notFound = (id: string) => Effect.fail(new RouteNotFound({ id }, true))
 /** An idempotency key the memory store remembers: the first request's fingerprint, its answer, until `expiresAt`. */
 interface KeptKey {
   readonly fingerprint: string
-  /** A create's first answer, an applied batch's, or a refused batch's as `Rules.batchRefusalJson` gives it. */
+  /** A create's first answer, an applied batch's, or a refused batch's as `BatchKeys.batchRefusalJson` gives it. */
   readonly answer: FirstAnswer | BatchApplied | string
   readonly expiresAt: number
   /** What it counts against its principal's byte budget (`keySize`). */
@@ -326,33 +327,33 @@ export const make = (
         (actor, clock): Effect.Effect<BatchApplied, BatchRefused | IdempotencyKeyReused | TooManyIdempotencyKeys> => {
           const millis = clock.unsafeCurrentTimeMillis()
           const idempotency = options.dryRun === true ? undefined : options.idempotency
-          const fingerprint = idempotency && Rules.batchFingerprint(operations, options.description)
+          const fingerprint = idempotency && BatchKeys.batchFingerprint(operations, options.description)
           const kept = idempotency && liveKey(idempotency, millis)
           if (kept !== undefined) {
             if (kept.fingerprint !== fingerprint) {
               return Effect.fail(new IdempotencyKeyReused({ key: idempotency!.key }, true))
             }
             return typeof kept.answer === "string"
-              ? Effect.fail(Rules.keptRefusal(kept.answer)!)
+              ? Effect.fail(BatchKeys.keptRefusal(kept.answer)!)
               : Effect.succeed({ ...kept.answer as BatchApplied, replayed: true })
           }
           // Keeps the key's answer, `json` its bytes, unless the principal's bounds refuse it.
           const remember = (answer: BatchApplied | string, json: string) => {
             const held = heldKeys(idempotency!, millis)
-            const size = Rules.keySize(idempotency!.key) + Rules.answerSize(json)
+            const size = Rules.keySize(idempotency!.key) + BatchKeys.answerSize(json)
             const refused = overLimit(held, idempotency!, size, millis)
             if (refused === undefined) keep(held, idempotency!, millis, { fingerprint: fingerprint!, answer, size })
             return refused
           }
           const decided = Batch.plan(ids, operations, known, options, millis, memory.revision)
           if (Either.isLeft(decided)) {
-            if (idempotency === undefined || !Rules.keepsRefusal(decided.left)) return Effect.fail(decided.left)
-            const json = Rules.batchRefusalJson(decided.left)
+            if (idempotency === undefined || !BatchKeys.keepsRefusal(decided.left)) return Effect.fail(decided.left)
+            const json = BatchKeys.batchRefusalJson(decided.left)
             return Effect.fail(remember(json, json) ?? decided.left)
           }
           const { steps, ...applied } = decided.right
           if (idempotency !== undefined) {
-            const refused = remember(applied, Rules.batchAnswerJson(applied))
+            const refused = remember(applied, BatchKeys.batchAnswerJson(applied))
             if (refused !== undefined) return Effect.fail(refused)
           }
           if (options.dryRun !== true) applyBatch(steps, applied.batch, millis, actor, options.description)
