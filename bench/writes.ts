@@ -1,5 +1,6 @@
 /**
- * Writes on Postgres over HTTP: `npm run bench:writes [-- --seconds S] [--rounds N] [--only NAMES] [--library DIR]`.
+ * Writes on Postgres over HTTP: `npm run bench:writes [-- --seconds S] [--rounds N] [--only NAMES] [--callers 1,10,50]
+ * [--library DIR]`.
  *
  * Creates (`POST`), updates (`PATCH`, a new handler) and deletes (`DELETE`) per second, with p50 and p99 latency, at
  * 1, 10 and 50 callers, against one and two server processes on one table, for: the library (`bench/ours/
@@ -30,7 +31,7 @@ const LIBRARY = resolve(option("--library") ?? ROOT)
 const ONLY = option("--only")?.split(",")
 const URL_ = process.env.DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres"
 const TOKEN = "bench-writes-token"
-const CALLERS = [1, 10, 50]
+const CALLERS = (option("--callers") ?? "1,10,50").split(",").map(Number)
 
 interface Spec {
   readonly name: string

@@ -146,6 +146,15 @@ describe("Telemetry", () => {
       assert.strictEqual(again.status, 200)
       const gets = spans.filter((span) => span.name === "GET /v1/routing/{id}")
       assert.deepStrictEqual(gets.map((span) => span.attributes.get("http.response.status_code")), [200, 404, 200])
+      // Answered at once, each span is still a whole server span: named, attributed and ended.
+      assert.deepStrictEqual(Object.fromEntries(gets[2]!.attributes), {
+        "http.request.method": "GET",
+        "http.route": "/v1/routing/{id}",
+        "route_registry.operation": "get",
+        "http.response.status_code": 200
+      })
+      assert.strictEqual(gets[1]!.attributes.get("route_registry.problem.code"), "route_not_found")
+      assert.isTrue(gets.every((span) => span.kind === "server" && span.status._tag === "Ended"))
       assert.deepStrictEqual(spans.filter((span) => span.name === "RouteRepository.findById"), [])
       assert.deepStrictEqual({
         found: requestCount("get", 200) - before.found,
@@ -223,6 +232,22 @@ describe("Telemetry", () => {
       assert.strictEqual(list.kind, "internal")
       assert.strictEqual(parentId(list), named(spans, "host request").spanId)
       assert.strictEqual(parentId(named(spans, "RouteRepository.list")), list.spanId)
+
+      // A read from memory, answered at once, is an internal child of the host's span too.
+      const created = yield* RouteRepository.RouteRepository.pipe(Effect.flatMap((store) => store.create(route)))
+      const read = handler.handle({
+        method: "GET",
+        path: `/v1/routing/${created.id}`,
+        query: "",
+        header: (name) => name === "authorization" ? headers.authorization : undefined,
+        body: () => Effect.succeed(new Uint8Array())
+      })
+      const found = yield* Effect.withSpan(read!, "host read")
+      assert.strictEqual(found.status, 200)
+      const get = named(spans, "GET /v1/routing/{id}")
+      assert.strictEqual(get.kind, "internal")
+      assert.strictEqual(parentId(get), named(spans, "host read").spanId)
+      assert.strictEqual(get.traceId, named(spans, "host read").traceId)
     }).pipe(Effect.provide(Layer.mergeAll(RouteRepository.layerMemory, tokens, Telemetry.layer(), layer)))
   })
 
