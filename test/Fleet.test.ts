@@ -6,7 +6,7 @@
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
 import type { Clock } from "effect"
-import { Context, Layer, Logger, ManagedRuntime, Redacted } from "effect"
+import { Context, Effect, Layer, Logger, ManagedRuntime, Redacted } from "effect"
 import * as Http from "node:http"
 import * as AdminListener from "route-registry/AdminListener"
 import * as Authenticator from "route-registry/Authenticator"
@@ -19,6 +19,7 @@ import { closeServer, listen, nodeListener, type Served } from "./utils/adapters
 import { follow, type Follower } from "./utils/followers.js"
 import { ADMIN, READER, REPORTER, type Store, tokenList, tokens, WRITER } from "./utils/httpContract.js"
 import { stores } from "./utils/stores.js"
+import { eventually } from "./utils/waiting.js"
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}` })
 
@@ -66,15 +67,12 @@ const create = async (origin: string, path: string) => {
 
 // Polls the list until `check` holds of it (the reports come on their own schedule).
 const until = async (origin: string, check: (items: Array<Record<string, any>>) => boolean, what: string) => {
-  let last: unknown
-  const deadline = Date.now() + 30_000
-  while (Date.now() < deadline) {
-    const body = await fleet(origin)
-    last = body
-    if (check(body.items)) return body
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  return assert.fail(`${what}; the fleet: ${JSON.stringify(last)}`)
+  let last: Awaited<ReturnType<typeof fleet>> | undefined
+  await Effect.runPromise(eventually(() => `${what}; the fleet: ${JSON.stringify(last)}`, async () => {
+    last = await fleet(origin)
+    return check(last.items)
+  }, 30_000))
+  return last!
 }
 
 for (const [name, store] of stores) {

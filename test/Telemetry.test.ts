@@ -234,7 +234,9 @@ describe("Telemetry", () => {
       assert.strictEqual(parentId(named(spans, "RouteRepository.list")), list.spanId)
 
       // A read from memory, answered at once, is an internal child of the host's span too.
-      const created = yield* RouteRepository.RouteRepository.pipe(Effect.flatMap((store) => store.create(route)))
+      const created = yield* RouteRepository.RouteRepository.pipe(
+        Effect.flatMap((store) => Effect.flatMap(Route.decodeCreate(route), store.create))
+      )
       const read = handler.handle({
         method: "GET",
         path: `/v1/routing/${created.id}`,

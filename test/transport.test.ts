@@ -18,6 +18,7 @@ import * as NodeTransport from "../src/internal/transport/nodeTransport.js"
 import { closeServer, listen } from "./utils/adapters.js"
 import { ADMIN, READER, tokens } from "./utils/httpContract.js"
 import { start as startExample } from "./utils/spawned.js"
+import { eventually } from "./utils/waiting.js"
 
 const KiB = 1024
 const MiB = 1024 * KiB
@@ -245,10 +246,6 @@ const closesWhenAnswered = (received: string, socket: Net.Socket) => {
   if (finalResponse(received) !== undefined) socket.end()
 }
 
-const until = async (condition: () => boolean) => {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5))
-}
-
 const assertTooLarge = (outcome: Outcome) => {
   const answer = finalResponse(outcome.received)
   assert.isDefined(answer, `no complete answer in ${JSON.stringify(outcome.received.slice(0, 200))}`)
@@ -300,7 +297,7 @@ for (const kind of [nodeListenerHost, httpAppHost]) {
             onConnect: pumpChunked
           })
           assertTooLarge(outcome)
-          await until(() => host.bytesRead.length > closed)
+          await Effect.runPromise(eventually("the host to read more of the body", () => host.bytesRead.length > closed))
           const read = host.bytesRead[closed]!
           assert.isAtLeast(read, 1 * MiB, "the contract's least amount read and discarded")
           assert.isAtMost(read, NodeTransport.LINGER_BYTES + 1 * MiB, "read without bound")
