@@ -54,7 +54,8 @@ export const pgStore = ({ pool, table }: Database): Fastify.Store => {
         id: row.id,
         method: row.method,
         path: row.path,
-        middleware: row.middleware,
+        // Names only: this create-and-get peer stores no middleware configs.
+        middleware: row.middleware as ReadonlyArray<Route.MiddlewareEntry>,
         handler: row.handler,
         createdAt: row.created_at.toISOString()
       }

@@ -78,9 +78,16 @@ const routeSchema = {
     id: { type: "string" },
     method: { type: "string" },
     path: { type: "string" },
-    middleware: { type: "array", items: { type: "string" } },
+    // A name, or a name with its config: each entry as JSON.stringify writes it (its config keys in canonical order).
+    middleware: { type: "array", items: {} },
     handler: { type: "string" },
-    createdAt: { type: "string" }
+    createdAt: { type: "string" },
+    // The fields of docs/router.md, left out at their defaults; split and conditions as kept, in canonical order.
+    enabled: { type: "boolean" },
+    split: {},
+    description: { type: "string" },
+    tags: { type: "array", items: { type: "string" } },
+    when: {}
   },
   required: ["id", "method", "path", "middleware", "handler", "createdAt"]
 } as const

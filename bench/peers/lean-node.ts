@@ -7,10 +7,13 @@
  * when read), found by revision with arithmetic. It answers what the library answers: the same problem documents,
  * headers and status lines, `Registry-Revision` on every write, history, restore, dry runs and the listing's `q`.
  *
+ * It keeps the whole route: the fields of docs/router.md (enabled, split, description, tags, middleware configs and
+ * conditions) are stored, answered, patched, listed (`tag`, `enabled`, `q`), logged and restored as the library
+ * does, and conditions take part in conflicts; a route without them costs a few comparisons more.
+ *
  * Out of its scope, as a registry's rather than the routes API's: prefix-owner tokens (`routes:write:<prefix>`),
- * `GET /v1/routing/match` (the router's), the fleet, the change stream, `Idempotency-Key`, and the fields of
- * docs/router.md beyond the six of a route, which it does not keep (the benchmarks send none); docs/performance.md
- * says so.
+ * `GET /v1/routing/match` (the router's), the fleet, the change stream, `Idempotency-Key` and change sets;
+ * docs/performance.md says so.
  *
  * Its store, answers, token check and query parsing are exported for the plain Fastify peer, which serves the same
  * contract through Fastify's own machinery.
@@ -24,14 +27,17 @@ import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import type { HistoryQuery, ListQuery } from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
+import type * as When from "route-registry/When"
 import type { Answer, Created, Options, RouteRecord, Started, Token, TooManyMethods } from "./shared.js"
 import {
   closeServer,
   COLLECTION,
   COLLECTION_ALLOW,
+  conflictKey,
   DEFAULT_BODY_TIMEOUT_MILLIS,
   DEFAULT_MAX_BODY_BYTES,
   EMPTY_BODY,
+  fieldsJson,
   INCOMPLETE_BODY,
   ITEM_PREFIX,
   listen,
@@ -304,6 +310,8 @@ const decodeCursor = (cursor: string): string | undefined => {
 
 /** The longest text `q` searches for, as the library takes it (docs/http-api.md, "Listing"). */
 const MAX_SEARCH_LENGTH = 256
+/** A tag's form (docs/router.md). */
+const TAG = /^[a-z0-9][a-z0-9._:/-]{0,63}$/
 
 const RULES: Record<string, (value: string) => string | undefined> = {
   limit: (value) =>
@@ -328,7 +336,16 @@ const RULES: Record<string, (value: string) => string | undefined> = {
   q: (value) =>
     value.length >= 1 && value.length <= MAX_SEARCH_LENGTH
       ? undefined
-      : `must be 1 to ${MAX_SEARCH_LENGTH} characters (got ${value.length})`
+      : `must be 1 to ${MAX_SEARCH_LENGTH} characters (got ${value.length})`,
+  enabled: (value) =>
+    value === "true" || value === "false"
+      ? undefined
+      : `must be true or false (got ${JSON.stringify(value)}): enabled=false lists the disabled routes`,
+  tag: (value) =>
+    TAG.test(value)
+      ? undefined
+      : `is not a tag (got ${JSON.stringify(value.slice(0, 80))}): 1–64 of lowercase letters, digits and . _ : / -, ` +
+        "starting with a letter or digit"
 }
 const PARAMETERS = Object.keys(RULES)
 
@@ -371,7 +388,9 @@ export const parseQuery = (raw: string): Either.Either<ListQuery, ReadonlyArray<
     pathPrefix: values.pathPrefix,
     handler: values.handler,
     middleware: values.middleware,
-    q: values.q
+    q: values.q,
+    enabled: values.enabled === undefined ? undefined : values.enabled === "true",
+    tag: values.tag
   })
 }
 
@@ -389,6 +408,8 @@ export const nextPage = (
   if (query.handler !== undefined) params.set("handler", query.handler)
   if (query.middleware !== undefined) params.set("middleware", query.middleware)
   if (query.q !== undefined) params.set("q", query.q)
+  if (query.enabled !== undefined) params.set("enabled", String(query.enabled))
+  if (query.tag !== undefined) params.set("tag", query.tag)
   params.set("cursor", cursor)
   return { cursor, link: `<${COLLECTION}?${params.toString()}>; rel="next"` }
 }
@@ -556,7 +577,7 @@ export const refusal = (id: string, refused: Refusal): Prepared =>
     ? preconditionFailed(id)
     : "tooManyMethods" in refused
     ? tooManyMethods()
-    : prepare(routeConflict(refused.method, refused.path, refused.conflictingRouteId))
+    : prepare(routeConflict(refused.method, refused.path, refused.conflictingRouteId, refused.when))
 
 // ---------------------------------------------------------------------------------------------------------------
 // The store
@@ -580,6 +601,7 @@ export type Refusal = "NotFound" | "PreconditionFailed" | Conflict | TooManyMeth
 export interface Conflict {
   readonly method: string
   readonly path: string
+  readonly when: When.When | undefined
   readonly conflictingRouteId: string
 }
 
@@ -623,27 +645,91 @@ class Postings {
 
 const NONE: ReadonlyArray<string> = []
 
-const keyOf = (method: string, path: string) => `${method} ${Route.shapeOf(path as Route.RoutePath)}`
+const sameTags = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
+  a.length === b.length && a.every((tag, i) => tag === b[i])
 
-const sameNames = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) =>
-  a.length === b.length && a.every((name, i) => name === b[i])
+// Configs are kept in one form (their keys in canonical order), so their JSON compares them.
+const sameEntries = (a: ReadonlyArray<Route.MiddlewareEntry>, b: ReadonlyArray<Route.MiddlewareEntry>) =>
+  a.length === b.length && a.every((entry, i) => {
+    const other = b[i]!
+    if (typeof entry === "string" || typeof other === "string") return entry === other
+    return entry.name === other.name && JSON.stringify(entry.config) === JSON.stringify(other.config)
+  })
+
+// Splits and conditions are kept in canonical form too: equal exactly when their JSON is.
+const sameJson = (a: unknown, b: unknown) => a === b || JSON.stringify(a) === JSON.stringify(b)
 
 const changes = (route: Stored, patch: Route.RoutePatch): boolean =>
   (patch.method !== undefined && patch.method !== route.method) ||
   (patch.path !== undefined && patch.path !== route.path) ||
   (patch.handler !== undefined && patch.handler !== route.handler) ||
-  (patch.middleware !== undefined && !sameNames(patch.middleware as ReadonlyArray<string>, route.middleware))
+  (patch.middleware !== undefined && !sameEntries(patch.middleware, route.middleware)) ||
+  (patch.enabled !== undefined && patch.enabled !== (route.enabled !== false)) ||
+  (patch.split !== undefined && !sameJson(patch.split ?? undefined, route.split)) ||
+  (patch.description !== undefined && patch.description !== (route.description ?? "")) ||
+  (patch.tags !== undefined && !sameTags(patch.tags, route.tags ?? NONE)) ||
+  (patch.when !== undefined && !sameJson(patch.when ?? undefined, route.when))
+
+const nameOf = (entry: Route.MiddlewareEntry): string => typeof entry === "string" ? entry : entry.name
 
 const matches = (route: Stored, query: ListQuery): boolean =>
   (query.method === undefined || route.method === query.method) &&
   (query.handler === undefined || route.handler === query.handler) &&
-  (query.middleware === undefined || route.middleware.includes(query.middleware)) &&
+  (query.middleware === undefined || route.middleware.some((entry) => nameOf(entry) === query.middleware)) &&
   (query.pathPrefix === undefined || route.path.startsWith(query.pathPrefix)) &&
-  (query.q === undefined || containsText(route, query.q))
+  (query.q === undefined || containsText(route, query.q)) &&
+  (query.tag === undefined || (route.tags !== undefined && route.tags.includes(query.tag))) &&
+  (query.enabled === undefined || (route.enabled !== false) === query.enabled)
 
-// `q`: in the path, the handler or a middleware name.
+// `q`: in the path, the handler, a middleware name, the description or a tag.
 const containsText = (route: Stored, text: string): boolean =>
-  route.path.includes(text) || route.handler.includes(text) || route.middleware.some((name) => name.includes(text))
+  route.path.includes(text) || route.handler.includes(text) ||
+  route.middleware.some((entry) => nameOf(entry).includes(text)) ||
+  (route.description !== undefined && route.description.includes(text)) ||
+  (route.tags !== undefined && route.tags.some((tag) => tag.includes(text)))
+
+/**
+ * A route's fields, as a create gives them or a patch leaves them: those of docs/router.md only when not at their
+ * defaults (`enabled` but when false).
+ */
+interface Fields {
+  readonly method: string
+  readonly path: string
+  readonly middleware: ReadonlyArray<Route.MiddlewareEntry>
+  readonly handler: string
+  readonly enabled?: boolean | undefined
+  readonly split?: RouteRecord["split"]
+  readonly description?: string | undefined
+  readonly tags?: ReadonlyArray<string> | undefined
+  readonly when?: When.When | undefined
+}
+
+// The fields of `route` once `patch` is applied, each of docs/router.md kept only when not at its default.
+const patched = (route: Stored, patch: Route.RoutePatch): Fields => ({
+  method: patch.method ?? route.method,
+  path: patch.path ?? route.path,
+  middleware: patch.middleware ?? route.middleware,
+  handler: patch.handler ?? route.handler,
+  enabled: patch.enabled === undefined ? route.enabled : patch.enabled ? undefined : false,
+  split: patch.split === undefined ? route.split : patch.split ?? undefined,
+  description: patch.description === undefined ? route.description : patch.description || undefined,
+  tags: patch.tags === undefined ? route.tags : patch.tags.length === 0 ? undefined : patch.tags,
+  when: patch.when === undefined ? route.when : patch.when ?? undefined
+})
+
+// What a restore makes of the route right after the change it goes back to: every field given, those at their
+// defaults too, so that they are reset.
+const restoredPatch = (after: Stored): Route.RoutePatch => ({
+  method: after.method as Route.HttpMethod,
+  path: after.path as Route.RoutePath,
+  middleware: after.middleware,
+  handler: after.handler as Route.HandlerName,
+  enabled: after.enabled !== false,
+  split: after.split ?? null,
+  description: after.description ?? "",
+  tags: after.tags ?? NONE,
+  when: after.when ?? null
+})
 
 /** An entry of the change log, holding the routes as the store keeps them: rendered only when the log is read. */
 export interface Entry<R> {
@@ -684,6 +770,7 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
   const byMethod = new Postings()
   const byHandler = new Postings()
   const byMiddleware = new Postings()
+  const byTag = new Postings()
   let revision = 0
   // The log, oldest first from `oldest`: the array is cut once half of it is dropped.
   let log: Array<Entry<R>> = []
@@ -710,30 +797,37 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
     return false
   }
 
-  // `key` is the route's method and shape, which the caller has already computed to check for a conflict.
+  // `key` is the route's method, shape and conditions, which the caller has already computed to check for a conflict.
   const index = (route: R, key: string) => {
     idByKey.set(key, route.id)
     byMethod.add(route.method, route.id)
     byHandler.add(route.handler, route.id)
-    for (const name of route.middleware) byMiddleware.add(name, route.id)
+    for (const entry of route.middleware) byMiddleware.add(nameOf(entry), route.id)
+    if (route.tags !== undefined) { for (const tag of route.tags) byTag.add(tag, route.id) }
   }
   const unindex = (route: R) => {
-    idByKey.delete(keyOf(route.method, route.path))
+    idByKey.delete(conflictKey(route.method, route.path, route.when))
     byMethod.remove(route.method, route.id)
     byHandler.remove(route.handler, route.id)
-    for (const name of route.middleware) byMiddleware.remove(name, route.id)
+    for (const entry of route.middleware) byMiddleware.remove(nameOf(entry), route.id)
+    if (route.tags !== undefined) { for (const tag of route.tags) byTag.remove(tag, route.id) }
   }
   // One object literal with every field: a spread would cost more than the rest of the record.
-  const version = (fields: RouteRecord, dryRun: boolean): R => {
+  const version = (id: string, createdAt: string, fields: Fields, dryRun: boolean): R => {
     const next = revision + 1
     if (!dryRun) revision = next
     return build({
-      id: fields.id,
+      id,
       method: fields.method,
       path: fields.path,
       middleware: fields.middleware,
       handler: fields.handler,
-      createdAt: fields.createdAt,
+      createdAt,
+      enabled: fields.enabled === false ? false : undefined,
+      split: fields.split,
+      description: fields.description,
+      tags: fields.tags,
+      when: fields.when,
       revision: next,
       etag: `"${next}"`
     })
@@ -748,6 +842,7 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
     narrow(byMethod, query.method)
     narrow(byHandler, query.handler)
     narrow(byMiddleware, query.middleware)
+    narrow(byTag, query.tag)
     return shortest
   }
 
@@ -760,25 +855,18 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
 
   // A new route (a create, or a restore of a deleted one, which gets an id and createdAt of its own).
   const insert = (
-    input: Route.CreateRoute,
+    input: Fields,
     actor: string | null,
     dryRun: boolean,
     restoredFrom: number | undefined
   ): Created<R> | TooManyMethods => {
-    const key = keyOf(input.method, input.path)
+    const key = conflictKey(input.method, input.path, input.when)
     const holder = idByKey.get(key)
     if (holder !== undefined) return { conflictingRouteId: holder }
     const refused = refusesMethod(input.method)
     if (refused !== undefined) return refused
     const now = Date.now()
-    const route = version({
-      id: Route.makeRouteId(now),
-      method: input.method,
-      path: input.path,
-      middleware: input.middleware as ReadonlyArray<string>,
-      handler: input.handler,
-      createdAt: new Date(now).toISOString()
-    }, dryRun)
+    const route = version(Route.makeRouteId(now), new Date(now).toISOString(), input, dryRun)
     if (dryRun) return { created: route }
     byId.set(route.id, route)
     insertSorted(ids, route.id)
@@ -808,21 +896,14 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
     if (tags !== undefined && !tags.includes(current.etag)) return "PreconditionFailed"
     if (!changes(current, patch)) return current
     const id = current.id
-    const method = patch.method ?? current.method
-    const path = patch.path ?? current.path
-    const key = keyOf(method, path)
+    const fields = patched(current, patch)
+    const { method, path, when } = fields
+    const key = conflictKey(method, path, when)
     const holder = idByKey.get(key)
-    if (holder !== undefined && holder !== id) return { method, path, conflictingRouteId: holder }
+    if (holder !== undefined && holder !== id) return { method, path, when, conflictingRouteId: holder }
     const refused = method === current.method ? undefined : refusesMethod(method, current)
     if (refused !== undefined) return refused
-    const updated = version({
-      id,
-      method,
-      path,
-      middleware: (patch.middleware as ReadonlyArray<string> | undefined) ?? current.middleware,
-      handler: patch.handler ?? current.handler,
-      createdAt: current.createdAt
-    }, dryRun)
+    const updated = version(id, current.createdAt, fields, dryRun)
     if (dryRun) return updated
     unindex(current)
     byId.set(id, updated)
@@ -841,8 +922,7 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
   }
 
   return {
-    create: (input: Route.CreateRoute, actor: string | null = null, dryRun = false) =>
-      insert(input, actor, dryRun, undefined),
+    create: (input: Fields, actor: string | null = null, dryRun = false) => insert(input, actor, dryRun, undefined),
     get: (id: string): R | undefined => byId.get(id),
     list: (query: ListQuery): Page<R> => {
       const list = candidates(query)
@@ -906,17 +986,18 @@ export const makeStore = <R extends Stored>(build: (stored: Stored) => R) => {
       }
       const after = target.after
       if (after === null) return { invalidRestore: "deleted" }
-      const fields = { method: after.method, path: after.path, middleware: after.middleware, handler: after.handler }
       const current = byId.get(id)
       if (current !== undefined) {
-        const restored = replace(current, fields as Route.RoutePatch, tags, actor, dryRun, at)
+        const restored = replace(current, restoredPatch(after), tags, actor, dryRun, at)
         return typeof restored === "string" || !("etag" in restored) ? restored : { restored, created: false }
       }
       // A route deleted has no current version for If-Match to name.
       if (tags !== undefined) return "PreconditionFailed"
-      const created = insert(fields as Route.CreateRoute, actor, dryRun, at)
+      const created = insert(after, actor, dryRun, at)
       if ("created" in created) return { restored: created.created, created: true }
-      return "tooManyMethods" in created ? created : { ...fields, conflictingRouteId: created.conflictingRouteId }
+      if ("tooManyMethods" in created) return created
+      const { method, path, when } = after
+      return { method, path, when, conflictingRouteId: created.conflictingRouteId }
     },
     /** A page of the log, newest first: the entries below `before` that pass the filters. */
     history: (query: HistoryQuery): Page<Entry<R>> => {
@@ -949,11 +1030,31 @@ interface Kept extends Stored {
 }
 
 const keep = (stored: Stored): Kept => {
-  const { createdAt, etag, handler, id, method, middleware, path, revision } = stored
-  const json = JSON.stringify({ id, method, path, middleware, handler, createdAt })
+  const { createdAt, description, enabled, etag, handler, id, method, middleware, path, revision, split, tags, when } =
+    stored
+  const six = JSON.stringify({ id, method, path, middleware, handler, createdAt })
+  const fields = fieldsJson(stored)
+  const json = fields === "" ? six : six.slice(0, -1) + fields + "}"
   const length = String(Buffer.byteLength(json))
   const head = ["content-type", JSON_TYPE, "etag", etag, "content-length", length]
-  return { id, method, path, middleware, handler, createdAt, revision, etag, json, length, head }
+  return {
+    id,
+    method,
+    path,
+    middleware,
+    handler,
+    createdAt,
+    enabled,
+    split,
+    description,
+    tags,
+    when,
+    revision,
+    etag,
+    json,
+    length,
+    head
+  }
 }
 
 // After an answer that closes the connection while the body is still coming, the rest is read and discarded (within

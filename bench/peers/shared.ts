@@ -14,6 +14,7 @@ import type { Scope } from "route-registry/Authenticator"
 import * as Problem from "route-registry/Problem"
 import * as Route from "route-registry/Route"
 import * as RoutingHandler from "route-registry/RoutingHandler"
+import type * as Split from "route-registry/Split"
 import * as When from "route-registry/When"
 import { type RouteSet, routeSetOf } from "../router.js"
 
@@ -269,27 +270,69 @@ export const readBody = (
 // Storage
 // ---------------------------------------------------------------------------------------------------------------
 
-/** A stored route as a hand-written server keeps it: the six wire fields, `createdAt` already as text. */
+/**
+ * A stored route as a hand-written server keeps it: the six wire fields (`createdAt` already as text), then the fields
+ * of docs/router.md, each present only when not at its default and in the one form the library keeps (canonical
+ * conditions, split and configs), so `JSON.stringify` of a record is the library's JSON of the route.
+ */
 export interface RouteRecord {
   readonly id: string
   readonly method: string
   readonly path: string
-  readonly middleware: ReadonlyArray<string>
+  readonly middleware: ReadonlyArray<Route.MiddlewareEntry>
   readonly handler: string
   readonly createdAt: string
+  readonly enabled?: false | undefined
+  readonly split?: Split.Split | undefined
+  readonly description?: string | undefined
+  readonly tags?: ReadonlyArray<string> | undefined
+  readonly when?: When.When | undefined
 }
+
+/**
+ * The JSON members of the fields of docs/router.md a route carries, each after a comma: `""` at their defaults, so
+ * a route without them costs five comparisons.
+ */
+export const fieldsJson = (route: RouteRecord): string =>
+  route.enabled === undefined && route.split === undefined && route.description === undefined &&
+    route.tags === undefined && route.when === undefined
+    ? ""
+    : (route.enabled === false ? ",\"enabled\":false" : "") +
+      (route.split === undefined ? "" : `,"split":${JSON.stringify(route.split)}`) +
+      (route.description === undefined ? "" : `,"description":${JSON.stringify(route.description)}`) +
+      (route.tags === undefined ? "" : `,"tags":${JSON.stringify(route.tags)}`) +
+      (route.when === undefined ? "" : `,"when":${JSON.stringify(route.when)}`)
+
+/**
+ * The key two routes conflict on: method, shape and conditions (their canonical JSON compares them as a set, as the
+ * library does; a peer whose framework decodes the body keeps conditions as written).
+ */
+export const conflictKey = (method: string, path: string, when: When.When | undefined): string =>
+  when === undefined
+    ? `${method} ${Route.shapeOf(path as Route.RoutePath)}`
+    : `${method} ${Route.shapeOf(path as Route.RoutePath)} ${When.canonicalJson(when)}`
 
 export const newRecord = (input: Route.CreateRoute): RouteRecord => {
   const now = Date.now()
-  return {
+  const record = {
     id: Route.makeRouteId(now),
     method: input.method,
     path: input.path,
-    // The peers keep names only: the benchmarks send no middleware configs.
-    middleware: input.middleware as ReadonlyArray<string>,
+    middleware: input.middleware,
     handler: input.handler,
     createdAt: new Date(now).toISOString()
   }
+  // A validated input carries the fields of docs/router.md only when not at their defaults: most carry none.
+  return input.enabled === undefined && input.split === undefined && input.description === undefined &&
+      input.tags === undefined && input.when === undefined
+    ? record
+    : Object.assign(record, {
+      enabled: input.enabled === false ? false as const : undefined,
+      split: input.split,
+      description: input.description,
+      tags: input.tags,
+      when: input.when
+    })
 }
 
 /** A method refused because the registry already stores `RouteRepository.MAX_METHODS` distinct ones. */
@@ -299,13 +342,13 @@ export interface TooManyMethods {
 
 export type Created<R> = { readonly created: R } | { readonly conflictingRouteId: string }
 
-/** Two plain `Map`s: routes by id, and ids by method and shape (the conflict rule). */
+/** Two plain `Map`s: routes by id, and ids by method, shape and conditions (the conflict rule). */
 export const memoryStore = <R extends { readonly id: string }>(make: (input: Route.CreateRoute) => R) => {
   const byId = new Map<string, R>()
   const byKey = new Map<string, string>()
   return {
     create: (input: Route.CreateRoute): Created<R> => {
-      const key = `${input.method} ${Route.shapeOf(input.path)}`
+      const key = conflictKey(input.method, input.path, input.when)
       const existing = byKey.get(key)
       if (existing !== undefined) return { conflictingRouteId: existing }
       const route = make(input)

@@ -8,7 +8,7 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as FastifyPlain from "../../bench/peers/fastify-plain.js"
 import * as LeanNode from "../../bench/peers/lean-node.js"
 import { asAdapter, type Start } from "../utils/benchPeers.js"
-import { limitContract, nodeSocketContract, peerContract } from "../utils/httpContract.js"
+import { limitContract, nodeSocketContract, routesContract } from "../utils/httpContract.js"
 
 const lean: ReadonlyArray<readonly [string, Start]> = [
   ["lean node:http", LeanNode.start],
@@ -17,7 +17,7 @@ const lean: ReadonlyArray<readonly [string, Start]> = [
 
 describe("benchmark servers", () => {
   for (const [name, start] of lean) {
-    describe(name, () => peerContract(asAdapter(name, start), RouteRepository.layerMemory))
+    describe(name, () => routesContract(asAdapter(name, start), RouteRepository.layerMemory))
     describe(`${name}, 1 KiB body limit`, () =>
       limitContract(asAdapter(name, start), RouteRepository.layerMemory, { maxBodyBytes: 1024 }))
   }

@@ -10,7 +10,7 @@ import * as OursHttpApp from "../../bench/ours/http-app.js"
 import * as OursNodeListener from "../../bench/ours/node-listener.js"
 import * as OursWebHandler from "../../bench/ours/web-handler.js"
 import { asAdapter, type Start } from "../utils/benchPeers.js"
-import { createGetContract, peerContract } from "../utils/httpContract.js"
+import { createGetContract, routesContract } from "../utils/httpContract.js"
 
 const oursAsTested: ReadonlyArray<readonly [string, Start]> = [
   ["ours: AdminListener", OursNodeListener.start],
@@ -24,5 +24,5 @@ describe("benchmark servers", () => {
   // A transport no other test serves an adapter on, built as the benchmark builds it (its own tokens, no route
   // table): all of the suite the peers pass.
   const webHandler = "ours: AdminWebHandler on @hono/node-server"
-  describe(webHandler, () => peerContract(asAdapter(webHandler, OursWebHandler.start), RouteRepository.layerMemory))
+  describe(webHandler, () => routesContract(asAdapter(webHandler, OursWebHandler.start), RouteRepository.layerMemory))
 })

@@ -87,32 +87,167 @@ export const serving = (adapter: Adapter, store: Store, options?: RoutingHandler
 }
 
 /**
- * The contract of the routes API itself — create, get, list, update, delete, versions and the change log — as the
- * benchmark's hand-written peers serve it beside the library's adapters; `httpContract` adds what a registry serves
- * beyond it (prefix owners, match, the fleet).
+ * The contract of the routes API — create, get, list, update, delete, versions, the change log, and the whole route
+ * (the fields of docs/router.md and conditions) — that every adapter of the library and the benchmark's hand-written
+ * peers pass alike; `httpContract` adds what a registry serves beyond it (prefix owners, match, the fleet).
  */
-export const peerContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
+export const routesContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   createGetContract(adapter, store, options)
   describe("list, update, delete, versions", () => changeContract(adapter, store, options))
+  describe("the whole route: enabled, split, description, tags, configs and conditions", () =>
+    fieldsContract(adapter, store, options))
 }
 
 /** The whole contract: what every adapter of the library passes on every store. */
 export const httpContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
-  createGetContract(adapter, store, options)
-  describe("list, update, delete, versions", () => changeContract(adapter, store, options))
+  routesContract(adapter, store, options)
   describe("owners of path prefixes", () => ownersContract(adapter, store, options))
   describe("which route serves a request (GET /v1/routing/match)", () => matchContract(adapter, store, options))
   describe("the fleet (GET and POST /v1/routing/followers)", () => fleetContract(adapter, store, options))
-  describe("conditions and tags in updates and lists", () => fieldsContract(adapter, store, options))
 }
 
+const SIX = ["id", "method", "path", "middleware", "handler", "createdAt"]
+// A config, a split and conditions written in an order no store keeps, and their one stored form.
+const CONFIG = { zeta: 1, a: { yy: [2, { d: null, c: "é" }], b: 3 }, "10": true, "2": "x" }
+const CONFIG_JSON = `{"2":"x","10":true,"a":{"b":3,"yy":[2,{"c":"é","d":null}]},"zeta":1}`
+const SPLIT = { override: "x-handler", targets: [{ weight: 500, handler: "v2" }], group: "g", by: "header:x-user" }
+const SPLIT_JSON = `{"by":"header:x-user","group":"g","targets":[{"handler":"v2","weight":500}],"override":"x-handler"}`
+const WHEN = {
+  query: [{ name: "beta" }],
+  headers: [{ name: "X-Version", value: "2" }, { name: "accept" }],
+  host: "*.example.com"
+}
+const WHEN_JSON = `{"host":"*.example.com","headers":[{"name":"accept"},{"name":"x-version","value":"2"}],` +
+  `"query":[{"name":"beta"}]}`
+
 /**
- * What the route's conditions and tags add to updates and lists: the library's adapters pass it; the benchmark's
- * hand-written peers, whose update and list rules know neither conditions nor tags, are not held to it.
+ * The fields of docs/router.md and the conditions of a route, end to end: stored in one form, answered by create, get,
+ * list and the log, patched and cleared, filtered and searched, restored, and conditions in conflicts.
  */
 const fieldsContract = (adapter: Adapter, store: Store, options?: RoutingHandler.Options) => {
   const send = serving(adapter, store, options)
   const create = (body: Record<string, unknown> = sample) => createOn(send, body)
+  const ids = (response: Received): Array<string> => response.json.items.map((route: { id: string }) => route.id)
+
+  it("at their defaults the fields are left out; given, they read back in one form from get, list and the log", async () => {
+    const plain = await create({
+      ...sample,
+      middleware: ["auth", { name: "log" }],
+      enabled: true,
+      description: "",
+      tags: [],
+      when: {}
+    })
+    assert.deepStrictEqual(Object.keys(plain.json), SIX)
+    assert.deepStrictEqual(plain.json.middleware, ["auth", "log"])
+    const full = await create({
+      method: "POST",
+      path: "/orders",
+      handler: "h",
+      middleware: ["auth", { name: "rateLimit", config: CONFIG }],
+      enabled: false,
+      split: SPLIT,
+      description: "Creates an order — «quoted», 🚀",
+      tags: ["team:payments", "v2"],
+      when: WHEN
+    })
+    const { createdAt, id } = full.json
+    assert.strictEqual(
+      full.text,
+      `{"id":"${id}","method":"POST","path":"/orders","middleware":["auth",{"name":"rateLimit","config":${CONFIG_JSON}}],` +
+        `"handler":"h","createdAt":"${createdAt}","enabled":false,"split":${SPLIT_JSON},` +
+        `"description":"Creates an order — «quoted», 🚀","tags":["team:payments","v2"],"when":${WHEN_JSON}}`
+    )
+    assert.strictEqual((await send(get(id))).text, full.text)
+    assert.include((await send(list())).text, `,${full.text}]`)
+    assert.include((await send(list(`tag=v2`))).text, `[${full.text}]`)
+    const log = await send({ method: "GET", path: `/v1/routing/${id}/history`, headers: auth(ADMIN) })
+    assert.include(log.text, `"after":${full.text}`)
+  })
+
+  it("a patch sets and clears them; the same values written otherwise change nothing", async () => {
+    const created = await create()
+    const id = created.json.id
+    const set = await send(patch(id, {
+      middleware: [{ name: "auth", config: CONFIG }],
+      enabled: false,
+      split: SPLIT,
+      description: "d",
+      tags: ["a"],
+      when: WHEN
+    }))
+    assert.strictEqual(set.status, 200, set.text)
+    assert.include(
+      set.text,
+      `"enabled":false,"split":${SPLIT_JSON},"description":"d","tags":["a"],"when":${WHEN_JSON}}`
+    )
+    const again = await send(patch(id, {
+      middleware: [{ name: "auth", config: JSON.parse(CONFIG_JSON) }],
+      split: JSON.parse(SPLIT_JSON),
+      when: JSON.parse(WHEN_JSON),
+      tags: ["a"],
+      enabled: false
+    }))
+    assert.strictEqual(again.status, 200, again.text)
+    assert.strictEqual(again.headers.get("etag"), set.headers.get("etag"))
+    assert.strictEqual(again.text, set.text)
+    const cleared = await send(patch(id, {
+      middleware: sample.middleware,
+      enabled: true,
+      split: null,
+      description: "",
+      tags: [],
+      when: {}
+    }))
+    assert.strictEqual(cleared.status, 200, cleared.text)
+    assert.strictEqual(cleared.text, created.text)
+    assert.notStrictEqual(cleared.headers.get("etag"), created.headers.get("etag"))
+    assert.strictEqual((await send(patch(id, { when: null }))).headers.get("etag"), cleared.headers.get("etag"))
+  })
+
+  it("the list filters by tag and enabled and by a configured middleware's name; q finds descriptions and tags", async () => {
+    const a = (await create({ method: "GET", path: "/a", handler: "h", tags: ["team:x", "v2"] })).json.id
+    const b = (await create({ method: "GET", path: "/b", handler: "h", tags: ["team:x"], enabled: false })).json.id
+    const c = (await create({ method: "GET", path: "/c", handler: "h", description: "billing export" })).json.id
+    const d = (await create({
+      method: "GET",
+      path: "/d",
+      handler: "h",
+      middleware: [{ name: "rateLimit", config: { max: 1 } }]
+    })).json.id
+    assert.deepStrictEqual(ids(await send(list("tag=team%3Ax"))), [a, b])
+    assert.deepStrictEqual(ids(await send(list("enabled=false"))), [b])
+    assert.deepStrictEqual(ids(await send(list("enabled=true&tag=team%3Ax"))), [a])
+    assert.deepStrictEqual(ids(await send(list("enabled=true"))), [a, c, d])
+    assert.deepStrictEqual(ids(await send(list("q=billing"))), [c])
+    assert.deepStrictEqual(ids(await send(list("q=v2"))), [a])
+    assert.deepStrictEqual(ids(await send(list("middleware=rateLimit"))), [d])
+    const first = await send(list("tag=team%3Ax&limit=1"))
+    assert.deepStrictEqual(ids(first), [a])
+    const cursor = first.json.nextCursor
+    assert.strictEqual(first.headers.get("link"), `</v1/routing?limit=1&tag=team%3Ax&cursor=${cursor}>; rel="next"`)
+    const next = await send(list(`limit=1&tag=team%3Ax&cursor=${cursor}`))
+    assert.deepStrictEqual(ids(next), [b])
+    assert.strictEqual(next.json.nextCursor, null)
+  })
+
+  it("other conditions on one method and shape do not conflict; the same ones do until a delete frees them", async () => {
+    await create()
+    const v2 = await create({
+      ...sample,
+      path: "/users/:userId",
+      when: { headers: [{ name: "x-version", value: "2" }] }
+    })
+    const hosted = await create({ ...sample, path: "/users/:uid", when: { host: "api.example.com" } })
+    const same = post({ ...sample, when: { headers: [{ name: "X-Version", value: "2" }] } })
+    const refused = await send(same)
+    assertProblem(refused, "route_conflict", ["conflictingRouteId"])
+    assert.strictEqual(refused.json.conflictingRouteId, v2.json.id)
+    assert.strictEqual((await send(remove(v2.json.id))).status, 204)
+    assert.strictEqual((await send(same)).status, 201)
+    const moved = await send(patch(hosted.json.id, { when: {} }))
+    assertProblem(moved, "route_conflict", ["conflictingRouteId"])
+  })
 
   it("onto another route's method, shape and conditions written differently: 409 naming the conditions", async () => {
     const first = await create({
@@ -126,6 +261,29 @@ const fieldsContract = (adapter: Adapter, store: Store, options?: RoutingHandler
     assert.strictEqual(patched.json.conflictingRouteId, first.json.id)
     assert.include(patched.json.detail, `GET /users/:userId with the conditions {"headers":[{"name":"accept"},`)
     assert.strictEqual((await send(get(moved.json.id))).text, moved.text)
+  })
+
+  it("a restore brings the fields back and takes away those added since, in place or as a new route", async () => {
+    const created = await create({ ...sample, tags: ["a"], when: { query: [{ name: "beta" }] } })
+    const { id, tags, when } = created.json
+    assert.deepStrictEqual({ tags, when }, { tags: ["a"], when: { query: [{ name: "beta" }] } })
+    const revision = Number(created.headers.get("registry-revision"))
+    const changed = await send(patch(id, { tags: [], when: {}, description: "added", enabled: false }))
+    assert.deepStrictEqual(Object.keys(changed.json), [...SIX, "enabled", "description"])
+    const restore = () =>
+      send({
+        method: "POST",
+        path: `/v1/routing/${id}/restore`,
+        headers: { ...auth(ADMIN), ...json },
+        body: JSON.stringify({ revision })
+      })
+    const restored = await restore()
+    assert.strictEqual(restored.status, 200, restored.text)
+    assert.strictEqual(restored.text, created.text)
+    assert.strictEqual((await send(remove(id))).status, 204)
+    const again = await restore()
+    assert.strictEqual(again.status, 201, again.text)
+    assert.deepStrictEqual({ ...again.json, id, createdAt: created.json.createdAt }, created.json)
   })
 
   it("tag and enabled out of their forms: 400 invalid_query naming the parameter, its value and the fix", async () => {

@@ -44,6 +44,12 @@ export const safeChangesContract = (test: Test) => {
     Effect.gen(function*() {
       const created = yield* create({ method: "GET", path: "/c", handler: "checkout", enabled: false, split: SPLIT })
       assert.deepStrictEqual(json(created), { ...json(created), enabled: false, split: SPLIT })
+      // One form from every store: a split's targets with `handler` before `weight`, as a create gives them.
+      assert.include(
+        Route.toJson(created),
+        `"split":{"by":"header:x-user-id","group":"checkout","targets":[{"handler":"checkoutV2","weight":500},` +
+          `{"handler":"checkoutV3","weight":0}],"override":"x-handler"}`
+      )
       const repo = yield* repository
       assert.strictEqual(Route.toJson(yield* repo.findById(created.id)), Route.toJson(created))
       const page = yield* repo.list({ limit: 10 })

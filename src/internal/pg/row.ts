@@ -10,6 +10,7 @@ import * as Route from "../../Route.js"
 import type { Action, BatchApplied, HistoryEntry } from "../../RouteRepository.js"
 import type * as Split from "../../Split.js"
 import * as RouteFields from "../route/fields.js"
+import * as SplitRules from "../route/split.js"
 import * as When from "../route/when.js"
 import { optionalOf } from "../store/rules.js"
 
@@ -76,8 +77,12 @@ const trusted = (
   middleware: fields.middleware_config ?? fields.middleware,
   handler: fields.handler as Route.HandlerName,
   createdAt: typeof createdAt === "string" ? new Date(createdAt) : createdAt,
-  ...optionalOf({ ...fields, when: whenOf(fields) })
+  ...optionalOf({ ...fields, split: splitOf(fields.split), when: whenOf(fields) })
 })
+
+// A split as jsonb gives it back, its targets' keys reordered (`weight` before `handler`): in its one kept form again.
+const splitOf = (split: Split.Split | null | undefined): Split.Split | null | undefined =>
+  split == null ? split : SplitRules.canonical(split as unknown as Record<string, unknown>)
 
 /** The conditions the `when_key` column keeps: their canonical JSON, `""` for none. */
 export const whenOfKey = (key: string): When.When | undefined => key === "" ? undefined : JSON.parse(key) as When.When
