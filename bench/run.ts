@@ -110,6 +110,8 @@ const servers: ReadonlyArray<ServerSpec> = [
   { name: "ours-web", file: "bench/ours/web-handler.ts", seed: config.seed, library: true },
   { name: "npm-start", file: "examples/server.ts", seed: config.seed, library: true, npmStart: true },
   { name: "lean-node", file: "bench/peers/lean-node.ts", seed: config.seed },
+  // The floor of the library's telemetry: lean-node recording the same span and metrics as cheaply as Effect allows.
+  { name: "lean-node-telemetry", file: "bench/peers/lean-node.ts", seed: config.seed, env: { TELEMETRY: "1" } },
   { name: "fastify-plain", file: "bench/peers/fastify-plain.ts", seed: config.seed },
   { name: "raw-node", file: "bench/peers/raw-node.ts", seed: config.seed },
   { name: "fastify", file: "bench/peers/fastify.ts", seed: config.seed },
@@ -211,6 +213,7 @@ const memoryServers = all(
   [
     "ours-node",
     "ours-node-telemetry",
+    "lean-node-telemetry",
     "npm-start",
     "ours-httpapp",
     "ours-web",

@@ -24,16 +24,26 @@ export const requestDuration = Metric.histogram(
 // metrics' labels without bound.
 const KNOWN_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"])
 
-// Counts the answer and gives the attributes its span takes.
-const answered = (operation: string, response: Exchange.Response, millis: number): Record<string, unknown> => {
-  const status = String(response.status)
-  requests.unsafeUpdate(1, labels("operation", operation, "status", status))
+// Counts the answer in the metrics.
+const counted = (operation: string, response: Exchange.Response, millis: number) => {
+  requests.unsafeUpdate(1, labels("operation", operation, "status", String(response.status)))
   requestDuration.unsafeUpdate(millis, labels("operation", operation))
-  const code = response.problem
-  return {
-    "http.response.status_code": response.status,
-    ...(code === undefined ? {} : { "route_registry.problem.code": code })
+}
+
+// The span's options for a request: one object per method, route, operation and kind, made once (a few dozen).
+const spanOptions = new Map<string, Tracer.SpanOptions>()
+const optionsOf = (method: string, route: string, operation: string, kind: "server" | "internal") => {
+  const key = `${method} ${route} ${operation} ${kind}`
+  let options = spanOptions.get(key)
+  if (options === undefined) {
+    options = {
+      ...NO_STACK,
+      kind,
+      attributes: { "http.request.method": method, "http.route": route, "route_registry.operation": operation }
+    }
+    spanOptions.set(key, options)
   }
+  return options
 }
 
 /**
@@ -43,21 +53,21 @@ const answered = (operation: string, response: Exchange.Response, millis: number
  */
 export const request: Endpoints.Instrument = (request, route, operation, effect) => {
   const method = KNOWN_METHODS.has(request.method) ? request.method : "_OTHER"
+  const name = `${method} ${route}`
   return Effect.flatMap(Effect.serviceOption(Tracer.ParentSpan), (parent) => {
-    const name = `${method} ${route}`
-    const options = {
-      ...NO_STACK,
-      kind: Option.isSome(parent) ? "internal" : "server",
-      attributes: { "http.request.method": method, "http.route": route, "route_registry.operation": operation }
-    } as const
-    return Exit.isExit(effect) ?
-      givenAtOnce(name, options, operation, effect as Exit.Exit<Exchange.Response>) :
-      Effect.withSpan(
-        timed(
-          effect,
-          (exit, millis) =>
-            exit._tag === "Success" ? Effect.annotateCurrentSpan(answered(operation, exit.value, millis)) : Effect.void
-        ),
+    const options = optionsOf(method, route, operation, Option.isSome(parent) ? "internal" : "server")
+    return Exit.isExit(effect)
+      ? givenAtOnce(name, options, operation, effect as Exit.Exit<Exchange.Response>)
+      : Effect.withSpan(
+        timed(effect, (exit, millis) => {
+          if (exit._tag === "Failure") return Effect.void
+          counted(operation, exit.value, millis)
+          const code = exit.value.problem
+          return Effect.annotateCurrentSpan({
+            "http.response.status_code": exit.value.status,
+            ...(code === undefined ? {} : { "route_registry.problem.code": code })
+          })
+        }),
         name,
         options
       )
@@ -76,7 +86,9 @@ const givenAtOnce = (
   Effect.flatMap(Effect.makeSpan(name, options), (span) =>
     Effect.clockWith((clock) => {
       if (Exit.isSuccess(exit)) {
-        for (const [key, value] of Object.entries(answered(operation, exit.value, 0))) span.attribute(key, value)
+        counted(operation, exit.value, 0)
+        span.attribute("http.response.status_code", exit.value.status)
+        if (exit.value.problem !== undefined) span.attribute("route_registry.problem.code", exit.value.problem)
       }
       span.end(clock.unsafeCurrentTimeNanos(), exit)
       return exit
