@@ -2,7 +2,7 @@
  * `npm start` (examples/server.ts) as a user runs it: a separate process, configured by its environment.
  */
 import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import type * as Http from "node:http"
 import * as RouteRepository from "route-registry/RouteRepository"
 import type * as RouterListener from "route-registry/RouterListener"
@@ -16,6 +16,7 @@ import { answersIn, converse, head } from "../utils/routerContract.js"
 import { createRoute } from "../utils/routerHost.js"
 import { run as runFile, type Running, start as startFile } from "../utils/spawned.js"
 import * as TestDatabase from "../utils/TestDatabase.js"
+import { eventually } from "../utils/waiting.js"
 
 const FILE = "examples/server.ts"
 const start = (env: Record<string, string> = {}) => startFile(FILE, env)
@@ -259,13 +260,8 @@ describe("examples/server.ts (npm start)", () => {
 })
 
 describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () => {
-  const waitFor = async (check: () => Promise<boolean>, what: string) => {
-    const deadline = Date.now() + 60_000 // a bound on a loaded machine: the test's timeout is above it
-    while (!(await check())) {
-      if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
-  }
+  // A bound on a loaded machine: the test's timeout is above it.
+  const waitFor = (check: () => Promise<boolean>, what: string) => Effect.runPromise(eventually(what, check, 60_000))
 
   it("registry → follower → follower of the follower: routes what the registry stores, read-only, with no database", async () => {
     // Followers are listed in the fleet with a token that holds fleet:report (docs/scaling-out.md).
