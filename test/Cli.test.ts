@@ -146,6 +146,18 @@ const SEED = [
 let source: Running
 let target: Running
 
+// A host on Postgres, on a database of its own so that a sync with the host's default table never meets another
+// suite's routes: started by the first test that needs it ("into a host on Postgres", which syncs a whole registry
+// into it while it is empty) and shared by the one after, which works under a prefix of its own.
+let onPostgres: Promise<{ readonly host: Running; readonly drop: () => Promise<void> }> | undefined
+const postgresHost = async (): Promise<Running> => {
+  onPostgres ??= TestDatabase.freshDatabase().then(async (database) => ({
+    host: await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url }),
+    drop: database.drop
+  }))
+  return (await onPostgres).host
+}
+
 beforeAll(async () => {
   // Plain text, as the bin writes to a pipe, whatever terminal the suite runs in (the bin's own is tested below).
   vi.stubEnv("NO_COLOR", "1")
@@ -155,7 +167,8 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
-  await Promise.all([source?.stop(), target?.stop()])
+  await Promise.all([source?.stop(), target?.stop(), onPostgres?.then(({ host }) => host.stop())])
+  await onPostgres?.then(({ drop }) => drop())
   await rm(dir, { recursive: true, force: true })
 })
 
@@ -212,13 +225,7 @@ describe("route-registry sync", () => {
   })
 
   it("into a host on Postgres as well", async () => {
-    // A database of its own, so a sync with the host's default table never meets another suite's routes.
-    const database = await TestDatabase.freshDatabase()
-    const host = await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url })
-    onTestFinished(async () => {
-      await host.stop()
-      await database.drop()
-    })
+    const host = await postgresHost()
     const exported = join(dir, "to-postgres.json")
     assert.strictEqual((await cli(["export", "--url", source.origin, "--output", exported])).code, 0)
     const first = await cli(["sync", "--url", host.origin, exported])
@@ -579,12 +586,7 @@ describe("route-registry diff and sync with descriptions, tags, middleware confi
 `
 
   it("a file with them creates, then matches, then updates in place, on the memory store and on Postgres", async () => {
-    const database = await TestDatabase.freshDatabase()
-    const postgres = await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url })
-    onTestFinished(async () => {
-      await postgres.stop()
-      await database.drop()
-    })
+    const postgres = await postgresHost()
     const first = await file("fields.yaml", routesFile(100, "2"))
     const changed = await file("fields-changed.yaml", routesFile(50, "3"))
     for (const host of [target, postgres]) {
