@@ -167,6 +167,8 @@ beforeAll(async () => {
 })
 
 afterAll(async () => {
+  // The test process runs other files after this one.
+  vi.unstubAllEnvs()
   await Promise.all([source?.stop(), target?.stop(), onPostgres?.then(({ host }) => host.stop())])
   await onPostgres?.then(({ drop }) => drop())
   await rm(dir, { recursive: true, force: true })
