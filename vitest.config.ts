@@ -48,10 +48,9 @@ class ProcessFirst extends BaseSequencer {
   }
 }
 
-// A bound for a hung test, far above what any takes on a loaded machine (a property run of 66 s, 1,050 creates one
-// after another on PostgreSQL), and above the sum of the deadlines any process-level test waits for (spawned.ts: 90 s
-// for a process to start): a loaded machine makes a process slow to start, never wrong. A test of its own sets none
-// lower.
+// A bound for a hung test, far above what any takes on a loaded machine (a property run of 66 s), and above the sum
+// of the deadlines any process-level test waits for (spawned.ts: 90 s for a process to start): a loaded machine makes
+// a process slow to start, never wrong. A test of its own sets none lower.
 const TIMEOUT = 240_000
 
 // Most tests wait on sockets, timers and PostgreSQL rather than on a core: one process more than there are cores (two

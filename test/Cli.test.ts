@@ -1,10 +1,14 @@
 /**
- * The `route-registry` command end to end, as an operator runs it: the bin in a process of its own, against
- * `npm start` hosts (examples/server.ts) on the in-memory store and on Postgres.
+ * The `route-registry` command end to end, as an operator runs it, against `npm start` hosts (examples/server.ts) on
+ * the in-memory store and on Postgres. The commands run in this process through `Cli.run`, the bin's own entry, with
+ * the output, environment and exit code the bin gives them (`cli`); what is about the process (its exit code, plain
+ * text on a pipe) runs the bin in a process of its own (`bin`): each process loads the package, seconds apiece on a
+ * loaded machine.
  */
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { afterAll, assert, beforeAll, describe, it, onTestFinished, vi } from "@effect/vitest"
-import { Effect, Either, Redacted } from "effect"
+import { ConfigProvider, Console, Effect, Either, Redacted } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises"
 import * as Http from "node:http"
@@ -12,7 +16,8 @@ import type * as Net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { SyncFailed } from "route-registry/Cli"
+import { format } from "node:util"
+import * as Cli from "route-registry/Cli"
 import * as Split from "route-registry/Split"
 import * as Yaml from "yaml"
 import * as Registry from "../src/internal/cli/apiClient.js"
@@ -23,7 +28,7 @@ import { follow } from "./utils/followers.js"
 import { nodeArguments, type Running, start } from "./utils/spawned.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
-// Each command is a process of its own that loads the package: seconds apiece on a loaded machine.
+// The hosts are processes of their own that load the package: seconds apiece on a loaded machine.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 })
 
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
@@ -42,8 +47,32 @@ interface Result {
   readonly stderr: string
 }
 
-/** Runs the bin with `args`; its environment is ROUTING_TOKEN (unless `env` says otherwise), PATH and HOME only. */
-const cli = (args: ReadonlyArray<string>, env: Record<string, string> = { ROUTING_TOKEN: TOKEN }) =>
+/**
+ * Runs the command with `args` as the bin does (`Cli.run`, then `Cli.exitCode`), in this process: its environment is
+ * `env` alone (ROUTING_TOKEN unless it says otherwise), and what it prints is kept, a line as node's console writes
+ * it.
+ */
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = { ROUTING_TOKEN: TOKEN }) => {
+  let stdout = ""
+  let stderr = ""
+  const run = Console.consoleWith((console) =>
+    Console.withConsole(Cli.run(["node", BIN, ...args]), {
+      ...console,
+      log: (...data) => Effect.sync(() => void (stdout += `${format(...data)}\n`)),
+      error: (...data) => Effect.sync(() => void (stderr += `${format(...data)}\n`))
+    })
+  )
+  return run.pipe(
+    Effect.exit,
+    Effect.map((exit): Result => ({ code: Cli.exitCode(exit), stdout, stderr })),
+    Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))),
+    Effect.provide(NodeContext.layer),
+    Effect.runPromise
+  )
+}
+
+/** Runs the bin with `args` in a process of its own; its environment is `env`, PATH and HOME only. */
+const bin = (args: ReadonlyArray<string>, env: Record<string, string> = { ROUTING_TOKEN: TOKEN }) =>
   new Promise<Result>((resolve) => {
     const child = spawn(process.execPath, [...nodeArguments(BIN), ...args], {
       env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
@@ -117,14 +146,31 @@ const SEED = [
 let source: Running
 let target: Running
 
+// A host on Postgres, on a database of its own so that a sync with the host's default table never meets another
+// suite's routes: started by the first test that needs it ("into a host on Postgres", which syncs a whole registry
+// into it while it is empty) and shared by the one after, which works under a prefix of its own.
+let onPostgres: Promise<{ readonly host: Running; readonly drop: () => Promise<void> }> | undefined
+const postgresHost = async (): Promise<Running> => {
+  onPostgres ??= TestDatabase.freshDatabase().then(async (database) => ({
+    host: await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url }),
+    drop: database.drop
+  }))
+  return (await onPostgres).host
+}
+
 beforeAll(async () => {
+  // Plain text, as the bin writes to a pipe, whatever terminal the suite runs in (the bin's own is tested below).
+  vi.stubEnv("NO_COLOR", "1")
   dir = await mkdtemp(join(tmpdir(), "route-registry-cli-"))
   ;[source, target] = await Promise.all([start(SERVER, HOST_ENV), start(SERVER, HOST_ENV)])
   for (const route of SEED) await create(source.origin, route)
 })
 
 afterAll(async () => {
-  await Promise.all([source?.stop(), target?.stop()])
+  // The test process runs other files after this one.
+  vi.unstubAllEnvs()
+  await Promise.all([source?.stop(), target?.stop(), onPostgres?.then(({ host }) => host.stop())])
+  await onPostgres?.then(({ drop }) => drop())
   await rm(dir, { recursive: true, force: true })
 })
 
@@ -181,13 +227,7 @@ describe("route-registry sync", () => {
   })
 
   it("into a host on Postgres as well", async () => {
-    // A database of its own, so a sync with the host's default table never meets another suite's routes.
-    const database = await TestDatabase.freshDatabase()
-    const host = await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url })
-    onTestFinished(async () => {
-      await host.stop()
-      await database.drop()
-    })
+    const host = await postgresHost()
     const exported = join(dir, "to-postgres.json")
     assert.strictEqual((await cli(["export", "--url", source.origin, "--output", exported])).code, 0)
     const first = await cli(["sync", "--url", host.origin, exported])
@@ -381,7 +421,7 @@ describe("route-registry sync", () => {
       assert.deepStrictEqual(plan.changes.map((change) => change._tag), ["Update"])
       return yield* Effect.either(Apply.apply(racing, plan, "race.yaml"))
     }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
-    assert.deepStrictEqual(result, Either.left(new SyncFailed({ failed: 1, total: 1 })))
+    assert.deepStrictEqual(result, Either.left(new Cli.SyncFailed({ failed: 1, total: 1 })))
     assert.strictEqual((await stored(target.origin, "/race/"))[0]!.handler, "theirs")
   })
 
@@ -412,7 +452,7 @@ describe("route-registry sync", () => {
       assert.deepStrictEqual(plan.changes.map((change) => change._tag), ["Update", "Create", "Create"])
       return yield* Effect.either(Apply.apply(racing, plan, "whole.yaml"))
     }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
-    assert.deepStrictEqual(result, Either.left(new SyncFailed({ failed: 3, total: 3 })))
+    assert.deepStrictEqual(result, Either.left(new Cli.SyncFailed({ failed: 3, total: 3 })))
     // The refused change is named: its place in the plan, in the file, and what it is.
     assert.match(
       printed.join("\n"),
@@ -448,7 +488,7 @@ describe("route-registry sync", () => {
       assert.deepStrictEqual(plan.changes.map((change) => change._tag), ["Update", "Create"])
       return yield* Effect.either(Apply.apply(racing, plan, "taken.yaml"))
     }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
-    assert.deepStrictEqual(result, Either.left(new SyncFailed({ failed: 2, total: 2 })))
+    assert.deepStrictEqual(result, Either.left(new Cli.SyncFailed({ failed: 2, total: 2 })))
     assert.match(
       printed.join("\n"),
       /\[2\/2\] taken\.yaml:\d+:\d+: routes\[1\]: create GET \/taken\/b: failed: 409 route_conflict: /
@@ -548,12 +588,7 @@ describe("route-registry diff and sync with descriptions, tags, middleware confi
 `
 
   it("a file with them creates, then matches, then updates in place, on the memory store and on Postgres", async () => {
-    const database = await TestDatabase.freshDatabase()
-    const postgres = await start(SERVER, { ...HOST_ENV, DATABASE_URL: database.url })
-    onTestFinished(async () => {
-      await postgres.stop()
-      await database.drop()
-    })
+    const postgres = await postgresHost()
     const first = await file("fields.yaml", routesFile(100, "2"))
     const changed = await file("fields-changed.yaml", routesFile(50, "3"))
     for (const host of [target, postgres]) {
@@ -813,9 +848,10 @@ describe("route-registry match", () => {
 
   it("exits 0 when a route (or the host) serves the request, 1 when no route matches the path, 2 when it cannot answer", async () => {
     const reader = { ROUTING_TOKEN: READER }
-    const served = await cli(["match", "--url", source.origin, "GET", "/shop/users/42"], reader)
+    // The bin's process exits with each code.
+    const served = await bin(["match", "--url", source.origin, "GET", "/shop/users/42"], reader)
     assert.strictEqual(served.code, 0, served.stderr)
-    const none = await cli(["match", "--url", source.origin, "GET", "/nowhere"], reader)
+    const none = await bin(["match", "--url", source.origin, "GET", "/nowhere"], reader)
     assert.strictEqual(none.code, 1, none.stderr)
     assert.include(none.stdout, "outcome  not_found\n")
     assert.strictEqual(none.stderr, "")
@@ -830,7 +866,7 @@ describe("route-registry match", () => {
       host.stdout,
       "outcome  not_found\nhost     serves this path itself (it declares /docs), before any stored route\n"
     )
-    const unreachable = await cli(["match", "--url", "http://127.0.0.1:9", "GET", "/x"], reader)
+    const unreachable = await bin(["match", "--url", "http://127.0.0.1:9", "GET", "/x"], reader)
     assert.strictEqual(unreachable.code, 2)
     assert.include(unreachable.stderr, "error: cannot reach http://127.0.0.1:9")
     const refused = await cli(["match", "--url", source.origin, "GET", "/x"], { ROUTING_TOKEN: "not-a-token" })
@@ -916,11 +952,11 @@ describe("route-registry history and restore", () => {
 
 describe("route-registry help", () => {
   it("is plain text when piped, as are usage errors (exit 1)", async () => {
-    const help = await cli(["--help"])
+    const help = await bin(["--help"])
     assert.strictEqual(help.code, 0, help.stderr)
     assert.include(help.stdout, "USAGE")
     assert.notInclude(help.stdout, "\x1b[")
-    const usage = await cli(["bogus"])
+    const usage = await bin(["bogus"])
     assert.strictEqual(usage.code, 1)
     assert.include(usage.stderr, "Invalid subcommand")
     assert.notInclude(usage.stderr, "\x1b[")

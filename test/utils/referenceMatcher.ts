@@ -35,14 +35,27 @@ const partsOf = (segment: string): Array<Path.MixedPart> => {
   return parts
 }
 
-/** The segments of a valid pattern. */
-export const parsePattern = (path: string): ReadonlyArray<PatternSegment> =>
+const parse = (path: string): ReadonlyArray<PatternSegment> =>
   (path === "/" ? [] : path.slice(1).split("/")).map((segment): PatternSegment => {
     if (segment.startsWith("*")) return { _tag: "Wildcard", name: segment.slice(1) }
     if (!segment.includes(":")) return { _tag: "Static", value: segment }
     const parts = partsOf(segment)
     return parts.length === 1 ? { _tag: "Param", name: segment.slice(1) } : { _tag: "Mixed", parts }
   })
+
+// The property tests ask for the patterns of every route for each request they check: each is read once (up to a
+// bound, then the reading starts over), and the segments, read-only, are shared.
+const parsed = new Map<string, ReadonlyArray<PatternSegment>>()
+
+/** The segments of a valid pattern. */
+export const parsePattern = (path: string): ReadonlyArray<PatternSegment> => {
+  let segments = parsed.get(path)
+  if (segments === undefined) {
+    if (parsed.size >= 10_000) parsed.clear()
+    parsed.set(path, segments = parse(path))
+  }
+  return segments
+}
 
 /** The shape of a segment: the segment with its names removed. */
 const segmentShape = (segment: PatternSegment): string => {
