@@ -2,13 +2,14 @@
  * `RoutingHandler.makeWith` over explicit services (docs/mounting.md, "Explicit services"): given the store's context,
  * the core answers as over the store's layer; given the store alone, as over a store that offers nothing more.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Logger, LogLevel } from "effect"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Context, Effect, Layer, Logger, LogLevel } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as RoutingHandler from "route-registry/RoutingHandler"
 import { ADMIN } from "./utils/httpContract.js"
 import { sample, staticTokens } from "./utils/security.js"
+import * as TestDatabase from "./utils/TestDatabase.js"
 
 interface Call {
   readonly method?: string
@@ -122,5 +123,19 @@ describe("RoutingHandler.makeWith", () => {
       })
       assert.strictEqual(found.status, 200)
       assert.strictEqual((JSON.parse(found.body) as { id: string }).id, route.id)
+    }))
+})
+
+layer(TestDatabase.layer(), { excludeTestServices: true })("RoutingHandler.makeWith over the Postgres store", (it) => {
+  it.scoped("its context (what makeContext gives, as its layer provides it) keeps a keyed create's answer", () =>
+    Effect.gen(function*() {
+      const handler = RoutingHandler.makeWith(yield* Layer.build(TestDatabase.storeLayer()), staticTokens)
+      const first = yield* call(handler, { key: "k-pg" })
+      const again = yield* call(handler, { key: "k-pg" })
+      assert.strictEqual(first.status, 201)
+      assert.strictEqual(again.headers["idempotency-replayed"], "true")
+      assert.strictEqual(again.body, first.body)
+      const id = (JSON.parse(first.body) as { id: string }).id
+      assert.strictEqual((yield* call(handler, { method: "GET", path: `/v1/routing/${id}/history` })).status, 200)
     }))
 })
