@@ -17,7 +17,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { loadavg } from "node:os"
-import { DATABASE_URL, median, pgStore, routeInput, type Store } from "./pg-store.js"
+import * as RouteRepository from "route-registry/RouteRepository"
+import { DATABASE_URL, median, pgContext, routeInput, type Store } from "./pg-store.js"
 import { printTable } from "./print.js"
 
 const argv = process.argv.slice(2)
@@ -41,10 +42,8 @@ const timed = <A, E>(effect: Effect.Effect<A, E>) =>
 
 const single = (store: Store) => Effect.flatMap(routeInput(), store.create)
 
-const batch = (store: Store) =>
+const batch = ({ applyBatch }: Context.Tag.Service<RouteRepository.Batches>) =>
   Effect.gen(function*() {
-    const applyBatch = store.applyBatch
-    if (applyBatch === undefined) return yield* Effect.dieMessage("the Postgres store offers no applyBatch")
     const routes = yield* Effect.forEach(Array.from({ length: SIZE }), () => routeInput())
     // The inputs are decoded before the clock starts: (b) measures the store, as (a) and (c) do.
     return yield* timed(applyBatch(routes.map((route) => ({ op: "create" as const, route }))))
@@ -79,7 +78,9 @@ const rawCreates = (sql: SqlClient.SqlClient, table: string, count: number): Eff
 const round = (index: number) =>
   Effect.scoped(Effect.gen(function*() {
     const table = `rr_bench_batch_${process.pid}_${index}`
-    const store = yield* pgStore(table, 2)
+    const context = yield* pgContext(table, 2)
+    const store = Context.get(context, RouteRepository.RouteRepository)
+    const batches = Context.get(context, RouteRepository.Batches)
     const sql = yield* rawClient
     // Warms the connections and the statements.
     yield* Effect.repeatN(single(store), 9)
@@ -93,8 +94,8 @@ const round = (index: number) =>
     }
     const sequence = timed(Effect.repeatN(single(store), SIZE - 1))
     const [batched, sequential] = index % 2 === 0
-      ? yield* Effect.all([batch(store), sequence])
-      : yield* Effect.map(Effect.all([sequence, batch(store)]), ([s, b]) => [b, s] as const)
+      ? yield* Effect.all([batch(batches), sequence])
+      : yield* Effect.map(Effect.all([sequence, batch(batches)]), ([s, b]) => [b, s] as const)
     const rawBatch = yield* timed(rawCreates(sql, table, SIZE))
     return { singles, batched, sequential, rawSingles, rawBatch }
   }))

@@ -14,7 +14,7 @@
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -75,18 +75,25 @@ const createsPerSecond = (store: Store, seconds: number) =>
 
 const onTable = <A, E>(
   options: PgRouteRepository.Options,
-  body: (store: Store, sql: SqlClient.SqlClient) => Effect.Effect<A, E>
+  body: (
+    store: Store,
+    sql: SqlClient.SqlClient,
+    log: Context.Tag.Service<RouteRepository.ChangeLog>
+  ) => Effect.Effect<A, E>
 ) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     yield* Effect.orDie(PgRouteRepository.migrate(options))
-    const store = yield* PgRouteRepository.make(options)
-    return yield* body(store, sql).pipe(Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall(options))))
+    const context = yield* PgRouteRepository.makeContext(options)
+    const store = Context.get(context, RouteRepository.RouteRepository)
+    return yield* body(store, sql, Context.get(context, RouteRepository.ChangeLog)).pipe(
+      Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall(options)))
+    )
   })
 
 const main = Effect.gen(function*() {
   const table = `rr_bench_log_${process.pid}`
-  yield* onTable({ table }, (store, sql) =>
+  yield* onTable({ table }, (store, sql, log) =>
     Effect.gen(function*() {
       const routes = yield* Effect.forEach(
         Array.from({ length: ENTRIES - UPDATES }),
@@ -108,16 +115,16 @@ const main = Effect.gen(function*() {
           Math.round(Number(size!.bytes) / Number(size!.entries))
         }`
       )
-      console.log(`history page of 50, newest first: ${yield* timed(READS, () => store.history!({ limit: 50 }))}`)
+      console.log(`history page of 50, newest first: ${yield* timed(READS, () => log.history({ limit: 50 }))}`)
       const some = routes[Math.floor(routes.length / 2)]!
       console.log(
-        `history page of one route: ${yield* timed(READS, () => store.history!({ limit: 50, routeId: some.id }))}`
+        `history page of one route: ${yield* timed(READS, () => log.history({ limit: 50, routeId: some.id }))}`
       )
       console.log(
-        `history page of one actor: ${yield* timed(READS, () => store.history!({ limit: 50, actor: "bench" }))}`
+        `history page of one actor: ${yield* timed(READS, () => log.history({ limit: 50, actor: "bench" }))}`
       )
       console.log(`history page, 100th page deep (cursor): ${yield* timed(READS, () =>
-        store.history!({ limit: 50, before: ENTRIES - 5_000 }))}`)
+        log.history({ limit: 50, before: ENTRIES - 5_000 }))}`)
     }))
   const far = yield* onTable({ table: `${table}_far` }, (store) => createsPerSecond(store, 3))
   const pruning = yield* onTable(

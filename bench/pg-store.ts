@@ -12,8 +12,11 @@ export const DATABASE_URL = process.env.DATABASE_URL || "postgres://postgres@127
 
 export type Store = RouteRepository.RouteRepository["Type"]
 
-/** The compiled library's Postgres store on `table` (migrated here, uninstalled when the scope closes). */
-export const pgStore = (table: string, maxConnections = 10) =>
+/**
+ * The compiled library's Postgres store on `table` (migrated here, uninstalled when the scope closes), with what it
+ * offers beside it.
+ */
+export const pgContext = (table: string, maxConnections = 10) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
       PgRouteRepository.layer({ table }).pipe(
@@ -21,8 +24,12 @@ export const pgStore = (table: string, maxConnections = 10) =>
       )
     )
     yield* Effect.addFinalizer(() => Effect.orDie(PgRouteRepository.uninstall({ table }).pipe(Effect.provide(context))))
-    return Context.get(context, RouteRepository.RouteRepository)
+    return context
   })
+
+/** `pgContext`'s store alone. */
+export const pgStore = (table: string, maxConnections = 10) =>
+  Effect.map(pgContext(table, maxConnections), Context.get(RouteRepository.RouteRepository))
 
 let counter = 0
 /** A create input on a path no earlier one took, each time it runs (so it can be repeated). */

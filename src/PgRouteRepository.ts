@@ -81,16 +81,29 @@ const EMPTY_PAGE: RouteRepository.Page = { items: [], hasMore: false }
 const EMPTY_HISTORY: RouteRepository.HistoryPage = { items: [], hasMore: false }
 
 /**
+ * What the Postgres store offers beside it (`makeContext`, `layer`).
+ *
+ * @since 0.5.0
+ */
+export type Capability =
+  | RouteRepository.Feed
+  | RouteRepository.Idempotent
+  | RouteRepository.ChangeLog
+  | RouteRepository.Restorable
+  | RouteRepository.Batches
+
+/**
  * `make` with what the store offers beside it: its change feed (`RouteRepository.Feed`), through which a route table
- * hears what other processes change, and its creates once per idempotency key (`RouteRepository.Idempotent`). `Layer.effectContext(PgRouteRepository.makeContext(options))` is `layer` without
- * its migrations.
+ * hears what other processes change, its creates once per idempotency key (`RouteRepository.Idempotent`), its change
+ * log (`ChangeLog`), restores (`Restorable`) and change sets (`Batches`). `Layer.effectContext(makeContext(options))`
+ * is `layer` without its migrations; `RoutingHandler.makeWith` takes the context as it is.
  *
  * @since 0.5.0
  */
 export const makeContext = (
   options: Options = {}
 ): Effect.Effect<
-  Context.Context<RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent>,
+  Context.Context<RouteRepository.RouteRepository | Capability>,
   never,
   SqlClient.SqlClient
 > =>
@@ -196,7 +209,24 @@ export const makeContext = (
                 () => group.remove(routeId, precondition, change),
                 Store.remove(store, routeId, precondition, change)
               ))
-        ).pipe(unlessDry(options, () => Effect.zipRight(feed.announce({ removed: id }), feed.prune))),
+        ).pipe(unlessDry(options, () => Effect.zipRight(feed.announce({ removed: id }), feed.prune)))
+    })
+    const changeLog = RouteRepository.ChangeLog.of({
+      history: (query) => [query.actor].some(holdsNul) ? Effect.succeed(EMPTY_HISTORY) : guard(Log.page(store, query)),
+      logAfter: (revision, limit) => guard(Log.after(store, revision, limit))
+    })
+    const restorable = RouteRepository.Restorable.of({
+      restore: (id, revision, precondition, options) =>
+        changeOf(
+          options,
+          (change) =>
+            Store.withRouteId(id, (routeId) => {
+              const restoring: Restore.Restoring = { id: routeId, revision, precondition, change }
+              return grouped(change, () => group.restore(restoring), Restore.restore(store, restoring))
+            })
+        ).pipe(unlessDry(options, ({ route }) => feed.announce({ upserted: route })))
+    })
+    const batches = RouteRepository.Batches.of({
       // Announced as "changed": every process reads the whole batch from the feed, in one step. A replay wrote nothing.
       applyBatch: (operations, options = {}) =>
         changeOf(options, (change) => {
@@ -214,18 +244,7 @@ export const makeContext = (
             options,
             ({ replayed }) => replayed === true ? Effect.void : Effect.zipRight(feed.announceChanged, feed.prune)
           )
-        ),
-      history: (query) => [query.actor].some(holdsNul) ? Effect.succeed(EMPTY_HISTORY) : guard(Log.page(store, query)),
-      logAfter: (revision, limit) => guard(Log.after(store, revision, limit)),
-      restore: (id, revision, precondition, options) =>
-        changeOf(
-          options,
-          (change) =>
-            Store.withRouteId(id, (routeId) => {
-              const restoring: Restore.Restoring = { id: routeId, revision, precondition, change }
-              return grouped(change, () => group.restore(restoring), Restore.restore(store, restoring))
-            })
-        ).pipe(unlessDry(options, ({ route }) => feed.announce({ upserted: route })))
+        )
     })
     // Announced only when this call created a route.
     const idempotent = RouteRepository.Idempotent.of({
@@ -245,13 +264,17 @@ export const makeContext = (
     })
     return Context.make(RouteRepository.RouteRepository, repository).pipe(
       Context.add(RouteRepository.Feed, feed.changes),
-      Context.add(RouteRepository.Idempotent, idempotent)
+      Context.add(RouteRepository.Idempotent, idempotent),
+      Context.add(RouteRepository.ChangeLog, changeLog),
+      Context.add(RouteRepository.Restorable, restorable),
+      Context.add(RouteRepository.Batches, batches)
     )
   })
 
 /**
  * Builds the store over the `SqlClient` in context. It does not migrate: use `layer`, or call `migrate` first. What
- * it offers beside it (its change feed, its idempotent creates) comes with `makeContext` and `layer`.
+ * it offers beside it (its change feed, idempotent creates, change log, restores, change sets) comes with
+ * `makeContext` and `layer`.
  *
  * @since 0.1.0
  */
@@ -268,7 +291,7 @@ export const make = (
 export const layer = (
   options: Options = {}
 ): Layer.Layer<
-  RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent,
+  RouteRepository.RouteRepository | Capability,
   RouteRepository.StoreUnavailable | Migrator.MigrationError,
   SqlClient.SqlClient
 > => {
@@ -284,7 +307,7 @@ export const layer = (
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
 ): Layer.Layer<
-  RouteRepository.RouteRepository | RouteRepository.Feed | RouteRepository.Idempotent,
+  RouteRepository.RouteRepository | Capability,
   RouteRepository.StoreUnavailable | Migrator.MigrationError | ConfigError.ConfigError,
   SqlClient.SqlClient
 > => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -171,11 +171,12 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
  * - `RouteTable`, which routes only once building the layer has received every route (the first `ready`), and then
  *   takes each change as it arrives, in order;
  * - `RouteRepository`, a read-only store over the same routes: `findById` and `list` answer from memory as the memory
- *   store does, `history` reads a page of the registry's change log (`GET <url>/v1/routing/history`, with `token`;
+ *   store does (`MemoryRead` beside it), and every write fails with `ReadOnlyStore` (`ReadOnly` beside it: the
+ *   routing API answers it `405 method_not_allowed`);
+ * - `ChangeLog`, the registry's: `history` reads a page of it (`GET <url>/v1/routing/history`, with `token`;
  *   `StoreUnavailable` when it cannot be had within 10 s), `logAfter` the changes after a revision through a catch-up
  *   stream (`GET <url>/v1/routing/changes` from that revision: what its own change stream sends a follower whose
- *   cursor is older than its replay ring), and every write fails with `ReadOnlyStore` (the routing API answers it
- *   `405 method_not_allowed`);
+ *   cursor is older than its replay ring);
  * - `TableStatus` (`following: "stream"`): current (staleness 0) while the stream is live and the registry says it is
  *   current itself, its staleness growing while the registry cannot be reached (or, for a relay, cannot reach its own);
  * - `ReplayRing`, the changes it applied, so that its own routing API serves `/v1/routing/changes` onward and other
@@ -204,6 +205,7 @@ export const layer = (
   | RouteRepository.RouteRepository
   | RouteRepository.ReadOnly
   | RouteRepository.MemoryRead
+  | RouteRepository.ChangeLog
   | RouteTable.TableStatus
   | RouteTable.ReplayRing,
   FollowFailed | InvalidOption
@@ -239,7 +241,8 @@ export const layer = (
     yield* TableTelemetry.sampleTable(() => RouteTable.size(table), () => Health.status(state).stalenessMillis)
     const status = () => Health.status(state)
     return Context.make(RouteTable.RouteTable, table).pipe(
-      Context.add(RouteRepository.RouteRepository, Follower.store(state, settings.log)),
+      Context.add(RouteRepository.RouteRepository, Follower.store(state)),
+      Context.add(RouteRepository.ChangeLog, Follower.changeLog(state, settings.log)),
       Context.add(RouteRepository.ReadOnly, true),
       Context.add(RouteRepository.MemoryRead, Follower.memoryRead(state)),
       Context.add(RouteTable.TableStatus, { get: Effect.sync(status), unsafeGet: status }),
@@ -261,6 +264,7 @@ export const layerConfig = (
   | RouteRepository.RouteRepository
   | RouteRepository.ReadOnly
   | RouteRepository.MemoryRead
+  | RouteRepository.ChangeLog
   | RouteTable.TableStatus
   | RouteTable.ReplayRing,
   FollowFailed | InvalidOption | ConfigError.ConfigError

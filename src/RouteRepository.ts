@@ -5,23 +5,17 @@
  */
 import type { Duration, Either } from "effect"
 import { Context, Effect, Layer } from "effect"
-import { Idempotent, MemoryRead } from "./internal/store/capabilities.js"
+import * as Capabilities from "./internal/store/capabilities.js"
 import * as Memory from "./internal/store/memory.js"
 import * as Route from "./Route.js"
 
-import type { BatchApplied, BatchOperation, BatchOptions } from "./internal/store/batch.js"
 import type {
-  BatchRefused,
-  IdempotencyKeyInUse,
-  IdempotencyKeyReused,
-  InvalidRestore,
   OutsidePrefixes,
   PreconditionFailed,
   ReadOnlyStore,
   RouteConflict,
   RouteNotFound,
   StoreUnavailable,
-  TooManyIdempotencyKeys,
   TooManyMethods
 } from "./internal/store/errors.js"
 
@@ -31,7 +25,16 @@ export * from "./internal/store/errors.js"
 
 export { Actor } from "./internal/store/actor.js"
 
-export { Feed, Idempotent, MemoryRead, ReadOnly } from "./internal/store/capabilities.js"
+export {
+  Batches,
+  ChangeLog,
+  Feed,
+  Idempotent,
+  MemoryRead,
+  ReadOnly,
+  Restorable
+} from "./internal/store/capabilities.js"
+export type { Capability } from "./internal/store/capabilities.js"
 
 export type { BatchApplied, BatchOperation, BatchOptions, BatchOutcome } from "./internal/store/batch.js"
 export { MAX_BATCH_OPERATIONS } from "./internal/store/batch.js"
@@ -323,59 +326,6 @@ export class RouteRepository extends Context.Tag("route-registry/RouteRepository
     precondition?: Precondition,
     options?: WriteOptions
   ) => Effect.Effect<number, RouteNotFound | OutsidePrefixes | PreconditionFailed | StoreUnavailable | ReadOnlyStore>
-  /**
-   * Offered by a store that keeps a change log (both stores of the library): one page of it, newest first (see
-   * docs/history.md for each store's cost).
-   */
-  readonly history?: ((query: HistoryQuery) => Effect.Effect<HistoryPage, StoreUnavailable>) | undefined
-  /**
-   * Offered by a store that keeps a change log (both stores of the library): the entries after `revision`, oldest
-   * first, at most `limit` (0: none, only the store's identity and newest revision), read in one consistent step.
-   *
-   * @since 0.5.0
-   */
-  readonly logAfter?: ((revision: number, limit: number) => Effect.Effect<LogRead, StoreUnavailable>) | undefined
-  /**
-   * Offered by a store that keeps a change log: makes the route what it was right after the change at `revision` of
-   * its log. A route still stored is updated (the precondition and `update`'s rules apply; a restore that changes
-   * nothing leaves it and its revision as they are); a deleted one is created again with a new id and `createdAt`. An
-   * id the log holds nothing of is not found; a revision not in this route's log, or one that deleted it, is
-   * `InvalidRestore`.
-   */
-  readonly restore?:
-    | ((
-      id: string,
-      revision: number,
-      precondition?: Precondition,
-      options?: WriteOptions
-    ) => Effect.Effect<Restored, WriteError | InvalidRestore>)
-    | undefined
-  /**
-   * Offered by a store that keeps a change log (both stores of the library): applies a change set, all or nothing
-   * (docs/batches.md). Each operation is decided as it would be alone (not found, the path prefixes of `options`
-   * before and after, `ifMatch`), conflicts and the method bound on the state after the whole batch; the first refused
-   * operation fails it with `BatchRefused`, and nothing changes. Every real change takes the next revision in the
-   * order of the operations, and its log entry carries the batch's id; no reader of the store ever sees part of it.
-   * Each route id appears at most once (the routing API refuses a batch naming one twice). With
-   * `options.idempotency`, the key fails as `createIdempotent`'s does (`IdempotencyKeyReused`, `IdempotencyKeyInUse`,
-   * `TooManyIdempotencyKeys`, the answer it keeps counted in the principal's bytes), and nothing is written.
-   *
-   * @since 0.5.0
-   */
-  readonly applyBatch?:
-    | ((
-      operations: ReadonlyArray<BatchOperation>,
-      options?: BatchOptions
-    ) => Effect.Effect<
-      BatchApplied,
-      | BatchRefused
-      | IdempotencyKeyReused
-      | IdempotencyKeyInUse
-      | TooManyIdempotencyKeys
-      | StoreUnavailable
-      | ReadOnlyStore
-    >)
-    | undefined
 }>() {}
 
 /**
@@ -392,6 +342,7 @@ export class RouteIdGenerator extends Context.Reference<RouteIdGenerator>()("rou
  * The in-memory store: O(1) get and conflict check; a page is a binary search to the cursor, then a walk along the
  * shortest of the sorted id lists its filters select (all ids, or those of one method, handler or middleware name).
  * Every change decides its checks and writes without yielding, so of concurrent conflicting changes exactly one wins.
+ * The store alone: what it offers beside it comes with `makeMemoryContext` and the layers.
  *
  * @since 0.1.0
  */
@@ -418,29 +369,47 @@ export interface MemoryOptions {
 export const makeMemoryWith = (options: MemoryOptions): Effect.Effect<Context.Tag.Service<RouteRepository>> =>
   Effect.map(RouteIdGenerator, (ids) => Memory.make(ids, options).repository)
 
-// The memory store with its read at once beside it, as its layers provide them.
-const memoryContext = (options: MemoryOptions) =>
+/**
+ * The memory store with what it offers beside it (`MemoryRead`, `Idempotent`, `ChangeLog`, `Restorable`,
+ * `Batches`), as its layers provide them: for a host that builds the routing API over explicit services
+ * (`RoutingHandler.makeWith`) and wants what the layer gives.
+ *
+ * @since 0.5.0
+ */
+export const makeMemoryContext = (
+  options: MemoryOptions = {}
+): Effect.Effect<Context.Context<RouteRepository | MemoryCapability>> =>
   Effect.map(RouteIdGenerator, (ids) => {
-    const { idempotent, read, repository } = Memory.make(ids, options)
-    return Context.make(RouteRepository, repository).pipe(
-      Context.add(MemoryRead, read),
-      Context.add(Idempotent, idempotent)
-    )
+    const { repository, ...offered } = Memory.make(ids, options)
+    return Capabilities.withCapabilities(Context.make(RouteRepository, repository), {
+      ...Capabilities.NONE,
+      ...offered
+    }) as Context.Context<RouteRepository | MemoryCapability>
   })
+
+/**
+ * What the memory store offers beside it.
+ *
+ * @since 0.5.0
+ */
+export type MemoryCapability =
+  | Capabilities.MemoryRead
+  | Capabilities.Idempotent
+  | Capabilities.ChangeLog
+  | Capabilities.Restorable
+  | Capabilities.Batches
 
 /**
  * `layerMemory` with options.
  *
  * @since 0.4.0
  */
-export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteRepository | MemoryRead | Idempotent> =>
-  Layer.effectContext(memoryContext(options))
+export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RouteRepository | MemoryCapability> =>
+  Layer.effectContext(makeMemoryContext(options))
 
 /**
  * The in-memory store as a layer: the embedded default, and the store to swap in for tests.
  *
  * @since 0.1.0
  */
-export const layerMemory: Layer.Layer<RouteRepository | MemoryRead | Idempotent> = Layer.effectContext(
-  memoryContext({})
-)
+export const layerMemory: Layer.Layer<RouteRepository | MemoryCapability> = Layer.effectContext(makeMemoryContext())

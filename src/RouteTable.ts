@@ -21,7 +21,7 @@
  *
  * @since 0.2.0
  */
-import { Context, Effect, Either, Layer } from "effect"
+import { Effect, Either, Layer } from "effect"
 import { dual } from "effect/Function"
 import type { Inspectable } from "effect/Inspectable"
 import type { Pipeable } from "effect/Pipeable"
@@ -30,6 +30,7 @@ import * as Explain from "./internal/table/explain.js"
 import * as Ring from "./internal/table/replayRing.js"
 import type { CapacityOptions as LayerOptions } from "./internal/table/replayRing.js"
 import * as Tree from "./internal/table/routeTree.js"
+import { contextOf, ReplayRing, RouteTable, TableStatus } from "./internal/table/services.js"
 import type * as LiveStatus from "./internal/table/status.js"
 import * as Start from "./internal/table/storeStart.js"
 import * as Impl from "./internal/table/table.js"
@@ -277,27 +278,7 @@ export const explain: {
     Explain.explain(self.tree, method, target, headers)
 )
 
-/**
- * The process's table of stored routes, as the routers read it (`RouterListener`, `RouterHttpApp`). Provided by
- * `layer`, which keeps it equal to the store.
- *
- * @since 0.2.0
- * @category tags
- */
-export class RouteTable extends Context.Tag("route-registry/RouteTable")<RouteTable, Table<Route.StoredRoute>>() {}
-
-/**
- * The process's replay ring: the last changes its table took, numbered, which the routing API's change stream
- * (`GET /v1/routing/changes`) replays from a client's cursor and pushes as they happen. Provided with the table by
- * `layer` and by a follower's layer. (The stored change log, `GET /v1/routing/history`, is the store's.)
- *
- * @since 0.5.0
- * @category tags
- */
-export class ReplayRing extends Context.Tag("route-registry/RouteTable/ReplayRing")<
-  ReplayRing,
-  Ring.ReplayRing
->() {}
+export { ReplayRing, RouteTable, TableStatus }
 
 /**
  * @since 0.4.0
@@ -323,18 +304,6 @@ export type ChangeHistory = ReplayRing
 export type Status = LiveStatus.Status
 
 /**
- * The status of the process's table, provided by `layer`: `get` in an Effect, `unsafeGet` from plain code (a
- * readiness endpoint). Both read it at the moment they are called.
- *
- * @since 0.2.0
- * @category tags
- */
-export class TableStatus extends Context.Tag("route-registry/RouteTable/TableStatus")<TableStatus, {
-  readonly get: Effect.Effect<Status>
-  readonly unsafeGet: () => Status
-}>() {}
-
-/**
  * The status of the process's table, now.
  *
  * @since 0.2.0
@@ -356,20 +325,6 @@ export const DEFAULT_REPLAY_CAPACITY: number = Ring.DEFAULT_CAPACITY
  * @deprecated since 0.5.0, removed in 0.6.0: use `DEFAULT_REPLAY_CAPACITY`
  */
 export const DEFAULT_HISTORY_CAPACITY: number = DEFAULT_REPLAY_CAPACITY
-
-// What the store offers beside it is provided on: its read at once as it is, its idempotent creates as the table
-// changes them.
-const contextOf = (parts: Start.Parts) => {
-  const context = Context.make(RouteTable, parts.table as Table<Route.StoredRoute>).pipe(
-    Context.add(RouteRepository.RouteRepository, parts.store),
-    Context.add(TableStatus, { get: Effect.sync(parts.status), unsafeGet: parts.status }),
-    Context.add(ReplayRing, parts.ring)
-  )
-  const read = parts.memoryRead === undefined
-    ? context
-    : Context.add(context, RouteRepository.MemoryRead, parts.memoryRead)
-  return parts.idempotent === undefined ? read : Context.add(read, RouteRepository.Idempotent, parts.idempotent)
-}
 
 const live = (capacity: number) => Effect.map(Start.plain(capacity), contextOf)
 

@@ -15,6 +15,7 @@ import * as Catalog from "./Catalog.js"
 import * as HostPaths from "./HostPaths.js"
 import * as Principals from "./internal/auth/principals.js"
 import * as Answers from "./internal/http/answers.js"
+import * as BoundStore from "./internal/http/boundStore.js"
 import * as ChangeStream from "./internal/http/changeStream.js"
 import * as Content from "./internal/http/content.js"
 import * as Dashboard from "./internal/http/dashboard.js"
@@ -22,14 +23,12 @@ import * as Dispatch from "./internal/http/dispatch.js"
 import * as Endpoints from "./internal/http/endpoints.js"
 import type * as Exchange from "./internal/http/exchange.js"
 import { COLLECTION as COLLECTION_PATH } from "./internal/http/exchange.js"
-import * as LogPages from "./internal/http/logPages.js"
 import * as Operations from "./internal/http/operations.js"
 import * as ServiceErrors from "./internal/http/serviceErrors.js"
 import type * as Steps from "./internal/http/steps.js"
 import * as RequestTelemetry from "./internal/http/telemetry.js"
 import * as Limits from "./internal/limits.js"
 import * as Options_ from "./internal/options.js"
-import * as StoreTelemetry from "./internal/store/telemetry.js"
 import type { InvalidOption } from "./InvalidOption.js"
 import type * as Route from "./Route.js"
 import * as RouteRepository from "./RouteRepository.js"
@@ -287,51 +286,9 @@ interface Changes {
   readonly status: (() => RouteTable.Status) | undefined
 }
 
-// The store's log, read for a change stream (which runs outside any fiber), when the store keeps one.
-const readLog = (
-  runtime: Runtime.Runtime<never>,
-  repository: Context.Tag.Service<RouteRepository.RouteRepository>
-): ChangeStream.ReadLog | undefined => {
-  const logAfter = repository.logAfter
-  return logAfter === undefined
-    ? undefined
-    : LogPages.shared((revision, limit) => Runtime.runPromise(runtime, logAfter(revision, limit)))
-}
-
-/** The store and what it offers beyond the contract (`RouteRepository`'s capabilities), as the core takes them. */
-interface Store {
-  readonly repository: Context.Tag.Service<RouteRepository.RouteRepository>
-  readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
-  readonly idempotent: Context.Tag.Service<RouteRepository.Idempotent> | undefined
-  readonly readOnly: boolean
-}
-
-// The store in context and the capabilities provided beside it.
-const storeInContext: Effect.Effect<Store, never, RouteRepository.RouteRepository> = Effect.map(
-  Effect.all([
-    RouteRepository.RouteRepository,
-    Effect.serviceOption(RouteRepository.MemoryRead),
-    Effect.serviceOption(RouteRepository.Idempotent),
-    Effect.serviceOption(RouteRepository.ReadOnly)
-  ]),
-  ([repository, memoryRead, idempotent, readOnly]) => ({
-    repository,
-    memoryRead: Option.getOrUndefined(memoryRead),
-    idempotent: Option.getOrUndefined(idempotent),
-    readOnly: Option.isSome(readOnly)
-  })
-)
-
-// The store as telemetry sees it: a span and a duration per operation (its read at once left as it is).
-const instrumented = (store: Store): Store => ({
-  ...store,
-  repository: Telemetry.instrumentRepository(store.repository),
-  idempotent: store.idempotent === undefined ? undefined : StoreTelemetry.instrumentIdempotent(store.idempotent)
-})
-
 const makeCore = (
   runtime: Runtime.Runtime<never>,
-  { idempotent, memoryRead, readOnly, repository }: Store,
+  { offered, repository }: BoundStore.BoundStore,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   config: Options_.Config,
   catalog: Catalog.Names | undefined,
@@ -341,9 +298,12 @@ const makeCore = (
 ): RoutingHandler => {
   const core: Steps.Core = {
     repository,
-    memoryRead,
-    idempotent,
-    readOnly,
+    memoryRead: offered.memoryRead,
+    idempotent: offered.idempotent,
+    changeLog: offered.changeLog,
+    restorable: offered.restorable,
+    batches: offered.batches,
+    readOnly: offered.readOnly,
     authenticator: Principals.guarded(authenticator, Principals.refusalLog()),
     limits: Content.bodyLimits(config.maxBodyBytes, config.bodyTimeoutMillis),
     batchLimits: Content.bodyLimits(config.maxBatchBodyBytes, config.bodyTimeoutMillis),
@@ -354,13 +314,13 @@ const makeCore = (
     maxKeys: config.idempotencyKeysPerPrincipal,
     maxKeyBytes: config.idempotencyKeyBytesPerPrincipal,
     keysInFlight: new Set(),
-    answers: memoryRead === undefined ? undefined : new Map(),
+    answers: offered.memoryRead === undefined ? undefined : new Map(),
     instrument,
     dashboard: config.dashboard,
     changes: changes === undefined ? undefined : {
       table: changes.table,
       ring: changes.ring,
-      log: readLog(runtime, repository),
+      log: BoundStore.readLog(runtime, offered.changeLog),
       bufferBytes: config.changesBufferBytes,
       stallMillis: config.changesStallMillis,
       streamsPerPrincipal: config.changesStreamsPerPrincipal,
@@ -410,7 +370,7 @@ export const make = (
     onRight: (config) =>
       Effect.map(
         Effect.all([
-          storeInContext,
+          BoundStore.inContext,
           Authenticator.Authenticator,
           Catalog.Catalog,
           HostPaths.HostPaths,
@@ -423,7 +383,7 @@ export const make = (
             ? makeCore(runtime, store, authenticator, config, catalog, hostPaths, changes)
             : makeCore(
               runtime,
-              instrumented(store),
+              BoundStore.instrumented(store),
               authenticator,
               config,
               catalog,
@@ -438,10 +398,16 @@ export const make = (
  * The core over explicit services (what `make` does with the ones in context). Throws `InvalidOption` naming the
  * first option out of its range.
  *
+ * `store` is the store alone, which offers nothing beyond the contract, or (0.5.0) a context holding it and what it
+ * offers beside it, as its layer provides them: `PgRouteRepository.makeContext`'s, `RouteRepository.makeMemoryContext`'s
+ * or a context of the host's own. The core then answers as over the layer: creates with an `Idempotency-Key`, the
+ * change log, restores and change sets, each route's 200 kept per revision (`MemoryRead`), and writes on a read-only
+ * store answered `405` before authentication (`ReadOnly`). docs/mounting.md, "Explicit services".
+ *
  * @since 0.1.0
  */
 export const makeWith = (
-  repository: Context.Tag.Service<RouteRepository.RouteRepository>,
+  store: Context.Tag.Service<RouteRepository.RouteRepository> | Context.Context<RouteRepository.RouteRepository>,
   authenticator: Context.Tag.Service<Authenticator.Authenticator>,
   options: Options = {},
   catalog?: Catalog.Names
@@ -453,7 +419,7 @@ export const makeWith = (
     onRight: (config) =>
       makeCore(
         Runtime.defaultRuntime,
-        { repository, memoryRead: undefined, idempotent: undefined, readOnly: false },
+        BoundStore.given(store),
         authenticator,
         config,
         catalog,

@@ -9,6 +9,7 @@ import { Context, Effect, Either, Layer } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Logged from "./utils/logged.js"
 import { methodName } from "./utils/repositoryContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -42,7 +43,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository's 
       const made = yield* Effect.forEach([0, 1, 2, 3, 4, 5], (i) => Effect.flatMap(input(`/made/${i}`), repo.create))
       const restorable = made[5]!
       const renamed = yield* repo.update(restorable.id, handler("renamed"))
-      const start = (yield* repo.logAfter!(0, 0)).revision
+      const start = (yield* Logged.logAfter(0, 0)).revision
       const results = yield* Effect.all(
         [
           ...[0, 1, 2, 3].map((i) => Effect.flatMap(input(`/new/${i}`), repo.create)),
@@ -50,7 +51,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository's 
           repo.update(made[1]!.id, handler("u1")),
           repo.remove(made[2]!.id),
           repo.remove(made[3]!.id),
-          repo.restore!(restorable.id, restorable.revision)
+          Logged.restore(restorable.id, restorable.revision)
         ].map((write) => Effect.either(write as Effect.Effect<unknown, unknown>)),
         { concurrency: "unbounded" }
       )
@@ -59,7 +60,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository's 
       const written = [...created.map((route) => route.id), made[0]!.id, made[1]!.id, restorable.id]
       assert.strictEqual(yield* transactionsOf(table, written, [made[2]!.id, made[3]!.id]), 1)
       // Nine changes, nine revisions after the start, one log entry each, the counter at the last.
-      const log = yield* repo.logAfter!(start, 100)
+      const log = yield* Logged.logAfter(start, 100)
       assert.deepStrictEqual(
         log.entries.map((entry) => entry.revision),
         Array.from({ length: 9 }, (_, i) => start + i + 1)
@@ -147,7 +148,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository's 
       assert.strictEqual(yield* transactionsOf(table, landed.map((route) => route.id), []), 1)
       assert.deepStrictEqual(yield* repo.findById(mover.id), mover)
       const revisions = landed.map((route) => route.revision).sort((a, b) => a - b)
-      const log = yield* repo.logAfter!(revisions[0]! - 1, 100)
+      const log = yield* Logged.logAfter(revisions[0]! - 1, 100)
       assert.deepStrictEqual(log.entries.map((entry) => entry.revision), revisions)
     }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
   })
@@ -157,7 +158,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository's 
     return Effect.gen(function*() {
       const one = yield* RouteRepository.RouteRepository
       const two = yield* processOn(table)
-      const start = (yield* one.logAfter!(0, 0)).revision
+      const start = (yield* Logged.logAfter(0, 0)).revision
       const stock = yield* Effect.forEach([0, 1, 2, 3], (i) => Effect.flatMap(input(`/stock/${i}`), one.create))
       const base = start + stock.length
       let done = false
@@ -165,7 +166,7 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository's 
       const seen: Array<number> = []
       const read = Effect.suspend(() =>
         Effect.flatMap(
-          one.logAfter!(seen.at(-1) ?? base, 1_000),
+          Logged.logAfter(seen.at(-1) ?? base, 1_000),
           (page) => Effect.sync(() => seen.push(...page.entries.map((entry) => entry.revision)))
         )
       )

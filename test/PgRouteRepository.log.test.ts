@@ -5,13 +5,14 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer } from "effect"
 import { mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
+import * as RouteRepository from "route-registry/RouteRepository"
 import * as Spawned from "./utils/spawned.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -35,8 +36,12 @@ const storeOn = (table: string) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(TestDatabase.layer({ maxConnections: 4 }))
     const sql = Layer.succeedContext(context)
-    const store = yield* Effect.provide(PgRouteRepository.make({ table }), sql)
-    return { store, sql: yield* Effect.provide(SqlClient.SqlClient, sql) }
+    const store = yield* Effect.provide(PgRouteRepository.makeContext({ table }), sql)
+    return {
+      store: Context.get(store, RouteRepository.RouteRepository),
+      log: Context.get(store, RouteRepository.ChangeLog),
+      sql: yield* Effect.provide(SqlClient.SqlClient, sql)
+    }
   })
 
 const withTable = <A, E, R>(body: (table: string) => Effect.Effect<A, E, R>) => {
@@ -76,7 +81,7 @@ describe("PgRouteRepository: the change log across processes", () => {
         yield* Deferred.succeed(go, undefined)
         const last = yield* Fiber.join(first)
         assert.isBelow(second.revision, last.revision)
-        const page = yield* a.store.history!({ limit: 10 })
+        const page = yield* a.log.history({ limit: 10 })
         assert.deepStrictEqual(page.items.map((entry) => entry.routeId), [last.id, second.id])
       })
     ))

@@ -22,6 +22,7 @@ import Pg from "pg"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Logged from "./utils/logged.js"
 import { methodName, repositoryContract } from "./utils/repositoryContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -370,7 +371,8 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         },"handler":"old","createdAt":"${createdAt}"${route.enabled ? "" : `,"enabled":false`}}`
 
       yield* PgRouteRepository.migrate({ table })
-      const repo = yield* PgRouteRepository.make({ table })
+      const context = yield* PgRouteRepository.makeContext({ table })
+      const repo = Context.get(context, RouteRepository.RouteRepository)
       for (const route of old) assert.strictEqual(Route.toJson(yield* repo.findById(route.id)), json(route))
       const listed = yield* repo.list({ limit: 10 })
       assert.deepStrictEqual(listed.items.map(Route.toJson), old.map(json))
@@ -399,7 +401,9 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
         old[0]!.id
       ])
       // The old row, as the log kept it before the change, reads as it did before the migration.
-      const [entry] = (yield* repo.history!({ limit: 1, routeId: old[0]!.id })).items
+      const [entry] =
+        (yield* Context.get(context, RouteRepository.ChangeLog).history({ limit: 1, routeId: old[0]!.id }))
+          .items
       assert.strictEqual(Route.toJson(entry!.before!), json(old[0]!))
     }).pipe(Effect.ensuring(Effect.orDie(PgRouteRepository.uninstall({ table }))))
   })
@@ -450,7 +454,11 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
       const process = () =>
         Effect.flatMap(
           Layer.build(TestDatabase.layer()),
-          (context) => PgRouteRepository.make({ table }).pipe(Effect.provide(context))
+          (context) =>
+            PgRouteRepository.makeContext({ table }).pipe(
+              Effect.map(Context.get(RouteRepository.Batches)),
+              Effect.provide(context)
+            )
         )
       const stores = [yield* process(), yield* process()]
       const SIZE = 50
@@ -461,7 +469,7 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
             const paths = [...Array.from({ length: SIZE - 1 }, (_, i) => `/race/${b}/${i}`), "/race/:id"]
             const operations = yield* Effect.forEach(paths, (path) =>
               Effect.map(body(path), (route) => ({ op: "create" as const, route })))
-            return yield* Effect.either(stores[b % 2]!.applyBatch!(operations))
+            return yield* Effect.either(stores[b % 2]!.applyBatch(operations))
           })),
         { concurrency: "unbounded" }
       )
@@ -537,7 +545,7 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
       const held = yield* Effect.flatMap(body("/held"), repo.create)
       const routes = yield* Effect.forEach([0, 1, 2, 3, 4, 5], (i) => Effect.flatMap(body(`/u/${i}`), repo.create))
       const [r0, r1, r2, r3, r4, r5] = routes as [Route.StoredRoute, ...Array<Route.StoredRoute>]
-      const start = (yield* repo.logAfter!(0, 0)).revision
+      const start = (yield* Logged.logAfter(0, 0)).revision
       const handler = (name: string) => ({ handler: name as Route.HandlerName })
       // All at the same moment: four that land (r0 twice, the second after the first) and four refusals of each kind.
       const results = yield* Effect.all(
@@ -583,7 +591,7 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
       assert.isTrue(revisions.every((revision, i) => i === 0 || revision > revisions[i - 1]!), `${revisions}`)
       // The log holds the four changes and nothing of the refused ones; each entry's before is the route as the
       // change before it in the batch left it.
-      const log = yield* repo.logAfter!(start, 100)
+      const log = yield* Logged.logAfter(start, 100)
       assert.deepStrictEqual(log.entries.map((entry) => [entry.revision, entry.action, entry.routeId]), [
         [revisions[0], "update", r0.id],
         [revisions[1], "update", r3!.id],
@@ -655,7 +663,7 @@ layer(TestDatabase.layer())("PgRouteRepository", (it) => {
       )
       // The two created routes have their entries; the revision numbered for the refused one is skipped, never reused.
       const [a, b] = [results[0]!, results[2]!].flatMap((result) => result._tag === "Right" ? [result.right] : [])
-      const entries = (yield* repo.history!({ limit: 10, action: "create" })).items
+      const entries = (yield* Logged.history({ limit: 10, action: "create" })).items
       assert.deepStrictEqual(entries.slice(0, 2).map((entry) => [entry.revision, entry.routeId]), [
         [b!.revision, b!.id],
         [a!.revision, a!.id]

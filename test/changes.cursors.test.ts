@@ -6,7 +6,7 @@
  * between the relay and the registry without a reset, and the relay's ETags are the registry's.
  */
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import * as Http from "node:http"
 import * as Net from "node:net"
 import * as AdminListener from "route-registry/AdminListener"
@@ -406,23 +406,25 @@ describe("a crowd resuming from the store's log", () => {
   it("is served in turn, at most 4 reads of the log at once, every client with its changes and no reset", async () => {
     let running = 0
     let most = 0
-    const counted = Layer.effect(
-      RouteRepository.RouteRepository,
-      Effect.map(RouteRepository.makeMemory, (store) => ({
-        ...store,
-        logAfter: (revision: number, limit: number) =>
-          Effect.acquireUseRelease(
-            Effect.sync(() => {
-              running++
-              most = Math.max(most, running)
-            }),
-            () => Effect.zipRight(Effect.sleep("20 millis"), store.logAfter!(revision, limit)),
-            () =>
+    const counted = Layer.effectContext(
+      Effect.map(RouteRepository.makeMemoryContext(), (context) => {
+        const log = Context.get(context, RouteRepository.ChangeLog)
+        return Context.add(context, RouteRepository.ChangeLog, {
+          history: log.history,
+          logAfter: (revision, limit) =>
+            Effect.acquireUseRelease(
               Effect.sync(() => {
-                running--
-              })
-          )
-      }))
+                running++
+                most = Math.max(most, running)
+              }),
+              () => Effect.zipRight(Effect.sleep("20 millis"), log.logAfter(revision, limit)),
+              () =>
+                Effect.sync(() => {
+                  running--
+                })
+            )
+        })
+      })
     )
     const listener = await AdminListener.fromLayer(
       Layer.merge(RouteTable.layerWith({ replayCapacity: 1 }).pipe(Layer.provide(counted)), tokens)

@@ -7,8 +7,9 @@ import { assert } from "@effect/vitest"
 import { Duration, Effect, Option } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Logged from "./logged.js"
 
-type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
+type Test = (name: string, body: () => Effect.Effect<void, unknown, Logged.Stored>) => void
 
 const repository = RouteRepository.RouteRepository
 
@@ -20,7 +21,7 @@ const create = (method: string, path: string) => Effect.flatMap(repository, (r) 
 const patch = (body: Record<string, unknown>) => Effect.runSync(Effect.orDie(Route.decodePatch(body)))
 
 const apply = (operations: ReadonlyArray<RouteRepository.BatchOperation>, options?: RouteRepository.BatchOptions) =>
-  Effect.flatMap(repository, (r) => r.applyBatch!(operations, options))
+  Logged.applyBatch(operations, options)
 
 // The stored routes as `METHOD path`, by id.
 const state = Effect.flatMap(
@@ -33,7 +34,7 @@ const state = Effect.flatMap(
     )
 )
 
-const newest = Effect.flatMap(repository, (r) => Effect.map(r.logAfter!(0, 0), (read) => read.revision))
+const newest = Effect.map(Logged.logAfter(0, 0), (read) => read.revision)
 
 const refusal = (error: unknown) => {
   assert.strictEqual((error as { _tag?: unknown })._tag, "BatchRefused", String(error))
@@ -41,7 +42,7 @@ const refusal = (error: unknown) => {
 }
 
 // Nothing changed: the same routes, and no revision taken.
-const unchanged = <A, E>(batch: Effect.Effect<A, E, RouteRepository.RouteRepository>) =>
+const unchanged = <A, E>(batch: Effect.Effect<A, E, Logged.Stored>) =>
   Effect.gen(function*() {
     const [before, revision] = [yield* state, yield* newest]
     const error = yield* Effect.flip(batch)
@@ -70,19 +71,19 @@ export const batchContract = (test: Test) => {
       const created = applied.results[0]!.route!
       assert.deepStrictEqual(yield* state, { [a.id]: "GET /a h2", [created.id]: "POST /c h" })
       assert.strictEqual((yield* Effect.flatMap(repository, (r) => r.findById(created.id))).revision, base + 1)
-      const page = yield* Effect.flatMap(repository, (r) => r.history!({ limit: 10, batch: applied.batch }))
+      const page = yield* Logged.history({ limit: 10, batch: applied.batch })
       assert.deepStrictEqual(page.items.map((e) => [e.revision, e.action, e.actor, e.batch, e.batchDescription]), [
         [base + 3, "delete", "alice", applied.batch, "move /b to /c"],
         [base + 2, "update", "alice", applied.batch, "move /b to /c"],
         [base + 1, "create", "alice", applied.batch, "move /b to /c"]
       ])
-      const read = yield* Effect.flatMap(repository, (r) => r.logAfter!(base, 10))
+      const read = yield* Logged.logAfter(base, 10)
       assert.deepStrictEqual(read.entries.map((e) => e.batchDescription), Array(3).fill("move /b to /c"))
       // Without a description, the entries hold none.
       const plain = yield* apply([{ op: "create", route: input("PUT", "/d") }])
-      const [entry] = (yield* Effect.flatMap(repository, (r) => r.history!({ limit: 1, batch: plain.batch }))).items
+      const [entry] = (yield* Logged.history({ limit: 1, batch: plain.batch })).items
       assert.isFalse("batchDescription" in entry!)
-      const other = yield* Effect.flatMap(repository, (r) => r.history!({ limit: 10, batch: Route.makeRouteId(1) }))
+      const other = yield* Logged.history({ limit: 10, batch: Route.makeRouteId(1) })
       assert.deepStrictEqual(other.items, [])
     }))
 
@@ -313,10 +314,10 @@ export const batchContract = (test: Test) => {
       const base = yield* newest
       yield* apply(Array.from({ length: 5 }, (_, i) => ({ op: "create", route: input("GET", `/r${i}`) }) as const))
       yield* create("GET", "/after")
-      const read = yield* Effect.flatMap(repository, (r) => r.logAfter!(base, 1))
+      const read = yield* Logged.logAfter(base, 1)
       assert.deepStrictEqual(read.entries.map((e) => e.revision), [1, 2, 3, 4, 5].map((n) => base + n))
       assert.isTrue(read.entries.every((e) => e.batchEnd === base + 5))
-      const rest = yield* Effect.flatMap(repository, (r) => r.logAfter!(base + 2, 1))
+      const rest = yield* Logged.logAfter(base + 2, 1)
       assert.deepStrictEqual(rest.entries.map((e) => e.revision), [3, 4, 5].map((n) => base + n))
     }))
 }

@@ -7,9 +7,10 @@ import { Effect, Either } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 
+import * as Logged from "./logged.js"
 import { create, json, update } from "./safeChangesContract.js"
 
-type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
+type Test = (name: string, body: () => Effect.Effect<void, unknown, Logged.Stored>) => void
 
 const repository = RouteRepository.RouteRepository
 
@@ -132,17 +133,17 @@ export const conditionsContract = (test: Test) => {
       const repo = yield* repository
       const created = yield* create({ method: "GET", path: "/r", handler: "h", when: GIVEN })
       const changed = yield* update(created.id, { when: null })
-      const entries = (yield* repo.history!({ limit: 10, routeId: created.id })).items
+      const entries = (yield* Logged.history({ limit: 10, routeId: created.id })).items
       assert.deepStrictEqual(entries.map((entry) => [json(entry.before), json(entry.after)]), [
         [json(created), json(changed)],
         [null, json(created)]
       ])
       assert.strictEqual(whenJson(entries[1]!.after!), CANONICAL)
-      const back = yield* repo.restore!(created.id, created.revision)
+      const back = yield* Logged.restore(created.id, created.revision)
       assert.strictEqual(Route.toJson(back.route), Route.toJson(created))
       yield* repo.remove(created.id)
       yield* create({ method: "GET", path: "/r", handler: "other", when: GIVEN })
-      const refused = yield* Effect.either(repo.restore!(created.id, created.revision))
+      const refused = yield* Effect.either(Logged.restore(created.id, created.revision))
       assert.isTrue(Either.isLeft(refused) && refused.left._tag === "RouteConflict")
       if (Either.isLeft(refused)) {
         assert.strictEqual(JSON.stringify((refused.left as RouteRepository.RouteConflict).when), CANONICAL)

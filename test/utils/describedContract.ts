@@ -7,8 +7,9 @@ import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Logged from "./logged.js"
 
-type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
+type Test = (name: string, body: () => Effect.Effect<void, unknown, Logged.Stored>) => void
 
 const repository = RouteRepository.RouteRepository
 
@@ -71,7 +72,7 @@ export const describedContract = (test: Test) => {
       const repo = yield* repository
       assert.strictEqual(Route.toJson(yield* repo.findById(created.id)), text)
       assert.strictEqual(Route.toJson((yield* repo.list({ limit: 10 })).items[0]!), text)
-      const [entry] = (yield* repo.history!({ limit: 1, routeId: created.id })).items
+      const [entry] = (yield* Logged.history({ limit: 1, routeId: created.id })).items
       assert.strictEqual(Route.toJson(entry!.after!), text)
     }))
 
@@ -163,12 +164,12 @@ export const describedContract = (test: Test) => {
         tags: ["one"]
       })
       const changed = yield* update(created.id, { description: "", tags: ["two"], middleware: [] })
-      const entries = (yield* repo.history!({ limit: 10, routeId: created.id })).items
+      const entries = (yield* Logged.history({ limit: 10, routeId: created.id })).items
       assert.deepStrictEqual(
         entries.map((entry) => [entry.before && Route.toJson(entry.before), entry.after && Route.toJson(entry.after)]),
         [[Route.toJson(created), Route.toJson(changed)], [null, Route.toJson(created)]]
       )
-      const back = yield* repo.restore!(created.id, created.revision)
+      const back = yield* Logged.restore(created.id, created.revision)
       assert.strictEqual(
         Route.toJson(back.route),
         Route.toJson(created).replace(
@@ -177,7 +178,7 @@ export const describedContract = (test: Test) => {
         )
       )
       yield* repo.remove(created.id)
-      const recreated = yield* repo.restore!(created.id, changed.revision)
+      const recreated = yield* Logged.restore(created.id, changed.revision)
       assert.strictEqual(recreated.route.description, undefined)
       assert.deepStrictEqual(recreated.route.tags, ["two"])
     }))

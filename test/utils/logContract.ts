@@ -7,10 +7,11 @@ import { assert } from "@effect/vitest"
 import { Effect, Layer, TestClock } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
+import * as Logged from "./logged.js"
 
 const NOW = Date.parse("2026-11-21T09:30:12.345Z")
 
-type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
+type Test = (name: string, body: () => Effect.Effect<void, unknown, Logged.Stored>) => void
 
 const repository = RouteRepository.RouteRepository
 
@@ -39,10 +40,9 @@ const restore = (
   revision: number,
   precondition?: RouteRepository.Precondition,
   options?: RouteRepository.WriteOptions
-) => Effect.flatMap(repository, (repo) => repo.restore!(id, revision, precondition, options))
+) => Logged.restore(id, revision, precondition, options)
 
-const history = (query: Partial<RouteRepository.HistoryQuery> = {}) =>
-  Effect.flatMap(repository, (repo) => repo.history!({ limit: 200, ...query }))
+const history = (query: Partial<RouteRepository.HistoryQuery> = {}) => Logged.history({ limit: 200, ...query })
 
 const findById = (id: string) => Effect.flatMap(repository, (repo) => repo.findById(id))
 
@@ -61,7 +61,7 @@ const tagOf = (error: unknown) => (error as { _tag?: unknown })._tag
 export const logContract = <R>(
   test: Test,
   it: Vitest.MethodsNonLive<R>,
-  limited: (historyCapacity: number) => Layer.Layer<RouteRepository.RouteRepository, unknown, R>
+  limited: (historyCapacity: number) => Layer.Layer<Logged.Stored, unknown, R>
 ) => {
   test("every change gets the next revision and an exact entry, newest first", () =>
     Effect.gen(function*() {

@@ -12,6 +12,7 @@ import { batchContract } from "./batchContract.js"
 import { conditionsContract } from "./conditionsContract.js"
 import { describedContract } from "./describedContract.js"
 import { logContract } from "./logContract.js"
+import * as Logged from "./logged.js"
 import { safeChangesContract } from "./safeChangesContract.js"
 
 const NOW = Date.parse("2026-11-21T09:30:12.345Z")
@@ -105,11 +106,11 @@ const assertConflict = (error: unknown, conflictingRouteId: string) => {
 
 export const repositoryContract = <R>(
   it: Vitest.MethodsNonLive<R>,
-  store: Layer.Layer<RouteRepository.RouteRepository, unknown, R>,
+  store: Layer.Layer<Logged.Stored, unknown, R>,
   /** The store with a change log of this capacity. */
-  limited: (historyCapacity: number) => Layer.Layer<RouteRepository.RouteRepository, unknown, R>
+  limited: (historyCapacity: number) => Layer.Layer<Logged.Stored, unknown, R>
 ) => {
-  const test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) =>
+  const test = (name: string, body: () => Effect.Effect<void, unknown, Logged.Stored>) =>
     it.effect(name, () =>
       Effect.gen(function*() {
         yield* TestClock.setTime(NOW)
@@ -270,12 +271,12 @@ export const repositoryContract = <R>(
   describe("conditions (docs/router.md: conditions)", () => conditionsContract(test))
 }
 
-type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
+type Test = (name: string, body: () => Effect.Effect<void, unknown, Logged.Stored>) => void
 
 const listing = <R>(
   test: Test,
   it: Vitest.MethodsNonLive<R>,
-  store: Layer.Layer<RouteRepository.RouteRepository, unknown, R>
+  store: Layer.Layer<Logged.Stored, unknown, R>
 ) => {
   test("an empty store lists an empty last page", () =>
     Effect.gen(function*() {

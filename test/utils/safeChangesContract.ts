@@ -7,8 +7,9 @@ import { Effect, Schema } from "effect"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
 import * as Split from "route-registry/Split"
+import * as Logged from "./logged.js"
 
-type Test = (name: string, body: () => Effect.Effect<void, unknown, RouteRepository.RouteRepository>) => void
+type Test = (name: string, body: () => Effect.Effect<void, unknown, Logged.Stored>) => void
 
 const repository = RouteRepository.RouteRepository
 
@@ -109,17 +110,17 @@ export const safeChangesContract = (test: Test) => {
       const repo = yield* repository
       const created = yield* create({ method: "GET", path: "/r", handler: "checkout", split: SPLIT })
       const changed = yield* update(created.id, { enabled: false, split: null })
-      const entries = (yield* repo.history!({ limit: 10, routeId: created.id })).items
+      const entries = (yield* Logged.history({ limit: 10, routeId: created.id })).items
       assert.deepStrictEqual(entries.map((entry) => [json(entry.before), json(entry.after)]), [
         [json(created), json(changed)],
         [null, json(created)]
       ])
-      const back = yield* repo.restore!(created.id, created.revision)
+      const back = yield* Logged.restore(created.id, created.revision)
       assert.strictEqual(Route.toJson(back.route), Route.toJson(created))
-      const again = yield* repo.restore!(created.id, changed.revision)
+      const again = yield* Logged.restore(created.id, changed.revision)
       assert.strictEqual(Route.toJson(again.route), Route.toJson(changed))
       yield* repo.remove(created.id)
-      const recreated = yield* repo.restore!(created.id, created.revision)
+      const recreated = yield* Logged.restore(created.id, created.revision)
       assert.deepStrictEqual(recreated.route.split, SPLIT)
       assert.strictEqual(recreated.route.enabled, undefined)
     }))

@@ -33,21 +33,28 @@ export const suspendingMemory: Named = [
   Layer.map(RouteRepository.layerMemory, (context) => {
     const memory = Context.get(context, RouteRepository.RouteRepository)
     const { createIdempotent } = Context.get(context, RouteRepository.Idempotent)
+    const { history, logAfter } = Context.get(context, RouteRepository.ChangeLog)
+    const { restore } = Context.get(context, RouteRepository.Restorable)
+    const { applyBatch } = Context.get(context, RouteRepository.Batches)
     return Context.make(RouteRepository.RouteRepository, {
-      ...memory,
       create: (input, options) => later(() => memory.create(input, options)),
       findById: (id) => later(() => memory.findById(id)),
       list: (query) => later(() => memory.list(query)),
       update: (id, patch, precondition, options) => later(() => memory.update(id, patch, precondition, options)),
-      remove: (id, precondition, options) => later(() => memory.remove(id, precondition, options)),
-      ...(memory.history === undefined ? {} : { history: (query) => later(() => memory.history!(query)) }),
-      ...(memory.restore === undefined ? {} : {
-        restore: (id, revision, precondition, options) =>
-          later(() => memory.restore!(id, revision, precondition, options))
-      })
+      remove: (id, precondition, options) => later(() => memory.remove(id, precondition, options))
     }).pipe(
       Context.add(RouteRepository.Idempotent, {
         createIdempotent: (input, idempotency, options) => later(() => createIdempotent(input, idempotency, options))
+      }),
+      Context.add(RouteRepository.ChangeLog, {
+        history: (query) => later(() => history(query)),
+        logAfter: (revision, limit) => later(() => logAfter(revision, limit))
+      }),
+      Context.add(RouteRepository.Restorable, {
+        restore: (id, revision, precondition, options) => later(() => restore(id, revision, precondition, options))
+      }),
+      Context.add(RouteRepository.Batches, {
+        applyBatch: (operations, options) => later(() => applyBatch(operations, options))
       })
     )
   })

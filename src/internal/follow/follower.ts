@@ -149,15 +149,10 @@ const opened = (state: State) => (stream: string | undefined) => {
 const readOnly = (operation: string) => Effect.fail(new RouteRepository.ReadOnlyStore({ operation }, true))
 
 /**
- * The follower's store: reads from its memory index, the change log from the registry it follows (`log`; after a
- * revision, through a catch-up stream from the process followed, so a relay resumes a cursor older than its ring
- * as a registry does from its store's log), writes and restores refused with `ReadOnlyStore`.
+ * The follower's store: reads from its memory index, writes refused with `ReadOnlyStore`.
  */
-export const store = (state: State, log: Log.Target): Store => {
-  const upstream: Log.Upstream = { history: log, changes: { ...state.settings.target, name: undefined } }
-  return RouteRepository.RouteRepository.of({
-    history: (query) => Log.history(log, query),
-    logAfter: (revision, limit) => Log.after(upstream, state.ring.store(), revision, limit),
+export const store = (state: State): Store =>
+  RouteRepository.RouteRepository.of({
     create: () => readOnly("create"),
     update: () => readOnly("update"),
     remove: () => readOnly("remove"),
@@ -170,6 +165,17 @@ export const store = (state: State, log: Log.Target): Store => {
       }),
     list: (query) => Effect.sync(() => Memory.listMemory(state.memory, query))
   })
+
+/**
+ * The follower's change log, the registry's it follows (`log`): after a revision, read through a catch-up stream from
+ * the process followed, so a relay resumes a cursor older than its ring as a registry does from its store's log.
+ */
+export const changeLog = (state: State, log: Log.Target): Context.Tag.Service<RouteRepository.ChangeLog> => {
+  const upstream: Log.Upstream = { history: log, changes: { ...state.settings.target, name: undefined } }
+  return {
+    history: (query) => Log.history(log, query),
+    logAfter: (revision, limit) => Log.after(upstream, state.ring.store(), revision, limit)
+  }
 }
 
 /** The follower's store read at once, from its memory index. */

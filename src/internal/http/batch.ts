@@ -207,11 +207,11 @@ export const batch: Steps = (core, request, principal) =>
         Answers.invalidRoute
       )
     )
-    const applyBatch = core.repository.applyBatch
-    if (applyBatch === undefined) return yield* refuse(NO_BATCHES)
+    const batches = core.batches
+    if (batches === undefined) return yield* refuse(NO_BATCHES)
     const keyed = dryRun ? undefined : requestKey
     const apply = () =>
-      applyBatch(operations, {
+      batches.applyBatch(operations, {
         actor: principal.id,
         dryRun,
         pathPrefixes: Ownership.guard(principal, undefined)?.pathPrefixes,

@@ -199,10 +199,10 @@ export const parseRestore = (body: unknown): Either.Either<number, ReadonlyArray
 // A page of the log, or of one route's (`routeId`).
 const page = (core: Core, request: Request, routeId: string | undefined): Effect.Effect<Response, Failure> =>
   Effect.gen(function*() {
-    const read = core.repository.history
-    if (read === undefined) return yield* refuse(NO_LOG)
+    const log = core.changeLog
+    if (log === undefined) return yield* refuse(NO_LOG)
     const query = yield* fromEither(Either.mapLeft(parseQuery(request.query, routeId), Answers.invalidQuery))
-    const page = yield* read(query)
+    const page = yield* log.history(query)
     // A route's history is not found only when the log holds nothing of it.
     if (routeId !== undefined && query.before === undefined && page.items.length === 0) {
       return Answers.routeNotFound(routeId)
@@ -223,11 +223,11 @@ export const restore: Steps = (core, request, principal, id) =>
     const dryRun = yield* fromEither(dryRunOf(request.query))
     const body = yield* Content.readJson(request, Content.CREATE_TYPES, core.limits)
     const revision = yield* fromEither(Either.mapLeft(parseRestore(body), invalidRestoreBody))
-    const restoreRoute = core.repository.restore
-    if (restoreRoute === undefined) return yield* refuse(NO_LOG)
+    const restorable = core.restorable
+    if (restorable === undefined) return yield* refuse(NO_LOG)
     const precondition = Ownership.guard(principal, Conditional.ifMatch(request.header("if-match")))
     const restored = (dryRun: boolean) =>
-      restoreRoute(id, revision, precondition, { actor: principal.id, dryRun }).pipe(
+      restorable.restore(id, revision, precondition, { actor: principal.id, dryRun }).pipe(
         Effect.catchTag("InvalidRestore", (refused) => refuse(invalidRestore(refused)))
       )
     // Where the host serves paths itself, the route the revision holds is seen first (a dry run), so that a restore

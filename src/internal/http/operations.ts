@@ -163,8 +163,8 @@ export const changes: Steps = (core, request, principal) =>
       Answers.invalidChangesQuery
     )
     const ahead = since === undefined ? undefined : ChangeStream.aheadOf(source.ring, since)
-    const logAfter = core.repository.logAfter
-    if (ahead !== undefined && logAfter !== undefined && ahead > (yield* logAfter(ahead, 0)).revision) {
+    const log = core.changeLog
+    if (ahead !== undefined && log !== undefined && ahead > (yield* log.logAfter(ahead, 0)).revision) {
       const path = (request.header(ChangeStream.LAST_EVENT_ID) ?? "") === "" ? "since" : "Last-Event-ID"
       return yield* refuse(Answers.invalidChangesQuery([{ path, message: ChangeStream.NOT_ISSUED }]))
     }

@@ -36,6 +36,12 @@ export interface Core {
   readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
   /** The store's creates once per idempotency key, when it offers them (`RouteRepository.Idempotent`). */
   readonly idempotent: Context.Tag.Service<RouteRepository.Idempotent> | undefined
+  /** The store's change log, when it keeps one (`RouteRepository.ChangeLog`): history, and the change stream's reads. */
+  readonly changeLog: Context.Tag.Service<RouteRepository.ChangeLog> | undefined
+  /** The store's restores, when it offers them (`RouteRepository.Restorable`). */
+  readonly restorable: Context.Tag.Service<RouteRepository.Restorable> | undefined
+  /** The store's change sets, when it applies them (`RouteRepository.Batches`). */
+  readonly batches: Context.Tag.Service<RouteRepository.Batches> | undefined
   /** The store serves reads only (`RouteRepository.ReadOnly`): writes are answered at once, unauthenticated. */
   readonly readOnly: boolean
   readonly limits: Content.BodyLimits

@@ -22,7 +22,7 @@ import type {
 import { withActor, withActorAndClock } from "./actor.js"
 import * as Batch from "./batch.js"
 import * as BatchKeys from "./batchKeys.js"
-import type { Idempotent, MemoryRead } from "./capabilities.js"
+import type { Batches, ChangeLog, Idempotent, MemoryRead, Restorable } from "./capabilities.js"
 import {
   type BatchRefused,
   IdempotencyKeyReused,
@@ -121,11 +121,14 @@ const overLimit = (
   }, true)
 }
 
-/** The memory store, its read at once, and its creates once per idempotency key. */
+/** The memory store and what it offers beside it. */
 export interface Memory {
   readonly repository: Context.Tag.Service<RouteRepository>
-  readonly read: Context.Tag.Service<MemoryRead>
+  readonly memoryRead: Context.Tag.Service<MemoryRead>
   readonly idempotent: Context.Tag.Service<Idempotent>
+  readonly changeLog: Context.Tag.Service<ChangeLog>
+  readonly restorable: Context.Tag.Service<Restorable>
+  readonly batches: Context.Tag.Service<Batches>
 }
 
 /**
@@ -319,7 +322,50 @@ export const make = (
             Log.append(log, Log.entry(revision, millis, actor, "delete", id, current, null))
             return Effect.succeed(revision)
           })
-      ),
+      )
+  }
+  const changeLog: Context.Tag.Service<ChangeLog> = {
+    history: (query) => Effect.sync(() => Log.page(log, query)),
+    logAfter: (revision, limit) =>
+      Effect.sync(() => ({ store, revision: memory.revision, ...Log.after(log, revision, limit, memory.revision) }))
+  }
+  const restorable: Context.Tag.Service<Restorable> = {
+    restore: (id, revision, precondition, options) =>
+      withActor(options, (actor) =>
+        Effect.clockWith((clock): Effect.Effect<Restored, WriteError | InvalidRestore> => {
+          const target = Log.at(log, revision)
+          if (target === undefined || target.routeId !== id) {
+            return Log.holds(log, id) || memory.byId.has(id)
+              ? Effect.fail(new InvalidRestore({ id, revision, reason: "not_in_log" }, true))
+              : notFound(id)
+          }
+          if (target.after === null) return Effect.fail(new InvalidRestore({ id, revision, reason: "deleted" }, true))
+          const fields = Rules.restoredFields(target.after)
+          // A prefix owner restores only what lies under its prefixes, then and now.
+          if (!Rules.withinPrefixes(precondition, fields.path)) {
+            return Effect.fail(new OutsidePrefixes({ id, path: fields.path }, true))
+          }
+          const change: Change = { actor, dryRun: options?.dryRun, restoredFrom: revision }
+          const millis = clock.unsafeCurrentTimeMillis()
+          const current = memory.byId.get(id)
+          if (current !== undefined) {
+            return Effect.map(replace(current, fields, precondition, millis, change), (route) => ({
+              route,
+              created: false
+            }))
+          }
+          // A route deleted has no current revision for If-Match to name.
+          if (precondition?.ifMatch !== undefined) {
+            return Effect.fail(new PreconditionFailed({ id, revision: 0 }, true))
+          }
+          const decided = insert(fields.input, millis, change)
+          if (Either.isLeft(decided)) return Effect.fail(decided.left)
+          return Either.isRight(decided.right)
+            ? Effect.succeed({ route: decided.right.right, created: true })
+            : Effect.fail(decided.right.left)
+        }))
+  }
+  const batches: Context.Tag.Service<Batches> = {
     // With a key, as `createIdempotent`: its answer (or its refusal, when kept) is kept in the same step as it is decided.
     applyBatch: (operations, options = {}) =>
       withActorAndClock(
@@ -359,44 +405,7 @@ export const make = (
           if (options.dryRun !== true) applyBatch(steps, applied.batch, millis, actor, options.description)
           return Effect.succeed(applied)
         }
-      ),
-    history: (query) => Effect.sync(() => Log.page(log, query)),
-    logAfter: (revision, limit) =>
-      Effect.sync(() => ({ store, revision: memory.revision, ...Log.after(log, revision, limit, memory.revision) })),
-    restore: (id, revision, precondition, options) =>
-      withActor(options, (actor) =>
-        Effect.clockWith((clock): Effect.Effect<Restored, WriteError | InvalidRestore> => {
-          const target = Log.at(log, revision)
-          if (target === undefined || target.routeId !== id) {
-            return Log.holds(log, id) || memory.byId.has(id)
-              ? Effect.fail(new InvalidRestore({ id, revision, reason: "not_in_log" }, true))
-              : notFound(id)
-          }
-          if (target.after === null) return Effect.fail(new InvalidRestore({ id, revision, reason: "deleted" }, true))
-          const fields = Rules.restoredFields(target.after)
-          // A prefix owner restores only what lies under its prefixes, then and now.
-          if (!Rules.withinPrefixes(precondition, fields.path)) {
-            return Effect.fail(new OutsidePrefixes({ id, path: fields.path }, true))
-          }
-          const change: Change = { actor, dryRun: options?.dryRun, restoredFrom: revision }
-          const millis = clock.unsafeCurrentTimeMillis()
-          const current = memory.byId.get(id)
-          if (current !== undefined) {
-            return Effect.map(replace(current, fields, precondition, millis, change), (route) => ({
-              route,
-              created: false
-            }))
-          }
-          // A route deleted has no current revision for If-Match to name.
-          if (precondition?.ifMatch !== undefined) {
-            return Effect.fail(new PreconditionFailed({ id, revision: 0 }, true))
-          }
-          const decided = insert(fields.input, millis, change)
-          if (Either.isLeft(decided)) return Effect.fail(decided.left)
-          return Either.isRight(decided.right)
-            ? Effect.succeed({ route: decided.right.right, created: true })
-            : Effect.fail(decided.right.left)
-        }))
+      )
   }
   // Read, decided and written without yielding: no other create with the key can start in between, so none is
   // ever in flight here, and the principal's bounds hold exactly.
@@ -420,5 +429,6 @@ export const make = (
           return Effect.succeed({ outcome: decided.right, replayed: false })
         }))
   }
-  return { repository, idempotent, read: { unsafeFindById: (id) => memory.byId.get(id) } }
+  const memoryRead = { unsafeFindById: (id: string) => memory.byId.get(id) }
+  return { repository, memoryRead, idempotent, changeLog, restorable, batches }
 }

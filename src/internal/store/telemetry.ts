@@ -3,10 +3,11 @@
  *
  * @internal
  */
-import type { Context, Exit } from "effect"
+import type { Exit } from "effect"
 import { Cause, Effect, Metric, Option } from "effect"
 import type * as RouteRepository from "../../RouteRepository.js"
 import { labels, LATENCY_MILLIS, NO_STACK, timed } from "../telemetry.js"
+import type { Capabilities } from "./capabilities.js"
 
 export const storeOperationDuration = Metric.histogram(
   "route_registry_store_operation_duration_ms",
@@ -55,31 +56,39 @@ const storeOperation = <A, E>(operation: StoreOperation, call: () => Effect.Effe
  * left as it is: a map's lookup with nothing to wait for or fail, seen in the request's span and metrics; through
  * `findById` it would cost a GET its kept answer and a fiber.
  */
-export const instrumentStore = (store: Store): Store => {
-  const { applyBatch, history, restore, ...rest } = store
+export const instrumentStore = (store: Store): Store => ({
+  create: (input, options) => storeOperation("create", () => store.create(input, options)),
+  findById: (id) => storeOperation("findById", () => store.findById(id)),
+  list: (query) => storeOperation("list", () => store.list(query)),
+  update: (id, patch, precondition, options) =>
+    storeOperation("update", () => store.update(id, patch, precondition, options)),
+  remove: (id, precondition, options) => storeOperation("remove", () => store.remove(id, precondition, options))
+})
+
+/**
+ * What the store offers beside it, each operation the routing API makes with a span and a duration, as
+ * `instrumentStore`'s: its idempotent creates, its log's pages, restores and change sets. What it does not measure
+ * is left as it is: the read at once, the change feed, and the log read after a revision (the change stream's, whose
+ * clients are measured by the request that opened them).
+ */
+export const instrumentCapabilities = (offered: Capabilities): Capabilities => {
+  const { batches, changeLog, idempotent, restorable } = offered
   return {
-    ...rest,
-    create: (input, options) => storeOperation("create", () => store.create(input, options)),
-    findById: (id) => storeOperation("findById", () => store.findById(id)),
-    list: (query) => storeOperation("list", () => store.list(query)),
-    update: (id, patch, precondition, options) =>
-      storeOperation("update", () => store.update(id, patch, precondition, options)),
-    remove: (id, precondition, options) => storeOperation("remove", () => store.remove(id, precondition, options)),
-    ...(history === undefined ? {} : { history: (query) => storeOperation("history", () => history(query)) }),
-    ...(restore === undefined ? {} : {
+    ...offered,
+    idempotent: idempotent && {
+      createIdempotent: (input, idempotency, options) =>
+        storeOperation("createIdempotent", () => idempotent.createIdempotent(input, idempotency, options))
+    },
+    changeLog: changeLog && {
+      history: (query) => storeOperation("history", () => changeLog.history(query)),
+      logAfter: changeLog.logAfter
+    },
+    restorable: restorable && {
       restore: (id, revision, precondition, options) =>
-        storeOperation("restore", () => restore(id, revision, precondition, options))
-    }),
-    ...(applyBatch === undefined ? {} : {
-      applyBatch: (operations, options) => storeOperation("applyBatch", () => applyBatch(operations, options))
-    })
+        storeOperation("restore", () => restorable.restore(id, revision, precondition, options))
+    },
+    batches: batches && {
+      applyBatch: (operations, options) => storeOperation("applyBatch", () => batches.applyBatch(operations, options))
+    }
   }
 }
-
-/** The store's creates once per idempotency key, with a span and a duration each, as `instrumentStore`'s. */
-export const instrumentIdempotent = (
-  idempotent: Context.Tag.Service<RouteRepository.Idempotent>
-): Context.Tag.Service<RouteRepository.Idempotent> => ({
-  createIdempotent: (input, idempotency, options) =>
-    storeOperation("createIdempotent", () => idempotent.createIdempotent(input, idempotency, options))
-})

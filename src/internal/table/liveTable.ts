@@ -6,9 +6,11 @@
  * @internal
  */
 import type { Clock, Context } from "effect"
-import { Cause, Duration, Effect, Either, Queue } from "effect"
+import { Cause, Duration, Effect, Queue } from "effect"
 import * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
+import type { Capabilities } from "../store/capabilities.js"
+import * as OwnWrites from "./ownWrites.js"
 import * as Recording from "./replayRecording.js"
 import type * as ReplayRing from "./replayRing.js"
 import * as RouteTree from "./routeTree.js"
@@ -17,7 +19,6 @@ import type { Status } from "./status.js"
 export type { Source, Status } from "./status.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
-type Idempotent = Context.Tag.Service<RouteRepository.Idempotent>
 
 /** When the table was last confirmed equal to the store, and whether the last try to confirm it failed. */
 interface Confirmed {
@@ -29,8 +30,11 @@ interface Confirmed {
 export interface Live {
   /** The store, with each change also applied to the table. */
   readonly store: Store
-  /** The store's idempotent creates, when it offers them, each new route also applied to the table. */
-  readonly idempotent: Idempotent | undefined
+  /**
+   * What the store offers beside it, its changes also applied to the table (idempotent creates, restores, change
+   * sets); its reads as they are. The change feed is the table's to follow: it is not offered on.
+   */
+  readonly offered: Capabilities
   readonly status: () => Status
   /** Follows the other processes' changes until interrupted; `undefined` for a store no other process changes. */
   readonly follow: Effect.Effect<never> | undefined
@@ -66,8 +70,8 @@ interface State {
   readonly store: Store
   /** The store's change feed, when other processes change it too. */
   readonly feed: RouteRepository.ChangeFeed | undefined
-  /** The store's creates once per idempotency key, when it offers them. */
-  readonly idempotent: Idempotent | undefined
+  /** What the store offers beside it. */
+  readonly offered: Capabilities
   readonly tree: RouteTree.Tree<Route.StoredRoute>
   /** Told of each route new to the table that came from the change feed (telemetry's propagation lag). */
   readonly arrived: ((route: Route.StoredRoute) => void) | undefined
@@ -186,75 +190,14 @@ const poll = (
     if (refused.length > 0) yield* skipped(refused)
   })
 
-// The change committed, so it is answered as such even when the table cannot hold the route.
-const applied = <E>(state: State, effect: Effect.Effect<Route.StoredRoute, E>) =>
-  Effect.tap(effect, (route) => {
-    const refused = upsert(state, route)
-    return refused === undefined ? settled(state) : Effect.zipRight(skipped([refused]), settled(state))
-  })
-
-const settled = (state: State): Effect.Effect<void> => state.recorder?.settled ?? Effect.void
-
-// The store, with each change also applied to the table before the change's Effect completes.
-const liveStore = (state: State): Store => {
-  const store = state.store
-  const restore = store.restore
-  const applyBatch = store.applyBatch
-  return RouteRepository.RouteRepository.of({
-    ...store,
-    // A batch enters the table in one step: no lookup between its changes sees part of it. A replay (an idempotency
-    // key's first answer again) changed nothing, and its routes may have changed since.
-    ...(applyBatch === undefined ? {} : {
-      applyBatch: (operations, options) =>
-        options?.dryRun === true ? applyBatch(operations, options) : Effect.tap(
-          applyBatch(operations, options),
-          ({ replayed, results }) => {
-            if (replayed === true) return Effect.void
-            const refused: Array<string> = []
-            results.forEach(({ route }, i) => {
-              const operation = operations[i]!
-              if (operation.op === "delete") return drop(state, operation.id)
-              const problem = upsert(state, route!)
-              if (problem !== undefined) refused.push(problem)
-            })
-            return refused.length === 0 ? settled(state) : Effect.zipRight(skipped(refused), settled(state))
-          }
-        )
-    }),
-    // Dry runs change nothing, so the table takes only real changes.
-    create: (input, options) =>
-      options?.dryRun === true ? store.create(input, options) : applied(state, store.create(input, options)),
-    update: (id, patch, precondition, options) =>
-      options?.dryRun === true
-        ? store.update(id, patch, precondition, options)
-        : applied(state, store.update(id, patch, precondition, options)),
-    remove: (id, precondition, options) =>
-      options?.dryRun === true
-        ? store.remove(id, precondition, options)
-        : Effect.tap(
-          store.remove(id, precondition, options),
-          () => Effect.zipRight(Effect.sync(() => drop(state, id)), settled(state))
-        ),
-    ...(restore === undefined ? {} : {
-      restore: (id, revision, precondition, options) =>
-        options?.dryRun === true
-          ? restore(id, revision, precondition, options)
-          : Effect.tap(restore(id, revision, precondition, options), (restored) =>
-            applied(state, Effect.succeed(restored.route)))
-    })
-  })
-}
-
-// The store's idempotent creates, each new route also applied to the table. A replay gives the first answer again,
-// which may name a route since changed or removed: only a new route goes into the table.
-const liveIdempotent = (state: State, idempotent: Idempotent): Idempotent => ({
-  createIdempotent: (input, idempotency, options) =>
-    Effect.tap(idempotent.createIdempotent(input, idempotency, options), (remembered) => {
-      const created = !remembered.replayed && Either.isRight(remembered.outcome)
-      const refused = created ? upsert(state, remembered.outcome.right) : undefined
-      const told = created ? settled(state) : Effect.void
-      return Effect.zipRight(refused === undefined ? Effect.void : skipped([refused]), told)
-    })
+// What a change made through this process does to the table.
+const takerOf = (state: State): OwnWrites.Taker => ({
+  upsert: (route) => upsert(state, route),
+  drop: (id) => drop(state, id),
+  settled: (refused) => {
+    const recorded = state.recorder?.settled ?? Effect.void
+    return refused.length === 0 ? recorded : Effect.zipRight(skipped(refused), recorded)
+  }
 })
 
 const statusOf = (state: State): Status => {
@@ -289,18 +232,18 @@ const statusOf = (state: State): Status => {
  */
 export const make = (
   store: Store,
-  feed: RouteRepository.ChangeFeed | undefined,
-  idempotent: Idempotent | undefined,
+  offered: Capabilities,
   tree: RouteTree.Tree<Route.StoredRoute>,
   ring: ReplayRing.ReplayRing,
   arrived?: (route: Route.StoredRoute) => void
 ): Effect.Effect<Live, RouteRepository.StoreUnavailable> =>
   Effect.gen(function*() {
-    const log = store.logAfter
+    const log = offered.changeLog?.logAfter
+    const feed = offered.feed
     // The newest revision before the load: the table as loaded holds every change up to it, and some after it, which
     // the ring then reads again from the log.
     const first = log === undefined ? undefined : yield* Effect.either(log(0, 0))
-    const state = stateOf(yield* Effect.clock, store, feed, idempotent, tree, arrived)
+    const state = stateOf(yield* Effect.clock, store, offered, tree, arrived)
     if (feed === undefined) {
       yield* load(state, undefined)
     } else {
@@ -329,17 +272,17 @@ export const make = (
  */
 export const resume = (
   store: Store,
-  feed: RouteRepository.ChangeFeed | undefined,
-  idempotent: Idempotent | undefined,
+  offered: Capabilities,
   tree: RouteTree.Tree<Route.StoredRoute>,
   ring: ReplayRing.ReplayRing,
   arrived?: (route: Route.StoredRoute) => void
 ): Effect.Effect<Live | undefined, RouteRepository.StoreUnavailable> =>
   Effect.gen(function*() {
-    const log = store.logAfter
+    const log = offered.changeLog?.logAfter
+    const feed = offered.feed
     const from = ring.store()
     if (log === undefined || from === undefined) return undefined
-    const state = stateOf(yield* Effect.clock, store, feed, idempotent, tree, arrived)
+    const state = stateOf(yield* Effect.clock, store, offered, tree, arrived)
     // Taken first: what the log's reads do not see yet, the feed gives from this cursor on.
     if (feed !== undefined) state.cursor = yield* feed.cursor
     const refused: Array<string> = []
@@ -362,15 +305,14 @@ export const resume = (
 const stateOf = (
   clock: Clock.Clock,
   store: Store,
-  feed: RouteRepository.ChangeFeed | undefined,
-  idempotent: Idempotent | undefined,
+  offered: Capabilities,
   tree: RouteTree.Tree<Route.StoredRoute>,
   arrived: ((route: Route.StoredRoute) => void) | undefined
 ): State => ({
   clock,
   store,
-  feed,
-  idempotent,
+  feed: offered.feed,
+  offered,
   tree,
   arrived,
   recorder: undefined,
@@ -383,10 +325,18 @@ const stateOf = (
 // The table from here on: every change it takes is told to `recording`.
 const liveOf = (state: State, recording: Recording.Recording): Live => {
   state.recorder = recording.recorder
-  const feed = state.feed
+  const { feed, offered } = state
+  const { batches, idempotent, restorable } = offered
+  const taker = takerOf(state)
   return {
-    store: liveStore(state),
-    idempotent: state.idempotent === undefined ? undefined : liveIdempotent(state, state.idempotent),
+    store: OwnWrites.store(taker, state.store),
+    offered: {
+      ...offered,
+      feed: undefined,
+      idempotent: idempotent && OwnWrites.idempotent(taker, idempotent),
+      restorable: restorable && OwnWrites.restorable(taker, restorable),
+      batches: batches && OwnWrites.batches(taker, batches)
+    },
     status: () => statusOf(state),
     follow: feed === undefined ? undefined : follow(state, feed),
     record: recording.run

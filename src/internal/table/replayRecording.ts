@@ -55,7 +55,7 @@ const recordEntry = (ring: ReplayRing.ReplayRing, entry: RouteRepository.History
   ring.upserted(storedAt(after, entry.revision), entry.revision, undefined, batch)
 }
 
-type LogAfter = NonNullable<Store["logAfter"]>
+type LogAfter = Context.Tag.Service<RouteRepository.ChangeLog>["logAfter"]
 
 // Every route of the store, page by page.
 const allRoutes = (

@@ -25,6 +25,7 @@ import {
 import { identity } from "effect/Function"
 import type * as Route from "../../Route.js"
 import * as RouteRepository from "../../RouteRepository.js"
+import * as Capabilities from "../store/capabilities.js"
 import * as BootstrapFile from "./bootstrapFile.js"
 import * as LiveTable from "./liveTable.js"
 import * as ReplayRing from "./replayRing.js"
@@ -34,17 +35,14 @@ import * as Impl from "./table.js"
 import * as Telemetry from "./telemetry.js"
 
 type Store = Context.Tag.Service<RouteRepository.RouteRepository>
-type Idempotent = Context.Tag.Service<RouteRepository.Idempotent>
 
 /** What the table's layer provides. */
 export interface Parts {
   readonly table: Impl.TableImpl<Route.StoredRoute>
   readonly ring: ReplayRing.ReplayRing
   readonly store: Store
-  /** The store's read at once, when it offers one: provided beside the table's store as it is. */
-  readonly memoryRead: Context.Tag.Service<RouteRepository.MemoryRead> | undefined
-  /** The store's idempotent creates, when it offers them, as the table changes them. */
-  readonly idempotent: Idempotent | undefined
+  /** What the store offers beside it, as the table changes it (`LiveTable.Live`'s `offered`). */
+  readonly offered: Capabilities.Capabilities
   readonly status: () => LiveTable.Status
 }
 
@@ -85,8 +83,7 @@ const started = (table: Impl.TableImpl<Route.StoredRoute>, ring: ReplayRing.Repl
   Effect.gen(function*() {
     const live = yield* start(
       yield* RouteRepository.RouteRepository,
-      Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.Feed)),
-      Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.Idempotent)),
+      yield* Capabilities.capabilities,
       table.tree,
       ring,
       yield* Telemetry.arrivals
@@ -108,15 +105,7 @@ export const plain = (capacity: number) =>
     const table = new Impl.TableImpl<Route.StoredRoute>()
     const ring = ReplayRing.make(capacity)
     const live = yield* liveOn(table, ring)
-    const memoryRead = Option.getOrUndefined(yield* Effect.serviceOption(RouteRepository.MemoryRead))
-    return {
-      table,
-      ring,
-      store: live.store,
-      memoryRead,
-      idempotent: live.idempotent,
-      status: live.status
-    } satisfies Parts
+    return { table, ring, store: live.store, offered: live.offered, status: live.status } satisfies Parts
   })
 
 const reasonOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
@@ -131,34 +120,41 @@ const standIn = (reason: () => string): Store => {
     findById: fail,
     list: fail,
     update: fail,
-    remove: fail,
-    history: fail,
-    logAfter: fail,
-    restore: fail,
-    applyBatch: fail
+    remove: fail
   })
 }
 
 // A store that forwards each call to `current()`, so the routing API built over it reaches the real store once there.
-const forwarding = (current: () => Store): Store => {
-  const absent = (name: string) => Effect.fail(unavailable(`the store does not offer ${name}`))
-  return RouteRepository.RouteRepository.of({
+const forwarding = (current: () => Store): Store =>
+  RouteRepository.RouteRepository.of({
     create: (...args) => current().create(...args),
     findById: (id) => current().findById(id),
     list: (query) => current().list(query),
     update: (...args) => current().update(...args),
-    remove: (...args) => current().remove(...args),
-    history: (query) => current().history?.(query) ?? absent("history"),
-    logAfter: (revision, limit) => current().logAfter?.(revision, limit) ?? absent("logAfter"),
-    restore: (...args) => current().restore?.(...args) ?? absent("restore"),
-    applyBatch: (...args) => current().applyBatch?.(...args) ?? absent("applyBatch")
+    remove: (...args) => current().remove(...args)
   })
-}
 
-// Idempotent creates that forward to `current()`'s, failing as `reason()` says while there are none.
-const forwardingIdempotent = (current: () => Idempotent | undefined, reason: () => string): Idempotent => ({
-  createIdempotent: (...args) => current()?.createIdempotent(...args) ?? Effect.fail(unavailable(reason()))
-})
+// What a store may offer beside it, forwarded to what `current()` offers once there is a store (the table's start
+// cannot know before it is built): failing as `reason()` says until then, and as absent when it does not offer it.
+const forwardingOffered = (
+  current: () => Capabilities.Capabilities | undefined,
+  reason: () => string
+): Capabilities.Capabilities => {
+  const absent = (name: string) =>
+    Effect.fail(unavailable(current() === undefined ? reason() : `the store does not offer ${name}`))
+  return {
+    ...Capabilities.NONE,
+    idempotent: {
+      createIdempotent: (...args) => current()?.idempotent?.createIdempotent(...args) ?? absent("createIdempotent")
+    },
+    changeLog: {
+      history: (query) => current()?.changeLog?.history(query) ?? absent("history"),
+      logAfter: (revision, limit) => current()?.changeLog?.logAfter(revision, limit) ?? absent("logAfter")
+    },
+    restorable: { restore: (...args) => current()?.restorable?.restore(...args) ?? absent("restore") },
+    batches: { applyBatch: (...args) => current()?.batches?.applyBatch(...args) ?? absent("applyBatch") }
+  }
+}
 
 /** What the table routes from until its store is built: a snapshot, a bootstrap file, or neither (the start waits). */
 type Fallback =
@@ -305,15 +301,13 @@ export const fromFiles = <E, R>(
     const ring = ReplayRing.make(capacity)
     const table = new Impl.TableImpl<Route.StoredRoute>(placed(fallback, ring))
     let store = standIn(() => lastError)
-    let idempotent: Idempotent | undefined = undefined
-    let noIdempotent = () => lastError
+    let offered: Capabilities.Capabilities | undefined = undefined
     let status = () => fallbackStatus(fallback, clock.unsafeCurrentTimeMillis(), lastError)
     const parts: Parts = {
       table,
       ring,
       store: forwarding(() => store),
-      memoryRead: undefined,
-      idempotent: forwardingIdempotent(() => idempotent, () => noIdempotent()),
+      offered: forwardingOffered(() => offered, () => lastError),
       status: () => status()
     }
     yield* Effect.logWarning(
@@ -377,8 +371,7 @@ export const fromFiles = <E, R>(
         return live
       }))
       store = live.store
-      idempotent = live.idempotent
-      noIdempotent = () => "the store does not offer createIdempotent"
+      offered = live.offered
       status = live.status
       cue()
     })
