@@ -9,7 +9,7 @@
  *   table's end or at random places;
  * - routing p50 and p99 on a follower of 10,000 routes while its registry takes a stream of changes (`--rate`, default
  *   100 a second), `--rounds R` (default 3) rounds of `--seconds S` (default 10) without and R with SNAPSHOT_FILE,
- *   taken in turn, and the medians of each;
+ *   taken in turn, and the medians of each; `--warmup W` milliseconds of requests (default 0) before each round counts;
  * - `--kills N` (default 200): the kill loop of test/reliability/killed.test.ts, `--lanes L` followers (default 4)
  *   living and killed at once, each with a snapshot file of its own, while one writer pours changes in; each follower
  *   is killed at a random instant up to `--life` milliseconds (default 2,000) after it listens.
@@ -316,8 +316,9 @@ const changingRegistry = async (rate: number) => {
   }
 }
 
-// Routing latency on a follower of `upstream` for `seconds`, with or without a snapshot file (a new one each round,
-// so every round's follower writes its first snapshot too), 4 clients on kept-alive connections.
+// Routing latency on a follower of `upstream` for `seconds`, with or without a snapshot file (a new one each round),
+// 4 clients on kept-alive connections. The clients run `warmup` milliseconds before the latencies count (`--warmup`,
+// default 0): a follower's first snapshot serialises every route once, a cost of its start rather than of its writes.
 const routingRound = async (upstream: string, withSnapshot: boolean, seconds: number, round: number) => {
   const follower = start({
     FOLLOW_URL: upstream,
@@ -327,13 +328,14 @@ const routingRound = async (upstream: string, withSnapshot: boolean, seconds: nu
   const { origin } = await listeningOrigin(follower, "follower", 600_000)
   while ((await fetch(`${origin}/seed/${SEEDED - 1}/x`).then((answer) => answer.status)) !== 200) await pause(50)
   const latencies: Array<number> = []
-  const until = performance.now() + seconds * 1000
+  const from = performance.now() + option("warmup", 0)
+  const until = from + seconds * 1000
   const client = async () => {
     while (performance.now() < until) {
       const began = performance.now()
       const answer = await fetch(`${origin}/seed/${Math.floor(Math.random() * SEEDED)}/x`)
       await answer.arrayBuffer()
-      latencies.push(performance.now() - began)
+      if (began >= from) latencies.push(performance.now() - began)
     }
   }
   await Promise.all([client(), client(), client(), client()])
