@@ -194,6 +194,9 @@ describe("the snapshot writer", () => {
         read.entries.map(({ route }) => `${route.revision} ${Route.toJson(route)}`),
         later.map((r) => `${r.revision} ${Route.toJson(r)}`)
       )
+      // The routes read keep their lines as the file had them: written again, the same bytes.
+      yield* SnapshotFile.write(Path.join(dir, "again"), content(read.entries.map((entry) => entry.route)))
+      assert.isTrue(Fs.readFileSync(Path.join(dir, "again")).equals(bytes))
     }))
 
   it.effect("writes at most once per interval however many changes arrive, and once more at the end", () =>

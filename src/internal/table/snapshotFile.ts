@@ -114,6 +114,15 @@ const endsChunk = (route: Route.StoredRoute): boolean => {
 // Each route's line, made once: a chunk made again for a route changed beside them serialises only that route.
 const lines = new WeakMap<Route.StoredRoute, string>()
 
+/**
+ * Keeps `json`, the route's `Route.toJson` as it arrived (a registry's event, a snapshot's line), as the route's line:
+ * the first write after a start then serialises no route again. `undefined` (a text not known to be canonical) keeps
+ * nothing, and the line is made when a write needs it.
+ */
+export const keepLine = (route: Route.StoredRoute, json: string | undefined): void => {
+  if (json !== undefined) lines.set(route, `${route.revision} ${json}\n`)
+}
+
 const lineOf = (route: Route.StoredRoute): string => {
   let line = lines.get(route)
   if (line === undefined) {
@@ -160,6 +169,7 @@ const entryOf = (line: string): Entry | undefined => {
   if (decoded === undefined) return undefined
   const { createdAt, handler, id, method, middleware, path } = decoded
   const route = new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
+  keepLine(route, decoded.text)
   return { route, parsed: decoded.parsed }
 }
 
