@@ -4,15 +4,18 @@
  *   100,000 routes, from its spawn to its first answer from a stored route; beside it, the host's own start-up (a
  *   memory-store `npm start`, spawn to listening), and the library's part alone in this process (wall and CPU time);
  * - the snapshot file at 100,000 routes: bytes per route, the time to write it (encode, fsync, rename) and to read it;
+ * - what a follower's writer pays per snapshot of 10,000 and of 100,000 routes: CPU time (every thread), time on the
+ *   event loop (the request path's share) and wall time, for its first write and for writes after 100 changes at the
+ *   table's end or at random places;
  * - routing p50 and p99 on a follower of 10,000 routes while its registry takes a stream of changes (`--rate`, default
  *   100 a second), `--rounds R` (default 3) rounds of `--seconds S` (default 10) without and R with SNAPSHOT_FILE,
- *   taken in turn, and the medians of each;
+ *   taken in turn, and the medians of each; `--warmup W` milliseconds of requests (default 0) before each round counts;
  * - `--kills N` (default 200): the kill loop of test/reliability/killed.test.ts, `--lanes L` followers (default 4)
  *   living and killed at once, each with a snapshot file of its own, while one writer pours changes in; each follower
  *   is killed at a random instant up to `--life` milliseconds (default 2,000) after it listens.
  *
- * Run `npm run bench:resilience` (it builds first); `--kills 0` skips the kill loop; `--start-only`, `--routing-only`,
- * `--kills-only` run one part alone.
+ * Run `npm run bench:resilience` (it builds first); `--kills 0` skips the kill loop; `--start-only`, `--writes-only`,
+ * `--routing-only`, `--kills-only` run one part alone.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
@@ -168,7 +171,7 @@ const writeAndRead = async (count: number) => {
   let bytes = 0
   for (let i = 0; i < 5; i++) {
     const began = performance.now()
-    bytes = await Effect.runPromise(Effect.orDie(SnapshotFile.write(file, content)))
+    bytes = (await Effect.runPromise(Effect.orDie(SnapshotFile.write(file, content)))).bytes
     writes.push(performance.now() - began)
     const read = performance.now()
     const decoded = await Effect.runPromise(SnapshotFile.read(file, "follower"))
@@ -177,6 +180,82 @@ const writeAndRead = async (count: number) => {
   }
   return { bytesPerRoute: bytes / count, writeMillis: median(writes), readMillis: median(reads) }
 }
+
+interface WriteCost {
+  /** The process's CPU time, every thread (the event loop's work, the thread pool's hash and I/O). */
+  readonly cpu: number
+  /** The event loop's active time (the capture of the table and the write's slices): what the request path gives up. */
+  readonly busy: number
+  readonly wall: number
+}
+
+const medianCost = (costs: ReadonlyArray<WriteCost>): WriteCost => ({
+  cpu: median(costs.map((cost) => cost.cpu)),
+  busy: median(costs.map((cost) => cost.busy)),
+  wall: median(costs.map((cost) => cost.wall))
+})
+
+// What a follower's writer pays per snapshot of `count` routes, held as its table holds them (a Map by id, captured
+// with Array.from): its first write (every line made), then 10 writes after 100 changes each, `at` the table's end
+// (creates, and deletes of the latest: the routing rounds' stream) or at random places (updates); medians of the 10.
+const writeCost = async (count: number, at: "end" | "random") => {
+  const { Effect } = await import("effect")
+  const file = Path.join(dir, "cost.snapshot")
+  const table = new Map(routes(count).map((route) => [route.id as string, route]))
+  const kept = SnapshotFile.kept()
+  let revision = count
+  let latest: Array<string> = []
+  const once = async (): Promise<WriteCost> => {
+    const cpu = process.cpuUsage()
+    const loop = performance.eventLoopUtilization()
+    const began = performance.now()
+    const content: SnapshotFile.Content = {
+      kind: "follower",
+      store: "0123456789abcdef",
+      revision,
+      confirmedAt: new Date(),
+      routes: Array.from(table.values())
+    }
+    await Effect.runPromise(Effect.orDie(SnapshotFile.write(file, content, kept)))
+    const used = process.cpuUsage(cpu)
+    const busy = performance.eventLoopUtilization(loop).active
+    return { cpu: (used.user + used.system) / 1000, busy, wall: performance.now() - began }
+  }
+  const change = () => {
+    const ids = [...table.keys()]
+    const next: Array<string> = []
+    for (let i = 0; i < 100; i++) {
+      revision++
+      const id = at === "end" ? Route.makeRouteId(Date.now()) : ids[Math.floor(Math.random() * ids.length)]!
+      const before = table.get(id)
+      if (at === "end") next.push(id)
+      table.set(
+        id,
+        new Route.StoredRoute({
+          id: id as Route.RouteId,
+          method: "GET" as Route.HttpMethod,
+          path: (before?.path ?? `/c/${revision}/:p`) as Route.RoutePath,
+          middleware: [],
+          handler: "echo" as Route.HandlerName,
+          createdAt: new Date(),
+          revision
+        })
+      )
+    }
+    for (const id of latest) table.delete(id)
+    latest = next
+  }
+  const first = await once()
+  const later: Array<WriteCost> = []
+  for (let i = 0; i < 10; i++) {
+    change()
+    later.push(await once())
+  }
+  return { first, later: medianCost(later) }
+}
+
+const costText = (cost: WriteCost) =>
+  `${fixed(cost.cpu)} ms CPU, ${fixed(cost.busy)} ms on the event loop, ${fixed(cost.wall)} ms wall`
 
 // One request on a connection of its own (no keep-alive): a loaded registry closing an idle kept-alive connection as
 // the next request goes out fails that request (`other side closed`), and a create may or may not have been applied.
@@ -237,8 +316,9 @@ const changingRegistry = async (rate: number) => {
   }
 }
 
-// Routing latency on a follower of `upstream` for `seconds`, with or without a snapshot file (a new one each round,
-// so every round's follower writes its first snapshot too), 4 clients on kept-alive connections.
+// Routing latency on a follower of `upstream` for `seconds`, with or without a snapshot file (a new one each round),
+// 4 clients on kept-alive connections. The clients run `warmup` milliseconds before the latencies count (`--warmup`,
+// default 0): a follower's first snapshot serialises every route once, a cost of its start rather than of its writes.
 const routingRound = async (upstream: string, withSnapshot: boolean, seconds: number, round: number) => {
   const follower = start({
     FOLLOW_URL: upstream,
@@ -248,13 +328,14 @@ const routingRound = async (upstream: string, withSnapshot: boolean, seconds: nu
   const { origin } = await listeningOrigin(follower, "follower", 600_000)
   while ((await fetch(`${origin}/seed/${SEEDED - 1}/x`).then((answer) => answer.status)) !== 200) await pause(50)
   const latencies: Array<number> = []
-  const until = performance.now() + seconds * 1000
+  const from = performance.now() + option("warmup", 0)
+  const until = from + seconds * 1000
   const client = async () => {
     while (performance.now() < until) {
       const began = performance.now()
       const answer = await fetch(`${origin}/seed/${Math.floor(Math.random() * SEEDED)}/x`)
       await answer.arrayBuffer()
-      latencies.push(performance.now() - began)
+      if (began >= from) latencies.push(performance.now() - began)
     }
   }
   await Promise.all([client(), client(), client(), client()])
@@ -266,8 +347,9 @@ const fixed = (n: number) => n.toFixed(1)
 
 const main = async () => {
   console.log(`node ${process.version}, ${Os.cpus().length} cores, load average ${Os.loadavg()[0]!.toFixed(1)}`)
-  const only = ["start", "routing", "kills"].find((part) => process.argv.includes(`--${part}-only`))
+  const only = ["start", "writes", "routing", "kills"].find((part) => process.argv.includes(`--${part}-only`))
   if (only === undefined || only === "start") await startFigures()
+  if (only === undefined || only === "writes") await writeFigures()
   if (only === undefined || only === "routing") await routingFigures(option("rounds", 3), option("seconds", 10))
   if (only === undefined || only === "kills") await killLoop(option("kills", 200), option("lanes", 4))
   console.log(`load average at the end ${Os.loadavg()[0]!.toFixed(1)}`)
@@ -305,6 +387,18 @@ const startFigures = async () => {
     `snapshot of 100,000 routes: ${fixed(at.bytesPerRoute)} bytes/route, write ${fixed(at.writeMillis)} ms ` +
       `(encode, fsync, rename, folder fsync), read and check ${fixed(at.readMillis)} ms`
   )
+}
+
+const writeFigures = async () => {
+  for (const count of [10_000, 100_000]) {
+    for (const at of ["end", "random"] as const) {
+      const cost = await writeCost(count, at)
+      console.log(
+        `snapshot write of ${count} routes: the first ${costText(cost.first)}; after 100 changes ` +
+          `${at === "end" ? "at the end" : "at random places"} (median of 10) ${costText(cost.later)}`
+      )
+    }
+  }
 }
 
 // Rounds without and with snapshots taken in turn against one registry under one stream of changes, so a load that

@@ -217,7 +217,10 @@ export const layer = (
     const ring = ReplayRing.make(settings.replayCapacity)
     const state = yield* FollowState.makeState(ring, settings)
     const { bootstrapFile, snapshotFile } = options
-    if (snapshotFile !== undefined) yield* Files.startFromSnapshot(state, snapshotFile)
+    if (snapshotFile !== undefined) {
+      Files.keepLines(state)
+      yield* Files.startFromSnapshot(state, snapshotFile)
+    }
     yield* Effect.forkScoped(FollowState.logger(state))
     yield* Effect.forkScoped(Follower.follow(state).pipe(Effect.onExit(logStopped)))
     const failed = (reason: string) => new FollowFailed({ url: Urls.redacted(options.url), reason })

@@ -9,10 +9,11 @@ import { Effect, Either, Fiber, TestClock } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as Route from "route-registry/Route"
 import * as RouteTable from "route-registry/RouteTable"
 import * as SnapshotFile from "../src/internal/table/snapshotFile.js"
 import * as FakeRegistry from "./utils/fakeRegistry.js"
-import { differences, follow, route } from "./utils/followers.js"
+import { changed, differences, follow, route } from "./utils/followers.js"
 import { eventually } from "./utils/waiting.js"
 
 const TOKEN = "reader"
@@ -155,6 +156,49 @@ describe("a follower's bootstrap file", () => {
 })
 
 describe("the snapshot writer", () => {
+  it.effect("reuses the unchanged parts of its last file, and writes exactly what a first write of the table would", () =>
+    Effect.gen(function*() {
+      const dir = folder()
+      const content = (routes: ReadonlyArray<Route.StoredRoute>): SnapshotFile.Content => ({
+        kind: "follower",
+        store: "0123456789abcdef",
+        revision: 7,
+        confirmedAt: new Date(0),
+        routes
+      })
+      const table = Array.from({ length: 3_000 }, (_, i) => route("GET", `/t/${i}`))
+      const kept = SnapshotFile.kept()
+      yield* SnapshotFile.write(Path.join(dir, "kept"), content(table), kept)
+      const before = new Set(kept.chunks.values())
+      // Changes at the end, as a stream of creates makes them: every chunk but the last is the same.
+      const grown = [...table, route("GET", "/t/new")]
+      yield* SnapshotFile.write(Path.join(dir, "kept"), content(grown), kept)
+      const reused = [...kept.chunks.values()].filter((chunk) => before.has(chunk)).length
+      assert.strictEqual(reused, kept.chunks.size - 1)
+      // Changes anywhere: routes updated in place, removed and added in the middle, the first and the last removed.
+      const later = grown.slice(1, -1).flatMap((r, i) =>
+        i % 97 === 0
+          ? []
+          : i % 89 === 0
+          ? [changed(r, { handler: "g" as Route.HandlerName })]
+          : i % 83 === 0
+          ? [r, route("PUT", `/u/${i}`)]
+          : [r]
+      )
+      yield* SnapshotFile.write(Path.join(dir, "kept"), content(later), kept)
+      yield* SnapshotFile.write(Path.join(dir, "fresh"), content(later))
+      const bytes = Fs.readFileSync(Path.join(dir, "kept"))
+      assert.isTrue(bytes.equals(Fs.readFileSync(Path.join(dir, "fresh"))))
+      const read = Either.getOrThrow(SnapshotFile.decode(bytes, "follower"))
+      assert.deepStrictEqual(
+        read.entries.map(({ route }) => `${route.revision} ${Route.toJson(route)}`),
+        later.map((r) => `${r.revision} ${Route.toJson(r)}`)
+      )
+      // The routes read keep their lines as the file had them: written again, the same bytes.
+      yield* SnapshotFile.write(Path.join(dir, "again"), content(read.entries.map((entry) => entry.route)))
+      assert.isTrue(Fs.readFileSync(Path.join(dir, "again")).equals(bytes))
+    }))
+
   it.effect("writes at most once per interval however many changes arrive, and once more at the end", () =>
     Effect.gen(function*() {
       const file = Path.join(folder(), "table.snapshot")

@@ -66,8 +66,10 @@ const unplace = (state: State, id: string): boolean => {
 
 const put = (state: State, revised: Revised, batch?: ReplayRing.BatchMark): void => {
   const stored = place(state, revised)
-  if (stored !== undefined) state.ring.upserted(stored, revised.revision, revised.route.text, batch)
-  else if (RouteTree.get(state.tree, revised.route.id) === undefined) {
+  if (stored !== undefined) {
+    state.keepLine(stored, revised.route.text)
+    state.ring.upserted(stored, revised.revision, revised.route.text, batch)
+  } else if (RouteTree.get(state.tree, revised.route.id) === undefined) {
     state.ring.deleted(revised.route.id, revised.revision, batch)
   }
 }

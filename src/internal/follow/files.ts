@@ -73,6 +73,11 @@ export const capture = (state: FollowState.State): SnapshotFile.Content | undefi
   }
 }
 
+/** Keeps each route's line as the registry sent it, for the snapshot writes: before the first route arrives. */
+export const keepLines = (state: FollowState.State): void => {
+  state.keepLine = SnapshotFile.keepLine
+}
+
 /** Routes from the snapshot at `file` when it is valid; otherwise names it in a warning and starts without it. */
 export const startFromSnapshot = (state: FollowState.State, file: string): Effect.Effect<void> =>
   Effect.flatMap(SnapshotFile.read(file, "follower"), (read) => {

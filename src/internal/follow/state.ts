@@ -78,6 +78,8 @@ export interface State {
   applied: () => void
   /** Told of each event applied once the table routes: the snapshot file's cue (`SnapshotFile.writer`). */
   persist: () => void
+  /** Told of each route placed, with its event's text when canonical: `SnapshotFile.keepLine` with a snapshot file. */
+  keepLine: (route: Route.StoredRoute, json: string | undefined) => void
   /** Where the table's routes came from: the registry, or, until its first `ready`, a snapshot or bootstrap file. */
   source: Source
   /** While a snapshot is being read. */
@@ -119,6 +121,7 @@ export const makeState = (ring: ReplayRing.ReplayRing, settings: Settings): Effe
       warned: new Set(),
       applied: () => {},
       persist: () => {},
+      keepLine: () => {},
       source: "registry",
       snapshot: undefined,
       routing: false,

@@ -8,15 +8,18 @@
  * checksum or any line does not hold is refused whole, with its reason: a table is never taken in part.
  *
  * A write is atomic (a temporary file in the same folder, `fsync`, rename, `fsync` of the folder), so a crash or a
- * `kill -9` at any instant leaves the previous file or the new one. The body is made in slices, yielding between them,
- * so that a large table never holds the event loop (the routing) for more than one slice.
+ * `kill -9` at any instant leaves the previous file or the new one. A write must cost the routing next to nothing: the
+ * body is made of chunks of routes, each kept for the next write while its routes are the same, so a write serialises
+ * only what changed; it is made in slices with a turn of the event loop between them; the SHA-256 and the file's I/O
+ * run in libuv's thread pool; and writes are spaced by their own cost as well as by the interval.
  *
  * @internal
  */
 import { Duration, Effect, Either, Queue } from "effect"
-import { createHash } from "node:crypto"
+import { createHash, webcrypto } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
+import { performance } from "node:perf_hooks"
 import * as Route from "../../Route.js"
 import * as Decode from "../follow/decode.js"
 import type * as ParsedPath from "../route/path.js"
@@ -65,8 +68,10 @@ export interface Content {
   readonly routes: ReadonlyArray<Route.StoredRoute>
 }
 
-// Routes serialised between two yields to the event loop: a millisecond or two of work at most.
+// Work between two yields to the event loop, in routes serialised: a millisecond or two at most. A route whose chunk
+// is reused counts as a tenth of one (a comparison of references).
 const SLICE = 500
+const REUSED_WEIGHT = 0.1
 
 // A turn of the event loop, for the requests waiting. `Effect.yieldNow` gives way to other fibers only, which Effect
 // runs as microtasks: a table's whole encoding would then run before any request (bench/resilience.ts measured a
@@ -76,8 +81,47 @@ const nextTurn: Effect.Effect<void> = Effect.async<void>((resume) => {
   return Effect.sync(() => clearImmediate(immediate))
 })
 
-// Each route's line, made once: routes are immutable, so a later write serialises only the routes that changed.
+/** Consecutive routes of a body and their lines' bytes. */
+interface Chunk {
+  readonly routes: ReadonlyArray<Route.StoredRoute>
+  readonly bytes: Buffer
+}
+
+/**
+ * The chunks of the last body a writer made, by their first route: the next body reuses every chunk whose routes are
+ * the same objects (routes are immutable), so a write serialises only the chunks that changed. One per writer.
+ */
+export interface Kept {
+  chunks: ReadonlyMap<Route.StoredRoute, Chunk>
+}
+
+/** Nothing kept yet: the next body is made whole. */
+export const kept = (): Kept => ({ chunks: new Map() })
+
+// A chunk ends after a route whose id's last byte is a multiple of 32 (a UUID's random bits: one route in 32 on
+// average), so a route added or removed changes its own chunk and leaves the others' cuts where they were; or after
+// MAX_CHUNK routes, so that no id pattern makes a chunk the whole table.
+const MAX_CHUNK = 256
+
+// The value of a lowercase hexadecimal digit's character code.
+const hexDigit = (code: number): number => (code <= 57 ? code - 48 : code - 87)
+
+const endsChunk = (route: Route.StoredRoute): boolean => {
+  const id = route.id
+  return hexDigit(id.charCodeAt(id.length - 1)) === 0 && (hexDigit(id.charCodeAt(id.length - 2)) & 1) === 0
+}
+
+// Each route's line, made once: a chunk made again for a route changed beside them serialises only that route.
 const lines = new WeakMap<Route.StoredRoute, string>()
+
+/**
+ * Keeps `json`, the route's `Route.toJson` as it arrived (a registry's event, a snapshot's line), as the route's line:
+ * the first write after a start then serialises no route again. `undefined` (a text not known to be canonical) keeps
+ * nothing, and the line is made when a write needs it.
+ */
+export const keepLine = (route: Route.StoredRoute, json: string | undefined): void => {
+  if (json !== undefined) lines.set(route, `${route.revision} ${json}\n`)
+}
 
 const lineOf = (route: Route.StoredRoute): string => {
   let line = lines.get(route)
@@ -86,6 +130,19 @@ const lineOf = (route: Route.StoredRoute): string => {
     lines.set(route, line)
   }
   return line
+}
+
+// Whether `before` holds exactly `routes[start]` to `routes[end - 1]`.
+const holds = (before: Chunk, routes: ReadonlyArray<Route.StoredRoute>, start: number, end: number): boolean => {
+  if (before.routes.length !== end - start) return false
+  for (let i = start; i < end; i++) if (before.routes[i - start] !== routes[i]) return false
+  return true
+}
+
+const chunkOf = (routes: ReadonlyArray<Route.StoredRoute>): Chunk => {
+  let text = ""
+  for (const route of routes) text += lineOf(route)
+  return { routes, bytes: Buffer.from(text, "utf8") }
 }
 
 const isHeader = (u: unknown): u is Header => {
@@ -112,6 +169,7 @@ const entryOf = (line: string): Entry | undefined => {
   if (decoded === undefined) return undefined
   const { createdAt, handler, id, method, middleware, path } = decoded
   const route = new Route.StoredRoute({ id, method, path, middleware, handler, createdAt, revision }, true)
+  keepLine(route, decoded.text)
   return { route, parsed: decoded.parsed }
 }
 
@@ -171,23 +229,48 @@ export const read = (file: string, kind: Kind): Effect.Effect<Either.Either<Snap
 export const refused = (file: string, reason: string): Effect.Effect<void> =>
   Effect.logWarning(`route table: the snapshot ${file} is not routed from (${reason}); starting without it`)
 
-/** The file's bytes for `content`, made in slices with a yield between them. */
-export const encode = (content: Content): Effect.Effect<Buffer> =>
+/** A file's bytes, and the milliseconds its making held the event loop (the request path) in all. */
+export interface Encoded {
+  readonly header: Buffer
+  readonly body: Buffer
+  readonly busyMillis: number
+}
+
+/**
+ * The file's bytes for `content`, made in slices with a turn of the event loop between them, from the chunks `kept`
+ * holds where they are unchanged (then `kept` holds this body's). The SHA-256 is computed off the event loop.
+ */
+export const encode = (content: Content, kept: Kept): Effect.Effect<Encoded> =>
   Effect.gen(function*() {
-    const hash = createHash("sha256")
-    const chunks: Array<Buffer> = []
-    let bytes = 0
     const routes = content.routes
-    for (let start = 0; start < routes.length; start += SLICE) {
-      let text = ""
-      const end = Math.min(routes.length, start + SLICE)
-      for (let i = start; i < end; i++) text += lineOf(routes[i]!)
-      const chunk = Buffer.from(text, "utf8")
-      hash.update(chunk)
-      chunks.push(chunk)
-      bytes += chunk.length
-      yield* nextTurn
+    const before = kept.chunks
+    const chunks = new Map<Route.StoredRoute, Chunk>()
+    const parts: Array<Buffer> = []
+    let busyMillis = 0
+    let spent = 0
+    let began = performance.now()
+    for (let start = 0; start < routes.length;) {
+      let end = start + 1
+      while (end < routes.length && end - start < MAX_CHUNK && !endsChunk(routes[end - 1]!)) end++
+      const first = routes[start]!
+      const previous = before.get(first)
+      const reused = previous !== undefined && holds(previous, routes, start, end)
+      const chunk = reused ? previous : chunkOf(routes.slice(start, end))
+      chunks.set(first, chunk)
+      parts.push(chunk.bytes)
+      spent += reused ? chunk.routes.length * REUSED_WEIGHT : chunk.routes.length
+      start = end
+      if (spent >= SLICE) {
+        busyMillis += performance.now() - began
+        yield* nextTurn
+        spent = 0
+        began = performance.now()
+      }
     }
+    kept.chunks = chunks
+    const body = Buffer.concat(parts)
+    busyMillis += performance.now() - began
+    const digest = yield* Effect.promise(() => webcrypto.subtle.digest("SHA-256", body))
     const header: Header = {
       format: FORMAT,
       version: VERSION,
@@ -196,19 +279,21 @@ export const encode = (content: Content): Effect.Effect<Buffer> =>
       revision: content.revision,
       confirmedAt: content.confirmedAt.toISOString(),
       routes: routes.length,
-      bytes,
-      sha256: hash.digest("hex")
+      bytes: body.length,
+      sha256: Buffer.from(digest).toString("hex")
     }
-    return Buffer.concat([Buffer.from(JSON.stringify(header) + "\n", "utf8"), ...chunks])
+    return { header: Buffer.from(JSON.stringify(header) + "\n", "utf8"), body, busyMillis }
   })
 
 // Temporary file, fsync, rename over the old file, fsync of the folder: the old file or the new, never a mix. One
 // temporary name, so a write a kill cut short leaves one stray file, which the next write truncates.
-const replace = async (file: string, bytes: Buffer): Promise<void> => {
+const replace = async (file: string, encoded: Encoded): Promise<void> => {
   const temporary = `${file}.tmp`
   const handle = await Fs.open(temporary, "w", 0o600)
   try {
-    await handle.writeFile(bytes)
+    // The second goes on from where the first ended.
+    await handle.writeFile(encoded.header)
+    await handle.writeFile(encoded.body)
     await handle.sync()
   } finally {
     await handle.close()
@@ -222,25 +307,42 @@ const replace = async (file: string, bytes: Buffer): Promise<void> => {
   }
 }
 
+/** What a write did: the file's size, and how long it held the event loop in all. */
+export interface Written {
+  readonly bytes: number
+  readonly busyMillis: number
+}
+
 /**
- * Writes `content` to `file` atomically; fails with the reason (logged by the writer, never fatal). Once the bytes
- * are made, the file operations are not interrupted: an interrupted promise would go on writing beside the next write.
+ * Writes `content` to `file` atomically, reusing the chunks `kept` holds; fails with the reason (logged by the
+ * writer, never fatal). Once the bytes are made, the file operations are not interrupted: an interrupted promise would
+ * go on writing beside the next write.
  */
-export const write = (file: string, content: Content): Effect.Effect<number, string> =>
-  Effect.flatMap(encode(content), (bytes) =>
+export const write = (file: string, content: Content, chunks: Kept = kept()): Effect.Effect<Written, string> =>
+  Effect.flatMap(encode(content, chunks), (encoded) =>
     Effect.tryPromise({
-      try: () => replace(file, bytes),
+      try: () => replace(file, encoded),
       catch: (error) => `cannot write the snapshot ${file}: ${String(error)}`
-    }).pipe(Effect.as(bytes.length), Effect.uninterruptible))
+    }).pipe(
+      Effect.as({ bytes: encoded.header.length + encoded.body.length, busyMillis: encoded.busyMillis }),
+      Effect.uninterruptible
+    ))
 
 /** How often a snapshot is written at most while changes arrive: once a second. */
 export const INTERVAL_MILLIS = 1_000
+
+// Writes are also spaced by at least this many times the last one's time on the event loop, so that they take at most
+// a twentieth of the request path's time on any machine and at any table size.
+const BUSY_FACTOR = 20
+
+// How long to wait after a write that held the event loop `busyMillis` in all.
+const spacing = (busyMillis: number): number => Math.max(INTERVAL_MILLIS, Math.ceil(BUSY_FACTOR * busyMillis))
 
 /** A snapshot writer: told of each change, it writes at most once per interval, and once more when it stops. */
 export interface Writer {
   /** Something changed: a write follows within the interval. Synchronous and cheap, for the apply path. */
   readonly changed: () => void
-  /** Writes on each cue, then waits the interval; runs until interrupted (a fiber of its own). */
+  /** Writes on each cue, then waits the interval (longer after a costly write); runs until interrupted (its own fiber). */
   readonly run: Effect.Effect<never>
   /** The last write, at shutdown, when the table changed since the one before. */
   readonly final: Effect.Effect<void>
@@ -252,17 +354,23 @@ export interface Writer {
  */
 export const writer = (file: string, capture: () => Content | undefined): Effect.Effect<Writer> =>
   Effect.map(Queue.sliding<void>(1), (cue) => {
+    const chunks = kept()
     let written: string | undefined
     let failing = false
+    // The event loop's time the last write took, capture included: what spaces the next.
+    let busyMillis = 0
     const once = Effect.suspend(() => {
+      const began = performance.now()
       const content = capture()
+      const captureMillis = performance.now() - began
       const key = content === undefined ? undefined : `${content.store}.${content.revision}.${content.routes.length}`
       if (content === undefined || key === written) return Effect.void
-      return write(file, content).pipe(
+      return write(file, content, chunks).pipe(
         Effect.matchEffect({
-          onSuccess: () => {
+          onSuccess: (done) => {
             written = key
             failing = false
+            busyMillis = captureMillis + done.busyMillis
             return Effect.void
           },
           onFailure: (reason) => {
@@ -276,7 +384,10 @@ export const writer = (file: string, capture: () => Content | undefined): Effect
     return {
       changed: () => void Queue.unsafeOffer(cue, undefined),
       run: Effect.forever(
-        Effect.zipRight(Effect.zipRight(Queue.take(cue), once), Effect.sleep(Duration.millis(INTERVAL_MILLIS)))
+        Effect.zipRight(
+          Effect.zipRight(Queue.take(cue), once),
+          Effect.suspend(() => Effect.sleep(Duration.millis(spacing(busyMillis))))
+        )
       ),
       final: once
     }
