@@ -30,12 +30,15 @@ class Exited {
 }
 
 /**
- * A setting `npm start` refuses, checked in this process: `check` is the function the process calls at start for it,
- * run with exactly `env` as the environment (a started process has only that). What it prints and the code it exits
- * with: the refusals started as processes here show that the process does exit with them. A process start loads the
- * package, seconds of CPU apiece.
+ * What `npm start` makes of its settings, checked in this process: `check` is the function the process calls at start
+ * for them, run with exactly `env` as the environment (a started process has only that). What it returns, prints, and
+ * the code it exits with: the refusals started as processes here show that the process does exit with them. A process
+ * start loads the package, a second or more of CPU apiece.
  */
-const refusal = (env: Record<string, string>, check: () => unknown): { code: number | undefined; output: string } => {
+const atStart = <A>(
+  env: Record<string, string>,
+  check: () => A
+): { readonly value?: A; readonly code?: number; readonly output: string } => {
   const printed: Array<string> = []
   const print = (...args: Array<unknown>) => void printed.push(args.join(" "))
   const spies = [
@@ -48,8 +51,8 @@ const refusal = (env: Record<string, string>, check: () => unknown): { code: num
   const environment = process.env
   process.env = { ...env }
   try {
-    check()
-    return { code: undefined, output: printed.join("\n") }
+    const value = check()
+    return { value, output: printed.join("\n") }
   } catch (error) {
     if (error instanceof Exited) return { code: error.code, output: printed.join("\n") }
     throw error
@@ -57,6 +60,27 @@ const refusal = (env: Record<string, string>, check: () => unknown): { code: num
     process.env = environment
     spies.forEach((spy) => spy.mockRestore())
   }
+}
+
+/**
+ * `npm start`'s host built in this process from `env` as the process builds it (`tables`, `Env.timeouts`), on a free
+ * port: for what the settings configure rather than what the process does.
+ */
+const startInProcess = async (env: Record<string, string>) => {
+  const settled = atStart(env, () => ({ services: tables(), timeouts: Env.timeouts() }))
+  if (settled.value === undefined) return assert.fail(`refused at start: ${settled.output}`)
+  const { closeStreams, dispose, listener } = await makeHost({
+    services: settled.value.services,
+    functions: Demo.functions
+  })
+  const server = Env.createServer(listener, settled.value.timeouts)
+  const origin = await listen(server)
+  onTestFinished(async () => {
+    closeStreams()
+    await closeServer(server)
+    await dispose()
+  })
+  return { origin, output: () => settled.output }
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
@@ -82,10 +106,7 @@ describe("examples/server.ts (npm start)", () => {
   })
 
   it("reads ROUTING_ADMIN_TOKENS and ROUTING_READ_TOKENS, ignoring empty entries", async () => {
-    const server = await start({ ROUTING_ADMIN_TOKENS: " admin1, ,admin2,", ROUTING_READ_TOKENS: "reader1,," })
-    onTestFinished(async () => {
-      await server.stop()
-    })
+    const server = await startInProcess({ ROUTING_ADMIN_TOKENS: " admin1, ,admin2,", ROUTING_READ_TOKENS: "reader1,," })
     assert.notInclude(server.output(), "generated")
     const first = await create(server.origin, "admin1", { method: "GET", path: "/a", handler: "h" })
     assert.strictEqual(first.status, 201)
@@ -207,7 +228,7 @@ describe("examples/server.ts (npm start)", () => {
     const token = await failsToStart({ ROUTING_ADMIN_TOKENS: "good,has space" })
     assert.strictEqual(token.code, 1)
     assert.include(token.output, "ROUTING_ADMIN_TOKENS entry 2 is not a valid bearer token")
-    const port = refusal({ PORT: "http" }, () => Env.port(3000))
+    const port = atStart({ PORT: "http" }, () => Env.port(3000))
     assert.strictEqual(port.code, 1)
     assert.include(port.output, "PORT must be")
   })
@@ -220,11 +241,11 @@ describe("examples/server.ts (npm start)", () => {
   })
 
   it("refuses a DATABASE_URL that is not a postgres:// URL, without echoing it", () => {
-    const garbled = refusal({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "postgres://u:secret@h:port/db" }, tables)
+    const garbled = atStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "postgres://u:secret@h:port/db" }, tables)
     assert.strictEqual(garbled.code, 1)
     assert.include(garbled.output, "DATABASE_URL is not a valid URL")
     assert.notInclude(garbled.output, "secret")
-    const other = refusal({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "mysql://u@127.0.0.1/db" }, tables)
+    const other = atStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "mysql://u@127.0.0.1/db" }, tables)
     assert.strictEqual(other.code, 1)
     assert.include(other.output, "DATABASE_URL must be a postgres:// or postgresql:// URL")
   })
@@ -413,7 +434,7 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
       assert.include(refused.output, "401 invalid_token")
       assert.notInclude(refused.output, "s3cret-pw")
       assert.notInclude(refused.output, "wrong")
-      const missing = refusal({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin }, tables)
+      const missing = atStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin }, tables)
       assert.strictEqual(missing.code, 1)
       assert.include(missing.output, "FOLLOW_TOKEN must be set with FOLLOW_URL")
     })
@@ -545,13 +566,13 @@ describe("examples/server.ts (npm start): slow clients", () => {
   })
 
   it("refuses a timeout that is not a whole number of milliseconds, or a request timeout shorter than the others", () => {
-    const body = refusal({ ROUTING_ADMIN_TOKENS: "t", BODY_TIMEOUT_MS: "10s" }, Env.timeouts)
+    const body = atStart({ ROUTING_ADMIN_TOKENS: "t", BODY_TIMEOUT_MS: "10s" }, Env.timeouts)
     assert.strictEqual(body.code, 1)
     assert.include(body.output, "BODY_TIMEOUT_MS must be a whole number of milliseconds")
-    const zero = refusal({ ROUTING_ADMIN_TOKENS: "t", HEADERS_TIMEOUT_MS: "0" }, Env.timeouts)
+    const zero = atStart({ ROUTING_ADMIN_TOKENS: "t", HEADERS_TIMEOUT_MS: "0" }, Env.timeouts)
     assert.strictEqual(zero.code, 1)
     assert.include(zero.output, "HEADERS_TIMEOUT_MS must be a whole number of milliseconds from 1")
-    const request = refusal({ ROUTING_ADMIN_TOKENS: "t", REQUEST_TIMEOUT_MS: "15000" }, Env.timeouts)
+    const request = atStart({ ROUTING_ADMIN_TOKENS: "t", REQUEST_TIMEOUT_MS: "15000" }, Env.timeouts)
     assert.strictEqual(request.code, 1)
     assert.include(request.output, "REQUEST_TIMEOUT_MS must be more than HEADERS_TIMEOUT_MS + BODY_TIMEOUT_MS (20000)")
   })
@@ -582,7 +603,7 @@ describe("LOG_LEVEL and why tokens are refused (docs/configuration.md, docs/auth
   })
 
   it("refuses a LOG_LEVEL that is not one of Effect's levels, naming them", () => {
-    const result = refusal({ ROUTING_ADMIN_TOKENS: "admin", LOG_LEVEL: "loud" }, Env.logLevel)
+    const result = atStart({ ROUTING_ADMIN_TOKENS: "admin", LOG_LEVEL: "loud" }, Env.logLevel)
     assert.strictEqual(result.code, 1)
     assert.include(result.output, "LOG_LEVEL must be one of All, Trace, Debug, Info, Warning, Error, Fatal, None")
   })
@@ -592,15 +613,12 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
   const route = (path: string) => ({ method: "GET", path, handler: "echo" })
 
   it("name=token entries and ROUTING_TOKENS with a prefix owner all work at once", async () => {
-    const server = await start({
+    const server = await startInProcess({
       ROUTING_ADMIN_TOKENS: "alice=alice-s3cret,bare-admin",
       ROUTING_READ_TOKENS: "bob=bob-s3cret",
       ROUTING_TOKENS: JSON.stringify([
         { name: "payments", token: "payments-s3cret", scopes: ["routes:read", "routes:write:/payments"] }
       ])
-    })
-    onTestFinished(async () => {
-      await server.stop()
     })
     assert.strictEqual((await create(server.origin, "alice-s3cret", route("/a"))).status, 201)
     assert.strictEqual((await create(server.origin, "bare-admin", route("/b"))).status, 201)
@@ -635,7 +653,7 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
         [JSON.stringify([{ name: "a", token: "hidden-6", scopes: [], role: "x" }]), "unknown field \"role\""]
       ]
       for (const [value, message] of cases) {
-        const result = refusal({ ROUTING_TOKENS: value }, tables)
+        const result = atStart({ ROUTING_TOKENS: value }, tables)
         assert.strictEqual(result.code, 1, value)
         assert.include(result.output, message, value)
         assert.notMatch(result.output, /hidden-\d/, value)
@@ -686,7 +704,7 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
     // A short secret is refused when the authenticator is built, once the settings are read: a process start.
     const short = await failsToStart({ JWT_SECRET: "short-secret-x", JWT_ISSUER: "i", JWT_AUDIENCE: "a" })
     const results = [
-      ...cases.map(([env, message]) => [refusal(env, tables), message] as const),
+      ...cases.map(([env, message]) => [atStart(env, tables), message] as const),
       [short, "at least 32 bytes"] as const
     ]
     for (const [result, message] of results) {
