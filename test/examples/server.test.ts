@@ -64,7 +64,7 @@ const atStart = <A>(
 
 /**
  * `npm start`'s host built in this process from `env` as the process builds it (`tables`, `Env.timeouts`), on a free
- * port: for what the settings configure rather than what the process does.
+ * port: for what the settings configure (tokens, JWT keys) rather than what the process does.
  */
 const startInProcess = async (env: Record<string, string>) => {
   const settled = atStart(env, () => ({ services: tables(), timeouts: Env.timeouts() }))
@@ -665,15 +665,12 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
     const { standInProvider } = await import("../../examples/jwt-authenticator.js")
     const provider = await standInProvider("https://idp.test", "registry")
     onTestFinished(provider.close)
-    const server = await start({
+    const server = await startInProcess({
       ROUTING_ADMIN_TOKENS: "ops=ops-s3cret,svc=svc-s3cret",
       JWT_JWKS_URL: provider.jwksUrl,
       JWT_ISSUER: "https://idp.test",
       JWT_AUDIENCE: "other-name, registry",
       JWT_ACTOR_PREFIX: "jwt:"
-    })
-    onTestFinished(async () => {
-      await server.stop()
     })
     assert.notInclude(server.output(), "generated")
     const jwt = await provider.sign("svc", "routes:read routes:write")
