@@ -95,7 +95,12 @@ const follower = (url: string): Layer.Layer<Tables, unknown> => {
   })
 }
 
-const tables = (): Layer.Layer<Services, unknown> => {
+/**
+ * The services `npm start` serves from, as its environment configures them: a follower's with FOLLOW_URL, the Postgres
+ * store with DATABASE_URL, else the in-memory one; each with the configured tokens. A setting it cannot start with is
+ * printed and exits 1 (`Env.fail`) before anything starts.
+ */
+export const tables = (): Layer.Layer<Services, unknown> => {
   const follow = process.env.FOLLOW_URL
   if (follow !== undefined && follow !== "") return Layer.merge(follower(follow), Env.authenticator(true))
   const url = process.env.DATABASE_URL

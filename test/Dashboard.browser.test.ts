@@ -36,14 +36,15 @@ const STEP_TIMEOUT_MILLIS = 10_000
 
 beforeAll(async () => {
   const launched = await launch()
-  const newPage = launched.newPage.bind(launched)
   const newContext = launched.newContext.bind(launched)
+  // The tests' pages share one context, whose renderer serves each origin's pages: a context of its own for each page
+  // started a renderer for each. The dashboard keeps its token in the page's memory alone (a test checks it), so a new
+  // page of the shared context starts signed out, as a new context's would; tests needing a context of their own (a
+  // time zone) make one.
+  const shared = await newContext()
+  shared.setDefaultTimeout(STEP_TIMEOUT_MILLIS)
   browser = Object.assign(launched, {
-    newPage: async () => {
-      const page = await newPage()
-      page.setDefaultTimeout(STEP_TIMEOUT_MILLIS)
-      return page
-    },
+    newPage: () => shared.newPage(),
     newContext: async (options?: BrowserContextOptions) => {
       const context = await newContext(options)
       context.setDefaultTimeout(STEP_TIMEOUT_MILLIS)

@@ -1,7 +1,7 @@
 /**
  * `npm start` (examples/server.ts) as a user runs it: a separate process, configured by its environment.
  */
-import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it, onTestFinished, vi } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import type * as Http from "node:http"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -9,7 +9,7 @@ import type * as RouterListener from "route-registry/RouterListener"
 import * as RoutingApi from "route-registry/RoutingApi"
 import * as Demo from "../../examples/catalog.js"
 import * as Env from "../../examples/env.js"
-import { makeHost, withTable } from "../../examples/server.js"
+import { makeHost, tables, withTable } from "../../examples/server.js"
 import { closeServer, listen } from "../utils/adapters.js"
 import { ADMIN, tokens } from "../utils/httpContract.js"
 import { answersIn, converse, head } from "../utils/routerContract.js"
@@ -23,6 +23,64 @@ const start = (env: Record<string, string> = {}) => startFile(FILE, env)
 const failsToStart = async (env: Record<string, string>) => {
   const spawned = runFile(FILE, env)
   return { code: await spawned.exited, output: spawned.output() }
+}
+
+class Exited {
+  constructor(readonly code: number) {}
+}
+
+/**
+ * What `npm start` makes of its settings, checked in this process: `check` is the function the process calls at start
+ * for them, run with exactly `env` as the environment (a started process has only that). What it returns, prints, and
+ * the code it exits with: the refusals started as processes here show that the process does exit with them. A process
+ * start loads the package, a second or more of CPU apiece.
+ */
+const atStart = <A>(
+  env: Record<string, string>,
+  check: () => A
+): { readonly value?: A; readonly code?: number; readonly output: string } => {
+  const printed: Array<string> = []
+  const print = (...args: Array<unknown>) => void printed.push(args.join(" "))
+  const spies = [
+    vi.spyOn(console, "error").mockImplementation(print),
+    vi.spyOn(console, "log").mockImplementation(print),
+    vi.spyOn(process, "exit").mockImplementation((code) => {
+      throw new Exited(Number(code ?? 0))
+    })
+  ]
+  const environment = process.env
+  process.env = { ...env }
+  try {
+    const value = check()
+    return { value, output: printed.join("\n") }
+  } catch (error) {
+    if (error instanceof Exited) return { code: error.code, output: printed.join("\n") }
+    throw error
+  } finally {
+    process.env = environment
+    spies.forEach((spy) => spy.mockRestore())
+  }
+}
+
+/**
+ * `npm start`'s host built in this process from `env` as the process builds it (`tables`, `Env.timeouts`), on a free
+ * port: for what the settings configure (tokens, JWT keys) rather than what the process does.
+ */
+const startInProcess = async (env: Record<string, string>) => {
+  const settled = atStart(env, () => ({ services: tables(), timeouts: Env.timeouts() }))
+  if (settled.value === undefined) return assert.fail(`refused at start: ${settled.output}`)
+  const { closeStreams, dispose, listener } = await makeHost({
+    services: settled.value.services,
+    functions: Demo.functions
+  })
+  const server = Env.createServer(listener, settled.value.timeouts)
+  const origin = await listen(server)
+  onTestFinished(async () => {
+    closeStreams()
+    await closeServer(server)
+    await dispose()
+  })
+  return { origin, output: () => settled.output }
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
@@ -48,10 +106,7 @@ describe("examples/server.ts (npm start)", () => {
   })
 
   it("reads ROUTING_ADMIN_TOKENS and ROUTING_READ_TOKENS, ignoring empty entries", async () => {
-    const server = await start({ ROUTING_ADMIN_TOKENS: " admin1, ,admin2,", ROUTING_READ_TOKENS: "reader1,," })
-    onTestFinished(async () => {
-      await server.stop()
-    })
+    const server = await startInProcess({ ROUTING_ADMIN_TOKENS: " admin1, ,admin2,", ROUTING_READ_TOKENS: "reader1,," })
     assert.notInclude(server.output(), "generated")
     const first = await create(server.origin, "admin1", { method: "GET", path: "/a", handler: "h" })
     assert.strictEqual(first.status, 201)
@@ -173,7 +228,7 @@ describe("examples/server.ts (npm start)", () => {
     const token = await failsToStart({ ROUTING_ADMIN_TOKENS: "good,has space" })
     assert.strictEqual(token.code, 1)
     assert.include(token.output, "ROUTING_ADMIN_TOKENS entry 2 is not a valid bearer token")
-    const port = await failsToStart({ PORT: "http" })
+    const port = atStart({ PORT: "http" }, () => Env.port(3000))
     assert.strictEqual(port.code, 1)
     assert.include(port.output, "PORT must be")
   })
@@ -185,12 +240,12 @@ describe("examples/server.ts (npm start)", () => {
     assert.include(result.output, "ECONNREFUSED 127.0.0.1:1")
   })
 
-  it("refuses a DATABASE_URL that is not a postgres:// URL, without echoing it", async () => {
-    const garbled = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "postgres://u:secret@h:port/db" })
+  it("refuses a DATABASE_URL that is not a postgres:// URL, without echoing it", () => {
+    const garbled = atStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "postgres://u:secret@h:port/db" }, tables)
     assert.strictEqual(garbled.code, 1)
     assert.include(garbled.output, "DATABASE_URL is not a valid URL")
     assert.notInclude(garbled.output, "secret")
-    const other = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "mysql://u@127.0.0.1/db" })
+    const other = atStart({ ROUTING_ADMIN_TOKENS: "t", DATABASE_URL: "mysql://u@127.0.0.1/db" }, tables)
     assert.strictEqual(other.code, 1)
     assert.include(other.output, "DATABASE_URL must be a postgres:// or postgresql:// URL")
   })
@@ -371,24 +426,15 @@ describe("examples/server.ts (npm start) following a registry (FOLLOW_URL)", () 
       assert.notInclude(local.output(), "plain http://")
     })
 
-    it("refused, says so without FOLLOW_URL's password", async () => {
+    // One refused start for both: it says so, exits 1, and echoes neither FOLLOW_URL's password nor the token.
+    it("exits 1 when the registry refuses FOLLOW_TOKEN, saying so without FOLLOW_URL's password; or FOLLOW_TOKEN is missing", async () => {
       const withPassword = registry.origin.replace("http://", "http://user:s3cret-pw@")
       const refused = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: withPassword, FOLLOW_TOKEN: "wrong" })
       assert.strictEqual(refused.code, 1)
       assert.include(refused.output, "401 invalid_token")
       assert.notInclude(refused.output, "s3cret-pw")
-    })
-
-    it("exits 1 when the registry refuses FOLLOW_TOKEN, or FOLLOW_TOKEN is missing", async () => {
-      const refused = await failsToStart({
-        ROUTING_READ_TOKENS: "r",
-        FOLLOW_URL: registry.origin,
-        FOLLOW_TOKEN: "wrong"
-      })
-      assert.strictEqual(refused.code, 1)
-      assert.include(refused.output, "401 invalid_token")
       assert.notInclude(refused.output, "wrong")
-      const missing = await failsToStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin })
+      const missing = atStart({ ROUTING_READ_TOKENS: "r", FOLLOW_URL: registry.origin }, tables)
       assert.strictEqual(missing.code, 1)
       assert.include(missing.output, "FOLLOW_TOKEN must be set with FOLLOW_URL")
     })
@@ -519,14 +565,14 @@ describe("examples/server.ts (npm start): slow clients", () => {
     assert.match(received, /^HTTP\/1\.1 408 /)
   })
 
-  it("refuses a timeout that is not a whole number of milliseconds, or a request timeout shorter than the others", async () => {
-    const body = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", BODY_TIMEOUT_MS: "10s" })
+  it("refuses a timeout that is not a whole number of milliseconds, or a request timeout shorter than the others", () => {
+    const body = atStart({ ROUTING_ADMIN_TOKENS: "t", BODY_TIMEOUT_MS: "10s" }, Env.timeouts)
     assert.strictEqual(body.code, 1)
     assert.include(body.output, "BODY_TIMEOUT_MS must be a whole number of milliseconds")
-    const zero = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", HEADERS_TIMEOUT_MS: "0" })
+    const zero = atStart({ ROUTING_ADMIN_TOKENS: "t", HEADERS_TIMEOUT_MS: "0" }, Env.timeouts)
     assert.strictEqual(zero.code, 1)
     assert.include(zero.output, "HEADERS_TIMEOUT_MS must be a whole number of milliseconds from 1")
-    const request = await failsToStart({ ROUTING_ADMIN_TOKENS: "t", REQUEST_TIMEOUT_MS: "15000" })
+    const request = atStart({ ROUTING_ADMIN_TOKENS: "t", REQUEST_TIMEOUT_MS: "15000" }, Env.timeouts)
     assert.strictEqual(request.code, 1)
     assert.include(request.output, "REQUEST_TIMEOUT_MS must be more than HEADERS_TIMEOUT_MS + BODY_TIMEOUT_MS (20000)")
   })
@@ -556,8 +602,8 @@ describe("LOG_LEVEL and why tokens are refused (docs/configuration.md, docs/auth
     assert.lengthOf(refusedLines(quiet.output()), 0)
   })
 
-  it("refuses a LOG_LEVEL that is not one of Effect's levels, naming them", async () => {
-    const result = await failsToStart({ ROUTING_ADMIN_TOKENS: "admin", LOG_LEVEL: "loud" })
+  it("refuses a LOG_LEVEL that is not one of Effect's levels, naming them", () => {
+    const result = atStart({ ROUTING_ADMIN_TOKENS: "admin", LOG_LEVEL: "loud" }, Env.logLevel)
     assert.strictEqual(result.code, 1)
     assert.include(result.output, "LOG_LEVEL must be one of All, Trace, Debug, Info, Warning, Error, Fatal, None")
   })
@@ -567,15 +613,12 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
   const route = (path: string) => ({ method: "GET", path, handler: "echo" })
 
   it("name=token entries and ROUTING_TOKENS with a prefix owner all work at once", async () => {
-    const server = await start({
+    const server = await startInProcess({
       ROUTING_ADMIN_TOKENS: "alice=alice-s3cret,bare-admin",
       ROUTING_READ_TOKENS: "bob=bob-s3cret",
       ROUTING_TOKENS: JSON.stringify([
         { name: "payments", token: "payments-s3cret", scopes: ["routes:read", "routes:write:/payments"] }
       ])
-    })
-    onTestFinished(async () => {
-      await server.stop()
     })
     assert.strictEqual((await create(server.origin, "alice-s3cret", route("/a"))).status, 201)
     assert.strictEqual((await create(server.origin, "bare-admin", route("/b"))).status, 201)
@@ -591,7 +634,7 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
 
   it(
     "refuses a ROUTING_TOKENS that is not a list of { name, token, scopes }, naming the field, never the token",
-    async () => {
+    () => {
       const cases: ReadonlyArray<readonly [string, string]> = [
         ["not json", "ROUTING_TOKENS is not valid JSON"],
         ["{}", "ROUTING_TOKENS must be a JSON array"],
@@ -609,13 +652,12 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
         [JSON.stringify([{ name: "a", token: "hidden-5", scopes: ["admin"] }]), "ROUTING_TOKENS[0].scopes[0]"],
         [JSON.stringify([{ name: "a", token: "hidden-6", scopes: [], role: "x" }]), "unknown field \"role\""]
       ]
-      // Started all at once: one after another, eight starts on a loaded machine outlast a test's timeout.
-      const results = await Promise.all(cases.map(([value]) => failsToStart({ ROUTING_TOKENS: value })))
-      cases.forEach(([value, message], i) => {
-        assert.strictEqual(results[i]!.code, 1, value)
-        assert.include(results[i]!.output, message, value)
-        assert.notMatch(results[i]!.output, /hidden-\d/, value)
-      })
+      for (const [value, message] of cases) {
+        const result = atStart({ ROUTING_TOKENS: value }, tables)
+        assert.strictEqual(result.code, 1, value)
+        assert.include(result.output, message, value)
+        assert.notMatch(result.output, /hidden-\d/, value)
+      }
     }
   )
 
@@ -623,15 +665,12 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
     const { standInProvider } = await import("../../examples/jwt-authenticator.js")
     const provider = await standInProvider("https://idp.test", "registry")
     onTestFinished(provider.close)
-    const server = await start({
+    const server = await startInProcess({
       ROUTING_ADMIN_TOKENS: "ops=ops-s3cret,svc=svc-s3cret",
       JWT_JWKS_URL: provider.jwksUrl,
       JWT_ISSUER: "https://idp.test",
       JWT_AUDIENCE: "other-name, registry",
       JWT_ACTOR_PREFIX: "jwt:"
-    })
-    onTestFinished(async () => {
-      await server.stop()
     })
     assert.notInclude(server.output(), "generated")
     const jwt = await provider.sign("svc", "routes:read routes:write")
@@ -657,15 +696,19 @@ describe("named tokens, ROUTING_TOKENS and JWT_* (docs/authentication.md, docs/c
       [
         { JWT_SECRET: secret, JWT_JWKS_URL: "http://127.0.0.1:1/certs", JWT_ISSUER: "i", JWT_AUDIENCE: "a" },
         "set only one of"
-      ],
-      [{ JWT_SECRET: "short-secret-x", JWT_ISSUER: "i", JWT_AUDIENCE: "a" }, "at least 32 bytes"]
+      ]
     ]
-    const results = await Promise.all(cases.map(([env]) => failsToStart(env)))
-    cases.forEach(([, message], i) => {
-      assert.strictEqual(results[i]!.code, 1, message)
-      assert.include(results[i]!.output, message)
-      assert.notInclude(results[i]!.output, "short-secret-x")
-      assert.notInclude(results[i]!.output, secret)
-    })
+    // A short secret is refused when the authenticator is built, once the settings are read: a process start.
+    const short = await failsToStart({ JWT_SECRET: "short-secret-x", JWT_ISSUER: "i", JWT_AUDIENCE: "a" })
+    const results = [
+      ...cases.map(([env, message]) => [atStart(env, tables), message] as const),
+      [short, "at least 32 bytes"] as const
+    ]
+    for (const [result, message] of results) {
+      assert.strictEqual(result.code, 1, message)
+      assert.include(result.output, message)
+      assert.notInclude(result.output, "short-secret-x")
+      assert.notInclude(result.output, secret)
+    }
   })
 })

@@ -22,7 +22,9 @@ const ARGS = [
   "--disable-background-networking",
   "--disable-component-update",
   "--disable-sync",
-  "--no-first-run"
+  "--no-first-run",
+  // One renderer process for all pages of a site, rather than one for each page the tests open.
+  "--process-per-site"
 ]
 
 const exists = (path: string | undefined): path is string => path !== undefined && path !== "" && Fs.existsSync(path)
