@@ -5,7 +5,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { assert, layer } from "@effect/vitest"
-import { Context, Effect, Either, Layer } from "effect"
+import { Context, Duration, Effect, Either, Layer } from "effect"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
 import * as RouteRepository from "route-registry/RouteRepository"
@@ -151,6 +151,37 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository's 
       const log = yield* Logged.logAfter(revisions[0]! - 1, 100)
       assert.deepStrictEqual(log.entries.map((entry) => entry.revision), revisions)
     }).pipe(Effect.provide(TestDatabase.storeLayer({ table })))
+  })
+
+  it.effect("after a group fails at its deadline the next are half its size, so a burst too large for it gets through", () => {
+    const table = TestDatabase.freshTable()
+    const burst = (repo: RouteRepository.RouteRepository["Type"], name: string) =>
+      Effect.all(
+        [0, 1, 2, 3, 4, 5, 6, 7].map((i) => Effect.either(Effect.flatMap(input(`/${name}/${i}`), repo.create))),
+        { concurrency: "unbounded" }
+      )
+    return Effect.gen(function*() {
+      const repo = yield* RouteRepository.RouteRepository
+      const sql = yield* SqlClient.SqlClient
+      // Another connection holds the table, so the first burst's one group waits past its deadline.
+      const holder = yield* sql.reserve
+      yield* holder.executeUnprepared(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`, [], undefined)
+      const refused = yield* burst(repo, "refused")
+      yield* holder.executeUnprepared("COMMIT", [], undefined)
+      assert.deepStrictEqual(
+        [...new Set(refused.map((result) => Either.isLeft(result) ? (result.left as { _tag: string })._tag : "ok"))],
+        ["StoreUnavailable"]
+      )
+      // The next eight go in groups of four (the second twice as large again, but only four are left).
+      const landed = (yield* burst(repo, "landed")).map(Either.getOrThrow)
+      assert.strictEqual(yield* transactionsOf(table, landed.map((route) => route.id), []), 2)
+      // And after groups that commit, eight go in one again.
+      const together = (yield* burst(repo, "together")).map(Either.getOrThrow)
+      assert.strictEqual(yield* transactionsOf(table, together.map((route) => route.id), []), 1)
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(TestDatabase.storeLayer({ table, queryTimeout: Duration.millis(300) }))
+    )
   })
 
   it.effect("two processes writing at once: revisions appear in commit order, none lost, none twice", () => {

@@ -43,7 +43,11 @@ const assertOneWinnerPerShape = (responses: ReadonlyArray<Received>) => {
     assert.isFalse(winners.has(shape), `two 201s for shape ${shape}`)
     winners.set(shape, response.json.id)
   })
-  assert.strictEqual(winners.size, SHAPES)
+  // Which answers the shapes without a winner got, by status and code, when some have none.
+  const undecided = responses.flatMap((response, i) =>
+    winners.has(creates[i]!.shape) ? [] : [`${response.status} ${response.json?.code ?? response.text.slice(0, 80)}`]
+  )
+  assert.strictEqual(winners.size, SHAPES, `shapes without a 201 were answered: ${[...new Set(undecided)].join("; ")}`)
   responses.forEach((response, i) => {
     if (response.status === 201) return
     assert.strictEqual(response.status, 409, response.text)

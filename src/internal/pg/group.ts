@@ -3,8 +3,9 @@
  * and one flush of the log to disk (docs/performance.md, "Group commit").
  *
  * Changes made outside a host's transaction join a queue. While no group of the store's is committing, the changes
- * queued in a turn of the event loop start one (at most `MAX_GROUP_CHANGES`); those that arrive meanwhile wait for it
- * and form the next, which starts as soon as it is answered. A group is one transaction under the store's deadline
+ * queued in a turn of the event loop start one (at most `MAX_GROUP_CHANGES`, half as many as the last group after
+ * one fails, twice as many after one commits); those that arrive meanwhile wait for it and form the next, which starts
+ * as soon as it is answered. A group is one transaction under the store's deadline
  * (`Deadline.write`, counted from its oldest member's arrival): it takes the counter first (`Log.lock`, or the first
  * statement, which takes it before it reads anything), runs its creates as one statement, then each other change in
  * arrival order, and commits once. Each change takes the revision after the one before it, writes its log entry in
@@ -216,6 +217,10 @@ export const make = (store: Store.Store) => {
   const queue: Array<Waiting> = []
   let running = false
   let scheduled = false
+  // How many changes the next group takes: halved when a group fails (its deadline passed, its connection was lost),
+  // doubled back after each one that commits. A group too large to commit within the deadline on a slow machine would
+  // otherwise fail whole every time its members are sent again.
+  let limit = MAX_GROUP_CHANGES
 
   const leave = (waiting: Waiting) => {
     clearTimeout(waiting.timer)
@@ -228,12 +233,15 @@ export const make = (store: Store.Store) => {
   const next = () => {
     if (running || queue.length === 0) return
     running = true
-    const group = queue.splice(0, MAX_GROUP_CHANGES)
+    const group = queue.splice(0, limit)
     for (const waiting of group) clearTimeout(waiting.timer)
     const since = group.reduce((oldest, waiting) => Math.min(oldest, waiting.since), Infinity)
     const members = group.map((waiting) => waiting.member)
     Runtime.runFork(group[0]!.runtime)(commit(store, members, since)).addObserver((exit) => {
       running = false
+      limit = Exit.isSuccess(exit)
+        ? Math.min(MAX_GROUP_CHANGES, limit * 2)
+        : Math.max(1, Math.floor(group.length / 2))
       if (Exit.isSuccess(exit)) group.forEach((waiting, i) => waiting.resume(exit.value[i]!))
       else for (const waiting of group) waiting.resume(Exit.failCause(exit.cause))
       next()
