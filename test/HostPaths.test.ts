@@ -6,7 +6,7 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { afterEach, assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Layer, ManagedRuntime } from "effect"
+import { Context, Effect, Either, Layer, ManagedRuntime } from "effect"
 import * as Http from "node:http"
 import * as AdminListener from "route-registry/AdminListener"
 import * as HostPaths from "route-registry/HostPaths"
@@ -70,10 +70,13 @@ describe("HostPaths.check and make", () => {
   })
 })
 
+// The memory store with what it offers beside it (its change log and restores among them), as its layer gives them.
+type MemoryStore = Context.Context<RouteRepository.RouteRepository | RouteRepository.MemoryCapability>
+
 // A host over one memory store, its API and its Node router built in one runtime with `paths` declared.
-const host = async (store: RouteRepository.RouteRepository["Type"], paths?: ReadonlyArray<string>) => {
+const host = async (store: MemoryStore, paths?: ReadonlyArray<string>) => {
   const services = Layer.merge(
-    RouteTable.layer.pipe(Layer.provideMerge(Layer.succeed(RouteRepository.RouteRepository, store))),
+    RouteTable.layer.pipe(Layer.provideMerge(Layer.succeedContext(store))),
     tokens
   )
   const runtime = ManagedRuntime.make(paths === undefined ? services : Layer.merge(services, HostPaths.layer(paths)))
@@ -115,7 +118,7 @@ describe("a host that declares the paths it serves itself", () => {
   afterEach(async () => {
     await Promise.all(hosts.splice(0).map((started) => started.close()))
   })
-  const start = async (store: RouteRepository.RouteRepository["Type"], paths?: ReadonlyArray<string>) => {
+  const start = async (store: MemoryStore, paths?: ReadonlyArray<string>) => {
     const started = await host(store, paths)
     hosts.push(started)
     return started
@@ -134,7 +137,7 @@ describe("a host that declares the paths it serves itself", () => {
   })
 
   it("creates and updates onto them are 400 invalid_route, naming the path, dry runs included; nothing is written", async () => {
-    const store = Effect.runSync(RouteRepository.makeMemory)
+    const store = Effect.runSync(RouteRepository.makeMemoryContext())
     const { send } = await start(store, ["/docs", "/static/*"])
     for (const path of ["/docs", "/static", "/static/:file"]) {
       refusedAsHostPath(await send(createRoute({ method: "GET", path, handler: "page" })), path)
@@ -156,7 +159,7 @@ describe("a host that declares the paths it serves itself", () => {
   })
 
   it("a restore onto one (a route stored before the host declared it) is 400 invalid_route, dry run or not", async () => {
-    const store = Effect.runSync(RouteRepository.makeMemory)
+    const store = Effect.runSync(RouteRepository.makeMemoryContext())
     const before = await start(store)
     const moved = await before.send(createRoute({ method: "GET", path: "/docs", handler: "page" }))
     const deleted = await before.send(createRoute({ method: "GET", path: "/openapi.json", handler: "page" }))
@@ -184,7 +187,7 @@ describe("a host that declares the paths it serves itself", () => {
   })
 
   it("match answers them as the host's; the router hands them back, even to a route stored before", async () => {
-    const store = Effect.runSync(RouteRepository.makeMemory)
+    const store = Effect.runSync(RouteRepository.makeMemoryContext())
     const before = await start(store)
     const legacy = await before.send(createRoute({ method: "GET", path: "/docs", handler: "page" }))
     const page = await before.send(createRoute({ method: "GET", path: "/:page", handler: "page" }))

@@ -7,7 +7,7 @@
  * equals the registry's, compared path by path (method and path → the route's JSON).
  */
 import { assert, describe, it, onTestFinished } from "@effect/vitest"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Context, Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as AdminListener from "route-registry/AdminListener"
@@ -25,7 +25,8 @@ const HEARTBEAT_MILLIS = 200
 
 const tokens = Authenticator.layerStaticTokens([{ token: Redacted.make(TOKEN), scopes: ["routes:read"] }])
 
-type Store = RouteRepository.RouteRepository["Type"]
+// The memory store with its change log (which a registry resumes its followers from) and the rest it offers.
+type Store = Context.Context<RouteRepository.RouteRepository | RouteRepository.MemoryCapability>
 
 // Serves `listener` on `port` (0: a free one).
 const serve = async (listener: AdminListener.Listener, port = 0) => {
@@ -45,7 +46,7 @@ const serve = async (listener: AdminListener.Listener, port = 0) => {
 const startRegistry = async (stored: Store, port = 0) => {
   const runtime = ManagedRuntime.make(
     RouteTable.layerWith({ replayCapacity: CAPACITY }).pipe(
-      Layer.provideMerge(Layer.merge(Layer.succeed(RouteRepository.RouteRepository, stored), tokens))
+      Layer.provideMerge(Layer.merge(Layer.succeedContext(stored), tokens))
     )
   )
   const [listener, store] = await runtime.runPromise(
@@ -77,7 +78,7 @@ const pause = (millis: number) => new Promise((resolve) => setTimeout(resolve, m
 
 describe("followers converge on a registry that restarts, prunes its history and has its streams cut", () => {
   it("registry → (direct, through a relay) followers: every table equal to the registry's, path by path", async () => {
-    const stored = await Effect.runPromise(RouteRepository.makeMemory)
+    const stored = await Effect.runPromise(RouteRepository.makeMemoryContext())
     let registry = await startRegistry(stored)
     onTestFinished(() => registry.close())
     const toRegistry = await CuttingProxy.start(registry.port)
