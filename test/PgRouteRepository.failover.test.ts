@@ -165,7 +165,10 @@ describe("PgRouteRepository across a failover", () => {
     close = async () => {
       for (const done of closing.splice(0).reverse()) await done().catch(() => undefined)
     }
-    const writer = await host(address.url, { queryTimeout: Duration.seconds(10) })
+    // The lost create's fate is asked for twice its deadline once its COMMIT goes unanswered, which its deadline's
+    // backstop decides: the deadline outlasts the steps below up to the promotion on a loaded machine (with 10 s, a CI
+    // run answered the lost create "could not be learnt": its window had closed before the promotion).
+    const writer = await host(address.url, { queryTimeout: Duration.seconds(30) })
     closing.push(() => writer.runtime.dispose())
     // A table that polls rarely: it reads the feed when it is woken, by a notification or its listener's first ping.
     const table = await tableHost(tableAddress.url, { pollInterval: Duration.seconds(30) })
