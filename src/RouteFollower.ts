@@ -166,6 +166,22 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
     : Effect.void
 
 /**
+ * What a follower's layers provide: its route table, status and replay ring, and a read-only store over the table
+ * with its reads from memory and its change log.
+ *
+ * @since 0.5.0
+ * @category models
+ */
+export type Provided =
+  | RouteTable.RouteTable
+  | RouteRepository.RouteRepository
+  | RouteRepository.ReadOnly
+  | RouteRepository.MemoryRead
+  | RouteRepository.ChangeLog
+  | RouteTable.TableStatus
+  | RouteTable.ReplayRing
+
+/**
  * A table that follows another registry over HTTP, with no database: the layer reads the registry's change stream
  * (`GET <url>/v1/routing/changes`) with a `routes:read` token, and provides
  * - `RouteTable`, which routes only once building the layer has received every route (the first `ready`), and then
@@ -200,16 +216,7 @@ const logStopped = (exit: Exit.Exit<void>): Effect.Effect<void> =>
  */
 export const layer = (
   options: Options
-): Layer.Layer<
-  | RouteTable.RouteTable
-  | RouteRepository.RouteRepository
-  | RouteRepository.ReadOnly
-  | RouteRepository.MemoryRead
-  | RouteRepository.ChangeLog
-  | RouteTable.TableStatus
-  | RouteTable.ReplayRing,
-  FollowFailed | InvalidOption
-> =>
+): Layer.Layer<Provided, FollowFailed | InvalidOption> =>
   Layer.scopedContext(Effect.gen(function*() {
     const settings = yield* FollowSettings.resolve(options)
     const cleartext = Urls.cleartextWarning(options.url, "route table: the followed registry's URL")
@@ -262,13 +269,5 @@ export const layer = (
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
-): Layer.Layer<
-  | RouteTable.RouteTable
-  | RouteRepository.RouteRepository
-  | RouteRepository.ReadOnly
-  | RouteRepository.MemoryRead
-  | RouteRepository.ChangeLog
-  | RouteTable.TableStatus
-  | RouteTable.ReplayRing,
-  FollowFailed | InvalidOption | ConfigError.ConfigError
-> => Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
+): Layer.Layer<Provided, FollowFailed | InvalidOption | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))
