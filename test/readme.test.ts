@@ -9,7 +9,8 @@
  *   earlier `ts` blocks, which it gets as imports from them. Imports do not carry over: each block imports what it
  *   uses, as a reader copying it needs. The environment variables a block reads (`process.env.NAME`,
  *   `Config.…("NAME")`) must be ones a table of the documentation documents (the `npm start` variables), so a
- *   snippet never names a variable the runnable host calls otherwise.
+ *   snippet never names a variable the runnable host calls otherwise. The one-step hosts (Fastify, Express, Hono)
+ *   write their handlers with no cast, and the same program refuses one of them given a handler of the wrong type.
  * - `json`: parsed.
  * - `sh`: parsed by `bash -n`. Every `npm start`, `npm test` and `npm run <script>` names a script of package.json;
  *   every `npm install` names this package (by name, as its `<name>-<version>.tgz` tarball or as
@@ -380,9 +381,50 @@ const eachBlock = (title: string, found: ReadonlyArray<Block>, test: (block: Blo
   })
 }
 
+// The `ts` blocks of `file` under `heading`, up to the next heading of its level.
+const sectionBlocks = (file: string, heading: string): Array<Block> => {
+  const lines = markdowns.get(file)!.split("\n")
+  const start = lines.indexOf(heading)
+  assert.isAtLeast(start, 0, `${file} has the heading ${heading}`)
+  const level = `${heading.split(" ")[0]} `
+  const next = lines.findIndex((text, i) => i > start && text.startsWith(level))
+  return ofLanguage("ts", file).filter((block) => block.line > start && (next === -1 || block.line < next))
+}
+
+// The one-step hosts, Fastify's in the README, Express's and Hono's in docs/mounting.md: a host writes its handlers
+// exactly as its framework's own, with no cast.
+const oneStep = [
+  ...sectionBlocks("README.md", "### Fastify, Express or Hono: one step"),
+  ...sectionBlocks("docs/mounting.md", "### Express and Hono in one step")
+]
+const WRONG_HANDLER: [string, string] = ["(req, res) => void res.json", "(req: number, res) => void res.json"]
+// Express's with a handler of the wrong type and no cast, checked in the same program: it must be refused.
+const wrongHandler: Block = {
+  ...oneStep[1]!,
+  file: "a one-step host with a handler of the wrong type",
+  code: oneStep[1]!.code.replace(...WRONG_HANDLER)
+}
+
 let problems: Promise<Map<Block, Array<string>>> | undefined
 // Every `ts` block of every document in one program, checked once.
-const problemsOf = async (block: Block) => (await (problems ??= typeCheck(ofLanguage("ts")))).get(block)
+const problemsOf = async (block: Block) =>
+  (await (problems ??= typeCheck([...ofLanguage("ts"), wrongHandler]))).get(block)
+
+describe("Fastify, Express or Hono in one step (README.md, docs/mounting.md)", () => {
+  it("has one block for each framework, and none casts a handler", () => {
+    assert.deepStrictEqual(
+      oneStep.map((block) => /from "route-registry\/(fastify|express|hono)"/.exec(block.code)?.[1]),
+      ["fastify", "express", "hono"]
+    )
+    // `* as` is an import, `as const` no cast.
+    for (const block of oneStep) assert.notMatch(block.code, /(?<!\*)\sas\s+(?!const\b)[A-Za-z{[(]|<[A-Z]\w*>\s*\w/)
+  })
+
+  it("a cast-free handler of the wrong type is refused: the check can fail", async () => {
+    assert.include(oneStep[1]!.code, WRONG_HANDLER[0])
+    assert.isNotEmpty(await problemsOf(wrongHandler))
+  })
+})
 
 for (const document of DOCUMENTS) {
   const markdown = markdowns.get(document)!
