@@ -22,12 +22,16 @@ const creates = Array.from({ length: SHAPES * VARIANTS }, (_, i) => {
   return { shape, body: { method: "POST", path: `/race/s${shape}/:p${variant}/items`, handler: `h${variant}` } }
 })
 
-// A 503 store_unavailable wrote nothing (it may come when the store's writers queue past its deadline on a loaded
-// machine): the client sends the create again after Retry-After, as the API tells it to, at most a few times.
+// A 503 store_unavailable wrote nothing (it comes when the store's writers queue past its deadline on a loaded
+// machine: at a load average of 15, every try of one shape's ten creates did so for five tries in a row): the client
+// sends the create again after Retry-After, as the API tells it to, for as long as a client would wait for a deploy.
+const RETRY_FOR_MILLIS = 90_000
+
 const sendUntilDecided = async (send: (request: Sent) => Promise<Received>, body: object): Promise<Received> => {
-  for (let attempt = 1;; attempt++) {
+  const until = Date.now() + RETRY_FOR_MILLIS
+  for (;;) {
     const response = await send(post(body))
-    if (response.status !== 503 || attempt === 5) return response
+    if (response.status !== 503 || Date.now() > until) return response
     await new Promise((resolve) => setTimeout(resolve, Number(response.headers.get("retry-after") ?? "1") * 1000))
   }
 }
