@@ -112,6 +112,39 @@ layer(TestDatabase.layer(), { excludeTestServices: true })("PgRouteRepository's 
       ])
     }).pipe(Effect.provide(TestDatabase.storeLayer())))
 
+  it.effect("creates of shapes already held, made at once, are each refused naming the holder, as a lone create is", () =>
+    Effect.gen(function*() {
+      const repo = yield* RouteRepository.RouteRepository
+      const when = { host: "api.example.com", headers: [{ name: "x-tenant", value: "a" }] }
+      const decode = (path: string, conditions?: typeof when) =>
+        Effect.orDie(Route.decodeCreate({ method: "GET", path, middleware: [], handler: "h", when: conditions }))
+      const plain = yield* Effect.flatMap(decode("/held/:id"), repo.create)
+      const conditioned = yield* Effect.flatMap(decode("/held/:id", when), repo.create)
+      // Held shapes and free ones mixed in one group: the free ones are created, each held one names its holder.
+      const answers = yield* Effect.all(
+        Array.from({ length: 12 }, (_, i) =>
+          Effect.either(Effect.flatMap(
+            i % 3 === 0 ? decode(`/held/:p${i}`) : i % 3 === 1 ? decode(`/held/:q${i}`, when) : decode(`/free/${i}`),
+            repo.create
+          ))),
+        { concurrency: "unbounded" }
+      )
+      const lone = (conditions?: typeof when) =>
+        Effect.flip(Effect.flatMap(decode("/held/:p0", conditions), repo.create))
+      const [alone, aloneWith] = [yield* lone(), yield* lone(when)]
+      answers.forEach((answer, i) => {
+        if (i % 3 === 2) return assert.isTrue(Either.isRight(answer))
+        assert.isTrue(Either.isLeft(answer))
+        const conflict = Either.getLeft(answer).pipe((left) => left._tag === "Some" ? left.value : undefined)
+        const expected = i % 3 === 0 ? alone : aloneWith
+        assert.strictEqual(conflict?._tag, "RouteConflict")
+        const refused = conflict as RouteRepository.RouteConflict
+        assert.strictEqual(refused.conflictingRouteId, i % 3 === 0 ? plain.id : conditioned.id)
+        assert.deepStrictEqual(refused.when, (expected as RouteRepository.RouteConflict).when)
+        assert.strictEqual(refused.message.replace(/:[pq]\d+/, ":p0"), expected.message)
+      })
+    }).pipe(Effect.provide(TestDatabase.storeLayer())))
+
   it.effect("a change the database refuses leaves the others of its group, which commit together", () => {
     const table = TestDatabase.freshTable()
     return Effect.gen(function*() {

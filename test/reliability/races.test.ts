@@ -64,7 +64,8 @@ describe("races", () => {
   it("memory store, one process: 1,000 creates over 100 shapes give one 201 per shape", async () => {
     const server = await nodeListener.start(Layer.merge(RouteRepository.layerMemory, tokens))
     onTestFinished(() => server.close())
-    assertOneWinnerPerShape(await fireAll([server.send]))
+    // A connection per create, as for the hosts below: 1,000 at once on kept-alive sockets met a reset under load.
+    assertOneWinnerPerShape(await fireAll([freshConnectionTo(server.origin)]))
   })
 
   it("4 host processes on one Postgres database: one 201 per shape, 100 rows", async () => {

@@ -29,9 +29,11 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Cause, Clock, Data, Duration, Effect, Exit, Runtime } from "effect"
-import type * as Route from "../../Route.js"
+import * as Route from "../../Route.js"
 import type { Precondition, Restored, StoreUnavailable } from "../../RouteRepository.js"
+import * as When from "../route/when.js"
 import type { InvalidRestore, RouteConflict } from "../store/errors.js"
+import { routeConflict } from "../store/errors.js"
 import * as Log from "./log.js"
 import * as Restore from "./restore.js"
 import * as Row from "./row.js"
@@ -144,6 +146,37 @@ const insertMany = (store: Store.Store, creating: ReadonlyArray<Creating>) => {
   )
 }
 
+const shapeKey = (method: string, pathShape: string, whenKey: string) => `${method}\n${pathShape}\n${whenKey}`
+
+// The routes holding the shapes of creates the group's insert left out, in one statement: each of those creates is
+// answered its conflict with the holder, as `Store.insert` names it, instead of a statement (and a round trip) of its
+// own; a create of many racing for few shapes is mostly such. After the insert, under the counter's lock, every
+// shape's holder is committed and seen; a create whose holder is not found takes `Store.insert`.
+const holdersOf = (store: Store.Store, creating: ReadonlyArray<Creating>) => {
+  const { settings, sql } = store
+  const keys = creating.map(({ route }) => ({
+    method: route.method,
+    path_shape: Route.shapeOf(route.path),
+    when_key: When.keyOf(route.when)
+  }))
+  return Effect.map(
+    sql<{ id: string; method: string; path_shape: string; when_key: string }>`
+      SELECT stored.id, stored.method, stored.path_shape, stored.when_key FROM ${sql(settings.qualified)} AS stored
+      JOIN json_to_recordset(${JSON.stringify(keys)}::json) AS x(method text, path_shape text, when_key text)
+        ON stored.method = x.method AND stored.path_shape = x.path_shape AND stored.when_key = x.when_key`,
+    (rows) => new Map(rows.map((row) => [shapeKey(row.method, row.path_shape, row.when_key), row.id]))
+  )
+}
+
+// A left-out create's answer: its conflict with the holder of its shape, or its own insert when none holds it.
+const leftOut = (holders: ReadonlyMap<string, string>, { route }: Creating): Answer | undefined => {
+  const whenKey = When.keyOf(route.when)
+  const holder = holders.get(shapeKey(route.method, Route.shapeOf(route.path), whenKey))
+  return holder === undefined
+    ? undefined
+    : Exit.fail(routeConflict(route.method, route.path, holder, Row.whenOfKey(whenKey)))
+}
+
 /** The group of `members` as one transaction's work: an answer per member, in order. */
 const work = (store: Store.Store, members: ReadonlyArray<AnyMember>, careful: boolean) => {
   const { sql } = store
@@ -184,10 +217,13 @@ const work = (store: Store.Store, members: ReadonlyArray<AnyMember>, careful: bo
         (error) => store.isMethodLimit(error),
         () => new Refused()
       )
+      const left = creates.filter((i) => !inserted.has(members[i]!.creating!.route.id))
+      const holders = left.length > 0 ? yield* holdersOf(store, left.map((i) => members[i]!.creating!)) : new Map()
       for (const i of creates) {
         const created = inserted.get(members[i]!.creating!.route.id)
-        // Left out: its shape is held, which `Store.insert` names.
-        answers[i] = created !== undefined ? Exit.succeed(created) : yield* step(members[i]!)
+        answers[i] = created !== undefined
+          ? Exit.succeed(created)
+          : leftOut(holders, members[i]!.creating!) ?? (yield* step(members[i]!))
       }
     } else if (careful || !members[others[0]!]!.locksFirst) {
       yield* Log.lock(store)
