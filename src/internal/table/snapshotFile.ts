@@ -70,7 +70,7 @@ export interface Content {
 }
 
 // Work between two yields to the event loop, in routes serialised: a millisecond or two at most. A route whose chunk
-// is reused counts as a tenth of one (a comparison of references).
+// is reused counts as a tenth of one (a comparison of references, and its 160 bytes hashed after a changed chunk).
 const SLICE = 500
 const REUSED_WEIGHT = 0.1
 
