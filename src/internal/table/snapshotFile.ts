@@ -10,13 +10,14 @@
  * A write is atomic (a temporary file in the same folder, `fsync`, rename, `fsync` of the folder), so a crash or a
  * `kill -9` at any instant leaves the previous file or the new one. A write must cost the routing next to nothing: the
  * body is made of chunks of routes, each kept for the next write while its routes are the same, so a write serialises
- * only what changed; it is made in slices with a turn of the event loop between them; the SHA-256 and the file's I/O
- * run in libuv's thread pool; and writes are spaced by their own cost as well as by the interval.
+ * only what changed; it is made and hashed in slices with a turn of the event loop between them, and never joined into
+ * one buffer (the chunks go to the file in one `writev`); the file's I/O runs in libuv's thread pool; and writes are
+ * spaced by their own cost as well as by the interval.
  *
  * @internal
  */
 import { Duration, Effect, Either, Queue } from "effect"
-import { createHash, webcrypto } from "node:crypto"
+import { createHash, type Hash } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { performance } from "node:perf_hooks"
@@ -69,7 +70,7 @@ export interface Content {
 }
 
 // Work between two yields to the event loop, in routes serialised: a millisecond or two at most. A route whose chunk
-// is reused counts as a tenth of one (a comparison of references).
+// is reused counts as a tenth of one (a comparison of references, and its 160 bytes hashed after a changed chunk).
 const SLICE = 500
 const REUSED_WEIGHT = 0.1
 
@@ -89,14 +90,18 @@ interface Chunk {
 
 /**
  * The chunks of the last body a writer made, by their first route: the next body reuses every chunk whose routes are
- * the same objects (routes are immutable), so a write serialises only the chunks that changed. One per writer.
+ * the same objects (routes are immutable), so a write serialises only the chunks that changed. With them, the body's
+ * chunks in order and the SHA-256's state after each: a body that begins as the last one did hashes only from where it
+ * differs. One per writer.
  */
 export interface Kept {
   chunks: ReadonlyMap<Route.StoredRoute, Chunk>
+  order: ReadonlyArray<Chunk>
+  states: ReadonlyArray<Hash>
 }
 
 /** Nothing kept yet: the next body is made whole. */
-export const kept = (): Kept => ({ chunks: new Map() })
+export const kept = (): Kept => ({ chunks: new Map(), order: [], states: [] })
 
 // A chunk ends after a route whose id's last byte is a multiple of 32 (a UUID's random bits: one route in 32 on
 // average), so a route added or removed changes its own chunk and leaves the others' cuts where they were; or after
@@ -229,23 +234,30 @@ export const read = (file: string, kind: Kind): Effect.Effect<Either.Either<Snap
 export const refused = (file: string, reason: string): Effect.Effect<void> =>
   Effect.logWarning(`route table: the snapshot ${file} is not routed from (${reason}); starting without it`)
 
-/** A file's bytes, and the milliseconds its making held the event loop (the request path) in all. */
+/** A file's bytes (its header, then its body's chunks), and the milliseconds its making held the event loop in all. */
 export interface Encoded {
   readonly header: Buffer
-  readonly body: Buffer
+  readonly body: ReadonlyArray<Buffer>
+  readonly bytes: number
   readonly busyMillis: number
 }
 
 /**
  * The file's bytes for `content`, made in slices with a turn of the event loop between them, from the chunks `kept`
- * holds where they are unchanged (then `kept` holds this body's). The SHA-256 is computed off the event loop.
+ * holds where they are unchanged (then `kept` holds this body's). The SHA-256 is taken chunk by chunk in the same
+ * slices, from the first chunk that differs from the last body's: a body joined into one buffer, or copied whole for a
+ * hash in the thread pool, held the event loop for milliseconds at a time at 10,000 routes (docs/performance.md).
  */
 export const encode = (content: Content, kept: Kept): Effect.Effect<Encoded> =>
   Effect.gen(function*() {
     const routes = content.routes
     const before = kept.chunks
     const chunks = new Map<Route.StoredRoute, Chunk>()
-    const parts: Array<Buffer> = []
+    const order: Array<Chunk> = []
+    const states: Array<Hash> = []
+    // Undefined while the body so far is the last one's: its state is then the one kept.
+    let hash: Hash | undefined
+    let bytes = 0
     let busyMillis = 0
     let spent = 0
     let began = performance.now()
@@ -257,7 +269,16 @@ export const encode = (content: Content, kept: Kept): Effect.Effect<Encoded> =>
       const reused = previous !== undefined && holds(previous, routes, start, end)
       const chunk = reused ? previous : chunkOf(routes.slice(start, end))
       chunks.set(first, chunk)
-      parts.push(chunk.bytes)
+      const i = order.length
+      order.push(chunk)
+      if (hash === undefined && kept.order[i] === chunk) {
+        states.push(kept.states[i]!)
+      } else {
+        hash ??= i === 0 ? createHash("sha256") : kept.states[i - 1]!.copy()
+        hash.update(chunk.bytes)
+        states.push(hash.copy())
+      }
+      bytes += chunk.bytes.length
       spent += reused ? chunk.routes.length * REUSED_WEIGHT : chunk.routes.length
       start = end
       if (spent >= SLICE) {
@@ -268,9 +289,9 @@ export const encode = (content: Content, kept: Kept): Effect.Effect<Encoded> =>
       }
     }
     kept.chunks = chunks
-    const body = Buffer.concat(parts)
-    busyMillis += performance.now() - began
-    const digest = yield* Effect.promise(() => webcrypto.subtle.digest("SHA-256", body))
+    kept.order = order
+    kept.states = states
+    hash ??= order.length === 0 ? createHash("sha256") : states[order.length - 1]!.copy()
     const header: Header = {
       format: FORMAT,
       version: VERSION,
@@ -279,10 +300,12 @@ export const encode = (content: Content, kept: Kept): Effect.Effect<Encoded> =>
       revision: content.revision,
       confirmedAt: content.confirmedAt.toISOString(),
       routes: routes.length,
-      bytes: body.length,
-      sha256: Buffer.from(digest).toString("hex")
+      bytes,
+      sha256: hash.digest("hex")
     }
-    return { header: Buffer.from(JSON.stringify(header) + "\n", "utf8"), body, busyMillis }
+    const head = Buffer.from(JSON.stringify(header) + "\n", "utf8")
+    busyMillis += performance.now() - began
+    return { header: head, body: order.map((chunk) => chunk.bytes), bytes: head.length + bytes, busyMillis }
   })
 
 // Temporary file, fsync, rename over the old file, fsync of the folder: the old file or the new, never a mix. One
@@ -291,9 +314,8 @@ const replace = async (file: string, encoded: Encoded): Promise<void> => {
   const temporary = `${file}.tmp`
   const handle = await Fs.open(temporary, "w", 0o600)
   try {
-    // The second goes on from where the first ended.
-    await handle.writeFile(encoded.header)
-    await handle.writeFile(encoded.body)
+    const { bytesWritten } = await handle.writev([encoded.header, ...encoded.body])
+    if (bytesWritten !== encoded.bytes) throw new Error(`${bytesWritten} of ${encoded.bytes} bytes written`)
     await handle.sync()
   } finally {
     await handle.close()
@@ -324,7 +346,7 @@ export const write = (file: string, content: Content, chunks: Kept = kept()): Ef
       try: () => replace(file, encoded),
       catch: (error) => `cannot write the snapshot ${file}: ${String(error)}`
     }).pipe(
-      Effect.as({ bytes: encoded.header.length + encoded.body.length, busyMillis: encoded.busyMillis }),
+      Effect.as({ bytes: encoded.bytes, busyMillis: encoded.busyMillis }),
       Effect.uninterruptible
     ))
 
