@@ -68,16 +68,21 @@ const siteOf = (method: string, route: string, operation: string, kind: "server"
   }
 }
 
-const sites = new Map<string, Sites>()
+// By route, operation and method, so that no key is built per request (a key joined from the three is a new string,
+// hashed anew, each time).
+const sites = new Map<string, Map<string, Map<string, Sites>>>()
 const sitesOf = (method: string, route: string, operation: string): Sites => {
-  const key = `${method} ${route} ${operation}`
-  let found = sites.get(key)
+  let byOperation = sites.get(route)
+  if (byOperation === undefined) sites.set(route, byOperation = new Map())
+  let byMethod = byOperation.get(operation)
+  if (byMethod === undefined) byOperation.set(operation, byMethod = new Map())
+  let found = byMethod.get(method)
   if (found === undefined) {
     found = {
       server: siteOf(method, route, operation, "server"),
       internal: siteOf(method, route, operation, "internal")
     }
-    sites.set(key, found)
+    byMethod.set(method, found)
   }
   return found
 }
