@@ -21,8 +21,8 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Telemetry from "route-registry/Telemetry"
-// The adapters' runner is internal (a few lines over Effect's runFork, the same Effect as dist's).
-import * as Runner from "../src/internal/http/runner.js"
+// The adapters' runner is internal: the compiled one, which knows the Effects the compiled core marks for it.
+import * as Runner from "../dist/internal/http/runner.js"
 
 const argv = process.argv.slice(2)
 const argument = (name: string): string | undefined => {

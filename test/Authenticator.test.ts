@@ -256,6 +256,24 @@ describe("the principals every authenticator gives the routing API", () => {
     assert.isTrue(Exit.isExit(Runner.make(Runtime.defaultRuntime)(handler.handle(request("id-fast"))!)))
   })
 
+  it.effect("each request's authenticator is given its own token, even after one wiped the token it was given", () =>
+    Effect.gen(function*() {
+      const given: Array<string> = []
+      const wiping = RoutingHandler.makeWith(Effect.runSync(RouteRepository.makeMemory), {
+        authenticate: (token) => {
+          given.push(Redacted.value(token))
+          Redacted.unsafeWipe(token)
+          return Exit.succeed({ id: "wiper", scopes: ["routes:read"] })
+        }
+      })
+      const statuses: Array<number> = []
+      for (const token of ["id-a", "id-a", "id-b", "id-a"]) {
+        statuses.push((yield* wiping.handle(request(token))!).status)
+      }
+      assert.deepStrictEqual(statuses, [200, 200, 200, 200])
+      assert.deepStrictEqual(given, ["id-a", "id-a", "id-b", "id-a"])
+    }))
+
   // The core over `authenticator`, built where the log lines go to `lines` (it runs requests on the runtime it is made in).
   const logging = (authenticator: Context.Tag.Service<typeof Authenticator.Authenticator>) => {
     const lines: Array<{ readonly level: string; readonly message: string }> = []

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Layer, MetricLabel, Option, TestClock, Tracer } from "effect"
+import { Context, Duration, Effect, Exit, Layer, MetricLabel, Option, Supervisor, TestClock, Tracer } from "effect"
 import * as AdminWebHandler from "route-registry/AdminWebHandler"
 import * as PgRouteRepository from "route-registry/PgRouteRepository"
 import * as Route from "route-registry/Route"
@@ -7,6 +7,7 @@ import * as RouteRepository from "route-registry/RouteRepository"
 import * as RouteTable from "route-registry/RouteTable"
 import * as RoutingHandler from "route-registry/RoutingHandler"
 import * as Telemetry from "route-registry/Telemetry"
+import * as Runner from "../src/internal/http/runner.js"
 import { ADMIN, tokens } from "./utils/httpContract.js"
 import * as TestDatabase from "./utils/TestDatabase.js"
 
@@ -31,6 +32,15 @@ const recording = () => {
       context: (f, fiber) => native.context(f, fiber)
     }))))
   return { spans, open, layer }
+}
+
+// Counts the fibers started under it.
+class CountingFibers extends Supervisor.AbstractSupervisor<void> {
+  started = 0
+  value = Effect.void
+  override onStart() {
+    this.started++
+  }
 }
 
 const headers = { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" }
@@ -250,6 +260,49 @@ describe("Telemetry", () => {
       assert.strictEqual(get.kind, "internal")
       assert.strictEqual(parentId(get), named(spans, "host read").spanId)
       assert.strictEqual(get.traceId, named(spans, "host read").traceId)
+    }).pipe(Effect.provide(Layer.mergeAll(RouteRepository.layerMemory, tokens, Telemetry.layer(), layer)))
+  })
+
+  it.effect("an adapter records an answer given at once from its runtime, with no fiber, as a fiber records it", () => {
+    const { layer, spans } = recording()
+    return Effect.gen(function*() {
+      const handler = yield* RoutingHandler.make()
+      const created = yield* RouteRepository.RouteRepository.pipe(
+        Effect.flatMap((store) => Effect.flatMap(Route.decodeCreate(route), store.create))
+      )
+      const read = () =>
+        handler.handle({
+          method: "GET",
+          path: `/v1/routing/${created.id}`,
+          query: "",
+          header: (name) => name === "authorization" ? headers.authorization : undefined,
+          body: () => Effect.succeed(new Uint8Array())
+        })!
+      const linked = yield* Effect.makeSpan("earlier work")
+      const fibers = new CountingFibers()
+      // The same runtime twice: its span annotations and links reach both spans.
+      const [started, onFiber] = yield* Effect.gen(function*() {
+        const started = Runner.make(yield* Effect.runtime<never>())(read())
+        return [started, yield* read()] as const
+      }).pipe(Effect.annotateSpans("deployment", "blue"), Effect.linkSpans(linked), Effect.supervised(fibers))
+      assert.isTrue(Exit.isExit(started))
+      assert.strictEqual(fibers.started, 0)
+      assert.strictEqual((started as Exit.Success<RoutingHandler.Response, never>).value.status, 200)
+      assert.strictEqual(onFiber.status, 200)
+      const gets = spans.filter((span) => span.name === "GET /v1/routing/{id}")
+      assert.strictEqual(gets.length, 2)
+      assert.deepStrictEqual(Object.fromEntries(gets[0]!.attributes), {
+        deployment: "blue",
+        "http.request.method": "GET",
+        "http.route": "/v1/routing/{id}",
+        "route_registry.operation": "get",
+        "http.response.status_code": 200
+      })
+      assert.deepStrictEqual(Object.fromEntries(gets[1]!.attributes), Object.fromEntries(gets[0]!.attributes))
+      assert.deepStrictEqual(
+        gets.map((span) => [span.kind, span.status._tag, span.links.map((link) => link.span.spanId)]),
+        [["server", "Ended", [linked.spanId]], ["server", "Ended", [linked.spanId]]]
+      )
     }).pipe(Effect.provide(Layer.mergeAll(RouteRepository.layerMemory, tokens, Telemetry.layer(), layer)))
   })
 

@@ -8,7 +8,9 @@
  * The core's steps chain through `flatMapNow` and `catchNow`, which continue at once when what they follow has
  * already ended (an `Exit`: a token decided at once, a route read from memory), so that such an answer is an `Exit`
  * itself and `make`'s starter needs no fiber for it: a fiber cost a GET from memory about a third of its CPU in the
- * core (docs/performance.md, The admin read path back).
+ * core (docs/performance.md, The admin read path back). An Effect that only reads what a fiber of the runtime would
+ * read (its services and references: the request's span of such an answer) carries how to answer from the runtime
+ * itself (`withRuntime`), and is answered so, with no fiber either.
  *
  * @internal
  */
@@ -17,14 +19,41 @@ import { Effect, Exit, FiberRef, Runtime, Scheduler } from "effect"
 
 const immediate = Scheduler.make((task) => task())
 
+const FROM_RUNTIME = Symbol("route-registry/Runner/fromRuntime")
+
+// An Effect that carries its answer from a runtime (`withRuntime`).
+interface FromRuntime<A> extends Effect.Effect<A> {
+  readonly [FROM_RUNTIME]: (runtime: Runtime.Runtime<never>) => Exit.Exit<A>
+}
+
+/**
+ * `effect`, which the runner answers instead with `fromRuntime` of its runtime: both must answer alike, `effect` on a
+ * fiber of that runtime (with its context and references) and `fromRuntime` from the runtime's own.
+ */
+export const withRuntime = <A>(
+  effect: Effect.Effect<A>,
+  fromRuntime: (runtime: Runtime.Runtime<never>) => Exit.Exit<A>
+): Effect.Effect<A> => Object.assign(effect, { [FROM_RUNTIME]: fromRuntime })
+
+// A throw is a defect of the answer, as it is on a fiber.
+const fromRuntime = <A>(effect: FromRuntime<A>, runtime: Runtime.Runtime<never>): Exit.Exit<A> => {
+  try {
+    return effect[FROM_RUNTIME](runtime)
+  } catch (error) {
+    return Exit.die(error)
+  }
+}
+
 /** Starts an Effect now: its end when nothing in it waited, else the fiber it waits in. */
 export type Start = <A>(effect: Effect.Effect<A>) => Exit.Exit<A> | Fiber.RuntimeFiber<A>
 
 /** Starts Effects on `runtime`, resumed at once. */
 export const make = (runtime: Runtime.Runtime<never>): Start => {
-  const runFork = Runtime.runFork(Runtime.setFiberRef(runtime, FiberRef.currentScheduler, immediate))
+  const resumed = Runtime.setFiberRef(runtime, FiberRef.currentScheduler, immediate)
+  const runFork = Runtime.runFork(resumed)
   return <A>(effect: Effect.Effect<A>) => {
     if (Exit.isExit(effect)) return effect as Exit.Exit<A>
+    if (FROM_RUNTIME in effect) return fromRuntime(effect as FromRuntime<A>, resumed)
     const fiber = runFork(effect)
     return fiber.unsafePoll() ?? fiber
   }
