@@ -5,7 +5,7 @@
  *
  * Environment: PORT (default 3000; 0 picks a free port), HOST (default 127.0.0.1), ROUTING_ADMIN_TOKENS and
  * ROUTING_READ_TOKENS (comma-separated, `token` or `name=token`), ROUTING_TOKENS (JSON), JWT_JWKS_URL, JWT_PUBLIC_KEY
- * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory), FOLLOW_URL,
+ * or JWT_SECRET with JWT_ISSUER and JWT_AUDIENCE (see examples/env.ts and docs/authentication.md), DATABASE_URL (Postgres store when set, otherwise in memory; DATABASE_IDLE_TIMEOUT_MS, its pool's idle timeout), FOLLOW_URL,
  * FOLLOW_TOKEN and FOLLOW_NAME (follow that registry instead, with no store: see `follower` below; FOLLOW_RETRY_MAX_MS, its longest wait
  * between reconnections; SNAPSHOT_FILE, BOOTSTRAP_FILE and FOLLOW_START_TIMEOUT_MS, docs/resilience.md; with DATABASE_URL,
  * SNAPSHOT_FILE, BOOTSTRAP_FILE and DATABASE_START_TIMEOUT_MS likewise), READY_MAX_STALENESS_MS (see
@@ -105,7 +105,10 @@ export const tables = (): Layer.Layer<Services, unknown> => {
   if (follow !== undefined && follow !== "") return Layer.merge(follower(follow), Env.authenticator(true))
   const url = process.env.DATABASE_URL
   if (url === undefined || url === "") return withTable(Env.services(RouteRepository.layerMemory))
-  const store = PgRouteRepository.layer().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl(url)) })))
+  // DATABASE_IDLE_TIMEOUT_MS: how long a pool connection may stay idle before it closes (node-postgres's 10 s when unset).
+  const idleTimeout = Env.optionalPositiveMillis("DATABASE_IDLE_TIMEOUT_MS")
+  const client = PgClient.layer({ url: Redacted.make(databaseUrl(url)), idleTimeout })
+  const store = PgRouteRepository.layer().pipe(Layer.provide(client))
   const snapshotFile = process.env.SNAPSHOT_FILE || undefined
   const bootstrapFile = process.env.BOOTSTRAP_FILE || undefined
   if (snapshotFile === undefined && bootstrapFile === undefined) return withTable(Env.services(store))
