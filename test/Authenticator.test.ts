@@ -274,6 +274,26 @@ describe("the principals every authenticator gives the routing API", () => {
       assert.deepStrictEqual(given, ["id-a", "id-a", "id-b", "id-a"])
     }))
 
+  it.effect("concurrent requests with one token: an authenticator that waits, then wipes its token, wipes no other's", () =>
+    Effect.gen(function*() {
+      const given: Array<string> = []
+      const wiping = RoutingHandler.makeWith(Effect.runSync(RouteRepository.makeMemory), {
+        authenticate: (token) =>
+          Effect.gen(function*() {
+            yield* Effect.yieldNow()
+            given.push(Redacted.value(token))
+            Redacted.unsafeWipe(token)
+            return { id: "wiper", scopes: ["routes:read"] }
+          })
+      })
+      const at = yield* Effect.all(
+        ["id-c", "id-c", "id-c", "id-c"].map((token) => wiping.handle(request(token))!),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(at.map((response) => response.status), Array(4).fill(200))
+      assert.deepStrictEqual(given, Array(4).fill("id-c"))
+    }))
+
   // The core over `authenticator`, built where the log lines go to `lines` (it runs requests on the runtime it is made in).
   const logging = (authenticator: Context.Tag.Service<typeof Authenticator.Authenticator>) => {
     const lines: Array<{ readonly level: string; readonly message: string }> = []

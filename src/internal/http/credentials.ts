@@ -34,10 +34,12 @@ const isBearer = (value: string): boolean => {
   return true
 }
 
-// The last token read, in its Redacted: a Redacted is an entry in Effect's registry of redacted values (a WeakMap), and
-// making one per request was the library's costliest function in a CPU profile of a GET from memory in the core
-// (docs/performance.md, "The read path over HTTP"), while a client sends one token request after request.
-let last: Redacted.Redacted<string> | undefined
+// The last token an authenticator was done with at once, in its Redacted: a Redacted is an entry in Effect's registry
+// of redacted values (a WeakMap), and making one per request was the library's costliest function in a CPU profile of a
+// GET from memory in the core (docs/performance.md, "The read path over HTTP"), while a client sends one token request
+// after request. It is lent to one request at a time (`credential` takes it, `release` gives it back), so that no two
+// authenticators hold one Redacted: one that wipes its token never wipes another request's.
+let idle: Redacted.Redacted<string> | undefined
 
 // What a Redacted still holds: "" once an authenticator wiped it (`Redacted.unsafeWipe`), which no token equals.
 const held = (redacted: Redacted.Redacted<string>): string => {
@@ -72,9 +74,17 @@ export const credential = (header: string | undefined): Redacted.Redacted<string
   while (space !== -1 && value.charCodeAt(start) === 32) start++
   const token = space === -1 ? "" : value.slice(start)
   if (token === "") return Answers.EMPTY_CREDENTIAL
-  // The last token was well formed.
-  if (last !== undefined && same(token, held(last))) return last
+  // The idle token was well formed.
+  if (idle !== undefined && same(token, held(idle))) {
+    const lent = idle
+    idle = undefined
+    return lent
+  }
   if (!isWellFormedToken(token)) return Answers.MALFORMED_CREDENTIAL
-  last = Redacted.make(token)
-  return last
+  return Redacted.make(token)
+}
+
+/** Gives back a token its authenticator is done with, for the next request that presents the same token. */
+export const release = (token: Redacted.Redacted<string>): void => {
+  idle = token
 }

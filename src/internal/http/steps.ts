@@ -102,8 +102,11 @@ export const authorize = (
   try {
     const token = Credentials.credential(request.header("authorization"))
     if (!Redacted.isRedacted(token)) return refuse(token)
+    const decided = core.authenticator.authenticate(token)
+    // Decided at once: the authenticator is done with the token. One that waits keeps it: the next request gets its own.
+    if (Exit.isExit(decided)) Credentials.release(token)
     return Runner.flatMapNow(
-      core.authenticator.authenticate(token),
+      decided,
       (principal) => Ownership.holds(principal.scopes, scope) ? Exit.succeed(principal) : refuse(REFUSALS[scope])
     )
   } catch (error) {
